@@ -1,0 +1,210 @@
+/* cproton/cproton.h -- the host API of cproton, a multi-level GPU profiler.
+ *
+ * Conventions that hold for every function below unless its comment says
+ * otherwise:
+ *   - Functions that can fail return a cproton_status: CPROTON_OK (0) or a
+ *     negative code from <cproton/errors.h>. On failure a detail message is
+ *     left for the calling thread: cproton_last_error().
+ *   - The library never aborts, exits or prints; diagnostics go through the
+ *     log handler (cproton_log_set_handler).
+ *   - Strings passed in are copied when kept; the caller keeps ownership.
+ *   - Session ids are small non-negative integers; CPROTON_ALL_SESSIONS (-1)
+ *     names every session where a function says so.
+ *   - All functions are thread-safe unless noted.
+ *
+ * Typical use:
+ *
+ *   cproton_session_options o;
+ *   cproton_session_options_init(&o);
+ *   o.name = "run";                      // writes run.hatchet
+ *   int sid;
+ *   if (cproton_session_start(&o, &sid) != CPROTON_OK)
+ *     fprintf(stderr, "%s\n", cproton_last_error());
+ *   uint64_t id;
+ *   cproton_scope_enter("fwd", &id);
+ *   launch_kernels();
+ *   cproton_metric_add_double(id, "flops", 1e9);
+ *   cproton_scope_exit("fwd");
+ *   cproton_session_finalize(sid, NULL);
+ */
+#ifndef CPROTON_CPROTON_H
+#define CPROTON_CPROTON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cproton/errors.h"
+#include "cproton/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(CPROTON_BUILDING) && defined(__GNUC__)
+#define CPROTON_API __attribute__((visibility("default")))
+#else
+#define CPROTON_API
+#endif
+
+#define CPROTON_ALL_SESSIONS (-1)
+
+/* ---- errors and logging ------------------------------------------------ */
+
+/* The detail message of the last failure on the calling thread ("" if none).
+ * The string is owned by the library and valid until the next failing call
+ * on the same thread. */
+CPROTON_API const char *cproton_last_error(void);
+
+/* A static description of `code` ("unknown status" for foreign codes). */
+CPROTON_API const char *cproton_strerror(int code);
+
+/* The code's symbolic name, e.g. "CPROTON_EINVAL"; static storage. */
+CPROTON_API const char *cproton_error_name(int code);
+
+/* The library version string ("0.1.0"); static storage. */
+CPROTON_API const char *cproton_version(void);
+
+typedef enum cproton_log_level {
+  CPROTON_LOG_DEBUG = 0,
+  CPROTON_LOG_INFO = 1,
+  CPROTON_LOG_WARN = 2,
+  CPROTON_LOG_ERROR = 3
+} cproton_log_level;
+
+/* Receives every diagnostic line (no trailing newline). May be called from
+ * any thread, including CUPTI's; must not call back into cproton. */
+typedef void (*cproton_log_fn)(void *user, cproton_log_level level,
+                               const char *message);
+
+/* Redirects diagnostics. NULL restores the default (stderr, "cproton: "
+ * prefix, warnings and errors only). `min_level` filters below it. */
+CPROTON_API void cproton_log_set_handler(cproton_log_fn fn, void *user,
+                                         cproton_log_level min_level);
+
+/* ---- sessions ---------------------------------------------------------- */
+
+typedef struct cproton_session_options {
+  /* Output path without extension; NULL gives "proton". The extension is
+   * added by the output format (".hatchet", ".chrome_trace"). The strings
+   * "{pid}", "{rank}" and "{local_rank}" are replaced by the process id and
+   * the RANK / LOCAL_RANK values given in `rank` / `local_rank`. */
+  const char *name;
+  /* "shadow" (scopes; default) or "python" (needs a registered source). */
+  const char *context;
+  /* "tree" (default) or "trace". */
+  const char *data;
+  /* "cupti", "instrumentation", "none", or NULL for the default: "cupti"
+   * when a CUDA driver is present, else "none" (CPU scopes only). */
+  const char *backend;
+  /* Backend mode string, e.g. "pcsampling" or Proton's instrumentation
+   * mode strings; NULL for the default mode. */
+  const char *mode;
+  /* Rank and local rank used for "{rank}" / "{local_rank}"; -1 if unknown. */
+  int rank;
+  int local_rank;
+  /* Non-zero: write ".chrome_trace.gz" traces through zlib. */
+  int gzip;
+} cproton_session_options;
+
+/* Fills `o` with the defaults above. Always call before setting fields. */
+CPROTON_API void cproton_session_options_init(cproton_session_options *o);
+
+/* Starts a session and makes it active. Errors: EINVAL for unknown context,
+ * data or backend strings (the message lists the valid ones), ELIMIT when
+ * too many sessions exist, ENODEVICE is never returned: a GPU backend that
+ * cannot load leaves a CPU-only session and one warning in the log.
+ * `session_out` receives the id. */
+CPROTON_API int cproton_session_start(const cproton_session_options *o,
+                                      int *session_out);
+
+/* Resumes (activate) or pauses (deactivate) recording into a session, or
+ * every session for CPROTON_ALL_SESSIONS. Deactivate flushes GPU records
+ * gathered so far. Errors: ENOTFOUND for an unknown id. */
+CPROTON_API int cproton_session_activate(int session);
+CPROTON_API int cproton_session_deactivate(int session);
+
+/* Flushes, writes the profile and frees the session (or all sessions).
+ * `format` is NULL or "" (the data kind's default), "hatchet" or
+ * "chrome_trace". The file is written to a temporary name and renamed, so a
+ * failed write leaves no partial file. Errors: ENOTFOUND, EINVAL (format),
+ * EIO (the message names the path). The session is freed even on EIO. */
+CPROTON_API int cproton_session_finalize(int session, const char *format);
+
+/* Copies the path of the file the last finalize of `session` wrote, or that
+ * it will write, into `buf` (NUL-terminated, truncated to `size`).
+ * Errors: ENOTFOUND. */
+CPROTON_API int cproton_session_output_path(int session, char *buf,
+                                            size_t size);
+
+/* Renders the session's current tree as Hatchet JSON without finalizing.
+ * `*json_out` is malloc'ed; free it with cproton_free(). */
+CPROTON_API int cproton_session_data_json(int session, char **json_out,
+                                          size_t *size_out);
+
+/* Frees memory returned by this library; NULL is fine. */
+CPROTON_API void cproton_free(void *ptr);
+
+/* Number of sessions that exist (active or not). */
+CPROTON_API int cproton_session_count(void);
+
+/* ---- scopes, metrics and states ---------------------------------------- */
+
+/* Pushes a scope named `name` on the calling thread's shadow stack; every
+ * kernel launched until the matching exit is attributed under it.
+ * `id_out` (may be NULL) receives a scope id for cproton_metric_add_*.
+ * Errors: EINVAL (NULL or empty name), ELIMIT (stack deeper than 1024).
+ * Hot path: no allocation once the (parent, name) node exists. */
+CPROTON_API int cproton_scope_enter(const char *name, uint64_t *id_out);
+
+/* Pops the innermost scope of the calling thread. With a non-NULL `name` the
+ * innermost scope must have that name. Errors: ESTATE for an exit with no
+ * enter or a name mismatch (the stack is left unchanged). */
+CPROTON_API int cproton_scope_exit(const char *name);
+
+/* Depth of the calling thread's shadow stack. */
+CPROTON_API size_t cproton_scope_depth(void);
+
+/* Attach a metric to the scope `scope_id` in every active session. A name
+ * ending in "(exc)" is exclusive, "(pty)" is a property (last value wins),
+ * any other is summed over every entry of the scope. A metric keeps the type
+ * of its first value; adding a double to an integer metric gives EINVAL.
+ * scope_id 0 means the innermost scope of the calling thread (ROOT if none). */
+CPROTON_API int cproton_metric_add_int(uint64_t scope_id, const char *name,
+                                       int64_t value);
+CPROTON_API int cproton_metric_add_double(uint64_t scope_id, const char *name,
+                                          double value);
+
+/* States: the innermost state of the calling thread becomes the parent frame
+ * of every kernel it launches (Proton's `state`). Errors: EINVAL for a bad
+ * name, ESTATE for an exit with no state. */
+CPROTON_API int cproton_state_enter(const char *name);
+CPROTON_API int cproton_state_exit(void);
+
+/* ---- context sources ---------------------------------------------------- */
+
+/* Interns a frame name ("file:line@function") and gives its id; ids are
+ * stable for the life of the process. Hot-path safe after the first call
+ * for a name. Errors: EINVAL. */
+CPROTON_API int cproton_frame_intern(const char *name, uint32_t *id_out);
+
+/* A context source writes the calling thread's frames as interned ids,
+ * outermost first, into `ids` (at most `max`) and returns how many. It may
+ * be called on the thread that launches a kernel, with or without the GIL,
+ * and must neither block nor call back into cproton except
+ * cproton_frame_intern. */
+typedef size_t (*cproton_unwind_fn)(void *user, uint32_t *ids, size_t max);
+
+/* Registers the source for context `name` ("python"). Sessions started with
+ * that context use it; NULL `fn` unregisters. Errors: EINVAL. */
+CPROTON_API int cproton_context_register(const char *name, cproton_unwind_fn fn,
+                                         void *user);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* The other parts of the family: profile reading and instrumentation. */
+#include "cproton/instrument.h"
+#include "cproton/profile.h"
+
+#endif

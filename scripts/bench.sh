@@ -1,0 +1,2 @@
+#!/usr/bin/env bash
+echo "scripts/bench.sh: not yet"

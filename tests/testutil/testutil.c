@@ -1,0 +1,54 @@
+/* testutil.c -- see testutil.h. */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *cpt_tmp_path(const char *stem) {
+  static _Thread_local char paths[16][512];
+  static _Thread_local int next;
+  static char dir[256];
+  if (!dir[0]) {
+    snprintf(dir, sizeof dir, "%s/cproton-test-%d",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+    mkdir(dir, 0700);
+  }
+  char *p = paths[next++ % 16];
+  snprintf(p, 512, "%s/%s", dir, stem);
+  return p;
+}
+
+char *cpt_read_file(const char *path, size_t *size_out) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  size_t got = fread(buf, 1, (size_t)n, f);
+  fclose(f);
+  buf[got] = '\0';
+  if (size_out)
+    *size_out = got;
+  return buf;
+}
+
+json_t *cpt_load_json(const char *path) {
+  json_error_t err;
+  json_t *j = json_load_file(path, 0, &err);
+  if (!j)
+    fprintf(stderr, "%s:%d:%d: %s\n", path, err.line, err.column, err.text);
+  return j;
+}
+
+json_t *cpt_parse_json(const char *text) {
+  json_error_t err;
+  json_t *j = json_loads(text, 0, &err);
+  if (!j)
+    fprintf(stderr, "json:%d:%d: %s\n", err.line, err.column, err.text);
+  return j;
+}

@@ -1,0 +1,22 @@
+/* testutil.h -- helpers shared by the unit tests: temp paths, whole-file
+ * reads and JSON comparison with jansson. */
+#ifndef CP_TESTUTIL_H
+#define CP_TESTUTIL_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* A fresh path under a per-process temporary folder: <dir>/<stem>. The
+ * string is static per call site index `slot` (0..15). */
+const char *cpt_tmp_path(const char *stem);
+
+/* Reads a whole file; NULL on error. Caller frees. */
+char *cpt_read_file(const char *path, size_t *size_out);
+
+/* Loads a JSON file with jansson; NULL (and a message on stderr) on error. */
+json_t *cpt_load_json(const char *path);
+
+/* Parses JSON text; NULL on error. */
+json_t *cpt_parse_json(const char *text);
+
+#endif
