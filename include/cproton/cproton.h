@@ -34,17 +34,13 @@
 #include <stdint.h>
 
 #include "cproton/errors.h"
+#include "cproton/export.h"
 #include "cproton/version.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#if defined(CPROTON_BUILDING) && defined(__GNUC__)
-#define CPROTON_API __attribute__((visibility("default")))
-#else
-#define CPROTON_API
-#endif
 
 #define CPROTON_ALL_SESSIONS (-1)
 
