@@ -1,0 +1,32 @@
+/* backend/backend.h -- the interface every measurement backend implements
+ * (cp_backend_*). Only backend/registry.c knows which ones were compiled in.
+ *
+ * Life cycle: the session module calls `start` when the first session that
+ * uses a backend starts, `flush` on deactivate and before finalize, and
+ * `stop` when the last such session is gone. Backends deliver measurements
+ * through core/session.h (cp_session_capture on the launching thread,
+ * cp_session_deliver_kernel on their own thread). */
+#ifndef CP_BACKEND_BACKEND_H
+#define CP_BACKEND_BACKEND_H
+
+typedef struct cp_backend_ops {
+  const char *name;
+  /* Non-zero when the backend can run here (driver and libraries load).
+   * Must be cheap and must not print; may set the error message. */
+  int (*available)(void);
+  /* Subscribes / allocates. `mode` is the session's mode string or NULL.
+   * Errors: EINVAL (bad mode), EBACKEND (vendor failure, translated). */
+  int (*start)(const char *mode);
+  /* Delivers every pending record before returning. */
+  int (*flush)(void);
+  /* Unsubscribes and frees; reports dropped records through the log. */
+  void (*stop)(void);
+} cp_backend_ops;
+
+/* The backend named `name`, or NULL (message lists the valid names). */
+const cp_backend_ops *cp_backend_find(const char *name);
+
+/* The default GPU backend when available here, else the "none" backend. */
+const cp_backend_ops *cp_backend_default(void);
+
+#endif

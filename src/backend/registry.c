@@ -1,0 +1,43 @@
+/* backend/registry.c -- the table of compiled-in backends; the one place
+ * that knows which exist. Not a hot path. Called by core/session.c. */
+#include <stddef.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "core/error.h"
+
+extern const cp_backend_ops cp_none_backend;
+extern const cp_backend_ops cp_fake_backend;
+#ifdef CPROTON_HAVE_CUPTI
+extern const cp_backend_ops cp_cupti_backend;
+#endif
+
+static const cp_backend_ops *const backends[] = {
+#ifdef CPROTON_HAVE_CUPTI
+    &cp_cupti_backend,
+#endif
+    &cp_none_backend,
+    &cp_fake_backend,
+};
+#define N_BACKENDS (sizeof backends / sizeof *backends)
+
+const cp_backend_ops *cp_backend_find(const char *name) {
+  char valid[256] = "";
+  for (size_t i = 0; i < N_BACKENDS; i++) {
+    if (strcmp(backends[i]->name, name) == 0)
+      return backends[i];
+    strncat(valid, i ? ", " : "", sizeof valid - strlen(valid) - 1);
+    strncat(valid, backends[i]->name, sizeof valid - strlen(valid) - 1);
+  }
+  cp_error_set(CPROTON_EINVAL, "unknown backend '%s' (valid here: %s)", name,
+               valid);
+  return NULL;
+}
+
+const cp_backend_ops *cp_backend_default(void) {
+  for (size_t i = 0; i < N_BACKENDS; i++)
+    if (strcmp(backends[i]->name, "none") != 0 &&
+        strcmp(backends[i]->name, "fake") != 0 && backends[i]->available())
+      return backends[i];
+  return &cp_none_backend;
+}

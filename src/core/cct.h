@@ -1,0 +1,42 @@
+/* core/cct.h -- the process-wide calling-context tree (cp_cct_*).
+ *
+ * Every context path ever entered (scopes, states, Python frames, kernel
+ * names) is one node here, shared by all sessions; a session's data only
+ * says which nodes it saw and what it measured on them. Nodes are immortal,
+ * so a pointer taken at a kernel launch stays valid until the record
+ * arrives, whatever sessions do in between. */
+#ifndef CP_CORE_CCT_H
+#define CP_CORE_CCT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+typedef struct cp_node {
+  uint32_t id;    /* dense, 0 = ROOT; creation order */
+  uint32_t name;  /* strtab id; 0 for ROOT */
+  uint32_t depth; /* ROOT = 0 */
+  struct cp_node *parent;
+  struct cp_node *hash_next;               /* bucket chain (cct.c) */
+  _Atomic(struct cp_node *) first_child;   /* newest first */
+  struct cp_node *next_sibling;            /* set before publication */
+  _Atomic(struct cp_node *) hint;          /* last child looked up */
+} cp_node;
+
+/* The root node ("ROOT"). Never NULL. */
+cp_node *cp_cct_root(void);
+
+/* The child of `parent` named `name` (a strtab id), created on first use.
+ * Lock-free for existing children; NULL only when out of memory (message
+ * set). Hot path: no allocation or lock when the child exists. */
+cp_node *cp_cct_child(cp_node *parent, uint32_t name);
+
+/* Like cp_cct_child with a string name (interned first). */
+cp_node *cp_cct_child_str(cp_node *parent, const char *name);
+
+/* The node with id `id`, or NULL. Lock-free. */
+cp_node *cp_cct_node(uint32_t id);
+
+/* Number of nodes created so far (ids are < this). */
+uint32_t cp_cct_count(void);
+
+#endif

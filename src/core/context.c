@@ -1,0 +1,214 @@
+/* core/context.c -- the calling thread's shadow stack, states and op.
+ *
+ * Invariant: frame i's node for a resolved kind is the child of frame
+ * i-1's node (ROOT below frame 0) for shadow; for Python it is the path the
+ * source returned at push time. Thread state is allocated on first use and
+ * freed by a pthread key destructor when the thread exits.
+ * Hot path: push/pop (scope enter/exit) and launch_node (launch callbacks).
+ * Called by core/session.c. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "core/strtab.h"
+
+#define N_RECENT 8 /* exited frames kept for metrics added after exit */
+
+typedef struct cp_thread {
+  size_t depth;
+  cp_frame stack[CP_MAX_DEPTH];
+  cp_frame recent[N_RECENT];
+  unsigned n_recent;
+  uint32_t states[CP_MAX_STATES];
+  size_t n_states;
+  uint32_t op;
+  uint32_t tid;
+  uint64_t next_scope;
+} cp_thread;
+
+static pthread_key_t thread_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static _Thread_local cp_thread *self;
+static atomic_uint next_tid = 1;
+
+static struct {
+  _Atomic(cproton_unwind_fn) fn;
+  void *_Atomic user;
+} sources[CP_CONTEXT_KINDS];
+
+static const char *kind_names[CP_CONTEXT_KINDS] = {"shadow", "python"};
+
+static void thread_free(void *p) {
+  free(p);
+  self = NULL; /* destructors run on the exiting thread itself */
+}
+static void make_key(void) { pthread_key_create(&thread_key, thread_free); }
+
+static cp_thread *thread_get(void) {
+  if (self)
+    return self;
+  pthread_once(&key_once, make_key);
+  self = calloc(1, sizeof *self);
+  if (!self)
+    return NULL;
+  self->tid = atomic_fetch_add(&next_tid, 1);
+  pthread_setspecific(thread_key, self);
+  return self;
+}
+
+int cp_context_kind_parse(const char *name, cp_context_kind *out) {
+  for (int k = 0; k < CP_CONTEXT_KINDS; k++)
+    if (name && strcmp(name, kind_names[k]) == 0) {
+      *out = (cp_context_kind)k;
+      return CPROTON_OK;
+    }
+  return cp_error_set(CPROTON_EINVAL,
+                      "unknown context '%s' (valid: shadow, python)",
+                      name ? name : "(null)");
+}
+
+/* Resolves the Python path from ROOT; ROOT when there is no source. */
+static cp_node *resolve_source(cp_context_kind kind) {
+  cproton_unwind_fn fn = atomic_load(&sources[kind].fn);
+  cp_node *n = cp_cct_root();
+  if (!fn)
+    return n;
+  uint32_t ids[CP_MAX_FRAMES];
+  size_t count = fn(atomic_load(&sources[kind].user), ids, CP_MAX_FRAMES);
+  for (size_t i = 0; i < count && i < CP_MAX_FRAMES && n; i++)
+    n = cp_cct_child(n, ids[i]);
+  return n ? n : cp_cct_root();
+}
+
+int cp_context_push(uint32_t name, unsigned kinds, cp_frame **frame_out) {
+  cp_thread *t = thread_get();
+  if (!t)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory for thread state");
+  if (t->depth >= CP_MAX_DEPTH)
+    return cp_error_set(CPROTON_ELIMIT, "scope stack deeper than %d",
+                        CP_MAX_DEPTH);
+  cp_node *parent =
+      t->depth ? t->stack[t->depth - 1].node[CP_CONTEXT_SHADOW] : cp_cct_root();
+  cp_frame *f = &t->stack[t->depth];
+  f->node[CP_CONTEXT_SHADOW] = cp_cct_child(parent, name);
+  if (!f->node[CP_CONTEXT_SHADOW])
+    return CPROTON_ENOMEM;
+  for (int k = 1; k < CP_CONTEXT_KINDS; k++)
+    f->node[k] = (kinds >> k) & 1 ? resolve_source((cp_context_kind)k) : NULL;
+  f->name = name;
+  f->start_ns = 0;
+  f->id = ((uint64_t)t->tid << 40) | ++t->next_scope;
+  t->depth++;
+  *frame_out = f;
+  return CPROTON_OK;
+}
+
+int cp_context_pop(const char *name, cp_frame *popped) {
+  cp_thread *t = thread_get();
+  if (!t || t->depth == 0)
+    return cp_error_set(CPROTON_ESTATE, "exit_scope without a matching enter");
+  cp_frame *f = &t->stack[t->depth - 1];
+  if (name && strcmp(name, cp_strtab_str(f->name)) != 0)
+    return cp_error_set(CPROTON_ESTATE,
+                        "exit_scope('%s') does not match the innermost "
+                        "scope '%s'",
+                        name, cp_strtab_str(f->name));
+  t->recent[t->n_recent++ % N_RECENT] = *f;
+  if (popped)
+    *popped = *f;
+  t->depth--;
+  return CPROTON_OK;
+}
+
+const cp_frame *cp_context_find(uint64_t id) {
+  cp_thread *t = thread_get();
+  if (!t)
+    return NULL;
+  if (id == 0)
+    return t->depth ? &t->stack[t->depth - 1] : NULL;
+  for (size_t i = t->depth; i-- > 0;)
+    if (t->stack[i].id == id)
+      return &t->stack[i];
+  for (unsigned i = 0; i < N_RECENT; i++)
+    if (t->recent[i].id == id)
+      return &t->recent[i];
+  return NULL;
+}
+
+size_t cp_context_depth(void) {
+  cp_thread *t = thread_get();
+  return t ? t->depth : 0;
+}
+
+cp_node *cp_context_top(cp_context_kind kind) {
+  cp_thread *t = thread_get();
+  if (kind != CP_CONTEXT_SHADOW)
+    return resolve_source(kind);
+  if (!t || t->depth == 0)
+    return cp_cct_root();
+  return t->stack[t->depth - 1].node[CP_CONTEXT_SHADOW];
+}
+
+cp_node *cp_context_launch_node(cp_context_kind kind, int *is_op) {
+  cp_thread *t = thread_get();
+  cp_node *n = cp_context_top(kind);
+  *is_op = 0;
+  if (!t)
+    return n;
+  if (t->n_states)
+    n = cp_cct_child(n, t->states[t->n_states - 1]);
+  if (n && t->op) {
+    n = cp_cct_child(n, t->op);
+    *is_op = 1;
+  }
+  return n ? n : cp_cct_root();
+}
+
+int cp_context_state_push(uint32_t name) {
+  cp_thread *t = thread_get();
+  if (!t)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory for thread state");
+  if (t->n_states >= CP_MAX_STATES)
+    return cp_error_set(CPROTON_ELIMIT, "more than %d nested states",
+                        CP_MAX_STATES);
+  t->states[t->n_states++] = name;
+  return CPROTON_OK;
+}
+
+int cp_context_state_pop(void) {
+  cp_thread *t = thread_get();
+  if (!t || t->n_states == 0)
+    return cp_error_set(CPROTON_ESTATE, "exit_state without enter_state");
+  t->n_states--;
+  return CPROTON_OK;
+}
+
+int cp_context_op_set(uint32_t name) {
+  cp_thread *t = thread_get();
+  if (!t)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory for thread state");
+  t->op = name;
+  return CPROTON_OK;
+}
+
+uint32_t cp_context_thread_id(void) {
+  cp_thread *t = thread_get();
+  return t ? t->tid : 0;
+}
+
+int cp_context_source_set(cp_context_kind kind, cproton_unwind_fn fn,
+                          void *user) {
+  if (kind == CP_CONTEXT_SHADOW || kind >= CP_CONTEXT_KINDS)
+    return cp_error_set(CPROTON_EINVAL, "context '%s' takes no source",
+                        kind_names[kind < CP_CONTEXT_KINDS ? kind : 0]);
+  atomic_store(&sources[kind].user, user);
+  atomic_store(&sources[kind].fn, fn);
+  return CPROTON_OK;
+}
+
+int cp_context_source_ready(cp_context_kind kind) {
+  return kind == CP_CONTEXT_SHADOW || atomic_load(&sources[kind].fn) != NULL;
+}

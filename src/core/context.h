@@ -1,0 +1,77 @@
+/* core/context.h -- per-thread context: the shadow scope stack, states, the
+ * current op, and context sources such as Python (cp_context_*).
+ *
+ * Each stack frame keeps the context node it resolves to for every context
+ * kind, so that a kernel launch reads one pointer per kind: no allocation,
+ * no lock, no hashing on the launch path. */
+#ifndef CP_CORE_CONTEXT_H
+#define CP_CORE_CONTEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/cct.h"
+#include "cproton/cproton.h"
+
+typedef enum cp_context_kind {
+  CP_CONTEXT_SHADOW = 0,
+  CP_CONTEXT_PYTHON = 1,
+  CP_CONTEXT_KINDS = 2
+} cp_context_kind;
+
+#define CP_MAX_DEPTH 1024
+#define CP_MAX_STATES 64
+#define CP_MAX_FRAMES 256 /* frames one context source may return */
+
+typedef struct cp_frame {
+  uint64_t id;      /* scope id handed to the user */
+  uint64_t start_ns;/* CPU time at enter (trace sessions only, else 0) */
+  uint32_t name;    /* strtab id */
+  cp_node *node[CP_CONTEXT_KINDS];
+} cp_frame;
+
+/* Parses "shadow" / "python". Errors: EINVAL (message lists valid names). */
+int cp_context_kind_parse(const char *name, cp_context_kind *out);
+
+/* Pushes a scope. `kinds` is a bit mask of the kinds to resolve now (the
+ * kinds with active sessions); shadow is always resolved. On success
+ * `*frame_out` points at the new top frame (valid until the next push or
+ * pop on this thread). Errors: ENOMEM, ELIMIT. Hot path. */
+int cp_context_push(uint32_t name, unsigned kinds, cp_frame **frame_out);
+
+/* Pops the top frame into `*popped` (may be NULL). With `name` non-NULL it
+ * must match. Errors: ESTATE (empty stack or mismatch; stack unchanged). */
+int cp_context_pop(const char *name, cp_frame *popped);
+
+/* The frame with scope id `id` on this thread's stack, or among its last
+ * exited frames; id 0 is the top frame. NULL if none. */
+const cp_frame *cp_context_find(uint64_t id);
+
+/* Depth of the calling thread's stack. */
+size_t cp_context_depth(void);
+
+/* The node kernels launched now are attributed under for `kind`: the top
+ * frame's node, then the innermost state, then the current op (if any).
+ * `*is_op` is set when the op names the kernel node itself. Hot path. */
+cp_node *cp_context_launch_node(cp_context_kind kind, int *is_op);
+
+/* The node of the top frame for `kind` (ROOT when the stack is empty),
+ * resolving it now if it was not resolved at push. */
+cp_node *cp_context_top(cp_context_kind kind);
+
+/* States and ops of the calling thread. */
+int cp_context_state_push(uint32_t name);
+int cp_context_state_pop(void);
+int cp_context_op_set(uint32_t name); /* 0 clears */
+
+/* A small id for the calling thread (1, 2, ...), for trace lanes. */
+uint32_t cp_context_thread_id(void);
+
+/* Registers the source for `kind` (context.c keeps one per kind). */
+int cp_context_source_set(cp_context_kind kind, cproton_unwind_fn fn,
+                          void *user);
+
+/* Whether a source exists for `kind` (shadow always has one). */
+int cp_context_source_ready(cp_context_kind kind);
+
+#endif

@@ -1,0 +1,53 @@
+/* core/metric.c -- metric name rules as data (suffix table) and folding.
+ *
+ * Invariant: a metric's kind is fixed by its first value. Not a hot path
+ * for kernels (their metrics are fixed fields in core/data.c); called for
+ * user metrics, launch metadata, intra-kernel and sampling metrics. */
+#include <string.h>
+
+#include "core/error.h"
+#include "core/metric.h"
+
+static const struct {
+  const char *suffix;
+  cp_metric_rule rule;
+} suffix_rules[] = {
+    {"(exc)", CP_METRIC_EXC},
+    {"(pty)", CP_METRIC_PTY},
+};
+
+static const char *reserved[] = {"time (ns)", "count", "device_id",
+                                 "device_type"};
+
+cp_metric_rule cp_metric_rule_of(const char *name) {
+  size_t n = strlen(name);
+  for (size_t i = 0; i < sizeof suffix_rules / sizeof *suffix_rules; i++) {
+    size_t k = strlen(suffix_rules[i].suffix);
+    if (n >= k && memcmp(name + n - k, suffix_rules[i].suffix, k) == 0)
+      return suffix_rules[i].rule;
+  }
+  return CP_METRIC_SUM;
+}
+
+int cp_metric_is_reserved(const char *name) {
+  for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
+    if (strcmp(name, reserved[i]) == 0)
+      return 1;
+  return 0;
+}
+
+int cp_metric_fold(cp_value *acc, cp_value v, cp_metric_rule rule,
+                   const char *name) {
+  if (acc->kind != v.kind)
+    return cp_error_set(CPROTON_EINVAL,
+                        "metric '%s' changes type (was %s, now %s)", name,
+                        acc->kind == CP_VALUE_INT ? "int" : "float",
+                        v.kind == CP_VALUE_INT ? "int" : "float");
+  if (rule == CP_METRIC_PTY || v.kind == CP_VALUE_STRING)
+    *acc = v;
+  else if (v.kind == CP_VALUE_INT)
+    acc->u.i += v.u.i;
+  else
+    acc->u.d += v.u.d;
+  return CPROTON_OK;
+}

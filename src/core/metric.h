@@ -1,0 +1,40 @@
+/* core/metric.h -- metric values and Proton's name-suffix rules
+ * (cp_metric_*). */
+#ifndef CP_CORE_METRIC_H
+#define CP_CORE_METRIC_H
+
+#include <stdint.h>
+
+typedef enum cp_metric_rule {
+  CP_METRIC_SUM = 0, /* summed over entries here and (by viewers) into parents */
+  CP_METRIC_EXC = 1, /* "(exc)": summed over entries, never into parents */
+  CP_METRIC_PTY = 2  /* "(pty)": a property, the last value wins */
+} cp_metric_rule;
+
+typedef enum cp_value_kind {
+  CP_VALUE_INT = 0,
+  CP_VALUE_DOUBLE = 1,
+  CP_VALUE_STRING = 2 /* strtab id, properties only */
+} cp_value_kind;
+
+typedef struct cp_value {
+  cp_value_kind kind;
+  union {
+    int64_t i;
+    double d;
+    uint32_t s;
+  } u;
+} cp_value;
+
+/* The rule for a metric name, by its suffix. */
+cp_metric_rule cp_metric_rule_of(const char *name);
+
+/* Folds `v` into `acc` under `rule`. Errors: EINVAL when the kinds differ
+ * (a metric keeps the kind of its first value); the message names `name`. */
+int cp_metric_fold(cp_value *acc, cp_value v, cp_metric_rule rule,
+                   const char *name);
+
+/* Names that the kernel metrics own; user metrics may not reuse them. */
+int cp_metric_is_reserved(const char *name);
+
+#endif

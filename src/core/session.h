@@ -1,0 +1,69 @@
+/* core/session.h -- sessions, and the two calls through which backends
+ * hand measurements to them (cp_session_*).
+ *
+ *   launching thread           backend thread (CUPTI's)
+ *   ----------------           ------------------------
+ *   cp_session_capture(&site)  -> keep `site` by correlation id
+ *                              cp_session_deliver_kernel(&site, &record)
+ *
+ * A launch site is a plain value: the context node per context kind, the
+ * sessions active at the launch and the epoch that tells whether a session
+ * slot was reused since. Capturing reads thread-local state only. */
+#ifndef CP_CORE_SESSION_H
+#define CP_CORE_SESSION_H
+
+#include <stdint.h>
+
+#include "core/cct.h"
+#include "core/context.h"
+#include "core/data.h"
+
+#define CP_MAX_SESSIONS 32
+
+typedef struct cp_launch_site {
+  cp_node *node[CP_CONTEXT_KINDS]; /* parent of the kernel, or the op node */
+  uint8_t is_op[CP_CONTEXT_KINDS]; /* the node is an op: no kernel child */
+  uint32_t sessions;               /* bit i: session slot i was active */
+  uint32_t epoch;                  /* session epoch at capture */
+  uint32_t thread;                 /* cp_context_thread_id() */
+  uint64_t launch_ns;              /* CPU time of the launch (trace only) */
+} cp_launch_site;
+
+typedef struct cp_kernel_record {
+  const char *name; /* kernel name as the device reports it */
+  uint64_t start_ns, end_ns;
+  uint32_t device_id;
+  uint32_t stream_id;
+  uint32_t correlation_id;
+  cp_device_type device_type;
+} cp_kernel_record;
+
+/* Fills `site` for a launch on the calling thread. Hot path: no lock, no
+ * allocation once the context nodes exist. `site->sessions` is 0 when no
+ * session is active (the caller may then skip the launch). */
+void cp_session_capture(cp_launch_site *site);
+
+/* Adds a kernel record to every session active at capture that still
+ * exists. Called on the backend's thread; takes per-session locks.
+ * Errors: ENOMEM (the record is counted as dropped). */
+int cp_session_deliver_kernel(const cp_launch_site *site,
+                              const cp_kernel_record *rec);
+
+/* Adds a metric to the node the site's kernel `kernel_name` landed on (or
+ * the op node) in every session of the site: launch metadata, sampling and
+ * intra-kernel metrics. */
+int cp_session_deliver_metric(const cp_launch_site *site,
+                              const char *kernel_name, const char *metric,
+                              cp_value v);
+
+/* The node a site's kernel lands on for `kind`. NULL when out of memory. */
+cp_node *cp_session_kernel_node(const cp_launch_site *site,
+                                cp_context_kind kind, const char *kernel_name);
+
+/* Bit mask of the active session slots. */
+uint32_t cp_session_active_mask(void);
+
+/* Frees every session without writing (tests, process teardown). */
+void cp_session_reset_all(void);
+
+#endif

@@ -1,0 +1,166 @@
+/* io/chrome_trace.c -- renders timeline events as Chrome trace JSON.
+ *
+ * Lanes: pid 0 is the host ("CPU"), tid the cproton thread id; pid 1+d is
+ * GPU d, tid its stream. Flow events ("s" at the launch on the CPU lane,
+ * "f" with "bp": "e" at the kernel) share the correlation id. Events are
+ * streamed one by one; only the set of lanes is kept in memory.
+ * Not a hot path (finalize). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cct.h"
+#include "core/error.h"
+#include "core/strtab.h"
+#include "io/chrome_trace.h"
+
+#define MAX_LANES 4096
+
+typedef struct lane {
+  uint32_t pid, tid;
+} lane;
+
+typedef struct state {
+  cp_sink *s;
+  uint64_t t0;
+  int first;
+  lane lanes[MAX_LANES];
+  size_t n_lanes;
+} state;
+
+static int find_t0(void *user, const cp_event *e) {
+  state *st = user;
+  if (e->start_ns && e->start_ns < st->t0)
+    st->t0 = e->start_ns;
+  if (e->launch_ns && e->launch_ns < st->t0)
+    st->t0 = e->launch_ns;
+  return 0;
+}
+
+static void add_lane(state *st, uint32_t pid, uint32_t tid) {
+  for (size_t i = 0; i < st->n_lanes; i++)
+    if (st->lanes[i].pid == pid && st->lanes[i].tid == tid)
+      return;
+  if (st->n_lanes < MAX_LANES)
+    st->lanes[st->n_lanes++] = (lane){pid, tid};
+}
+
+static void sep(state *st) {
+  cp_sink_puts(st->s, st->first ? "\n" : ",\n");
+  st->first = 0;
+}
+
+static void put_us(cp_sink *s, const char *key, uint64_t ns) {
+  cp_sink_printf(s, "\"%s\":%llu.%03llu", key,
+                 (unsigned long long)(ns / 1000),
+                 (unsigned long long)(ns % 1000));
+}
+
+/* "call_stack": ["ROOT", ..., node] */
+static void put_stack(cp_sink *s, uint32_t node_id) {
+  const cp_node *path[1400];
+  size_t n = 0;
+  for (const cp_node *c = cp_cct_node(node_id); c && n < 1400; c = c->parent)
+    path[n++] = c;
+  cp_sink_puts(s, "\"call_stack\":[");
+  while (n--) {
+    cp_sink_json_string(s, path[n]->id ? cp_strtab_str(path[n]->name) : "ROOT");
+    if (n)
+      cp_sink_puts(s, ",");
+  }
+  cp_sink_puts(s, "]");
+}
+
+static void put_complete(state *st, const cp_event *e, uint32_t pid,
+                         uint32_t tid, const char *cat) {
+  sep(st);
+  cp_sink_puts(st->s, "{\"ph\":\"X\",\"cat\":");
+  cp_sink_json_string(st->s, cat);
+  cp_sink_puts(st->s, ",\"name\":");
+  const char *name = cp_strtab_str(e->name);
+  cp_sink_json_string(st->s, name ? name : "?");
+  cp_sink_printf(st->s, ",\"pid\":%u,\"tid\":%u,", pid, tid);
+  put_us(st->s, "ts", e->start_ns - st->t0);
+  cp_sink_puts(st->s, ",");
+  put_us(st->s, "dur", e->end_ns > e->start_ns ? e->end_ns - e->start_ns : 0);
+  cp_sink_puts(st->s, ",\"args\":{");
+  put_stack(st->s, e->node);
+  if (e->kind == CP_EVENT_KERNEL)
+    cp_sink_printf(st->s, ",\"correlation\":%u,\"device\":%u,\"stream\":%u",
+                   e->correlation, e->device, e->lane);
+  cp_sink_puts(st->s, "}}");
+}
+
+static void put_flow(state *st, const cp_event *e) {
+  if (!e->launch_ns || e->launch_ns > e->start_ns)
+    return;
+  sep(st);
+  cp_sink_printf(st->s, "{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\","
+                        "\"id\":%u,\"pid\":0,\"tid\":%u,",
+                 e->correlation, e->launch_lane);
+  put_us(st->s, "ts", e->launch_ns - st->t0);
+  cp_sink_puts(st->s, "}");
+  sep(st);
+  cp_sink_printf(st->s, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\","
+                        "\"name\":\"launch\",\"id\":%u,\"pid\":%u,\"tid\":%u,",
+                 e->correlation, e->device + 1, e->lane);
+  put_us(st->s, "ts", e->start_ns - st->t0);
+  cp_sink_puts(st->s, "}");
+  add_lane(st, 0, e->launch_lane);
+}
+
+static int put_event(void *user, const cp_event *e) {
+  state *st = user;
+  if (e->kind == CP_EVENT_SCOPE) {
+    put_complete(st, e, 0, e->lane, "scope");
+    add_lane(st, 0, e->lane);
+  } else if (e->kind == CP_EVENT_KERNEL) {
+    put_complete(st, e, e->device + 1, e->lane, "kernel");
+    add_lane(st, e->device + 1, e->lane);
+    put_flow(st, e);
+  }
+  return 0;
+}
+
+static void put_metadata(state *st) {
+  uint32_t named_pids[MAX_LANES];
+  size_t n_pids = 0;
+  for (size_t i = 0; i < st->n_lanes; i++) {
+    const lane *l = &st->lanes[i];
+    size_t k = 0;
+    while (k < n_pids && named_pids[k] != l->pid)
+      k++;
+    if (k == n_pids) {
+      named_pids[n_pids++] = l->pid;
+      sep(st);
+      if (l->pid == 0)
+        cp_sink_puts(st->s, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,"
+                            "\"args\":{\"name\":\"CPU\"}}");
+      else
+        cp_sink_printf(st->s, "{\"ph\":\"M\",\"name\":\"process_name\","
+                              "\"pid\":%u,\"args\":{\"name\":\"GPU %u\"}}",
+                       l->pid, l->pid - 1);
+    }
+    sep(st);
+    cp_sink_printf(st->s, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,"
+                          "\"tid\":%u,\"args\":{\"name\":\"%s %u\"}}",
+                   l->pid, l->tid, l->pid ? "stream" : "thread", l->tid);
+  }
+}
+
+int cp_chrome_trace_write(cp_sink *s, const cp_trace *t, const cp_data *d) {
+  state *st = calloc(1, sizeof *st);
+  if (!st)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory writing a trace");
+  st->s = s;
+  st->t0 = UINT64_MAX;
+  st->first = 1;
+  cp_trace_each(t, find_t0, st);
+  if (st->t0 == UINT64_MAX)
+    st->t0 = 0;
+  cp_sink_puts(s, "{\"displayTimeUnit\":\"us\",\"traceEvents\":[");
+  cp_trace_each(t, put_event, st);
+  put_metadata(st);
+  cp_sink_puts(s, "\n]}\n");
+  free(st);
+  return CPROTON_OK;
+}

@@ -1,0 +1,15 @@
+/* io/hatchet_write.h -- a session's tree as a Hatchet "literal" JSON
+ * profile, the format Proton writes (FORMATS.md) (cp_hatchet_*). */
+#ifndef CP_IO_HATCHET_WRITE_H
+#define CP_IO_HATCHET_WRITE_H
+
+#include "core/data.h"
+#include "io/sink.h"
+
+/* Writes `[root, device_info]` for the nodes `d` touched and their
+ * ancestors. Keys are sorted and indented by 4 like Proton's files. Holds
+ * the data lock while reading metrics. Errors: ENOMEM; sink errors surface
+ * at cp_sink_close. */
+int cp_hatchet_write(cp_sink *s, cp_data *d);
+
+#endif

@@ -1,0 +1,188 @@
+/* io/sink.c -- byte sinks for the writers: memory, plain file, gzip file.
+ *
+ * Invariant: a file sink never leaves a partial file at the destination:
+ * bytes go to a temporary sibling that is renamed only after every write
+ * and the final flush succeeded. Not a hot path (finalize). */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "core/error.h"
+#include "io/sink.h"
+
+struct cp_sink {
+  char *buf; /* memory sink, or staging buffer for file sinks */
+  size_t len, cap;
+  FILE *file;
+  gzFile gz;
+  char *path, *tmp;
+  int error;
+};
+
+#define FLUSH_AT (1u << 16)
+
+int cp_sink_memory(cp_sink **out) {
+  *out = calloc(1, sizeof **out);
+  return *out ? CPROTON_OK
+              : cp_error_set(CPROTON_ENOMEM, "out of memory for output");
+}
+
+int cp_sink_file(const char *path, int gzip, cp_sink **out) {
+  cp_sink *s = calloc(1, sizeof *s);
+  size_t n = strlen(path) + 32;
+  char *tmp = malloc(n);
+  if (!s || !tmp || !(s->path = strdup(path))) {
+    free(s ? s->path : NULL), free(s), free(tmp);
+    return cp_error_set(CPROTON_ENOMEM, "out of memory for output");
+  }
+  snprintf(tmp, n, "%s.tmp.%d", path, (int)getpid());
+  s->tmp = tmp;
+  if (gzip)
+    s->gz = gzopen(tmp, "wb6");
+  else
+    s->file = fopen(tmp, "wb");
+  if (!s->gz && !s->file) {
+    int err = errno;
+    free(s->path), free(s->tmp), free(s);
+    return cp_error_set(CPROTON_EIO, "cannot write '%s': %s", path,
+                        strerror(err));
+  }
+  *out = s;
+  return CPROTON_OK;
+}
+
+static void drain(cp_sink *s) {
+  if (!s->len || (!s->file && !s->gz))
+    return;
+  size_t done = s->gz ? (size_t)gzwrite(s->gz, s->buf, (unsigned)s->len)
+                      : fwrite(s->buf, 1, s->len, s->file);
+  if (done != s->len && !s->error)
+    s->error = cp_error_set(CPROTON_EIO, "write to '%s' failed: %s", s->path,
+                            strerror(errno));
+  s->len = 0;
+}
+
+void cp_sink_write(cp_sink *s, const void *p, size_t n) {
+  if (s->error)
+    return;
+  if (s->len + n + 1 > s->cap) {
+    size_t cap = s->cap ? s->cap : 4096;
+    while (cap < s->len + n + 1)
+      cap *= 2;
+    char *grown = realloc(s->buf, cap);
+    if (!grown) {
+      s->error = cp_error_set(CPROTON_ENOMEM, "out of memory for output");
+      return;
+    }
+    s->buf = grown;
+    s->cap = cap;
+  }
+  memcpy(s->buf + s->len, p, n);
+  s->len += n;
+  if (s->len >= FLUSH_AT)
+    drain(s);
+}
+
+void cp_sink_puts(cp_sink *s, const char *str) {
+  cp_sink_write(s, str, strlen(str));
+}
+
+void cp_sink_printf(cp_sink *s, const char *fmt, ...) {
+  char tmp[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (n >= 0)
+    cp_sink_write(s, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. */
+static size_t utf8_len(const unsigned char *p) {
+  if (p[0] < 0x80)
+    return 1;
+  size_t n = (p[0] & 0xE0) == 0xC0 ? 2 : (p[0] & 0xF0) == 0xE0 ? 3
+           : (p[0] & 0xF8) == 0xF0 ? 4 : 0;
+  if (n == 0 || (n == 2 && p[0] < 0xC2))
+    return 0;
+  for (size_t i = 1; i < n; i++)
+    if ((p[i] & 0xC0) != 0x80)
+      return 0;
+  return n;
+}
+
+void cp_sink_json_string(cp_sink *s, const char *str) {
+  const unsigned char *p = (const unsigned char *)str;
+  cp_sink_write(s, "\"", 1);
+  while (*p) {
+    size_t n = utf8_len(p);
+    if (n == 0) {
+      cp_sink_puts(s, "\\ufffd");
+      p++;
+    } else if (*p == '"' || *p == '\\') {
+      char esc[2] = {'\\', (char)*p++};
+      cp_sink_write(s, esc, 2);
+    } else if (*p < 0x20) {
+      cp_sink_printf(s, "\\u%04x", *p++);
+    } else {
+      cp_sink_write(s, p, n);
+      p += n;
+    }
+  }
+  cp_sink_write(s, "\"", 1);
+}
+
+void cp_sink_json_double(cp_sink *s, double v) {
+  char tmp[40];
+  if (!isfinite(v)) { /* JSON has no NaN/Inf: write null, readers skip it */
+    cp_sink_puts(s, "null");
+    return;
+  }
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(tmp, sizeof tmp, "%.*g", prec, v);
+    if (strtod(tmp, NULL) == v)
+      break;
+  }
+  if (!strpbrk(tmp, ".eE")) /* keep it a float for readers that care */
+    strncat(tmp, ".0", sizeof tmp - strlen(tmp) - 1);
+  cp_sink_puts(s, tmp);
+}
+
+static int close_file(cp_sink *s, int abort) {
+  drain(s);
+  int bad = s->gz ? gzclose(s->gz) != Z_OK : fclose(s->file) != 0;
+  if (bad && !s->error)
+    s->error = cp_error_set(CPROTON_EIO, "cannot finish '%s'", s->path);
+  if (!s->error && !abort && rename(s->tmp, s->path) != 0)
+    s->error = cp_error_set(CPROTON_EIO, "cannot rename to '%s': %s",
+                            s->path, strerror(errno));
+  if (s->error || abort)
+    unlink(s->tmp);
+  return s->error;
+}
+
+int cp_sink_close(cp_sink *s, int abort, char **buf_out, size_t *size_out) {
+  int rc;
+  if (s->file || s->gz) {
+    rc = close_file(s, abort);
+  } else {
+    rc = s->error;
+    if (!rc && !abort && buf_out) {
+      if (!s->buf)
+        s->buf = calloc(1, 1);
+      else
+        s->buf[s->len] = '\0';
+      *buf_out = s->buf;
+      if (size_out)
+        *size_out = s->len;
+      s->buf = NULL;
+    }
+  }
+  free(s->buf), free(s->path), free(s->tmp), free(s);
+  return rc;
+}
