@@ -176,6 +176,16 @@ CPROTON_API int cproton_metric_add_double(uint64_t scope_id, const char *name,
 CPROTON_API int cproton_state_enter(const char *name);
 CPROTON_API int cproton_state_exit(void);
 
+/* Ops (Proton's enter_op, used by launch hooks): until cproton_op_exit,
+ * kernels the calling thread launches land on a node named `name` under the
+ * current context (and state) instead of on nodes named after the kernel.
+ * Metrics for the op use the scope id CPROTON_CURRENT_OP.
+ * Errors: EINVAL (bad name). One op at a time per thread; a new one
+ * replaces the old. */
+#define CPROTON_CURRENT_OP UINT64_MAX
+CPROTON_API int cproton_op_enter(const char *name);
+CPROTON_API int cproton_op_exit(void);
+
 /* ---- context sources ---------------------------------------------------- */
 
 /* Interns a frame name ("file:line@function") and gives its id; ids are

@@ -405,6 +405,21 @@ int cproton_scope_exit(const char *name) {
 
 size_t cproton_scope_depth(void) { return cp_context_depth(); }
 
+/* Metrics of the current op land on the op node of each active session. */
+static int add_op_metric(uint32_t name_id, cp_value v) {
+  int rc = CPROTON_OK;
+  for (uint32_t mask = cp_session_active_mask(); mask && !rc;
+       mask &= mask - 1) {
+    session *s = &slots[__builtin_ctz(mask)];
+    int is_op;
+    cp_node *n = cp_context_launch_node(s->kind, &is_op);
+    if (!is_op)
+      return cp_error_set(CPROTON_ESTATE, "no op is open on this thread");
+    rc = cp_data_add_metric(s->data, n, name_id, v);
+  }
+  return rc;
+}
+
 static int add_metric(uint64_t scope_id, const char *name, cp_value v) {
   uint32_t name_id;
   int rc = intern(name, "metric", &name_id);
@@ -412,6 +427,8 @@ static int add_metric(uint64_t scope_id, const char *name, cp_value v) {
     return rc;
   if (cp_metric_is_reserved(name))
     return cp_error_set(CPROTON_EINVAL, "metric name '%s' is reserved", name);
+  if (scope_id == CPROTON_CURRENT_OP)
+    return add_op_metric(name_id, v);
   const cp_frame *f = cp_context_find(scope_id);
   if (!f && scope_id != 0)
     return cp_error_set(CPROTON_ENOTFOUND,
@@ -443,6 +460,14 @@ int cproton_state_enter(const char *name) {
 }
 
 int cproton_state_exit(void) { return cp_context_state_pop(); }
+
+int cproton_op_enter(const char *name) {
+  uint32_t id;
+  int rc = intern(name, "op", &id);
+  return rc ? rc : cp_context_op_set(id);
+}
+
+int cproton_op_exit(void) { return cp_context_op_set(0); }
 
 int cproton_frame_intern(const char *name, uint32_t *id_out) {
   if (!id_out)
