@@ -79,3 +79,251 @@ Test(core_session, nested_scopes_and_kernels, .init = reset) {
       "\"clock_rate\":1980000,\"memory_clock_rate\":3201000,"
       "\"num_sms\":132}}}]");
 }
+
+/* ---- threads ---------------------------------------------------------------- */
+
+#define N_THREADS 8
+#define N_ITERS 200
+
+static void *worker(void *arg) {
+  long t = (long)arg;
+  char name[32];
+  snprintf(name, sizeof name, "thread%ld", t % 2);
+  for (int i = 0; i < N_ITERS; i++) {
+    cproton_scope_enter(name, NULL);
+    cproton_scope_enter("step", NULL);
+    cp_fake_launch("k", 3, 0, (uint32_t)t);
+    cproton_scope_exit("step");
+    cproton_scope_exit(name);
+  }
+  return NULL;
+}
+
+Test(core_session, threads_keep_their_own_stacks, .init = reset) {
+  const char *path = cpt_tmp_path("threads.hatchet");
+  int sid = start(path, NULL, "fake");
+  pthread_t th[N_THREADS];
+  for (long t = 0; t < N_THREADS; t++)
+    pthread_create(&th[t], NULL, worker, (void *)t);
+  for (int t = 0; t < N_THREADS; t++)
+    pthread_join(th[t], NULL);
+  cr_assert_eq(cproton_session_finalize(sid, "hatchet"), CPROTON_OK);
+  /* 4 threads per name, 200 iterations, 3 ns each */
+  assert_profile(path,
+      "[{\"frame\":{\"name\":\"ROOT\",\"type\":\"function\"},"
+      "\"metrics\":{\"count\":0,\"time (ns)\":0},\"children\":["
+      "{\"frame\":{\"name\":\"thread0\",\"type\":\"function\"},\"metrics\":{},"
+      "\"children\":[{\"frame\":{\"name\":\"step\",\"type\":\"function\"},"
+      "\"metrics\":{},\"children\":[" KERNEL("k", 800, 2400) "]}]},"
+      "{\"frame\":{\"name\":\"thread1\",\"type\":\"function\"},\"metrics\":{},"
+      "\"children\":[{\"frame\":{\"name\":\"step\",\"type\":\"function\"},"
+      "\"metrics\":{},\"children\":[" KERNEL("k", 800, 2400) "]}]}]},{}]");
+}
+
+/* ---- states, metrics rules, sessions -------------------------------------------- */
+
+Test(core_session, state_is_the_kernel_parent, .init = reset) {
+  const char *path = cpt_tmp_path("state.hatchet");
+  int sid = start(path, NULL, "fake");
+  cproton_scope_enter("s", NULL);
+  cr_assert_eq(cproton_state_enter("warmup"), CPROTON_OK);
+  cp_fake_launch("k", 5, 0, 0);
+  cr_assert_eq(cproton_state_exit(), CPROTON_OK);
+  cr_assert_eq(cproton_state_exit(), CPROTON_ESTATE);
+  cp_fake_launch("k", 7, 0, 0);
+  cproton_scope_exit("s");
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  assert_profile(path,
+      "[{\"frame\":{\"name\":\"ROOT\",\"type\":\"function\"},"
+      "\"metrics\":{\"count\":0,\"time (ns)\":0},\"children\":["
+      "{\"frame\":{\"name\":\"s\",\"type\":\"function\"},\"metrics\":{},"
+      "\"children\":[" KERNEL("k", 1, 7) ","
+      "{\"frame\":{\"name\":\"warmup\",\"type\":\"function\"},\"metrics\":{},"
+      "\"children\":[" KERNEL("k", 1, 5) "]}]}]},{}]");
+}
+
+Test(core_session, metric_suffix_rules, .init = reset) {
+  const char *path = cpt_tmp_path("rules.hatchet");
+  int sid = start(path, NULL, "none");
+  for (int i = 0; i < 3; i++) {
+    uint64_t id;
+    cproton_scope_enter("s", &id);
+    cr_assert_eq(cproton_metric_add_int(id, "sum", 2), CPROTON_OK);
+    cr_assert_eq(cproton_metric_add_double(id, "t (exc)", 0.5), CPROTON_OK);
+    cr_assert_eq(cproton_metric_add_int(id, "p (pty)", 10 + i), CPROTON_OK);
+    cproton_scope_exit("s");
+    /* after exit, the id still names the scope (Proton's exit_scope metrics) */
+    cr_assert_eq(cproton_metric_add_int(id, "late", 1), CPROTON_OK);
+  }
+  cr_assert_eq(cproton_metric_add_double(0, "root", 1.0), CPROTON_OK);
+  cproton_scope_enter("s", NULL);
+  cr_assert_eq(cproton_metric_add_double(0, "sum", 1.0), CPROTON_EINVAL);
+  cr_assert(strstr(cproton_last_error(), "sum") != NULL);
+  cr_assert_eq(cproton_metric_add_int(0, "count", 1), CPROTON_EINVAL);
+  cr_assert_eq(cproton_metric_add_int(987654321, "x", 1), CPROTON_ENOTFOUND);
+  cproton_scope_exit("s");
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  assert_profile(path,
+      "[{\"frame\":{\"name\":\"ROOT\",\"type\":\"function\"},"
+      "\"metrics\":{\"root\":1.0},\"children\":["
+      "{\"frame\":{\"name\":\"s\",\"type\":\"function\"},\"metrics\":"
+      "{\"late\":3,\"p (pty)\":12,\"sum\":6,\"t (exc)\":1.5},"
+      "\"children\":[]}]},{}]");
+}
+
+Test(core_session, deactivated_sessions_record_nothing, .init = reset) {
+  const char *path = cpt_tmp_path("pause.hatchet");
+  int sid = start(path, NULL, "fake");
+  cp_fake_launch("a", 1, 0, 0);
+  cr_assert_eq(cproton_session_deactivate(sid), CPROTON_OK);
+  cp_fake_launch("b", 1, 0, 0);
+  cproton_scope_enter("hidden", NULL);
+  cproton_scope_exit("hidden");
+  cr_assert_eq(cproton_session_activate(sid), CPROTON_OK);
+  cp_fake_launch("c", 1, 0, 0);
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  assert_profile(path,
+      "[{\"frame\":{\"name\":\"ROOT\",\"type\":\"function\"},"
+      "\"metrics\":{\"count\":0,\"time (ns)\":0},\"children\":["
+      KERNEL("a", 1, 1) "," KERNEL("c", 1, 1) "]},{}]");
+}
+
+Test(core_session, two_sessions_at_once, .init = reset) {
+  const char *p1 = cpt_tmp_path("one.hatchet");
+  const char *p2 = cpt_tmp_path("two.hatchet");
+  int s1 = start(p1, NULL, "fake");
+  cp_fake_launch("first", 1, 0, 0);
+  int s2 = start(p2, NULL, "fake");
+  cr_assert_neq(s1, s2);
+  cp_fake_launch("both", 2, 0, 0);
+  cr_assert_eq(cproton_session_count(), 2);
+  cr_assert_eq(cproton_session_finalize(s1, NULL), CPROTON_OK);
+  cp_fake_launch("second", 3, 0, 0);
+  cr_assert_eq(cproton_session_finalize(CPROTON_ALL_SESSIONS, NULL),
+               CPROTON_OK);
+  cr_assert_eq(cproton_session_count(), 0);
+  assert_profile(p1,
+      "[{\"frame\":{\"name\":\"ROOT\",\"type\":\"function\"},"
+      "\"metrics\":{\"count\":0,\"time (ns)\":0},\"children\":["
+      KERNEL("both", 1, 2) "," KERNEL("first", 1, 1) "]},{}]");
+  assert_profile(p2,
+      "[{\"frame\":{\"name\":\"ROOT\",\"type\":\"function\"},"
+      "\"metrics\":{\"count\":0,\"time (ns)\":0},\"children\":["
+      KERNEL("both", 1, 2) "," KERNEL("second", 1, 3) "]},{}]");
+}
+
+Test(core_session, data_json_renders_without_finalizing, .init = reset) {
+  int sid = start(cpt_tmp_path("json"), NULL, "fake");
+  cp_fake_launch("k", 4, 0, 0);
+  char *json = NULL;
+  size_t size = 0;
+  cr_assert_eq(cproton_session_data_json(sid, &json, &size), CPROTON_OK);
+  cr_assert_eq(strlen(json), size);
+  json_t *j = cpt_parse_json(json);
+  cr_assert_not_null(j);
+  json_t *k = json_array_get(json_object_get(json_array_get(j, 0), "children"), 0);
+  cr_assert_eq(json_integer_value(json_object_get(json_object_get(k, "metrics"), "time (ns)")), 4);
+  json_decref(j);
+  cproton_free(json);
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+}
+
+/* ---- bad input ---------------------------------------------------------------- */
+
+Test(core_session, bad_ids_and_options_fail_cleanly, .init = reset) {
+  cr_assert_eq(cproton_session_activate(3), CPROTON_ENOTFOUND);
+  cr_assert_eq(cproton_session_finalize(31, NULL), CPROTON_ENOTFOUND);
+  cr_assert_eq(cproton_session_deactivate(-7), CPROTON_ENOTFOUND);
+  cr_assert(strstr(cproton_last_error(), "-7") != NULL);
+  cproton_session_options o;
+  cproton_session_options_init(&o);
+  int sid;
+  o.data = "tre";
+  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_EINVAL);
+  cr_assert(strstr(cproton_last_error(), "tre") != NULL);
+  o.data = NULL;
+  o.context = "frames";
+  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_EINVAL);
+  o.context = NULL;
+  o.backend = "nope";
+  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_EINVAL);
+  cr_assert(strstr(cproton_last_error(), "none") != NULL);
+  cr_assert_eq(cproton_session_start(NULL, &sid), CPROTON_EINVAL);
+  cr_assert_eq(cproton_session_count(), 0);
+  cr_assert_eq(cproton_scope_exit(NULL), CPROTON_ESTATE);
+  cr_assert_eq(cproton_scope_enter("", NULL), CPROTON_EINVAL);
+  cr_assert_eq(cproton_scope_enter(NULL, NULL), CPROTON_EINVAL);
+  cproton_scope_enter("a", NULL);
+  cr_assert_eq(cproton_scope_exit("b"), CPROTON_ESTATE);
+  cr_assert_eq(cproton_scope_depth(), 1);
+  cr_assert_eq(cproton_scope_exit("a"), CPROTON_OK);
+}
+
+Test(core_session, unwritable_path_leaves_no_file, .init = reset) {
+  int sid = start("/nonexistent-dir/x", NULL, "none");
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_EIO);
+  cr_assert(strstr(cproton_last_error(), "/nonexistent-dir/x.hatchet") != NULL);
+  cr_assert_eq(cproton_session_count(), 0, "the session is freed even on EIO");
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_ENOTFOUND);
+  cr_assert_eq(cproton_session_finalize(0, "xml"), CPROTON_ENOTFOUND);
+  sid = start(cpt_tmp_path("fmt"), NULL, "none");
+  cr_assert_eq(cproton_session_finalize(sid, "xml"), CPROTON_EINVAL);
+  cr_assert_eq(access(cpt_tmp_path("fmt.xml"), F_OK), -1);
+}
+
+Test(core_session, name_placeholders, .init = reset) {
+  cproton_session_options o;
+  cproton_session_options_init(&o);
+  char want[256], got[256];
+  snprintf(want, sizeof want, "%s", cpt_tmp_path("r3-l1-p"));
+  snprintf(want + strlen(want), sizeof want - strlen(want), "%d", (int)getpid());
+  char name[300];
+  snprintf(name, sizeof name, "%s", cpt_tmp_path("r{rank}-l{local_rank}-p{pid}"));
+  o.name = name;
+  o.rank = 3;
+  o.local_rank = 1;
+  o.backend = "none";
+  int sid;
+  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK);
+  cr_assert_eq(cproton_session_output_path(sid, got, sizeof got), CPROTON_OK);
+  cr_assert_str_eq(got, want);
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+}
+
+/* ---- trace ---------------------------------------------------------------- */
+
+Test(core_session, trace_has_lanes_and_flows, .init = reset) {
+  const char *path = cpt_tmp_path("tl");
+  int sid = start(path, "trace", "fake");
+  cproton_scope_enter("step", NULL);
+  cp_fake_launch("k1", 100, 0, 7);
+  cp_fake_launch("k2", 100, 1, 9);
+  cproton_scope_exit("step");
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  char full[512];
+  snprintf(full, sizeof full, "%s.chrome_trace", path);
+  json_t *j = cpt_load_json(full);
+  cr_assert_not_null(j);
+  json_t *events = json_object_get(j, "traceEvents");
+  size_t i;
+  json_t *e;
+  int kernels = 0, scopes = 0, starts = 0, ends = 0, lanes = 0;
+  json_array_foreach(events, i, e) {
+    const char *ph = json_string_value(json_object_get(e, "ph"));
+    const char *cat = json_string_value(json_object_get(e, "cat"));
+    if (!strcmp(ph, "X") && !strcmp(cat, "kernel"))
+      kernels++;
+    if (!strcmp(ph, "X") && !strcmp(cat, "scope"))
+      scopes++;
+    starts += !strcmp(ph, "s");
+    ends += !strcmp(ph, "f");
+    lanes += !strcmp(ph, "M") &&
+             !strcmp(json_string_value(json_object_get(e, "name")), "thread_name");
+  }
+  cr_assert_eq(kernels, 2);
+  cr_assert_eq(scopes, 1);
+  cr_assert_eq(starts, 2);
+  cr_assert_eq(ends, 2);
+  cr_assert_eq(lanes, 3, "one CPU thread and two GPU streams");
+  json_decref(j);
+}

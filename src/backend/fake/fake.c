@@ -7,6 +7,7 @@
 
 #include "backend/backend.h"
 #include "backend/fake/fake.h"
+#include "core/clock.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/session.h"
@@ -21,7 +22,7 @@ typedef struct pending {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pending *queue;
 static size_t n_queue, cap_queue;
-static uint64_t clock_ns = 1000000;
+static uint64_t clock_ns;
 static uint32_t next_correlation = 1;
 
 int cp_fake_launch(const char *kernel, uint64_t duration_ns, uint32_t device,
@@ -62,6 +63,11 @@ static int fake_start(const char *mode) { return CPROTON_OK; }
 static int fake_flush(void) {
   pthread_mutex_lock(&lock);
   int rc = CPROTON_OK;
+  /* Kernels run after their launch, on the shared timebase; durations stay
+   * deterministic. */
+  uint64_t now = cp_clock_now_ns();
+  if (clock_ns < now)
+    clock_ns = now;
   for (size_t i = 0; i < n_queue; i++) {
     pending *p = &queue[i];
     cp_kernel_record r = {.name = p->name, .start_ns = clock_ns,
