@@ -1,2 +1,47 @@
 #!/usr/bin/env bash
-echo "scripts/valgrind.sh: not yet"
+# Runs the core (through the examples and benchmarks) and the tools under
+# valgrind's memcheck; any definite or indirect leak, or any memory error,
+# fails. Usage: scripts/valgrind.sh BUILD_DIR
+set -euo pipefail
+build=${1:-build}
+root=$(cd "$(dirname "$0")/.." && pwd)
+shared=$root/../shared
+out=$(mktemp -d)
+vg=(valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect
+    --error-exitcode=9)
+pass=0; fail=0
+# check NAME CMD...: CMD must exit 0 with no memcheck error.
+# check_bad NAME CMD...: CMD must reject its input (exit 1..8) cleanly.
+check() { run_vg 0 "$@"; }
+check_bad() { run_vg 1 "$@"; }
+run_vg() {
+  local want_bad=$1 name=$2; shift 2
+  local rc=0
+  "${vg[@]}" "$@" >"$out/$name.log" 2>&1 || rc=$?
+  if { [ "$want_bad" = 0 ] && [ $rc -eq 0 ]; } ||
+     { [ "$want_bad" = 1 ] && [ $rc -ne 0 ] && [ $rc -ne 9 ]; }; then
+    pass=$((pass + 1)); echo "PASS valgrind $name"
+  else
+    fail=$((fail + 1)); echo "FAIL valgrind $name"; tail -30 "$out/$name.log"
+  fi
+}
+check basic_tree "$build/examples/example_basic" "$out/basic" tree
+check basic_trace "$build/examples/example_basic" "$out/basic" trace
+check scope_bench "$build/bench/scope_bench" 2000 2
+if [ -x "$build/tools/viewer/cproton-viewer" ]; then
+  for f in "$shared"/reference/proton-3.6-h200/*.hatchet; do
+    check "viewer_$(basename "$f" .hatchet)" "$build/tools/viewer/cproton-viewer" \
+      --no-color -m time/ms "$f"
+  done
+  printf '[{"frame": {"name": "ROOT"' > "$out/truncated.hatchet"
+  check_bad viewer_truncated "$build/tools/viewer/cproton-viewer" "$out/truncated.hatchet"
+fi
+if [ -x "$build/tools/instrument/cproton-instrument" ]; then
+  for f in "$shared"/reference/ptx/*.ptx; do
+    check "instrument_$(basename "$f" .ptx)" \
+      "$build/tools/instrument/cproton-instrument" "$f" -o "$out/$(basename "$f")"
+  done
+fi
+rm -rf "$out"
+echo "valgrind: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

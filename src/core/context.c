@@ -106,7 +106,7 @@ int cp_context_push(uint32_t name, unsigned kinds, cp_frame **frame_out) {
   return CPROTON_OK;
 }
 
-int cp_context_pop(const char *name, cp_frame *popped) {
+int cp_context_pop(const char *name, const cp_frame **popped) {
   cp_thread *t = thread_get();
   if (!t || t->depth == 0)
     return cp_error_set(CPROTON_ESTATE, "exit_scope without a matching enter");
@@ -116,9 +116,10 @@ int cp_context_pop(const char *name, cp_frame *popped) {
                         "exit_scope('%s') does not match the innermost "
                         "scope '%s'",
                         name, cp_strtab_str(f->name));
-  t->recent[t->n_recent++ % N_RECENT] = *f;
+  cp_frame *kept = &t->recent[t->n_recent++ % N_RECENT];
+  *kept = *f;
   if (popped)
-    *popped = *f;
+    *popped = kept;
   t->depth--;
   return CPROTON_OK;
 }

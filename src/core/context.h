@@ -39,9 +39,11 @@ int cp_context_kind_parse(const char *name, cp_context_kind *out);
  * pop on this thread). Errors: ENOMEM, ELIMIT. Hot path. */
 int cp_context_push(uint32_t name, unsigned kinds, cp_frame **frame_out);
 
-/* Pops the top frame into `*popped` (may be NULL). With `name` non-NULL it
- * must match. Errors: ESTATE (empty stack or mismatch; stack unchanged). */
-int cp_context_pop(const char *name, cp_frame *popped);
+/* Pops the top frame; `*popped` (may be NULL) then points at its copy among
+ * the recently exited frames (valid until 8 more pops on this thread). With
+ * `name` non-NULL it must match. Errors: ESTATE (empty stack or mismatch;
+ * stack unchanged). */
+int cp_context_pop(const char *name, const cp_frame **popped);
 
 /* The frame with scope id `id` on this thread's stack, or among its last
  * exited frames; id 0 is the top frame. NULL if none. */

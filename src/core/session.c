@@ -396,10 +396,10 @@ static void trace_scope(const cp_frame *f) {
 }
 
 int cproton_scope_exit(const char *name) {
-  cp_frame f;
+  const cp_frame *f;
   int rc = cp_context_pop(name, &f);
-  if (!rc && f.start_ns)
-    trace_scope(&f);
+  if (!rc && f->start_ns)
+    trace_scope(f);
   return rc;
 }
 
