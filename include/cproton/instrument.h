@@ -209,14 +209,15 @@ typedef struct cproton_decoded_cta {
   uint64_t end_time;      /* after thread 0's copy-out */
 } cproton_decoded_cta;
 
-/* One paired scope occurrence. start/end are counter units since the CTA's
- * start_counter (unwrapped along the unit's records). depth is 0 for an
- * occurrence with no enclosing open scope. */
+/* One paired scope occurrence. start/end are counter units relative to the
+ * CTA's start_counter (unwrapped along the unit's records; slightly
+ * negative when a warp recorded before thread 0 read start_counter). depth
+ * is 0 for an occurrence with no enclosing open scope. */
 typedef struct cproton_decoded_event {
   uint32_t scope;
   uint32_t depth;
-  uint64_t start;
-  uint64_t end;
+  int64_t start;
+  int64_t end;
 } cproton_decoded_event;
 
 /* One recording unit of one CTA. */
