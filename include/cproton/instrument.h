@@ -1,5 +1,262 @@
 /* cproton/instrument.h -- intra-kernel instrumentation: the PTX pass and the
- * profile-buffer decoder. Included by <cproton/cproton.h>. */
+ * profile-buffer decoder. Included by <cproton/cproton.h>.
+ *
+ * The pass is a pure function of PTX text: it finds record markers
+ * (`// @cproton record start|end <name>`, emitted by <cproton/device.h> or
+ * by cproton.language in Triton), gives every scope name an id, and lowers
+ * each marker into a counter read plus a single-lane 8-byte store into the
+ * warp's segment of a per-CTA profile buffer. The buffer is the kernel's LAST
+ * .param (a u64 pointer): CTA i writes bytes [i * per_cta_bytes,
+ * (i + 1) * per_cta_bytes). A kernel without markers is left byte for byte
+ * as it was. docs/instrumentation.md draws the buffer layout.
+ *
+ * Typical use:
+ *
+ *   cproton_ptx_options o;
+ *   cproton_ptx_options_init(&o);
+ *   o.buffer = CPROTON_BUFFER_GLOBAL;
+ *   cproton_ptx *p;
+ *   if (cproton_ptx_instrument(ptx, strlen(ptx), &o, &p) != CPROTON_OK)
+ *     fprintf(stderr, "%s\n", cproton_last_error());
+ *   size_t n;
+ *   const char *out = cproton_ptx_text(p, &n);      // load with cuModuleLoadData
+ *   cproton_buffer_layout lay;
+ *   cproton_ptx_kernel_layout(p, 0, &lay);          // lay.per_cta_bytes ...
+ *   // launch with a buffer of grid_ctas * lay.per_cta_bytes as last param,
+ *   // copy it back, then:
+ *   cproton_decoded *d;
+ *   cproton_buffer_decode(host_copy, size, &lay, 0, &d);
+ *   cproton_decoded_free(d);
+ *   cproton_ptx_free(p);
+ */
 #ifndef CPROTON_INSTRUMENT_H
 #define CPROTON_INSTRUMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cproton/errors.h"
+#include "cproton/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the pass ------------------------------------------------------------ */
+
+/* What each record's counter field holds. Values are stored in the buffer
+ * header, so they never change. */
+typedef enum cproton_counter {
+  CPROTON_COUNTER_CLOCK = 0,      /* %clock, 32-bit SM cycles */
+  CPROTON_COUNTER_CLOCK64 = 1,    /* %clock64, SM cycles (48 bits kept) */
+  CPROTON_COUNTER_GLOBALTIMER = 2 /* %globaltimer, ns (48 bits kept) */
+} cproton_counter;
+
+/* Where records live while the kernel runs. SHARED: a static .shared array
+ * the pass declares, copied to the global buffer at each exit. GLOBAL:
+ * records go straight to the global buffer. */
+typedef enum cproton_buffer_kind {
+  CPROTON_BUFFER_SHARED = 0,
+  CPROTON_BUFFER_GLOBAL = 1
+} cproton_buffer_kind;
+
+/* Which threads record. A unit is one warp, one warp group (4 warps; its
+ * first warp records) or the whole CTA (thread 0 records). */
+typedef enum cproton_granularity {
+  CPROTON_GRANULARITY_WARP = 0,
+  CPROTON_GRANULARITY_WARPGROUP = 1,
+  CPROTON_GRANULARITY_CTA = 2
+} cproton_granularity;
+
+typedef struct cproton_ptx_options {
+  cproton_counter counter;         /* default CLOCK64 */
+  cproton_buffer_kind buffer;      /* default SHARED */
+  cproton_granularity granularity; /* default WARP */
+  /* Bytes of records per CTA (all units). Each unit's segment is the
+   * largest power of two <= buffer_size / units, at least 16. 0: global
+   * buffers get 4096 bytes per unit; shared buffers get up to 1024 bytes
+   * per unit, less when shared memory is short (see the two fields below). */
+  uint32_t buffer_size;
+  /* Units that record, as a bit mask over unit indices (bit u = unit u);
+   * 0 means every unit. Only sampled units get a segment. */
+  uint32_t sample_mask;
+  /* Warps per CTA; 0 takes it from the kernel's .reqntid / .maxntid
+   * (an error when neither is present). At most 32. */
+  uint32_t num_warps;
+  /* Shared memory the kernel already uses beyond its static .shared
+   * declarations (Triton's dynamic `shared`), and the per-block limit
+   * (0: 232448, sm_90's 227 KiB). Only used to size a default shared
+   * buffer. */
+  uint32_t existing_shared_bytes;
+  uint32_t max_shared_bytes;
+} cproton_ptx_options;
+
+/* Fills `o` with the defaults above. Always call before setting fields. */
+CPROTON_API void cproton_ptx_options_init(cproton_ptx_options *o);
+
+/* The result of the pass: instrumented text plus, per instrumented kernel,
+ * the scope table and buffer layout. Opaque; free with cproton_ptx_free. */
+typedef struct cproton_ptx cproton_ptx;
+
+/* Instruments `ptx` (`size` bytes, need not be NUL-terminated). `o` may be
+ * NULL for defaults. On success `*out` owns a new result. Errors: EINVAL
+ * (bad arguments or options; the message says which), EPARSE (malformed PTX
+ * or markers: unpaired or crossing start/end, named by kernel, scope and
+ * line), EUNSUPPORTED (a marker outside a kernel entry, a last parameter
+ * that is not a 64-bit pointer, PTX that is already instrumented), ELIMIT
+ * (too many scopes, too large input, not enough shared memory), ENOMEM.
+ * Thread-safe: no global state. */
+CPROTON_API int cproton_ptx_instrument(const char *ptx, size_t size,
+                                       const cproton_ptx_options *o,
+                                       cproton_ptx **out);
+
+/* The instrumented text (NUL-terminated; `size_out` may be NULL). Owned by
+ * `p`. When no kernel has markers it equals the input byte for byte. */
+CPROTON_API const char *cproton_ptx_text(const cproton_ptx *p,
+                                         size_t *size_out);
+
+/* Number of kernels that were instrumented (entries with markers). */
+CPROTON_API size_t cproton_ptx_n_kernels(const cproton_ptx *p);
+
+/* Name of instrumented kernel `k` (< n_kernels), owned by `p`; NULL when out
+ * of range. */
+CPROTON_API const char *cproton_ptx_kernel_name(const cproton_ptx *p,
+                                                size_t k);
+
+/* Per-kernel statistics of the pass. */
+typedef struct cproton_ptx_stats {
+  uint32_t n_records;       /* markers lowered */
+  uint32_t n_exits;         /* ret/exit sites finalized */
+  uint32_t record_instrs;   /* PTX instructions added per record */
+  uint32_t prologue_instrs; /* PTX instructions in the prologue */
+  uint32_t finalize_instrs; /* PTX instructions per finalize (static) */
+} cproton_ptx_stats;
+
+/* ---- the buffer layout (shared by the pass and the decoder) -------------- */
+
+/* Everything the decoder needs to read a kernel's profile buffer. Filled by
+ * cproton_ptx_kernel_layout; a caller that keeps the values elsewhere (a
+ * Python extension) may fill it by hand. Strings and arrays are borrowed. */
+typedef struct cproton_buffer_layout {
+  uint32_t per_cta_bytes;  /* bytes per CTA slice (multiple of 16) */
+  uint32_t header_bytes;   /* CTA header + per-unit counts, multiple of 16 */
+  uint32_t n_units;        /* units with a segment per CTA */
+  uint32_t segment_bytes;  /* bytes per unit segment (power of two) */
+  uint32_t counter;        /* a cproton_counter */
+  uint32_t granularity;    /* a cproton_granularity */
+  uint32_t buffer;         /* a cproton_buffer_kind */
+  uint32_t n_scopes;       /* scope ids are 0 .. n_scopes-1 */
+  const char *const *scope_names; /* n_scopes names */
+  const int32_t *scope_parents;   /* n_scopes parent ids, -1 = top; may be NULL */
+  /* unit_warp[u]: the first warp of unit u (its recording warp) */
+  uint8_t unit_warp[32];
+} cproton_buffer_layout;
+
+/* Fills `lay` for kernel `k`; pointers stay valid while `p` lives.
+ * Errors: EINVAL (NULL or k out of range). */
+CPROTON_API int cproton_ptx_kernel_layout(const cproton_ptx *p, size_t k,
+                                          cproton_buffer_layout *lay);
+
+/* Fills `st` for kernel `k`. Errors: EINVAL. */
+CPROTON_API int cproton_ptx_kernel_stats(const cproton_ptx *p, size_t k,
+                                         cproton_ptx_stats *st);
+
+/* Frees a result; NULL is fine. */
+CPROTON_API void cproton_ptx_free(cproton_ptx *p);
+
+/* ---- the decoder ----------------------------------------------------------- */
+
+/* Decoded profile of one launch. Opaque; free with cproton_decoded_free. */
+typedef struct cproton_decoded cproton_decoded;
+
+/* Flags for cproton_buffer_decode. */
+#define CPROTON_DECODE_SKIP_BAD_CTAS 1u /* skip CTAs with a bad header */
+
+/* Decodes a profile buffer copied back from the device: `size` must be a
+ * whole number of CTA slices. Per unit it reads the record count, works out
+ * how many records the circular segment overwrote, pairs start/end records
+ * (innermost first) and sums per-scope cycles. Errors: EINVAL (NULL
+ * arguments, an inconsistent layout), EPARSE (a size that is not a multiple
+ * of per_cta_bytes, a bad magic, version or header field, a scope id beyond
+ * n_scopes: the message names the CTA and byte offset; with
+ * CPROTON_DECODE_SKIP_BAD_CTAS, CTAs with a bad header are counted and
+ * skipped instead), ENOMEM. `layout` is only read during the call; scope
+ * names are copied. Thread-safe. Not for a launch callback: it allocates. */
+CPROTON_API int cproton_buffer_decode(const void *data, size_t size,
+                                      const cproton_buffer_layout *layout,
+                                      unsigned flags, cproton_decoded **out);
+
+/* Per-scope totals over every CTA and unit. `cycles` is in counter units
+ * (ns for GLOBALTIMER). normalized_cycles = cycles / (units * CTAs), as in
+ * Proton's tree. */
+typedef struct cproton_decoded_scope {
+  const char *name;
+  int32_t parent; /* -1 for a top-level scope */
+  uint64_t cycles;
+  uint64_t count; /* paired occurrences */
+  double normalized_cycles;
+} cproton_decoded_scope;
+
+/* One CTA's header. Times are %globaltimer ns; start_counter is the
+ * counter read at kernel entry by thread 0. */
+typedef struct cproton_decoded_cta {
+  uint32_t cta_id;
+  uint32_t sm_id;
+  uint32_t n_active_warps;
+  uint64_t start_time;
+  uint64_t start_counter;
+  uint64_t finalize_time; /* when thread 0 began the finalize */
+  uint64_t end_time;      /* after thread 0's copy-out */
+} cproton_decoded_cta;
+
+/* One paired scope occurrence. start/end are counter units relative to the
+ * CTA's start_counter (unwrapped along the unit's records; slightly
+ * negative when a warp recorded before thread 0 read start_counter). depth
+ * is 0 for an occurrence with no enclosing open scope. */
+typedef struct cproton_decoded_event {
+  uint32_t scope;
+  uint32_t depth;
+  int64_t start;
+  int64_t end;
+} cproton_decoded_event;
+
+/* One recording unit of one CTA. */
+typedef struct cproton_decoded_warp {
+  uint32_t cta;        /* index into the CTAs of this result */
+  uint32_t cta_id;
+  uint32_t sm_id;
+  uint32_t warp;       /* first warp of the unit */
+  uint32_t unit;
+  uint64_t n_written;  /* records the unit wrote (its stored count) */
+  uint64_t n_dropped;  /* overwritten by the circular segment */
+  uint32_t n_unpaired; /* surviving records that found no partner */
+  size_t n_events;
+  const cproton_decoded_event *events; /* owned by the result */
+} cproton_decoded_warp;
+
+CPROTON_API size_t cproton_decoded_n_scopes(const cproton_decoded *d);
+CPROTON_API size_t cproton_decoded_n_ctas(const cproton_decoded *d);
+CPROTON_API size_t cproton_decoded_n_warps(const cproton_decoded *d);
+/* CTAs skipped under CPROTON_DECODE_SKIP_BAD_CTAS. */
+CPROTON_API size_t cproton_decoded_n_bad_ctas(const cproton_decoded *d);
+/* Totals over all units. */
+CPROTON_API uint64_t cproton_decoded_n_dropped(const cproton_decoded *d);
+CPROTON_API uint64_t cproton_decoded_n_unpaired(const cproton_decoded *d);
+
+/* Copy entry `i` into `*out`; strings and event arrays stay owned by `d`.
+ * Errors: EINVAL (NULL or out of range). */
+CPROTON_API int cproton_decoded_get_scope(const cproton_decoded *d, size_t i,
+                                      cproton_decoded_scope *out);
+CPROTON_API int cproton_decoded_get_cta(const cproton_decoded *d, size_t i,
+                                        cproton_decoded_cta *out);
+CPROTON_API int cproton_decoded_get_warp(const cproton_decoded *d, size_t i,
+                                     cproton_decoded_warp *out);
+
+/* Frees a decoded result; NULL is fine. */
+CPROTON_API void cproton_decoded_free(cproton_decoded *d);
+
+#ifdef __cplusplus
+}
+#endif
+
 #endif

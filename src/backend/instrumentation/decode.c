@@ -1,0 +1,326 @@
+/* backend/instrumentation/decode.c -- decodes a profile buffer copied back
+ * from the device (layout: instrument/layout.h) into per-scope totals,
+ * per-CTA headers and per-unit event lists (cproton_buffer_decode).
+ *
+ * Invariant: nothing is invented. Only the records a unit's count says
+ * survive are read; a record whose partner was overwritten or never
+ * written is counted as unpaired, never given a duration. The input is
+ * untrusted: every field is checked against the layout before use and
+ * every error names the CTA slice and byte offset. Not a hot path (it
+ * allocates); the runtime calls it off the launch path, tools and tests
+ * call it directly. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/instrumentation/decode.h"
+#include "core/error.h"
+#include "cproton/instrument.h"
+#include "instrument/layout.h"
+
+struct cproton_decoded {
+  size_t n_scopes;
+  char **names;
+  int32_t *parents;
+  uint64_t *cycles, *counts;
+  size_t n_units_total; /* units * valid CTAs, for normalisation */
+  cproton_decoded_cta *ctas;
+  size_t n_ctas, n_bad;
+  cproton_decoded_warp *warps;
+  size_t *first_event; /* per warp: index of its first event */
+  size_t n_warps, cap_warps;
+  cproton_decoded_event *events;
+  size_t n_events, cap_events;
+  uint64_t dropped, unpaired;
+};
+
+typedef struct open_rec {
+  uint32_t scope;
+  int64_t t;
+} open_rec;
+
+static uint32_t rd32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t rd64(const unsigned char *p) { return rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+
+static int check_layout(const cproton_buffer_layout *l) {
+  uint32_t n = l->n_units, seg = l->segment_bytes;
+  if (n == 0 || n > CP_LAYOUT_MAX_UNITS || seg < CP_LAYOUT_MIN_SEGMENT || (seg & (seg - 1)))
+    return cp_error_set(CPROTON_EINVAL, "layout: %u units of %u bytes (need 1..32 units, power-of-two segments >= 16)", n, seg);
+  if (l->header_bytes != cp_layout_header_bytes(n) ||
+      (uint64_t)l->per_cta_bytes != (uint64_t)l->header_bytes + (uint64_t)n * seg)
+    return cp_error_set(CPROTON_EINVAL, "layout: per_cta_bytes %u / header_bytes %u do not match %u units x %u bytes",
+                        l->per_cta_bytes, l->header_bytes, n, seg);
+  if (l->counter > CPROTON_COUNTER_GLOBALTIMER || l->n_scopes > CP_LAYOUT_MAX_SCOPES ||
+      (l->n_scopes && !l->scope_names))
+    return cp_error_set(CPROTON_EINVAL, "layout: bad counter %u or scope table (%u scopes)", l->counter, l->n_scopes);
+  for (uint32_t i = 0; i < l->n_scopes; i++)
+    if (!l->scope_names[i] || (l->scope_parents && l->scope_parents[i] >= (int32_t)l->n_scopes))
+      return cp_error_set(CPROTON_EINVAL, "layout: scope %u has no name or a bad parent", i);
+  return 0;
+}
+
+static int copy_scopes(cproton_decoded *d, const cproton_buffer_layout *l) {
+  size_t n = l->n_scopes ? l->n_scopes : 1;
+  d->n_scopes = l->n_scopes;
+  d->names = calloc(n, sizeof *d->names);
+  d->parents = calloc(n, sizeof *d->parents);
+  d->cycles = calloc(n, sizeof *d->cycles);
+  d->counts = calloc(n, sizeof *d->counts);
+  if (!d->names || !d->parents || !d->cycles || !d->counts)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory decoding");
+  for (size_t i = 0; i < l->n_scopes; i++) {
+    d->names[i] = strdup(l->scope_names[i]);
+    if (!d->names[i])
+      return cp_error_set(CPROTON_ENOMEM, "out of memory decoding");
+    d->parents[i] = l->scope_parents ? l->scope_parents[i] : -1;
+  }
+  return 0;
+}
+
+/* Checks CTA slice `i` at `p`; fills `c`. */
+static int check_cta(const unsigned char *p, size_t i, const cproton_buffer_layout *l, cproton_decoded_cta *c) {
+  size_t off = i * (size_t)l->per_cta_bytes;
+  uint32_t magic = rd32(p + CP_HDR_MAGIC);
+  if (magic != CP_LAYOUT_MAGIC)
+    return cp_error_set(CPROTON_EPARSE, "CTA slice %zu (byte %zu): bad magic 0x%08x, expected 0x%08x ('CPRB'); "
+                        "the CTA never finalized or this is not a cproton profile buffer", i, off, magic, CP_LAYOUT_MAGIC);
+  unsigned version = (unsigned)p[CP_HDR_VERSION] | (unsigned)p[CP_HDR_VERSION + 1] << 8;
+  if (version != CP_LAYOUT_VERSION)
+    return cp_error_set(CPROTON_EPARSE, "CTA slice %zu (byte %zu): buffer version %u, this decoder reads %u",
+                        i, off + CP_HDR_VERSION, version, CP_LAYOUT_VERSION);
+  if (p[CP_HDR_COUNTER] != l->counter || rd32(p + CP_HDR_N_UNITS) != l->n_units ||
+      rd32(p + CP_HDR_SEG_BYTES) != l->segment_bytes)
+    return cp_error_set(CPROTON_EPARSE, "CTA slice %zu (byte %zu): header says counter %u, %u units x %u bytes; "
+                        "the layout says counter %u, %u x %u (buffer from another kernel?)", i, off,
+                        p[CP_HDR_COUNTER], rd32(p + CP_HDR_N_UNITS), rd32(p + CP_HDR_SEG_BYTES), l->counter,
+                        l->n_units, l->segment_bytes);
+  c->cta_id = rd32(p + CP_HDR_CTA);
+  if (c->cta_id != i)
+    return cp_error_set(CPROTON_EPARSE, "CTA slice %zu (byte %zu): header names CTA %u (stale or torn data)",
+                        i, off + CP_HDR_CTA, c->cta_id);
+  c->sm_id = rd32(p + CP_HDR_SM);
+  c->n_active_warps = rd32(p + CP_HDR_N_ACTIVE);
+  if (c->n_active_warps > 32)
+    return cp_error_set(CPROTON_EPARSE, "CTA slice %zu (byte %zu): %u active warps", i, off + CP_HDR_N_ACTIVE,
+                        c->n_active_warps);
+  c->start_time = rd64(p + CP_HDR_START_TIME);
+  c->start_counter = rd64(p + CP_HDR_START_CTR);
+  c->finalize_time = rd64(p + CP_HDR_FIN_TIME);
+  c->end_time = rd64(p + CP_HDR_END_TIME);
+  return 0;
+}
+
+static int add_event(cproton_decoded *d, uint32_t scope, uint32_t depth, int64_t start, int64_t end) {
+  if (d->n_events == d->cap_events) {
+    size_t cap = d->cap_events ? d->cap_events * 2 : 256;
+    cproton_decoded_event *e = realloc(d->events, cap * sizeof *e);
+    if (!e)
+      return cp_error_set(CPROTON_ENOMEM, "out of memory decoding");
+    d->events = e;
+    d->cap_events = cap;
+  }
+  d->events[d->n_events++] = (cproton_decoded_event){scope, depth, start, end};
+  d->cycles[scope] += end > start ? (uint64_t)(end - start) : 0;
+  d->counts[scope]++;
+  return 0;
+}
+
+/* An end of `scope` at `t`: closes the innermost open `scope`; starts
+ * opened inside it lost their ends and count as unpaired. */
+static int close_scope(cproton_decoded *d, cproton_decoded_warp *w, open_rec *st, size_t *depth,
+                       uint32_t scope, int64_t t) {
+  size_t j = *depth;
+  while (j > 0 && st[j - 1].scope != scope)
+    j--;
+  if (j == 0) {
+    w->n_unpaired++;
+    return 0;
+  }
+  w->n_unpaired += (uint32_t)(*depth - j);
+  *depth = j - 1;
+  return add_event(d, scope, (uint32_t)(j - 1), st[j - 1].t, t);
+}
+
+/* Pairs the surviving records of one unit. `seg` is its segment. */
+static int pair_unit(cproton_decoded *d, cproton_decoded_warp *w, const unsigned char *seg,
+                     const cproton_buffer_layout *l, uint64_t start_ctr) {
+  uint64_t cap = l->segment_bytes / CP_LAYOUT_RECORD_BYTES;
+  uint64_t kept = w->n_written < cap ? w->n_written : cap;
+  unsigned bits = cp_layout_counter_bits(l->counter);
+  uint64_t mask = (1ull << bits) - 1, half = 1ull << (bits - 1);
+  open_rec st[CP_DECODE_MAX_DEPTH];
+  size_t depth = 0;
+  int64_t t = 0;
+  uint64_t prev = start_ctr & mask;
+  w->n_dropped = w->n_written - kept;
+  for (uint64_t k = w->n_written - kept; k < w->n_written; k++) {
+    uint64_t v = rd64(seg + (k % cap) * CP_LAYOUT_RECORD_BYTES);
+    uint32_t scope = (uint32_t)(v >> CP_LAYOUT_SCOPE_SHIFT) & 0x7fffu;
+    uint64_t delta = ((v & mask) - prev) & mask;
+    /* the first record may precede thread 0's start counter slightly */
+    t += (k == w->n_written - kept && delta >= half) ? (int64_t)delta - (int64_t)(mask + 1) : (int64_t)delta;
+    prev = v & mask;
+    int rc = 0;
+    if (scope >= l->n_scopes)
+      w->n_unpaired++;
+    else if (v >> CP_LAYOUT_END_BIT)
+      rc = close_scope(d, w, st, &depth, scope, t);
+    else if (depth == CP_DECODE_MAX_DEPTH)
+      w->n_unpaired++;
+    else
+      st[depth++] = (open_rec){scope, t};
+    if (rc)
+      return rc;
+  }
+  w->n_unpaired += (uint32_t)depth;
+  return 0;
+}
+
+static int add_warp(cproton_decoded *d, cproton_decoded_warp **w) {
+  if (d->n_warps == d->cap_warps) {
+    size_t cap = d->cap_warps ? d->cap_warps * 2 : 64;
+    cproton_decoded_warp *p = realloc(d->warps, cap * sizeof *p);
+    if (p)
+      d->warps = p;
+    size_t *f = p ? realloc(d->first_event, cap * sizeof *f) : NULL;
+    if (!p || !f)
+      return cp_error_set(CPROTON_ENOMEM, "out of memory decoding");
+    d->first_event = f;
+    d->cap_warps = cap;
+  }
+  d->first_event[d->n_warps] = d->n_events;
+  *w = &d->warps[d->n_warps++];
+  memset(*w, 0, sizeof **w);
+  return 0;
+}
+
+static int decode_cta(cproton_decoded *d, const unsigned char *p, const cproton_buffer_layout *l,
+                      const cproton_decoded_cta *c) {
+  for (uint32_t u = 0; u < l->n_units; u++) {
+    if (l->unit_warp[u] >= c->n_active_warps)
+      continue; /* the warp was not launched */
+    cproton_decoded_warp *w = NULL;
+    int rc = add_warp(d, &w);
+    if (rc)
+      return rc;
+    w->cta = (uint32_t)d->n_ctas;
+    w->cta_id = c->cta_id;
+    w->sm_id = c->sm_id;
+    w->warp = l->unit_warp[u];
+    w->unit = u;
+    w->n_written = rd32(p + CP_HDR_COUNTS + 4 * u);
+    rc = pair_unit(d, w, p + l->header_bytes + (size_t)u * l->segment_bytes, l, c->start_counter);
+    if (rc)
+      return rc;
+    d->dropped += w->n_dropped;
+    d->unpaired += w->n_unpaired;
+  }
+  return 0;
+}
+
+static int decode_all(cproton_decoded *d, const unsigned char *buf, size_t size, const cproton_buffer_layout *l,
+                      unsigned flags) {
+  size_t n = size / l->per_cta_bytes;
+  d->ctas = calloc(n, sizeof *d->ctas);
+  if (!d->ctas)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory decoding");
+  for (size_t i = 0; i < n; i++) {
+    const unsigned char *p = buf + i * (size_t)l->per_cta_bytes;
+    cproton_decoded_cta *c = &d->ctas[d->n_ctas];
+    int rc = check_cta(p, i, l, c);
+    if (rc && (flags & CPROTON_DECODE_SKIP_BAD_CTAS)) {
+      d->n_bad++;
+      continue;
+    }
+    if (!rc)
+      rc = decode_cta(d, p, l, c);
+    if (rc)
+      return rc;
+    d->n_ctas++;
+  }
+  for (size_t i = 0; i < d->n_warps; i++)
+    d->warps[i].events = d->events + d->first_event[i];
+  for (size_t i = 0; i + 1 < d->n_warps; i++)
+    d->warps[i].n_events = d->first_event[i + 1] - d->first_event[i];
+  if (d->n_warps)
+    d->warps[d->n_warps - 1].n_events = d->n_events - d->first_event[d->n_warps - 1];
+  d->n_units_total = (size_t)l->n_units * d->n_ctas;
+  return 0;
+}
+
+int cproton_buffer_decode(const void *data, size_t size, const cproton_buffer_layout *layout, unsigned flags,
+                          cproton_decoded **out) {
+  if (!data || !layout || !out)
+    return cp_error_set(CPROTON_EINVAL, "cproton_buffer_decode: NULL data, layout or out");
+  *out = NULL;
+  int rc = check_layout(layout);
+  if (rc)
+    return rc;
+  if (size == 0 || size % layout->per_cta_bytes != 0)
+    return cp_error_set(CPROTON_EPARSE, "profile buffer of %zu bytes is not a whole number of %u-byte CTA slices "
+                        "(truncated copy?)", size, layout->per_cta_bytes);
+  if ((unsigned long long)size > CP_DECODE_MAX_BYTES)
+    return cp_error_set(CPROTON_ELIMIT, "profile buffer of %zu bytes exceeds the decoder's limit", size);
+  cproton_decoded *d = calloc(1, sizeof *d);
+  if (!d)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory decoding");
+  rc = copy_scopes(d, layout);
+  if (!rc)
+    rc = decode_all(d, data, size, layout, flags);
+  if (rc) {
+    cproton_decoded_free(d);
+    return rc;
+  }
+  *out = d;
+  return CPROTON_OK;
+}
+
+size_t cproton_decoded_n_scopes(const cproton_decoded *d) { return d ? d->n_scopes : 0; }
+size_t cproton_decoded_n_ctas(const cproton_decoded *d) { return d ? d->n_ctas : 0; }
+size_t cproton_decoded_n_warps(const cproton_decoded *d) { return d ? d->n_warps : 0; }
+size_t cproton_decoded_n_bad_ctas(const cproton_decoded *d) { return d ? d->n_bad : 0; }
+uint64_t cproton_decoded_n_dropped(const cproton_decoded *d) { return d ? d->dropped : 0; }
+uint64_t cproton_decoded_n_unpaired(const cproton_decoded *d) { return d ? d->unpaired : 0; }
+
+int cproton_decoded_get_scope(const cproton_decoded *d, size_t i, cproton_decoded_scope *out) {
+  if (!d || !out || i >= d->n_scopes)
+    return cp_error_set(CPROTON_EINVAL, "cproton_decoded_get_scope: no scope %zu", i);
+  out->name = d->names[i];
+  out->parent = d->parents[i];
+  out->cycles = d->cycles[i];
+  out->count = d->counts[i];
+  out->normalized_cycles = d->n_units_total ? (double)d->cycles[i] / (double)d->n_units_total : 0.0;
+  return CPROTON_OK;
+}
+
+int cproton_decoded_get_cta(const cproton_decoded *d, size_t i, cproton_decoded_cta *out) {
+  if (!d || !out || i >= d->n_ctas)
+    return cp_error_set(CPROTON_EINVAL, "cproton_decoded_get_cta: no CTA %zu", i);
+  *out = d->ctas[i];
+  return CPROTON_OK;
+}
+
+int cproton_decoded_get_warp(const cproton_decoded *d, size_t i, cproton_decoded_warp *out) {
+  if (!d || !out || i >= d->n_warps)
+    return cp_error_set(CPROTON_EINVAL, "cproton_decoded_get_warp: no warp %zu", i);
+  *out = d->warps[i];
+  return CPROTON_OK;
+}
+
+void cproton_decoded_free(cproton_decoded *d) {
+  if (!d)
+    return;
+  for (size_t i = 0; d->names && i < d->n_scopes; i++)
+    free(d->names[i]);
+  free(d->names);
+  free(d->parents);
+  free(d->cycles);
+  free(d->counts);
+  free(d->ctas);
+  free(d->warps);
+  free(d->first_event);
+  free(d->events);
+  free(d);
+}

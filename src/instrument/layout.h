@@ -1,0 +1,86 @@
+/* instrument/layout.h -- the profile-buffer layout, version 1: the one
+ * definition shared by the PTX lowering (which writes it) and the decoder in
+ * backend/instrumentation (which reads it). Header only, libc only.
+ *
+ * The buffer of one launch is an array of CTA slices; CTA i (linear id
+ * ctaid.x + nctaid.x * (ctaid.y + nctaid.y * ctaid.z)) owns bytes
+ * [i * per_cta_bytes, (i + 1) * per_cta_bytes). All fields little-endian.
+ *
+ *   CTA slice (per_cta_bytes = header_bytes + n_units * segment_bytes)
+ *   +0   u32 magic      0x42525043  "CPRB" in memory order
+ *   +4   u16 version    1
+ *   +6   u8  counter    cproton_counter of the records
+ *   +7   u8  flags      bit0 shared buffer, bits 1-2 granularity
+ *   +8   u32 cta_id     linear CTA id (checks the slice index)
+ *   +12  u32 sm_id      %smid of thread 0
+ *   +16  u64 start_time %globaltimer at kernel entry (thread 0)
+ *   +24  u64 start_ctr  counter at kernel entry (thread 0)
+ *   +32  u64 fin_time   %globaltimer when thread 0 began finalize
+ *   +40  u64 end_time   %globaltimer after thread 0's copy-out
+ *   +48  u32 n_units    units with a segment (checks the layout)
+ *   +52  u32 seg_bytes  segment size (checks the layout)
+ *   +56  u32 n_active   warps launched: ceil(ntid.x*ntid.y*ntid.z / 32)
+ *   +60  u32 reserved   0
+ *   +64  u32 count[n_units]  records unit u wrote; grows past the capacity
+ *        ... zero padding to header_bytes (a multiple of 16)
+ *   +header_bytes  segment[0] | segment[1] | ... (segment_bytes each)
+ *
+ *   record (u64): bit 63 = 1 end / 0 start, bits 48..62 scope id,
+ *                 bits 0..47 counter (low 32 bits only for CLOCK)
+ *
+ * A segment is circular: record k of a unit lives at byte (8k) mod
+ * segment_bytes, so with count c > capacity the newest `capacity` records
+ * survive and c - capacity were dropped. The header is written last by
+ * thread 0, so a slice whose magic is missing was never finalized.
+ */
+#ifndef CP_INSTRUMENT_LAYOUT_H
+#define CP_INSTRUMENT_LAYOUT_H
+
+#include <stdint.h>
+
+#define CP_LAYOUT_MAGIC 0x42525043u
+#define CP_LAYOUT_VERSION 1u
+#define CP_LAYOUT_FIXED_HEADER 64u
+#define CP_LAYOUT_RECORD_BYTES 8u
+#define CP_LAYOUT_MIN_SEGMENT 16u
+#define CP_LAYOUT_MAX_UNITS 32u
+#define CP_LAYOUT_MAX_SCOPES 32767u
+#define CP_LAYOUT_SCOPE_SHIFT 48
+#define CP_LAYOUT_END_BIT 63
+#define CP_LAYOUT_FLAG_SHARED 1u
+
+/* Header field offsets. */
+enum {
+  CP_HDR_MAGIC = 0,
+  CP_HDR_VERSION = 4,
+  CP_HDR_COUNTER = 6,
+  CP_HDR_FLAGS = 7,
+  CP_HDR_CTA = 8,
+  CP_HDR_SM = 12,
+  CP_HDR_START_TIME = 16,
+  CP_HDR_START_CTR = 24,
+  CP_HDR_FIN_TIME = 32,
+  CP_HDR_END_TIME = 40,
+  CP_HDR_N_UNITS = 48,
+  CP_HDR_SEG_BYTES = 52,
+  CP_HDR_N_ACTIVE = 56,
+  CP_HDR_COUNTS = 64
+};
+
+/* Bytes of header for `n_units` units: fixed part plus counts, rounded up
+ * to 16 so that segments allow 16-byte vector copies. */
+static inline uint32_t cp_layout_header_bytes(uint32_t n_units) {
+  return (CP_LAYOUT_FIXED_HEADER + 4u * n_units + 15u) & ~15u;
+}
+
+/* The 16-bit tag stored in bits 48..63 of a record. */
+static inline uint32_t cp_layout_tag(uint32_t scope, int is_end) {
+  return (is_end ? 0x8000u : 0u) | (scope & 0x7fffu);
+}
+
+/* Number of counter bits a record keeps for `counter`. */
+static inline unsigned cp_layout_counter_bits(uint32_t counter) {
+  return counter == 0 ? 32u : 48u;
+}
+
+#endif

@@ -1,0 +1,221 @@
+/* instrument/lower.c -- emits the PTX that implements the ProtonGPU ops for
+ * one kernel: prologue, records and finalize (layout: instrument/layout.h).
+ *
+ * Invariant: every register and label the code uses carries the prefix
+ * %cpr_ / $cpr_, which the pass checks is absent from its input, so the
+ * kernel's own registers are never touched. Every instruction goes through
+ * ins(), which counts it (the counts are reported as pass statistics).
+ * Not a hot path; called by instrument/pass.c once per site. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "cproton/instrument.h"
+#include "instrument/layout.h"
+#include "instrument/lower.h"
+
+static void ins(cp_text *t, cp_lower_cfg *c, const char *fmt, ...) CP_PRINTF(3, 4);
+
+static void ins(cp_text *t, cp_lower_cfg *c, const char *fmt, ...) {
+  char line[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  cp_text_printf(t, "\t%s\n", line);
+  c->n_instrs++;
+}
+
+static const char *const counter_names[] = {"clock", "clock64", "globaltimer"};
+static const char *const buffer_names[] = {"shared", "global"};
+static const char *const gran_names[] = {"warp", "warpgroup", "cta"};
+
+/* Linear thread id into %cpr_tid and linear CTA id into %cpr_cta. */
+static void ids(cp_text *t, cp_lower_cfg *c) {
+  ins(t, c, "mov.u32 %%cpr_tid, %%tid.x;");
+  if (!c->one_dim) {
+    ins(t, c, "mov.u32 %%cpr_t, %%tid.z;");
+    ins(t, c, "mov.u32 %%cpr_u, %%ntid.y;");
+    ins(t, c, "mov.u32 %%cpr_n, %%tid.y;");
+    ins(t, c, "mad.lo.u32 %%cpr_t, %%cpr_t, %%cpr_u, %%cpr_n;");
+    ins(t, c, "mov.u32 %%cpr_u, %%ntid.x;");
+    ins(t, c, "mad.lo.u32 %%cpr_tid, %%cpr_t, %%cpr_u, %%cpr_tid;");
+  }
+  ins(t, c, "mov.u32 %%cpr_cta, %%ctaid.z;");
+  ins(t, c, "mov.u32 %%cpr_t, %%nctaid.y;");
+  ins(t, c, "mov.u32 %%cpr_u, %%ctaid.y;");
+  ins(t, c, "mad.lo.u32 %%cpr_cta, %%cpr_cta, %%cpr_t, %%cpr_u;");
+  ins(t, c, "mov.u32 %%cpr_t, %%nctaid.x;");
+  ins(t, c, "mov.u32 %%cpr_u, %%ctaid.x;");
+  ins(t, c, "mad.lo.u32 %%cpr_cta, %%cpr_cta, %%cpr_t, %%cpr_u;");
+}
+
+/* %cpr_on (this thread records) and %cpr_slot (its segment index). */
+static void unit(cp_text *t, cp_lower_cfg *c) {
+  static const unsigned shift[] = {0, 2, 5};
+  static const unsigned low[] = {31, 127, 0xffffffffu};
+  ins(t, c, "shr.u32 %%cpr_unit, %%cpr_tid, %u;", 5 + shift[c->granularity]);
+  ins(t, c, "and.b32 %%cpr_t, %%cpr_tid, %u;", low[c->granularity]);
+  ins(t, c, "setp.eq.u32 %%cpr_on, %%cpr_t, 0;");
+  ins(t, c, "setp.eq.u32 %%cpr_first, %%cpr_tid, 0;");
+  if (!c->sample_mask) {
+    ins(t, c, "mov.u32 %%cpr_slot, %%cpr_unit;");
+    return;
+  }
+  ins(t, c, "mov.u32 %%cpr_u, %u;", c->sample_mask);
+  ins(t, c, "shr.b32 %%cpr_t, %%cpr_u, %%cpr_unit;");
+  ins(t, c, "and.b32 %%cpr_t, %%cpr_t, 1;");
+  ins(t, c, "setp.ne.and.u32 %%cpr_on, %%cpr_t, 0, %%cpr_on;");
+  ins(t, c, "mov.u32 %%cpr_t, 1;");
+  ins(t, c, "shl.b32 %%cpr_t, %%cpr_t, %%cpr_unit;");
+  ins(t, c, "sub.u32 %%cpr_t, %%cpr_t, 1;");
+  ins(t, c, "and.b32 %%cpr_t, %%cpr_t, %%cpr_u;");
+  ins(t, c, "popc.b32 %%cpr_slot, %%cpr_t;");
+}
+
+/* Reads the configured counter into the 64-bit register `dst`. */
+static void read_counter(cp_text *t, cp_lower_cfg *c, const char *pred, const char *dst) {
+  if (c->counter == CPROTON_COUNTER_CLOCK) {
+    ins(t, c, "%smov.u32 %%cpr_t, %%clock;", pred);
+    ins(t, c, "%scvt.u64.u32 %s, %%cpr_t;", pred, dst);
+  } else {
+    ins(t, c, "%smov.u64 %s, %%%s;", pred, dst, counter_names[c->counter]);
+  }
+}
+
+void cp_lower_prologue(cp_text *t, cp_lower_cfg *c) {
+  c->n_instrs = 0;
+  cp_text_printf(t, "\t// @cproton prologue: %s granularity, %s counter, %s buffer, "
+                 "%u units x %u B, %u B per CTA\n",
+                 gran_names[c->granularity], counter_names[c->counter], buffer_names[c->buffer],
+                 c->n_units, c->seg_bytes, c->per_cta_bytes);
+  cp_text_puts(t, "\t.reg .b32 %cpr_tid, %cpr_cta, %cpr_unit, %cpr_slot, %cpr_idx, %cpr_sm, "
+                  "%cpr_t, %cpr_u, %cpr_n, %cpr_o, %cpr_ss, %cpr_sa;\n"
+                  "\t.reg .b64 %cpr_buf, %cpr_seg, %cpr_a, %cpr_v, %cpr_x, %cpr_y, "
+                  "%cpr_gt0, %cpr_c0, %cpr_gtf, %cpr_gte;\n"
+                  "\t.reg .pred %cpr_on, %cpr_first, %cpr_q;\n");
+  if (c->buffer == CPROTON_BUFFER_SHARED)
+    cp_text_printf(t, "\t.shared .align 16 .b8 __cproton_smem[%u];\n", c->n_units * c->seg_bytes);
+  ids(t, c);
+  unit(t, c);
+  ins(t, c, "ld.param.u64 %%cpr_buf, [%.*s];", (int)c->param_len, c->param);
+  ins(t, c, "cvta.to.global.u64 %%cpr_buf, %%cpr_buf;");
+  ins(t, c, "mul.wide.u32 %%cpr_x, %%cpr_cta, %u;", c->per_cta_bytes);
+  ins(t, c, "add.s64 %%cpr_buf, %%cpr_buf, %%cpr_x;");
+  ins(t, c, "mul.wide.u32 %%cpr_x, %%cpr_slot, %u;", c->seg_bytes);
+  ins(t, c, "add.s64 %%cpr_seg, %%cpr_buf, %%cpr_x;");
+  ins(t, c, "add.s64 %%cpr_seg, %%cpr_seg, %u;", c->header_bytes);
+  if (c->buffer == CPROTON_BUFFER_SHARED) {
+    ins(t, c, "mov.u32 %%cpr_ss, __cproton_smem;");
+    ins(t, c, "mad.lo.u32 %%cpr_ss, %%cpr_slot, %u, %%cpr_ss;", c->seg_bytes);
+  }
+  ins(t, c, "mov.u32 %%cpr_idx, 0;");
+  ins(t, c, "@%%cpr_first mov.u32 %%cpr_sm, %%smid;");
+  ins(t, c, "@%%cpr_first mov.u64 %%cpr_gt0, %%globaltimer;");
+  read_counter(t, c, "@%cpr_first ", "%cpr_c0");
+  cp_text_puts(t, "\t// @cproton prologue end\n");
+}
+
+/* Counter into %cpr_v with the record tag in bits 48..63. */
+static void tagged_counter(cp_text *t, cp_lower_cfg *c, uint32_t tag) {
+  if (c->counter == CPROTON_COUNTER_CLOCK) {
+    read_counter(t, c, "", "%cpr_v");
+    ins(t, c, "or.b64 %%cpr_v, %%cpr_v, 0x%04X000000000000;", tag);
+  } else {
+    read_counter(t, c, "", "%cpr_v");
+    ins(t, c, "bfi.b64 %%cpr_v, %u, %%cpr_v, 48, 16;", tag);
+  }
+}
+
+/* Address of the next slot: %cpr_a (global) or %cpr_sa (shared). */
+static void slot_address(cp_text *t, cp_lower_cfg *c) {
+  ins(t, c, "and.b32 %%cpr_o, %%cpr_idx, %u;", c->seg_bytes - 1);
+  if (c->buffer == CPROTON_BUFFER_SHARED)
+    ins(t, c, "add.u32 %%cpr_sa, %%cpr_ss, %%cpr_o;");
+  else
+    ins(t, c, "mad.wide.u32 %%cpr_a, %%cpr_o, 1, %%cpr_seg;");
+}
+
+void cp_lower_record(cp_text *t, cp_lower_cfg *c, uint32_t scope, int is_end) {
+  c->n_instrs = 0;
+  uint32_t tag = cp_layout_tag(scope, is_end);
+  /* A start reads the counter last and an end first, so that the
+   * bookkeeping falls outside the measured region. */
+  if (is_end)
+    tagged_counter(t, c, tag);
+  slot_address(t, c);
+  if (!is_end)
+    tagged_counter(t, c, tag);
+  if (c->buffer == CPROTON_BUFFER_SHARED)
+    ins(t, c, "@%%cpr_on st.shared.b64 [%%cpr_sa], %%cpr_v;");
+  else
+    ins(t, c, "@%%cpr_on st.global.b64 [%%cpr_a], %%cpr_v;");
+  ins(t, c, "add.u32 %%cpr_idx, %%cpr_idx, 8;");
+}
+
+/* Lane copy of the used part of the shared segment to global memory. */
+static void copy_out(cp_text *t, cp_lower_cfg *c, uint32_t n) {
+  ins(t, c, "add.u32 %%cpr_n, %%cpr_idx, 15;");
+  ins(t, c, "and.b32 %%cpr_n, %%cpr_n, -16;");
+  ins(t, c, "min.u32 %%cpr_n, %%cpr_n, %u;", c->seg_bytes);
+  ins(t, c, "mov.u32 %%cpr_o, 0;");
+  ins(t, c, "setp.eq.u32 %%cpr_q, %%cpr_n, 0;");
+  ins(t, c, "@%%cpr_q bra $cpr_hdr_%u;", n);
+  cp_text_printf(t, "$cpr_cp_%u:\n", n);
+  ins(t, c, "add.u32 %%cpr_sa, %%cpr_ss, %%cpr_o;");
+  ins(t, c, "ld.shared.v2.u64 {%%cpr_x, %%cpr_y}, [%%cpr_sa];");
+  ins(t, c, "mad.wide.u32 %%cpr_a, %%cpr_o, 1, %%cpr_seg;");
+  ins(t, c, "st.global.v2.u64 [%%cpr_a], {%%cpr_x, %%cpr_y};");
+  ins(t, c, "add.u32 %%cpr_o, %%cpr_o, 16;");
+  ins(t, c, "setp.lt.u32 %%cpr_q, %%cpr_o, %%cpr_n;");
+  ins(t, c, "@%%cpr_q bra $cpr_cp_%u;", n);
+}
+
+/* Thread 0 writes the CTA header, magic word last. */
+static void header(cp_text *t, cp_lower_cfg *c) {
+  unsigned long long word0 = CP_LAYOUT_MAGIC | ((unsigned long long)CP_LAYOUT_VERSION << 32) |
+                             ((unsigned long long)c->counter << 48) |
+                             ((unsigned long long)((c->buffer == CPROTON_BUFFER_SHARED) |
+                                                   (c->granularity << 1)) << 56);
+  ins(t, c, "mov.u64 %%cpr_gte, %%globaltimer;");
+  ins(t, c, "st.global.v2.u32 [%%cpr_buf+8], {%%cpr_cta, %%cpr_sm};");
+  ins(t, c, "st.global.v2.u64 [%%cpr_buf+16], {%%cpr_gt0, %%cpr_c0};");
+  ins(t, c, "st.global.v2.u64 [%%cpr_buf+32], {%%cpr_gtf, %%cpr_gte};");
+  ins(t, c, "mov.u32 %%cpr_t, %%ntid.x;");
+  if (!c->one_dim) {
+    ins(t, c, "mov.u32 %%cpr_u, %%ntid.y;");
+    ins(t, c, "mul.lo.u32 %%cpr_t, %%cpr_t, %%cpr_u;");
+    ins(t, c, "mov.u32 %%cpr_u, %%ntid.z;");
+    ins(t, c, "mul.lo.u32 %%cpr_t, %%cpr_t, %%cpr_u;");
+  }
+  ins(t, c, "add.u32 %%cpr_t, %%cpr_t, 31;");
+  ins(t, c, "shr.u32 %%cpr_t, %%cpr_t, 5;");
+  ins(t, c, "mov.u32 %%cpr_u, %u;", c->n_units);
+  ins(t, c, "mov.u32 %%cpr_n, %u;", c->seg_bytes);
+  ins(t, c, "mov.u32 %%cpr_o, 0;");
+  ins(t, c, "st.global.v4.u32 [%%cpr_buf+48], {%%cpr_u, %%cpr_n, %%cpr_t, %%cpr_o};");
+  ins(t, c, "st.global.u64 [%%cpr_buf], %llu;", word0);
+}
+
+void cp_lower_finalize(cp_text *t, cp_lower_cfg *c, uint32_t n, const char *pred,
+                       size_t pred_len, int pred_neg) {
+  c->n_instrs = 0;
+  cp_text_puts(t, "\t// @cproton finalize\n");
+  if (pred)
+    ins(t, c, "@%s%.*s bra $cpr_skip_%u;", pred_neg ? "" : "!", (int)pred_len, pred, n);
+  ins(t, c, "@%%cpr_first mov.u64 %%cpr_gtf, %%globaltimer;");
+  ins(t, c, "@!%%cpr_on bra $cpr_hdr_%u;", n);
+  ins(t, c, "shr.u32 %%cpr_n, %%cpr_idx, 3;");
+  ins(t, c, "mul.wide.u32 %%cpr_x, %%cpr_slot, 4;");
+  ins(t, c, "add.s64 %%cpr_a, %%cpr_buf, %%cpr_x;");
+  ins(t, c, "st.global.u32 [%%cpr_a+%u], %%cpr_n;", CP_HDR_COUNTS);
+  if (c->buffer == CPROTON_BUFFER_SHARED)
+    copy_out(t, c, n);
+  cp_text_printf(t, "$cpr_hdr_%u:\n", n);
+  ins(t, c, "@!%%cpr_first bra $cpr_done_%u;", n);
+  header(t, c);
+  cp_text_printf(t, "$cpr_done_%u:\n", n);
+}
+
+void cp_lower_exit_tail(cp_text *t, uint32_t n) {
+  cp_text_printf(t, "\n$cpr_skip_%u:", n);
+}

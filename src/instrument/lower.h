@@ -1,0 +1,37 @@
+/* instrument/lower.h -- PTX code for the ProtonGPU operations (cp_lower_*):
+ * the kernel-entry prologue (init_ctx + segment_alloc), one record
+ * (read_counter + circular_store) and the finalize before an exit. */
+#ifndef CP_INSTRUMENT_LOWER_H
+#define CP_INSTRUMENT_LOWER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "instrument/text.h"
+
+typedef struct cp_lower_cfg {
+  int counter;     /* cproton_counter */
+  int buffer;      /* cproton_buffer_kind */
+  int granularity; /* cproton_granularity */
+  uint32_t n_units, seg_bytes, header_bytes, per_cta_bytes;
+  uint32_t sample_mask; /* 0: every unit */
+  int one_dim;          /* the block is known to be 1-D (.reqntid N) */
+  const char *param;    /* name of the buffer .param */
+  size_t param_len;
+  uint32_t n_instrs;    /* out: instructions emitted by the last call */
+} cp_lower_cfg;
+
+/* Register/shared declarations and the prologue. */
+void cp_lower_prologue(cp_text *t, cp_lower_cfg *c);
+
+/* One record of scope `scope` (start or end). */
+void cp_lower_record(cp_text *t, cp_lower_cfg *c, uint32_t scope, int is_end);
+
+/* The finalize placed before exit number `n`. For a predicated exit
+ * (pred != NULL) it first branches around itself and the exit to label
+ * $cpr_skip_<n>, which cp_lower_exit_tail emits after the exit. */
+void cp_lower_finalize(cp_text *t, cp_lower_cfg *c, uint32_t n, const char *pred,
+                       size_t pred_len, int pred_neg);
+void cp_lower_exit_tail(cp_text *t, uint32_t n);
+
+#endif

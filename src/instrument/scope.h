@@ -1,0 +1,26 @@
+/* instrument/scope.h -- scope-id allocation and nesting validation for one
+ * kernel (cp_scope_*). */
+#ifndef CP_INSTRUMENT_SCOPE_H
+#define CP_INSTRUMENT_SCOPE_H
+
+#include <stdint.h>
+
+#include "instrument/ptx_read.h"
+
+typedef struct cp_scope_table {
+  char **names;         /* n owned, NUL-terminated */
+  int32_t *parents;     /* n; -1 = top level */
+  uint32_t n;
+  uint32_t *site_scope; /* per site of the kernel: scope id (records only) */
+} cp_scope_table;
+
+/* Gives every scope name of kernel `k` (read from `text`) an id in order of
+ * first appearance and checks that starts and ends nest in program order.
+ * Errors: EPARSE naming kernel, scope and line for an end without a start,
+ * crossing scopes, a scope started again while open or never ended; ELIMIT
+ * past CP_LAYOUT_MAX_SCOPES scopes; ENOMEM. */
+int cp_scope_assign(const char *text, const cp_ptx_kernel *k, cp_scope_table *t);
+
+void cp_scope_free(cp_scope_table *t);
+
+#endif
