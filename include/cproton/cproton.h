@@ -211,6 +211,7 @@ CPROTON_API int cproton_context_register(const char *name, cproton_unwind_fn fn,
 
 /* The other parts of the family: profile reading and instrumentation. */
 #include "cproton/instrument.h"
+#include "cproton/instrumentation.h"
 #include "cproton/profile.h"
 
 #endif

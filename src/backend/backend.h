@@ -21,6 +21,8 @@ typedef struct cp_backend_ops {
   int (*flush)(void);
   /* Unsubscribes and frees; reports dropped records through the log. */
   void (*stop)(void);
+  /* Non-zero for the backend a session gets when it names none (CUPTI). */
+  int is_default_candidate;
 } cp_backend_ops;
 
 /* The backend named `name`, or NULL (message lists the valid names). */

@@ -8,6 +8,7 @@
 
 extern const cp_backend_ops cp_none_backend;
 extern const cp_backend_ops cp_fake_backend;
+extern const cp_backend_ops cp_instrumentation_backend;
 #ifdef CPROTON_HAVE_CUPTI
 extern const cp_backend_ops cp_cupti_backend;
 #endif
@@ -16,6 +17,7 @@ static const cp_backend_ops *const backends[] = {
 #ifdef CPROTON_HAVE_CUPTI
     &cp_cupti_backend,
 #endif
+    &cp_instrumentation_backend,
     &cp_none_backend,
     &cp_fake_backend,
 };
@@ -36,8 +38,7 @@ const cp_backend_ops *cp_backend_find(const char *name) {
 
 const cp_backend_ops *cp_backend_default(void) {
   for (size_t i = 0; i < N_BACKENDS; i++)
-    if (strcmp(backends[i]->name, "none") != 0 &&
-        strcmp(backends[i]->name, "fake") != 0 && backends[i]->available())
+    if (backends[i]->is_default_candidate && backends[i]->available())
       return backends[i];
   return &cp_none_backend;
 }

@@ -553,18 +553,63 @@ int cp_session_deliver_kernel(const cp_launch_site *site,
   return rc;
 }
 
+static cp_node *path_node(const cp_launch_site *site, cp_context_kind kind,
+                          const char *kernel, const uint32_t *names,
+                          size_t n) {
+  cp_node *node = cp_session_kernel_node(site, kind, kernel);
+  for (size_t k = 0; k < n && node; k++)
+    node = cp_cct_child(node, names[k]);
+  return node;
+}
+
+int cp_session_deliver_path_metric(const cp_launch_site *site,
+                                   const char *kernel, const uint32_t *names,
+                                   size_t n_names, uint32_t metric,
+                                   cp_value v) {
+  int rc = CPROTON_OK;
+  pthread_rwlock_rdlock(&slots_rw);
+  for (int i = 0; i < CP_MAX_SESSIONS && !rc; i++) {
+    if (!site_reaches(site, i))
+      continue;
+    cp_node *n = path_node(site, slots[i].kind, kernel, names, n_names);
+    rc = n ? cp_data_add_metric(slots[i].data, n, metric, v) : CPROTON_ENOMEM;
+  }
+  pthread_rwlock_unlock(&slots_rw);
+  return rc;
+}
+
 int cp_session_deliver_metric(const cp_launch_site *site,
                               const char *kernel_name, const char *metric,
                               cp_value v) {
   uint32_t name_id;
   int rc = intern(metric, "metric", &name_id);
+  return rc ? rc
+            : cp_session_deliver_path_metric(site, kernel_name, NULL, 0,
+                                             name_id, v);
+}
+
+int cp_session_deliver_event(const cp_launch_site *site, const char *kernel,
+                             const uint32_t *names, size_t n_names,
+                             const cp_event *proto) {
+  int rc = CPROTON_OK;
   pthread_rwlock_rdlock(&slots_rw);
   for (int i = 0; i < CP_MAX_SESSIONS && !rc; i++) {
-    if (!site_reaches(site, i))
+    if (!site_reaches(site, i) || !slots[i].is_trace)
       continue;
-    cp_node *n = cp_session_kernel_node(site, slots[i].kind, kernel_name);
-    rc = n ? cp_data_add_metric(slots[i].data, n, name_id, v) : CPROTON_ENOMEM;
+    cp_node *n = path_node(site, slots[i].kind, kernel, names, n_names);
+    cp_event e = *proto;
+    e.node = n ? n->id : 0;
+    rc = cp_trace_append(slots[i].trace, &e);
   }
   pthread_rwlock_unlock(&slots_rw);
   return rc;
+}
+
+int cp_session_site_traces(const cp_launch_site *site) {
+  int any = 0;
+  pthread_rwlock_rdlock(&slots_rw);
+  for (int i = 0; i < CP_MAX_SESSIONS; i++)
+    any |= site_reaches(site, i) && slots[i].is_trace;
+  pthread_rwlock_unlock(&slots_rw);
+  return any;
 }

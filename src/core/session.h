@@ -17,6 +17,7 @@
 #include "core/cct.h"
 #include "core/context.h"
 #include "core/data.h"
+#include "core/trace.h"
 
 #define CP_MAX_SESSIONS 32
 
@@ -55,6 +56,22 @@ int cp_session_deliver_kernel(const cp_launch_site *site,
 int cp_session_deliver_metric(const cp_launch_site *site,
                               const char *kernel_name, const char *metric,
                               cp_value v);
+
+/* Like cp_session_deliver_metric, on the node kernel/names[0]/.../names[n-1]
+ * (strtab ids): intra-kernel scopes under their kernel. */
+int cp_session_deliver_path_metric(const cp_launch_site *site,
+                                   const char *kernel_name,
+                                   const uint32_t *names, size_t n_names,
+                                   uint32_t metric, cp_value v);
+
+/* Appends `proto` (its node filled per session with the node of
+ * kernel/names...) to every trace session of the site. */
+int cp_session_deliver_event(const cp_launch_site *site,
+                             const char *kernel_name, const uint32_t *names,
+                             size_t n_names, const cp_event *proto);
+
+/* Whether any session reached by `site` records a trace. */
+int cp_session_site_traces(const cp_launch_site *site);
 
 /* The node a site's kernel lands on for `kind`. NULL when out of memory. */
 cp_node *cp_session_kernel_node(const cp_launch_site *site,

@@ -21,8 +21,9 @@ typedef struct cp_event {
   uint32_t node;        /* context node id: the call stack */
   uint32_t lane;        /* thread id (scopes), stream id (kernels), warp */
   uint32_t device;      /* device id; regions: SM id */
-  uint32_t launch_lane; /* kernels: the launching thread */
+  uint32_t launch_lane; /* kernels: the launching thread; regions: line */
   uint32_t correlation; /* kernels: launch/kernel link; regions: CTA id */
+  uint32_t group;       /* regions: the kernel's name (strtab id) */
   uint8_t kind;         /* cp_event_kind */
 } cp_event;
 

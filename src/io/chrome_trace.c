@@ -5,6 +5,7 @@
  * "f" with "bp": "e" at the kernel) share the correlation id. Events are
  * streamed one by one; only the set of lanes is kept in memory.
  * Not a hot path (finalize). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +109,32 @@ static void put_flow(state *st, const cp_event *e) {
   add_lane(st, 0, e->launch_lane);
 }
 
+/* One warp's scope occurrence, laid out as Proton does: a process per
+ * (kernel, SM, CTA), a thread per (warp, line) so overlapping scopes of a
+ * warp stack up. */
+static void put_region(state *st, const cp_event *e) {
+  const char *kernel = cp_strtab_str(e->group);
+  sep(st);
+  cp_sink_puts(st->s, "{\"ph\":\"X\",\"cat\":");
+  cp_sink_json_string(st->s, kernel ? kernel : "?");
+  cp_sink_puts(st->s, ",\"name\":");
+  const char *name = cp_strtab_str(e->name);
+  cp_sink_json_string(st->s, name ? name : "?");
+  char pid[600];
+  snprintf(pid, sizeof pid, "%.500s Core%u CTA%u", kernel ? kernel : "?",
+           e->device, e->correlation);
+  cp_sink_puts(st->s, ",\"pid\":");
+  cp_sink_json_string(st->s, pid);
+  cp_sink_printf(st->s, ",\"tid\":\"warp %u (line %u)\",", e->lane,
+                 e->launch_lane);
+  put_us(st->s, "ts", e->start_ns - st->t0);
+  cp_sink_puts(st->s, ",");
+  put_us(st->s, "dur", e->end_ns > e->start_ns ? e->end_ns - e->start_ns : 0);
+  cp_sink_puts(st->s, ",\"args\":{");
+  put_stack(st->s, e->node);
+  cp_sink_puts(st->s, "}}");
+}
+
 static int put_event(void *user, const cp_event *e) {
   state *st = user;
   if (e->kind == CP_EVENT_SCOPE) {
@@ -117,6 +144,8 @@ static int put_event(void *user, const cp_event *e) {
     put_complete(st, e, e->device + 1, e->lane, "kernel");
     add_lane(st, e->device + 1, e->lane);
     put_flow(st, e);
+  } else if (e->kind == CP_EVENT_REGION) {
+    put_region(st, e);
   }
   return 0;
 }

@@ -1,0 +1,102 @@
+/* cproton/instrumentation.h -- the runtime of the "instrumentation"
+ * backend: attaching instrumented kernels' profile buffers to sessions.
+ * Included by <cproton/cproton.h>.
+ *
+ * A front end (cproton's Triton hook, or a native program) instruments PTX
+ * with cproton_ptx_instrument (<cproton/instrument.h>), registers each
+ * instrumented kernel once, takes a profile buffer for each launch from the
+ * device pool, and reports the launch after enqueueing it:
+ *
+ *   cproton_instr_kernel *k;
+ *   cproton_instr_kernel_new("matmul", &layout, &k);     // once per kernel
+ *   uint64_t buf;
+ *   cproton_instr_alloc(n_ctas * layout.per_cta_bytes, &buf);
+ *   cuLaunchKernel(..., params ending with &buf ...);
+ *   cproton_instr_launch(k, buf, n_ctas * layout.per_cta_bytes, stream);
+ *
+ * cproton_instr_launch never synchronises: it enqueues an asynchronous copy
+ * of the buffer on the launch's stream and an event; a worker thread waits
+ * for the event, decodes the buffer and adds, under kernel -> scope ->
+ * child scope, the metrics cycles, normalized_cycles, count and
+ * normalized_time (ns) to every session that was active at the launch, and
+ * one region event per warp and scope occurrence to trace sessions.
+ * Sessions see the results after cproton_session_deactivate/finalize (they
+ * flush this backend). */
+#ifndef CPROTON_INSTRUMENTATION_H
+#define CPROTON_INSTRUMENTATION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cproton/errors.h"
+#include "cproton/export.h"
+#include "cproton/instrument.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Parses a Proton instrumentation mode string, e.g.
+ * "default:buffer_type=global:granularity=warp:sampling_strategy=selective:
+ * sampling_options=0,4:buffer_size=4096:optimizations=clock32", into pass
+ * options (`out` is initialised first). NULL or "" is the default mode.
+ * Errors: EINVAL naming the bad key or value. Thread-safe. */
+CPROTON_API int cproton_instr_mode_options(const char *mode,
+                                           cproton_ptx_options *out);
+
+/* The options of the mode the active instrumentation session was started
+ * with (the defaults when none). Thread-safe. */
+CPROTON_API void cproton_instr_current_options(cproton_ptx_options *out);
+
+/* A registered instrumented kernel: its name and buffer layout (copied). */
+typedef struct cproton_instr_kernel cproton_instr_kernel;
+
+/* Registers kernel `name` with `layout` (scope names and parents are
+ * copied). Kernels live until cproton_instr_kernel_free, which must not
+ * run while launches of the kernel are pending (call after a flush).
+ * Errors: EINVAL, ENOMEM. */
+CPROTON_API int cproton_instr_kernel_new(const char *name,
+                                         const cproton_buffer_layout *layout,
+                                         cproton_instr_kernel **out);
+CPROTON_API void cproton_instr_kernel_free(cproton_instr_kernel *k);
+
+/* A device buffer of at least `size` bytes from the pool, in the current
+ * CUDA context, for one launch. It returns to the pool after its launch's
+ * records were copied back (or at cproton_instr_release). Errors:
+ * ENODEVICE, EBACKEND (the driver's message), ENOMEM. */
+CPROTON_API int cproton_instr_alloc(size_t size, uint64_t *dptr_out);
+
+/* Gives back a buffer whose launch never happened. Errors: ENOTFOUND. */
+CPROTON_API int cproton_instr_release(uint64_t dptr);
+
+/* Reports that kernel `k` was just enqueued on `stream` (a CUstream; 0 for
+ * the default stream) with buffer `dptr` of `size` bytes. Captures the
+ * calling thread's context, enqueues the copy-back; never blocks on the
+ * GPU. Errors: ENOTFOUND (dptr not from cproton_instr_alloc), EBACKEND. */
+CPROTON_API int cproton_instr_launch(const cproton_instr_kernel *k,
+                                     uint64_t dptr, size_t size,
+                                     uint64_t stream);
+
+/* Decodes a buffer the caller already copied to the host and delivers it
+ * to the active sessions under the calling thread's context, as if it came
+ * from a launch of `k` (native programs that manage their own buffers).
+ * Errors: those of cproton_buffer_decode. */
+CPROTON_API int cproton_instr_record_host(const cproton_instr_kernel *k,
+                                          const void *data, size_t size,
+                                          uint32_t device_id);
+
+/* Waits for every pending launch to be decoded and delivered. */
+CPROTON_API int cproton_instr_flush(void);
+
+/* Counters since start: launches reported, decoded, records dropped by
+ * full circular segments, unpaired records, CTAs with bad headers. */
+typedef struct cproton_instr_stats {
+  uint64_t launches, decoded, dropped, unpaired, bad_ctas, failed;
+} cproton_instr_stats;
+CPROTON_API void cproton_instr_get_stats(cproton_instr_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

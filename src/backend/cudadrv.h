@@ -1,0 +1,66 @@
+/* backend/cudadrv.h -- the CUDA driver functions cproton calls, resolved
+ * once with dlopen/dlsym into one table (cp_cudadrv_*). No CUDA header is
+ * needed: the few types are declared here with the driver's ABI. */
+#ifndef CP_BACKEND_CUDADRV_H
+#define CP_BACKEND_CUDADRV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef int cp_curesult; /* CUresult: 0 = CUDA_SUCCESS */
+typedef uint64_t cp_cudeviceptr;
+typedef void *cp_custream;
+typedef void *cp_cuevent;
+typedef void *cp_cucontext;
+typedef int cp_cudevice;
+
+/* X(return, name, symbol, (params)) -- the table of driver entry points. */
+#define CP_CUDADRV_LIST(X)                                                     \
+  X(cuInit, "cuInit", (unsigned flags))                                        \
+  X(cuCtxGetCurrent, "cuCtxGetCurrent", (cp_cucontext * ctx))                  \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent", (cp_cucontext ctx))                    \
+  X(cuCtxGetDevice, "cuCtxGetDevice", (cp_cudevice * dev))                     \
+  X(cuDeviceGetAttribute, "cuDeviceGetAttribute",                              \
+    (int *value, int attrib, cp_cudevice dev))                                 \
+  X(cuMemAlloc, "cuMemAlloc_v2", (cp_cudeviceptr * p, size_t size))            \
+  X(cuMemFree, "cuMemFree_v2", (cp_cudeviceptr p))                             \
+  X(cuMemHostAlloc, "cuMemHostAlloc", (void **p, size_t size, unsigned flags)) \
+  X(cuMemFreeHost, "cuMemFreeHost", (void *p))                                 \
+  X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2",                                 \
+    (void *dst, cp_cudeviceptr src, size_t size, cp_custream s))               \
+  X(cuMemsetD8Async, "cuMemsetD8Async",                                        \
+    (cp_cudeviceptr dst, unsigned char v, size_t n, cp_custream s))            \
+  X(cuEventCreate, "cuEventCreate", (cp_cuevent * e, unsigned flags))          \
+  X(cuEventRecord, "cuEventRecord", (cp_cuevent e, cp_custream s))             \
+  X(cuEventQuery, "cuEventQuery", (cp_cuevent e))                              \
+  X(cuEventSynchronize, "cuEventSynchronize", (cp_cuevent e))                  \
+  X(cuEventDestroy, "cuEventDestroy_v2", (cp_cuevent e))                       \
+  X(cuGetErrorString, "cuGetErrorString", (cp_curesult r, const char **s))
+
+typedef struct cp_cudadrv {
+#define CP_X_FIELD(name, sym, params) cp_curesult(*name) params;
+  CP_CUDADRV_LIST(CP_X_FIELD)
+#undef CP_X_FIELD
+} cp_cudadrv;
+
+/* Device attributes used by cproton (CUdevice_attribute values). */
+enum {
+  CP_CU_ATTR_CLOCK_RATE = 13,
+  CP_CU_ATTR_MULTIPROCESSOR_COUNT = 16,
+  CP_CU_ATTR_MEMORY_CLOCK_RATE = 36,
+  CP_CU_ATTR_GLOBAL_MEMORY_BUS_WIDTH = 37,
+  CP_CU_ATTR_COMPUTE_CAPABILITY_MAJOR = 75,
+  CP_CU_ATTR_COMPUTE_CAPABILITY_MINOR = 76
+};
+
+/* The table, loading libcuda.so.1 on first use. Errors: ENODEVICE (no
+ * driver here; the message says what dlopen reported). Thread-safe. */
+int cp_cudadrv_get(const cp_cudadrv **out);
+
+/* Translates a driver failure into EBACKEND with "<what>: <driver text>". */
+int cp_cudadrv_error(cp_curesult r, const char *what);
+
+/* Registers device `dev` with core/device.c (arch, SMs, clocks, bus). */
+int cp_cudadrv_register_device(cp_cudevice dev);
+
+#endif

@@ -1,0 +1,173 @@
+/* backend/instrumentation/deliver.c -- decoded profile buffers into
+ * sessions: per-scope metrics under kernel -> scope -> child scope, and
+ * region events for traces, with cycles converted to time by the SM clock
+ * measured in the same launch.
+ *
+ * Invariant: nothing is invented: unpaired or overwritten records are
+ * counted (and reported at stop), never turned into durations.
+ * Not a hot path: runs on the worker thread after the GPU finished. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/instrumentation/runtime.h"
+#include "core/device.h"
+#include "core/error.h"
+#include "core/strtab.h"
+
+#define MAX_NESTING 64
+
+static struct {
+  atomic_ullong launches, decoded, dropped, unpaired, bad_ctas, failed;
+} stats;
+
+void cp_instr_count_launch(void) { atomic_fetch_add(&stats.launches, 1); }
+void cp_instr_count_failure(void) { atomic_fetch_add(&stats.failed, 1); }
+
+void cproton_instr_get_stats(cproton_instr_stats *out) {
+  out->launches = atomic_load(&stats.launches);
+  out->decoded = atomic_load(&stats.decoded);
+  out->dropped = atomic_load(&stats.dropped);
+  out->unpaired = atomic_load(&stats.unpaired);
+  out->bad_ctas = atomic_load(&stats.bad_ctas);
+  out->failed = atomic_load(&stats.failed);
+}
+
+/* Scope `s`'s path of name ids from its top-level ancestor; returns depth. */
+static size_t scope_path(const cproton_instr_kernel *k, int32_t s,
+                         uint32_t *path) {
+  uint32_t rev[MAX_NESTING];
+  size_t n = 0;
+  for (; s >= 0 && n < MAX_NESTING && (uint32_t)s < k->layout.n_scopes;
+       s = k->parents[s])
+    rev[n++] = k->name_ids[s];
+  for (size_t i = 0; i < n; i++)
+    path[i] = rev[n - 1 - i];
+  return n;
+}
+
+/* Counter units per nanosecond, measured: the furthest counter value any
+ * warp of a CTA recorded, over the globaltimer time until its finalize. */
+static double measured_rate(const cproton_decoded *d, uint32_t counter,
+                            uint32_t device) {
+  if (counter == CPROTON_COUNTER_GLOBALTIMER)
+    return 1.0;
+  double cycles = 0, ns = 0;
+  size_t n_ctas = cproton_decoded_n_ctas(d), n_warps = cproton_decoded_n_warps(d);
+  for (size_t c = 0; c < n_ctas; c++) {
+    cproton_decoded_cta cta;
+    cproton_decoded_get_cta(d, c, &cta);
+    int64_t far = 0;
+    for (size_t w = 0; w < n_warps; w++) {
+      cproton_decoded_warp wp;
+      cproton_decoded_get_warp(d, w, &wp);
+      if (wp.cta == c && wp.n_events && wp.events[wp.n_events - 1].end > far)
+        far = wp.events[wp.n_events - 1].end;
+    }
+    if (far > 0 && cta.finalize_time > cta.start_time) {
+      cycles += (double)far;
+      ns += (double)(cta.finalize_time - cta.start_time);
+    }
+  }
+  if (ns > 0 && cycles / ns > 0.1 && cycles / ns < 10.0)
+    return cycles / ns;
+  cp_device_info devs[CP_MAX_DEVICES];
+  int n = cp_device_list(devs, CP_MAX_DEVICES);
+  for (int i = 0; i < n; i++)
+    if (devs[i].id == device && devs[i].clock_rate)
+      return devs[i].clock_rate / 1e6; /* kHz -> cycles per ns */
+  return 1.0;
+}
+
+static void add(const cp_launch_site *site, const cproton_instr_kernel *k,
+                const uint32_t *path, size_t n, const char *metric,
+                cp_value v) {
+  uint32_t id;
+  if (cp_strtab_intern(metric, strlen(metric), &id) == CPROTON_OK)
+    cp_session_deliver_path_metric(site, k->name, path, n, id, v);
+}
+
+static void deliver_scopes(const cproton_instr_kernel *k,
+                           const cp_launch_site *site,
+                           const cproton_decoded *d, double rate,
+                           uint32_t device) {
+  char dev[16];
+  snprintf(dev, sizeof dev, "%u", device);
+  uint32_t dev_id = 0, cuda_id = 0;
+  cp_strtab_intern(dev, strlen(dev), &dev_id);
+  cp_strtab_intern("CUDA", 4, &cuda_id);
+  for (size_t i = 0; i < cproton_decoded_n_scopes(d); i++) {
+    cproton_decoded_scope s;
+    cproton_decoded_get_scope(d, i, &s);
+    if (s.count == 0)
+      continue;
+    uint32_t path[MAX_NESTING];
+    size_t n = scope_path(k, (int32_t)i, path);
+    add(site, k, path, n, "cycles", (cp_value){CP_VALUE_INT, {.i = (int64_t)s.cycles}});
+    add(site, k, path, n, "normalized_cycles",
+        (cp_value){CP_VALUE_DOUBLE, {.d = s.normalized_cycles}});
+    add(site, k, path, n, "count", (cp_value){CP_VALUE_INT, {.i = (int64_t)s.count}});
+    add(site, k, path, n, "normalized_time (ns)",
+        (cp_value){CP_VALUE_DOUBLE, {.d = s.normalized_cycles / rate}});
+    add(site, k, path, n, "device_id", (cp_value){CP_VALUE_STRING, {.s = dev_id}});
+    add(site, k, path, n, "device_type", (cp_value){CP_VALUE_STRING, {.s = cuda_id}});
+  }
+}
+
+/* Region events: CTAs aligned on their globaltimer start, the earliest at
+ * the launch's CPU time so regions sit beside the host timeline. */
+static void deliver_regions(const cproton_instr_kernel *k,
+                            const cp_launch_site *site,
+                            const cproton_decoded *d, double rate) {
+  size_t n_ctas = cproton_decoded_n_ctas(d), n_warps = cproton_decoded_n_warps(d);
+  uint64_t first = UINT64_MAX;
+  for (size_t c = 0; c < n_ctas; c++) {
+    cproton_decoded_cta cta;
+    cproton_decoded_get_cta(d, c, &cta);
+    if (cta.start_time < first)
+      first = cta.start_time;
+  }
+  uint64_t base = site->launch_ns ? site->launch_ns : first;
+  uint32_t group = 0;
+  cp_strtab_intern(k->name, strlen(k->name), &group);
+  for (size_t w = 0; w < n_warps; w++) {
+    cproton_decoded_warp wp;
+    cproton_decoded_cta cta;
+    cproton_decoded_get_warp(d, w, &wp);
+    cproton_decoded_get_cta(d, wp.cta, &cta);
+    double cta0 = (double)base + (double)(cta.start_time - first);
+    for (size_t e = 0; e < wp.n_events; e++) {
+      const cproton_decoded_event *ev = &wp.events[e];
+      uint32_t path[MAX_NESTING];
+      size_t n = scope_path(k, (int32_t)ev->scope, path);
+      cp_event out = {.kind = CP_EVENT_REGION,
+                      .start_ns = (uint64_t)(cta0 + ev->start / rate),
+                      .end_ns = (uint64_t)(cta0 + ev->end / rate),
+                      .name = k->name_ids[ev->scope], .lane = wp.warp,
+                      .device = wp.sm_id, .launch_lane = ev->depth,
+                      .correlation = wp.cta_id, .group = group};
+      cp_session_deliver_event(site, k->name, path, n, &out);
+    }
+  }
+}
+
+int cp_instr_deliver(const cproton_instr_kernel *k, const cp_launch_site *site,
+                     const void *data, size_t size, uint32_t device) {
+  cproton_decoded *d = NULL;
+  int rc = cproton_buffer_decode(data, size, &k->layout,
+                                 CPROTON_DECODE_SKIP_BAD_CTAS, &d);
+  if (rc) {
+    atomic_fetch_add(&stats.failed, 1);
+    return rc;
+  }
+  atomic_fetch_add(&stats.decoded, 1);
+  atomic_fetch_add(&stats.dropped, cproton_decoded_n_dropped(d));
+  atomic_fetch_add(&stats.unpaired, cproton_decoded_n_unpaired(d));
+  atomic_fetch_add(&stats.bad_ctas, cproton_decoded_n_bad_ctas(d));
+  double rate = measured_rate(d, k->layout.counter, device);
+  deliver_scopes(k, site, d, rate, device);
+  if (cp_session_site_traces(site))
+    deliver_regions(k, site, d, rate);
+  cproton_decoded_free(d);
+  return CPROTON_OK;
+}

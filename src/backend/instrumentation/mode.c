@@ -1,0 +1,146 @@
+/* backend/instrumentation/mode.c -- Proton's instrumentation mode strings
+ * ("default:key=value:...") parsed into pass options. Keys and values are
+ * tables; enum spellings Python prints ("BUFFER_TYPE.GLOBAL") are accepted
+ * as well as Proton's lower-case names. Not a hot path. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/error.h"
+#include "cproton/instrumentation.h"
+
+typedef struct word {
+  const char *name;
+  int value;
+} word;
+
+static const word counters[] = {{"cycle", CPROTON_COUNTER_CLOCK64},
+                                {"clock64", CPROTON_COUNTER_CLOCK64},
+                                {"clock", CPROTON_COUNTER_CLOCK},
+                                {"globaltimer", CPROTON_COUNTER_GLOBALTIMER},
+                                {NULL, 0}};
+static const word buffers[] = {{"shared", CPROTON_BUFFER_SHARED},
+                               {"global", CPROTON_BUFFER_GLOBAL},
+                               {NULL, 0}};
+static const word granularities[] = {
+    {"warp", CPROTON_GRANULARITY_WARP},
+    {"warp_group", CPROTON_GRANULARITY_WARPGROUP},
+    {"warpgroup", CPROTON_GRANULARITY_WARPGROUP},
+    {"cta", CPROTON_GRANULARITY_CTA},
+    {NULL, 0}};
+static const word strategies[] = {{"circular", 0}, {NULL, 0}};
+static const word samplings[] = {{"none", 0}, {"selective", 1}, {NULL, 0}};
+
+/* "BUFFER_TYPE.GLOBAL" -> "GLOBAL"; then compared without case. */
+static int lookup(const word *table, const char *value, int *out) {
+  const char *dot = strrchr(value, '.');
+  const char *v = dot ? dot + 1 : value;
+  for (; table->name; table++)
+    if (strcasecmp(table->name, v) == 0) {
+      *out = table->value;
+      return 1;
+    }
+  return 0;
+}
+
+static int bad(const char *key, const char *value, const char *valid) {
+  return cp_error_set(CPROTON_EINVAL,
+                      "instrumentation mode: unknown %s '%s' (valid: %s)", key,
+                      value, valid);
+}
+
+/* "0,4,5" -> bit mask of units. */
+static int parse_units(const char *value, uint32_t *mask) {
+  *mask = 0;
+  for (const char *p = value; *p;) {
+    char *end;
+    long u = strtol(p, &end, 10);
+    if (end == p || u < 0 || u > 31)
+      return bad("sampling_options", value, "comma-separated units 0..31");
+    *mask |= 1u << u;
+    p = *end == ',' ? end + 1 : end;
+    if (*end && *end != ',')
+      return bad("sampling_options", value, "comma-separated units 0..31");
+  }
+  return CPROTON_OK;
+}
+
+typedef struct parsed {
+  int sampling;
+  uint32_t units;
+  int clock32;
+} parsed;
+
+static int apply(cproton_ptx_options *o, parsed *ps, const char *key,
+                 const char *value) {
+  int v;
+  if (!strcmp(key, "metric_type"))
+    return lookup(counters, value, &v) ? (o->counter = v, 0)
+                                       : bad(key, value, "cycle");
+  if (!strcmp(key, "buffer_type"))
+    return lookup(buffers, value, &v) ? (o->buffer = v, 0)
+                                      : bad(key, value, "shared, global");
+  if (!strcmp(key, "granularity"))
+    return lookup(granularities, value, &v)
+               ? (o->granularity = v, 0)
+               : bad(key, value, "warp, warp_group, cta");
+  if (!strcmp(key, "buffer_strategy"))
+    return lookup(strategies, value, &v) ? 0 : bad(key, value, "circular");
+  if (!strcmp(key, "sampling_strategy"))
+    return lookup(samplings, value, &ps->sampling)
+               ? 0 : bad(key, value, "none, selective");
+  if (!strcmp(key, "sampling_options"))
+    return parse_units(value, &ps->units);
+  if (!strcmp(key, "buffer_size")) {
+    char *end;
+    long n = strtol(value, &end, 10);
+    if (*end || n < 0 || n > (1l << 30))
+      return bad(key, value, "a byte count");
+    o->buffer_size = (uint32_t)n;
+    return 0;
+  }
+  if (!strcmp(key, "optimizations")) {
+    ps->clock32 = strstr(value, "clock32") != NULL;
+    return 0;
+  }
+  return cp_error_set(CPROTON_EINVAL, "instrumentation mode: unknown key '%s'",
+                      key);
+}
+
+static int parse_field(cproton_ptx_options *o, parsed *ps, char *field) {
+  char *eq = strchr(field, '=');
+  if (!eq)
+    return cp_error_set(CPROTON_EINVAL,
+                        "instrumentation mode: malformed option '%s' "
+                        "(expected key=value)", field);
+  *eq = '\0';
+  return apply(o, ps, field, eq + 1);
+}
+
+int cproton_instr_mode_options(const char *mode, cproton_ptx_options *out) {
+  cproton_ptx_options_init(out);
+  if (!mode || !*mode)
+    return CPROTON_OK;
+  char buf[1024];
+  if (strlen(mode) >= sizeof buf)
+    return cp_error_set(CPROTON_EINVAL, "instrumentation mode too long");
+  snprintf(buf, sizeof buf, "%s", mode);
+  char *save = NULL, *name = strtok_r(buf, ":", &save);
+  if (strcmp(name, "default") != 0 && strcmp(name, "mma") != 0)
+    return cp_error_set(CPROTON_EINVAL,
+                        "instrumentation mode: unknown mode '%s' (valid: "
+                        "default, mma)", name);
+  parsed ps = {0};
+  for (char *f; (f = strtok_r(NULL, ":", &save));) {
+    int rc = parse_field(out, &ps, f);
+    if (rc)
+      return rc;
+  }
+  if (ps.clock32)
+    out->counter = CPROTON_COUNTER_CLOCK;
+  if (ps.sampling)
+    out->sample_mask = ps.units;
+  return CPROTON_OK;
+}

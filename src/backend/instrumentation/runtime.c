@@ -1,0 +1,385 @@
+/* backend/instrumentation/runtime.c -- the "instrumentation" backend: a
+ * pool of device profile buffers, asynchronous copy-back, and a worker
+ * thread that decodes off the launch path.
+ *
+ *   launching thread                      worker thread
+ *   cproton_instr_alloc  -> pool buffer
+ *   (kernel launch)
+ *   cproton_instr_launch -> capture site,
+ *     cuMemcpyDtoHAsync into pinned host
+ *     memory + cuEventRecord on the stream
+ *     -> queue                             cuEventSynchronize, decode,
+ *                                          deliver, buffers back to pool
+ *
+ * Invariant: a device buffer is handed out again only after the copy of its
+ * launch completed, so a kernel never writes into a buffer being read. No
+ * call on the launching thread waits for the GPU. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "backend/cudadrv.h"
+#include "backend/instrumentation/runtime.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/strtab.h"
+
+void cp_instr_count_launch(void);
+void cp_instr_count_failure(void);
+
+typedef struct buffer {
+  cp_cudeviceptr dptr;
+  void *host; /* pinned staging copy, same size */
+  size_t size;
+  cp_cucontext ctx;
+  int in_use;
+} buffer;
+
+typedef struct pending {
+  struct pending *next;
+  const cproton_instr_kernel *kernel;
+  cp_launch_site site;
+  buffer *buf;
+  size_t size;
+  cp_cuevent event;
+  uint32_t device;
+} pending;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
+/* Pending entries point into this array, so it is allocated once and never
+ * moves; buffers are recycled, so the cap bounds launches in flight. */
+#define MAX_BUFFERS 1024
+static buffer *buffers;
+static size_t n_buffers;
+static pending *head, *tail;
+static int busy, worker_running, stopping;
+static pthread_t worker;
+static cproton_ptx_options current;
+static int have_current;
+
+/* ---- kernels ---------------------------------------------------------------- */
+
+static int copy_scopes(cproton_instr_kernel *k, const cproton_buffer_layout *l) {
+  uint32_t n = l->n_scopes;
+  k->names = calloc(n ? n : 1, sizeof *k->names);
+  k->parents = calloc(n ? n : 1, sizeof *k->parents);
+  k->name_ids = calloc(n ? n : 1, sizeof *k->name_ids);
+  if (!k->names || !k->parents || !k->name_ids)
+    return CPROTON_ENOMEM;
+  for (uint32_t i = 0; i < n; i++) {
+    const char *s = l->scope_names[i] ? l->scope_names[i] : "?";
+    if (!(k->names[i] = strdup(s)) ||
+        cp_strtab_intern(s, strlen(s), &k->name_ids[i]))
+      return CPROTON_ENOMEM;
+    k->parents[i] = l->scope_parents ? l->scope_parents[i] : -1;
+    if (k->parents[i] >= (int32_t)i || k->parents[i] < -1)
+      return cp_error_set(CPROTON_EINVAL, "scope %u has parent %d: parents "
+                          "must come before their children", i, k->parents[i]);
+  }
+  k->layout.scope_names = (const char *const *)k->names;
+  k->layout.scope_parents = k->parents;
+  return CPROTON_OK;
+}
+
+int cproton_instr_kernel_new(const char *name, const cproton_buffer_layout *l,
+                             cproton_instr_kernel **out) {
+  if (!name || !*name || !l || !out || (l->n_scopes && !l->scope_names))
+    return cp_error_set(CPROTON_EINVAL, "kernel name, layout and out are "
+                                        "required");
+  cproton_instr_kernel *k = calloc(1, sizeof *k);
+  if (!k || !(k->name = strdup(name))) {
+    free(k);
+    return cp_error_set(CPROTON_ENOMEM, "out of memory registering a kernel");
+  }
+  k->layout = *l;
+  int rc = copy_scopes(k, l);
+  if (rc) {
+    cproton_instr_kernel_free(k);
+    return rc == CPROTON_ENOMEM
+               ? cp_error_set(rc, "out of memory registering a kernel") : rc;
+  }
+  *out = k;
+  return CPROTON_OK;
+}
+
+void cproton_instr_kernel_free(cproton_instr_kernel *k) {
+  if (!k)
+    return;
+  for (uint32_t i = 0; k->names && i < k->layout.n_scopes; i++)
+    free(k->names[i]);
+  free(k->names), free(k->parents), free(k->name_ids), free(k->name);
+  free(k);
+}
+
+/* ---- buffer pool ------------------------------------------------------------ */
+
+/* A free buffer of at least `size` in `ctx`, else a new one. Caller: lock. */
+static int take_buffer(const cp_cudadrv *d, size_t size, cp_cucontext ctx,
+                       buffer **out) {
+  for (size_t i = 0; i < n_buffers; i++)
+    if (!buffers[i].in_use && buffers[i].ctx == ctx && buffers[i].size >= size &&
+        buffers[i].size <= 2 * size + 65536) {
+      buffers[i].in_use = 1;
+      *out = &buffers[i];
+      return CPROTON_OK;
+    }
+  if (!buffers && !(buffers = calloc(MAX_BUFFERS, sizeof *buffers)))
+    return cp_error_set(CPROTON_ENOMEM, "out of memory for the buffer pool");
+  if (n_buffers == MAX_BUFFERS)
+    return cp_error_set(CPROTON_ELIMIT, "profile buffer pool is full (%d "
+                        "buffers in flight)", MAX_BUFFERS);
+  buffer *b = &buffers[n_buffers];
+  cp_curesult r = d->cuMemAlloc(&b->dptr, size);
+  if (r)
+    return cp_cudadrv_error(r, "cuMemAlloc for a profile buffer");
+  if ((r = d->cuMemHostAlloc(&b->host, size, 0))) {
+    d->cuMemFree(b->dptr);
+    return cp_cudadrv_error(r, "cuMemHostAlloc for a profile buffer");
+  }
+  b->size = size, b->ctx = ctx, b->in_use = 1;
+  n_buffers++;
+  *out = b;
+  return CPROTON_OK;
+}
+
+static buffer *find_buffer(uint64_t dptr) {
+  for (size_t i = 0; i < n_buffers; i++)
+    if (buffers[i].dptr == dptr && buffers[i].in_use)
+      return &buffers[i];
+  return NULL;
+}
+
+int cproton_instr_alloc(size_t size, uint64_t *dptr_out) {
+  const cp_cudadrv *d;
+  int rc = cp_cudadrv_get(&d);
+  if (rc)
+    return rc;
+  if (!size || !dptr_out)
+    return cp_error_set(CPROTON_EINVAL, "size and dptr_out are required");
+  cp_cucontext ctx = NULL;
+  d->cuCtxGetCurrent(&ctx);
+  pthread_mutex_lock(&lock);
+  buffer *b = NULL;
+  rc = take_buffer(d, size, ctx, &b);
+  if (!rc)
+    *dptr_out = b->dptr;
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+int cproton_instr_release(uint64_t dptr) {
+  pthread_mutex_lock(&lock);
+  buffer *b = find_buffer(dptr);
+  if (b)
+    b->in_use = 0;
+  pthread_mutex_unlock(&lock);
+  return b ? CPROTON_OK
+           : cp_error_set(CPROTON_ENOTFOUND, "0x%llx is not a profile buffer "
+                          "in use", (unsigned long long)dptr);
+}
+
+/* ---- launches and the worker ------------------------------------------------ */
+
+static void finish(const cp_cudadrv *d, pending *p) {
+  cp_curesult r = d->cuEventSynchronize(p->event);
+  if (r) {
+    cp_cudadrv_error(r, "waiting for a profile buffer copy");
+    cp_warn("%s", cp_error_message());
+    cp_instr_count_failure();
+  } else if (cp_instr_deliver(p->kernel, &p->site, p->buf->host, p->size,
+                              p->device)) {
+    cp_warn("kernel %s: %s", p->kernel->name, cp_error_message());
+  }
+  d->cuEventDestroy(p->event);
+}
+
+static void *worker_main(void *arg) {
+  const cp_cudadrv *d = arg;
+  pthread_mutex_lock(&lock);
+  for (;;) {
+    while (!head && !stopping)
+      pthread_cond_wait(&work, &lock);
+    if (!head && stopping)
+      break;
+    pending *p = head;
+    head = p->next;
+    if (!head)
+      tail = NULL;
+    busy = 1;
+    pthread_mutex_unlock(&lock);
+    d->cuCtxSetCurrent(p->buf->ctx);
+    finish(d, p);
+    pthread_mutex_lock(&lock);
+    p->buf->in_use = 0;
+    free(p);
+    busy = 0;
+    if (!head)
+      pthread_cond_broadcast(&idle);
+  }
+  pthread_mutex_unlock(&lock);
+  return NULL;
+}
+
+/* Caller holds lock. */
+static int ensure_worker(const cp_cudadrv *d) {
+  if (worker_running)
+    return CPROTON_OK;
+  stopping = 0;
+  if (pthread_create(&worker, NULL, worker_main, (void *)d) != 0)
+    return cp_error_set(CPROTON_EBACKEND, "cannot start the decoder thread");
+  worker_running = 1;
+  return CPROTON_OK;
+}
+
+static int enqueue_copy(const cp_cudadrv *d, pending *p, uint64_t stream) {
+  cp_custream s = (cp_custream)(uintptr_t)stream;
+  cp_curesult r = d->cuMemcpyDtoHAsync(p->buf->host, p->buf->dptr, p->size, s);
+  if (r)
+    return cp_cudadrv_error(r, "copying a profile buffer back");
+  if ((r = d->cuEventCreate(&p->event, 2 /* CU_EVENT_DISABLE_TIMING */)))
+    return cp_cudadrv_error(r, "creating a copy-back event");
+  if ((r = d->cuEventRecord(p->event, s))) {
+    d->cuEventDestroy(p->event);
+    return cp_cudadrv_error(r, "recording a copy-back event");
+  }
+  return CPROTON_OK;
+}
+
+int cproton_instr_launch(const cproton_instr_kernel *k, uint64_t dptr,
+                         size_t size, uint64_t stream) {
+  const cp_cudadrv *d;
+  int rc = cp_cudadrv_get(&d);
+  if (rc)
+    return rc;
+  if (!k)
+    return cp_error_set(CPROTON_EINVAL, "kernel is required");
+  pending *p = calloc(1, sizeof *p);
+  if (!p)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory recording a launch");
+  p->kernel = k;
+  cp_session_capture(&p->site);
+  cp_cudevice dev = 0;
+  d->cuCtxGetDevice(&dev);
+  p->device = (uint32_t)dev;
+  cp_instr_count_launch();
+  pthread_mutex_lock(&lock);
+  p->buf = find_buffer(dptr);
+  rc = !p->buf ? cp_error_set(CPROTON_ENOTFOUND, "0x%llx is not a profile "
+                              "buffer in use", (unsigned long long)dptr)
+       : size > p->buf->size ? cp_error_set(CPROTON_EINVAL, "launch size %zu "
+                                            "exceeds its buffer", size)
+                             : ensure_worker(d);
+  p->size = size;
+  if (!rc)
+    rc = enqueue_copy(d, p, stream);
+  if (!rc) {
+    if (tail)
+      tail->next = p;
+    else
+      head = p;
+    tail = p;
+    pthread_cond_signal(&work);
+  } else {
+    if (p->buf)
+      p->buf->in_use = 0;
+    free(p);
+  }
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+int cproton_instr_record_host(const cproton_instr_kernel *k, const void *data,
+                              size_t size, uint32_t device_id) {
+  if (!k || !data)
+    return cp_error_set(CPROTON_EINVAL, "kernel and data are required");
+  cp_launch_site site;
+  cp_session_capture(&site);
+  cp_instr_count_launch();
+  return cp_instr_deliver(k, &site, data, size, device_id);
+}
+
+int cproton_instr_flush(void) {
+  pthread_mutex_lock(&lock);
+  while (head || busy)
+    pthread_cond_wait(&idle, &lock);
+  pthread_mutex_unlock(&lock);
+  return CPROTON_OK;
+}
+
+/* ---- the backend ------------------------------------------------------------ */
+
+void cproton_instr_current_options(cproton_ptx_options *out) {
+  pthread_mutex_lock(&lock);
+  if (have_current)
+    *out = current;
+  else
+    cproton_ptx_options_init(out);
+  pthread_mutex_unlock(&lock);
+}
+
+static int instr_available(void) {
+  const cp_cudadrv *d;
+  return cp_cudadrv_get(&d) == CPROTON_OK;
+}
+
+static int instr_start(const char *mode) {
+  cproton_ptx_options o;
+  int rc = cproton_instr_mode_options(mode, &o);
+  if (rc)
+    return rc;
+  pthread_mutex_lock(&lock);
+  current = o;
+  have_current = 1;
+  pthread_mutex_unlock(&lock);
+  return CPROTON_OK;
+}
+
+static void free_pool(void) {
+  const cp_cudadrv *d;
+  if (cp_cudadrv_get(&d) == CPROTON_OK)
+    for (size_t i = 0; i < n_buffers; i++) {
+      d->cuCtxSetCurrent(buffers[i].ctx);
+      d->cuMemFree(buffers[i].dptr);
+      d->cuMemFreeHost(buffers[i].host);
+    }
+  free(buffers);
+  buffers = NULL;
+  n_buffers = 0;
+}
+
+static void instr_stop(void) {
+  cproton_instr_flush();
+  pthread_mutex_lock(&lock);
+  int joined = worker_running;
+  stopping = 1;
+  pthread_cond_broadcast(&work);
+  pthread_mutex_unlock(&lock);
+  if (joined)
+    pthread_join(worker, NULL);
+  pthread_mutex_lock(&lock);
+  worker_running = 0;
+  have_current = 0;
+  free_pool();
+  pthread_mutex_unlock(&lock);
+  cproton_instr_stats st;
+  cproton_instr_get_stats(&st);
+  if (st.dropped || st.unpaired || st.bad_ctas || st.failed)
+    cp_warn("instrumentation: %llu records overwritten by full buffers, %llu "
+            "unpaired, %llu CTAs with bad headers, %llu launches not decoded "
+            "(of %llu)", (unsigned long long)st.dropped,
+            (unsigned long long)st.unpaired, (unsigned long long)st.bad_ctas,
+            (unsigned long long)st.failed, (unsigned long long)st.launches);
+}
+
+static int instr_flush(void) { return cproton_instr_flush(); }
+
+const cp_backend_ops cp_instrumentation_backend = {
+    .name = "instrumentation",
+    .available = instr_available,
+    .start = instr_start,
+    .flush = instr_flush,
+    .stop = instr_stop,
+};

@@ -1,0 +1,25 @@
+/* backend/instrumentation/runtime.h -- internals shared by the
+ * instrumentation runtime's files (cp_instr_*). */
+#ifndef CP_BACKEND_INSTR_RUNTIME_H
+#define CP_BACKEND_INSTR_RUNTIME_H
+
+#include <stdint.h>
+
+#include "core/session.h"
+#include "cproton/instrumentation.h"
+
+struct cproton_instr_kernel {
+  char *name;
+  cproton_buffer_layout layout; /* scope_names/parents point below */
+  char **names;
+  int32_t *parents;
+  uint32_t *name_ids; /* strtab ids of the scope names */
+};
+
+/* Decodes `data` for kernel `k` and delivers it to the sessions of `site`.
+ * `device` is the CUDA device id. Counts into the runtime's statistics.
+ * Called by the worker thread and by cproton_instr_record_host. */
+int cp_instr_deliver(const cproton_instr_kernel *k, const cp_launch_site *site,
+                     const void *data, size_t size, uint32_t device);
+
+#endif

@@ -1,0 +1,188 @@
+/* backend_instr_runtime_test.c -- the instrumentation runtime without a
+ * GPU: Proton mode strings, and synthetic profile buffers delivered into
+ * sessions (tree metrics under kernel -> scope -> child, trace regions). */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "core/device.h"
+#include "core/session.h"
+#include "cproton/cproton.h"
+#include "instrument/layout.h"
+#include "testutil.h"
+
+Test(instr_mode, proton_mode_strings) {
+  cproton_ptx_options o;
+  cr_assert_eq(cproton_instr_mode_options(NULL, &o), CPROTON_OK);
+  cr_assert_eq(o.buffer, CPROTON_BUFFER_SHARED);
+  cr_assert_eq(o.counter, CPROTON_COUNTER_CLOCK64);
+  cr_assert_eq(cproton_instr_mode_options(
+                   "default:metric_type=cycle:sampling_strategy=selective:"
+                   "sampling_options=0,2:granularity=warp_group:"
+                   "buffer_strategy=circular:buffer_type=global:"
+                   "buffer_size=4096:optimizations=clock32",
+                   &o), CPROTON_OK, "%s", cproton_last_error());
+  cr_assert_eq(o.buffer, CPROTON_BUFFER_GLOBAL);
+  cr_assert_eq(o.granularity, CPROTON_GRANULARITY_WARPGROUP);
+  cr_assert_eq(o.sample_mask, 5u);
+  cr_assert_eq(o.buffer_size, 4096u);
+  cr_assert_eq(o.counter, CPROTON_COUNTER_CLOCK);
+  /* Python's enum spellings, as str(InstrumentationMode) may print them */
+  cr_assert_eq(cproton_instr_mode_options("default:buffer_type=BUFFER_TYPE.GLOBAL", &o),
+               CPROTON_OK);
+  cr_assert_eq(o.buffer, CPROTON_BUFFER_GLOBAL);
+  cr_assert_eq(cproton_instr_mode_options("default:buffer_type=texture", &o),
+               CPROTON_EINVAL);
+  cr_assert(strstr(cproton_last_error(), "texture"));
+  cr_assert_eq(cproton_instr_mode_options("fancy", &o), CPROTON_EINVAL);
+  cr_assert_eq(cproton_instr_mode_options("default:oops", &o), CPROTON_EINVAL);
+  cr_assert_eq(cproton_instr_mode_options("default:sampling_options=x", &o),
+               CPROTON_EINVAL);
+}
+
+static const char *const names[] = {"outer", "inner"};
+static const int32_t parents[] = {-1, 0};
+
+static cproton_buffer_layout layout(void) {
+  cproton_buffer_layout l;
+  memset(&l, 0, sizeof l);
+  l.n_units = 2;
+  l.segment_bytes = 64;
+  l.header_bytes = cp_layout_header_bytes(2);
+  l.per_cta_bytes = l.header_bytes + 2 * 64;
+  l.counter = CPROTON_COUNTER_CLOCK64;
+  l.n_scopes = 2;
+  l.scope_names = names;
+  l.scope_parents = parents;
+  l.unit_warp[0] = 0;
+  l.unit_warp[1] = 1;
+  return l;
+}
+
+static void put32(unsigned char *p, uint32_t v) { memcpy(p, &v, 4); }
+static void put64(unsigned char *p, uint64_t v) { memcpy(p, &v, 8); }
+
+/* One CTA; each unit records outer[0,100) with inner[10,30) inside. At 2
+ * cycles per ns the CTA's finalize comes 50 ns after its start. */
+static void fill(unsigned char *buf, const cproton_buffer_layout *l) {
+  memset(buf, 0, l->per_cta_bytes);
+  put32(buf + CP_HDR_MAGIC, CP_LAYOUT_MAGIC);
+  buf[CP_HDR_VERSION] = CP_LAYOUT_VERSION;
+  buf[CP_HDR_COUNTER] = CPROTON_COUNTER_CLOCK64;
+  put32(buf + CP_HDR_SM, 5);
+  put64(buf + CP_HDR_START_TIME, 1000000);
+  put64(buf + CP_HDR_START_CTR, 5000);
+  put64(buf + CP_HDR_FIN_TIME, 1000050);
+  put64(buf + CP_HDR_END_TIME, 1000060);
+  put32(buf + CP_HDR_N_UNITS, 2);
+  put32(buf + CP_HDR_SEG_BYTES, 64);
+  put32(buf + CP_HDR_N_ACTIVE, 2);
+  const uint64_t at[4] = {0, 10, 30, 100};
+  const uint32_t tag[4] = {cp_layout_tag(0, 0), cp_layout_tag(1, 0),
+                           cp_layout_tag(1, 1), cp_layout_tag(0, 1)};
+  for (uint32_t u = 0; u < 2; u++) {
+    put32(buf + CP_HDR_COUNTS + 4 * u, 4);
+    for (int r = 0; r < 4; r++)
+      put64(buf + l->header_bytes + u * 64 + 8 * r,
+            ((uint64_t)tag[r] << 48) | (5000 + at[r]));
+  }
+}
+
+static void reset(void) { cp_session_reset_all(); }
+
+Test(instr_runtime, host_buffers_land_under_kernel_scopes, .init = reset) {
+  cproton_buffer_layout l = layout();
+  cproton_instr_kernel *k;
+  cr_assert_eq(cproton_instr_kernel_new("mm_kernel", &l, &k), CPROTON_OK);
+  unsigned char buf[512];
+  fill(buf, &l);
+  cproton_session_options o;
+  cproton_session_options_init(&o);
+  o.name = cpt_tmp_path("instr");
+  o.backend = "none";
+  int sid;
+  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK);
+  cproton_scope_enter("step", NULL);
+  for (int launch = 0; launch < 3; launch++)
+    cr_assert_eq(cproton_instr_record_host(k, buf, l.per_cta_bytes, 0),
+                 CPROTON_OK, "%s", cproton_last_error());
+  cproton_scope_exit("step");
+  char *json;
+  cr_assert_eq(cproton_session_data_json(sid, &json, NULL), CPROTON_OK);
+  json_t *j = cpt_parse_json(json);
+  cproton_free(json);
+  json_t *step = json_array_get(json_object_get(json_array_get(j, 0), "children"), 0);
+  json_t *kern = json_array_get(json_object_get(step, "children"), 0);
+  cr_assert_str_eq(json_string_value(json_object_get(json_object_get(kern, "frame"), "name")), "mm_kernel");
+  json_t *outer = json_array_get(json_object_get(kern, "children"), 0);
+  json_t *m = json_object_get(outer, "metrics");
+  cr_assert_eq(json_integer_value(json_object_get(m, "cycles")), 3 * 2 * 100);
+  cr_assert_eq(json_integer_value(json_object_get(m, "count")), 3 * 2);
+  cr_assert_float_eq(json_real_value(json_object_get(m, "normalized_cycles")), 300.0, 1e-9);
+  cr_assert_float_eq(json_real_value(json_object_get(m, "normalized_time (ns)")), 150.0, 1e-9,
+                     "100 cycles at the measured 2 cycles/ns, 3 launches");
+  cr_assert_str_eq(json_string_value(json_object_get(m, "device_type")), "CUDA");
+  json_t *inner = json_array_get(json_object_get(outer, "children"), 0);
+  cr_assert_eq(json_integer_value(json_object_get(json_object_get(inner, "metrics"), "cycles")), 3 * 2 * 20);
+  json_decref(j);
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  cproton_instr_stats st;
+  cproton_instr_get_stats(&st);
+  cr_assert_geq(st.decoded, 3);
+  cproton_instr_kernel_free(k);
+}
+
+Test(instr_runtime, trace_regions_per_warp_and_line, .init = reset) {
+  cproton_buffer_layout l = layout();
+  cproton_instr_kernel *k;
+  cr_assert_eq(cproton_instr_kernel_new("mm_kernel", &l, &k), CPROTON_OK);
+  unsigned char buf[512];
+  fill(buf, &l);
+  cproton_session_options o;
+  cproton_session_options_init(&o);
+  o.name = cpt_tmp_path("instr_trace");
+  o.data = "trace";
+  o.backend = "none";
+  int sid;
+  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK);
+  cr_assert_eq(cproton_instr_record_host(k, buf, l.per_cta_bytes, 0), CPROTON_OK);
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  char path[512];
+  snprintf(path, sizeof path, "%s.chrome_trace", o.name);
+  json_t *j = cpt_load_json(path);
+  cr_assert_not_null(j);
+  json_t *events = json_object_get(j, "traceEvents"), *e;
+  size_t i;
+  int regions = 0, inner_line1 = 0;
+  json_array_foreach(events, i, e) {
+    if (strcmp(json_string_value(json_object_get(e, "cat")), "mm_kernel"))
+      continue;
+    regions++;
+    cr_assert_str_eq(json_string_value(json_object_get(e, "pid")), "mm_kernel Core5 CTA0");
+    if (!strcmp(json_string_value(json_object_get(e, "name")), "inner")) {
+      inner_line1 += strstr(json_string_value(json_object_get(e, "tid")), "(line 1)") != NULL;
+      cr_assert_float_eq(json_real_value(json_object_get(e, "dur")), 0.010, 1e-9,
+                         "20 cycles at 2 cycles/ns");
+    }
+  }
+  cr_assert_eq(regions, 4, "2 warps x 2 scopes");
+  cr_assert_eq(inner_line1, 2);
+  json_decref(j);
+  cproton_instr_kernel_free(k);
+}
+
+Test(instr_runtime, bad_arguments) {
+  cproton_buffer_layout l = layout();
+  cproton_instr_kernel *k = NULL;
+  cr_assert_eq(cproton_instr_kernel_new(NULL, &l, &k), CPROTON_EINVAL);
+  int32_t bad_parents[] = {1, -1};
+  l.scope_parents = bad_parents;
+  cr_assert_eq(cproton_instr_kernel_new("k", &l, &k), CPROTON_EINVAL);
+  cr_assert_null(k);
+  l = layout();
+  cr_assert_eq(cproton_instr_kernel_new("k", &l, &k), CPROTON_OK);
+  unsigned char junk[200] = {0};
+  cr_assert_eq(cproton_instr_record_host(k, junk, 100, 0), CPROTON_EPARSE);
+  cproton_instr_kernel_free(k);
+  uint64_t p;
+  cr_assert_neq(cproton_instr_alloc(64, &p), CPROTON_OK, "no driver here");
+}
