@@ -1,0 +1,48 @@
+/* decode_fuzz.c -- libFuzzer target for the profile-buffer decoder: the
+ * first 8 bytes choose a layout (units, segment size, counter, scopes), the
+ * rest is the buffer, trimmed to whole CTA slices. Both flag settings run. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cproton/cproton.h"
+
+static uint32_t header_bytes(uint32_t units) { return (64u + 4u * units + 15u) & ~15u; }
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static const char *const names[] = {"a", "b", "c", "d"};
+  static const int32_t parents[] = {-1, 0, 0, 1};
+  if (size < 8)
+    return 0;
+  cproton_buffer_layout l;
+  memset(&l, 0, sizeof l);
+  l.n_units = 1u + data[0] % 4u;
+  l.segment_bytes = 16u << (data[1] % 4u);
+  l.counter = data[2] % 3u;
+  l.n_scopes = data[3] % 5u;
+  l.scope_names = names;
+  l.scope_parents = parents;
+  l.header_bytes = header_bytes(l.n_units);
+  l.per_cta_bytes = l.header_bytes + l.n_units * l.segment_bytes;
+  for (uint32_t u = 0; u < l.n_units; u++)
+    l.unit_warp[u] = (uint8_t)u;
+  data += 8;
+  size -= 8;
+  size_t n = size - size % l.per_cta_bytes;
+  if (!n)
+    return 0;
+  for (unsigned flags = 0; flags < 2; flags++) {
+    cproton_decoded *d = NULL;
+    if (cproton_buffer_decode(data, n, &l, flags, &d) == CPROTON_OK) {
+      for (size_t i = 0; i < cproton_decoded_n_warps(d); i++) {
+        cproton_decoded_warp w;
+        cproton_decoded_get_warp(d, i, &w);
+        for (size_t e = 0; e < w.n_events; e++)
+          if (w.events[e].scope >= l.n_scopes)
+            abort();
+      }
+    }
+    cproton_decoded_free(d);
+  }
+  return 0;
+}

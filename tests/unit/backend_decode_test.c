@@ -1,0 +1,273 @@
+/* backend_decode_test.c -- the profile-buffer decoder on synthetic buffers
+ * written the way the lowered PTX writes them: pairing and nesting,
+ * circular wrap-around, counter wrap, truncation, bad headers, unpaired
+ * records, and a layout taken from the pass itself. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cproton/cproton.h"
+#include "instrument/layout.h"
+
+static const char *const names[] = {"a", "b", "c"};
+static const int32_t parents[] = {-1, 0, 0};
+
+static cproton_buffer_layout layout(uint32_t units, uint32_t seg, uint32_t counter) {
+  cproton_buffer_layout l;
+  memset(&l, 0, sizeof l);
+  l.n_units = units;
+  l.segment_bytes = seg;
+  l.header_bytes = cp_layout_header_bytes(units);
+  l.per_cta_bytes = l.header_bytes + units * seg;
+  l.counter = counter;
+  l.n_scopes = 3;
+  l.scope_names = names;
+  l.scope_parents = parents;
+  for (uint32_t u = 0; u < units; u++)
+    l.unit_warp[u] = (uint8_t)u;
+  return l;
+}
+
+static void put32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++)
+    p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put64(unsigned char *p, uint64_t v) {
+  put32(p, (uint32_t)v);
+  put32(p + 4, (uint32_t)(v >> 32));
+}
+
+static void header(unsigned char *buf, const cproton_buffer_layout *l, uint32_t cta, uint32_t active) {
+  unsigned char *p = buf + (size_t)cta * l->per_cta_bytes;
+  put32(p + CP_HDR_MAGIC, CP_LAYOUT_MAGIC);
+  p[CP_HDR_VERSION] = CP_LAYOUT_VERSION;
+  p[CP_HDR_COUNTER] = (unsigned char)l->counter;
+  put32(p + CP_HDR_CTA, cta);
+  put32(p + CP_HDR_SM, 100 + cta);
+  put64(p + CP_HDR_START_TIME, 1000000 + cta);
+  put64(p + CP_HDR_START_CTR, 5000);
+  put64(p + CP_HDR_FIN_TIME, 2000000);
+  put64(p + CP_HDR_END_TIME, 2000100);
+  put32(p + CP_HDR_N_UNITS, l->n_units);
+  put32(p + CP_HDR_SEG_BYTES, l->segment_bytes);
+  put32(p + CP_HDR_N_ACTIVE, active);
+}
+
+/* Appends record k of unit u: what one lowered record op does. */
+static void record(unsigned char *buf, const cproton_buffer_layout *l, uint32_t cta, uint32_t u, uint32_t scope,
+                   int is_end, uint64_t ctr) {
+  unsigned char *p = buf + (size_t)cta * l->per_cta_bytes;
+  uint32_t k = p[CP_HDR_COUNTS + 4 * u] | (uint32_t)p[CP_HDR_COUNTS + 4 * u + 1] << 8;
+  uint32_t cap = l->segment_bytes / 8;
+  uint64_t bits = l->counter == 0 ? 0xffffffffull : 0xffffffffffffull;
+  uint64_t v = ((uint64_t)cp_layout_tag(scope, is_end) << 48) | (ctr & bits);
+  put64(p + l->header_bytes + u * l->segment_bytes + (k % cap) * 8, v);
+  put32(p + CP_HDR_COUNTS + 4 * u, k + 1);
+}
+
+static cproton_decoded *decode(const unsigned char *buf, size_t n, const cproton_buffer_layout *l, unsigned f) {
+  cproton_decoded *d = NULL;
+  cr_assert_eq(cproton_buffer_decode(buf, n, l, f, &d), CPROTON_OK, "%s", cproton_last_error());
+  return d;
+}
+
+Test(backend_decode, pairs_nested_scopes) {
+  cproton_buffer_layout l = layout(2, 256, CPROTON_COUNTER_CLOCK64);
+  unsigned char *buf = calloc(2, l.per_cta_bytes);
+  for (uint32_t c = 0; c < 2; c++) {
+    header(buf, &l, c, 2);
+    for (uint32_t u = 0; u < 2; u++) {
+      record(buf, &l, c, u, 0, 0, 5000 + 10);
+      record(buf, &l, c, u, 1, 0, 5000 + 20);
+      record(buf, &l, c, u, 1, 1, 5000 + 50);
+      record(buf, &l, c, u, 0, 1, 5000 + 110);
+    }
+  }
+  cproton_decoded *d = decode(buf, 2 * (size_t)l.per_cta_bytes, &l, 0);
+  cr_assert_eq(cproton_decoded_n_ctas(d), 2);
+  cr_assert_eq(cproton_decoded_n_warps(d), 4);
+  cproton_decoded_scope s;
+  cproton_decoded_get_scope(d, 0, &s);
+  cr_assert_str_eq(s.name, "a");
+  cr_assert_eq(s.cycles, 400);
+  cr_assert_eq(s.count, 4);
+  cr_assert_float_eq(s.normalized_cycles, 100.0, 1e-9);
+  cproton_decoded_get_scope(d, 1, &s);
+  cr_assert_eq(s.parent, 0);
+  cr_assert_eq(s.cycles, 120);
+  cproton_decoded_warp w;
+  cproton_decoded_get_warp(d, 3, &w);
+  cr_assert_eq(w.cta_id, 1);
+  cr_assert_eq(w.sm_id, 101);
+  cr_assert_eq(w.warp, 1);
+  cr_assert_eq(w.n_events, 2);
+  cr_assert_eq(w.events[0].scope, 1); /* inner closes first */
+  cr_assert_eq(w.events[0].depth, 1);
+  cr_assert_eq(w.events[0].start, 20);
+  cr_assert_eq(w.events[0].end, 50);
+  cr_assert_eq(w.events[1].depth, 0);
+  cproton_decoded_cta c;
+  cproton_decoded_get_cta(d, 1, &c);
+  cr_assert_eq(c.start_time, 1000001);
+  cr_assert_eq(c.end_time, 2000100);
+  cr_assert_eq(cproton_decoded_n_unpaired(d), 0);
+  cr_assert_eq(cproton_decoded_get_warp(d, 4, &w), CPROTON_EINVAL);
+  cproton_decoded_free(d);
+  free(buf);
+}
+
+Test(backend_decode, circular_wrap_counts_dropped) {
+  cproton_buffer_layout l = layout(1, 64, CPROTON_COUNTER_CLOCK64); /* 8 records */
+  unsigned char *buf = calloc(1, l.per_cta_bytes);
+  header(buf, &l, 0, 1);
+  for (int i = 0; i < 5; i++) {
+    record(buf, &l, 0, 0, 2, 0, 6000 + 100 * i);
+    record(buf, &l, 0, 0, 2, 1, 6000 + 100 * i + 7);
+  }
+  record(buf, &l, 0, 0, 0, 0, 7000); /* 11 records: 3 dropped */
+  cproton_decoded *d = decode(buf, l.per_cta_bytes, &l, 0);
+  cproton_decoded_warp w;
+  cproton_decoded_get_warp(d, 0, &w);
+  cr_assert_eq(w.n_written, 11);
+  cr_assert_eq(w.n_dropped, 3);
+  cr_assert_eq(w.n_events, 3);     /* pairs 2..4 survive whole */
+  cr_assert_eq(w.n_unpaired, 2);   /* the end of pair 1, the last start */
+  cr_assert_eq(w.events[0].start, 1200);
+  cr_assert_eq(w.events[0].end, 1207);
+  cr_assert_eq(cproton_decoded_n_dropped(d), 3);
+  cproton_decoded_free(d);
+  free(buf);
+}
+
+Test(backend_decode, clock32_wraps) {
+  cproton_buffer_layout l = layout(1, 64, CPROTON_COUNTER_CLOCK);
+  unsigned char *buf = calloc(1, l.per_cta_bytes);
+  header(buf, &l, 0, 1);
+  put64(buf + CP_HDR_START_CTR, 0xfffffff0ull);
+  record(buf, &l, 0, 0, 0, 0, 0xfffffff8ull);
+  record(buf, &l, 0, 0, 0, 1, 0x10);
+  cproton_decoded *d = decode(buf, l.per_cta_bytes, &l, 0);
+  cproton_decoded_scope s;
+  cproton_decoded_get_scope(d, 0, &s);
+  cr_assert_eq(s.cycles, 0x18);
+  cproton_decoded_warp w;
+  cproton_decoded_get_warp(d, 0, &w);
+  cr_assert_eq(w.events[0].start, 8);
+  cproton_decoded_free(d);
+  free(buf);
+}
+
+Test(backend_decode, record_before_start_counter_is_negative) {
+  cproton_buffer_layout l = layout(1, 64, CPROTON_COUNTER_CLOCK64);
+  unsigned char *buf = calloc(1, l.per_cta_bytes);
+  header(buf, &l, 0, 1);
+  record(buf, &l, 0, 0, 0, 0, 4990);
+  record(buf, &l, 0, 0, 0, 1, 5030);
+  cproton_decoded *d = decode(buf, l.per_cta_bytes, &l, 0);
+  cproton_decoded_warp w;
+  cproton_decoded_get_warp(d, 0, &w);
+  cr_assert_eq(w.events[0].start, -10);
+  cr_assert_eq(w.events[0].end, 30);
+  cproton_decoded_free(d);
+  free(buf);
+}
+
+Test(backend_decode, unpaired_and_out_of_range_records) {
+  cproton_buffer_layout l = layout(1, 128, CPROTON_COUNTER_CLOCK64);
+  unsigned char *buf = calloc(1, l.per_cta_bytes);
+  header(buf, &l, 0, 1);
+  record(buf, &l, 0, 0, 1, 1, 5001); /* end without start */
+  record(buf, &l, 0, 0, 0, 0, 5002);
+  record(buf, &l, 0, 0, 1, 0, 5003); /* start whose end is lost */
+  record(buf, &l, 0, 0, 0, 1, 5010); /* closes a; b unpaired */
+  record(buf, &l, 0, 0, 77, 0, 5011); /* unknown scope */
+  cproton_decoded *d = decode(buf, l.per_cta_bytes, &l, 0);
+  cproton_decoded_warp w;
+  cproton_decoded_get_warp(d, 0, &w);
+  cr_assert_eq(w.n_events, 1);
+  cr_assert_eq(w.n_unpaired, 3);
+  cr_assert_eq(cproton_decoded_n_unpaired(d), 3);
+  cproton_decoded_free(d);
+  free(buf);
+}
+
+Test(backend_decode, truncated_and_bad_headers) {
+  cproton_buffer_layout l = layout(2, 64, CPROTON_COUNTER_CLOCK64);
+  size_t n = 3 * (size_t)l.per_cta_bytes;
+  unsigned char *buf = calloc(3, l.per_cta_bytes);
+  for (uint32_t c = 0; c < 3; c++)
+    header(buf, &l, c, 2);
+  cproton_decoded *d = NULL;
+  cr_assert_eq(cproton_buffer_decode(buf, n - 8, &l, 0, &d), CPROTON_EPARSE);
+  cr_assert(strstr(cproton_last_error(), "not a whole number"));
+  cr_assert_eq(cproton_buffer_decode(buf, 0, &l, 0, &d), CPROTON_EPARSE);
+  buf[l.per_cta_bytes] ^= 0xff; /* CTA 1 magic */
+  cr_assert_eq(cproton_buffer_decode(buf, n, &l, 0, &d), CPROTON_EPARSE);
+  cr_assert(strstr(cproton_last_error(), "CTA slice 1"));
+  cr_assert(strstr(cproton_last_error(), "bad magic"));
+  cr_assert_null(d);
+  d = decode(buf, n, &l, CPROTON_DECODE_SKIP_BAD_CTAS);
+  cr_assert_eq(cproton_decoded_n_ctas(d), 2);
+  cr_assert_eq(cproton_decoded_n_bad_ctas(d), 1);
+  cproton_decoded_free(d);
+  buf[l.per_cta_bytes] ^= 0xff;
+  buf[CP_HDR_VERSION] = 9;
+  cr_assert_eq(cproton_buffer_decode(buf, n, &l, 0, &d), CPROTON_EPARSE);
+  cr_assert(strstr(cproton_last_error(), "version 9"));
+  buf[CP_HDR_VERSION] = 1;
+  put32(buf + CP_HDR_SEG_BYTES, 128);
+  cr_assert_eq(cproton_buffer_decode(buf, n, &l, 0, &d), CPROTON_EPARSE);
+  cr_assert(strstr(cproton_last_error(), "another kernel"));
+  put32(buf + CP_HDR_SEG_BYTES, 64);
+  put32(buf + CP_HDR_CTA, 5);
+  cr_assert_eq(cproton_buffer_decode(buf, n, &l, 0, &d), CPROTON_EPARSE);
+  cr_assert(strstr(cproton_last_error(), "stale"));
+  free(buf);
+}
+
+Test(backend_decode, bad_layouts_and_inactive_warps) {
+  cproton_buffer_layout l = layout(2, 64, CPROTON_COUNTER_CLOCK64);
+  unsigned char *buf = calloc(1, l.per_cta_bytes);
+  header(buf, &l, 0, 1); /* only warp 0 launched */
+  put32(buf + CP_HDR_COUNTS + 4, 999); /* stale count of warp 1 */
+  cproton_decoded *d = decode(buf, l.per_cta_bytes, &l, 0);
+  cr_assert_eq(cproton_decoded_n_warps(d), 1);
+  cproton_decoded_free(d);
+  cproton_buffer_layout bad = l;
+  bad.segment_bytes = 48;
+  cr_assert_eq(cproton_buffer_decode(buf, l.per_cta_bytes, &bad, 0, &d), CPROTON_EINVAL);
+  bad = l;
+  bad.per_cta_bytes += 16;
+  cr_assert_eq(cproton_buffer_decode(buf, l.per_cta_bytes, &bad, 0, &d), CPROTON_EINVAL);
+  cr_assert_eq(cproton_buffer_decode(NULL, 1, &l, 0, &d), CPROTON_EINVAL);
+  free(buf);
+}
+
+Test(backend_decode, layout_from_the_pass) {
+  static const char ptx[] =
+      ".version 8.7\n.target sm_90a\n.address_size 64\n.visible .entry k(\n\t.param .u64 k_p\n)\n"
+      ".reqntid 96\n{\n\t// @cproton record start x\n\t// @cproton record end x\n\tret;\n}\n";
+  cproton_ptx *p;
+  cr_assert_eq(cproton_ptx_instrument(ptx, sizeof ptx - 1, NULL, &p), CPROTON_OK, "%s", cproton_last_error());
+  cproton_buffer_layout l;
+  cproton_ptx_kernel_layout(p, 0, &l);
+  cr_assert_eq(l.n_units, 3);
+  unsigned char *buf = calloc(1, l.per_cta_bytes);
+  header(buf, &l, 0, 3);
+  buf[CP_HDR_FLAGS] = 1;
+  for (uint32_t u = 0; u < 3; u++) {
+    record(buf, &l, 0, u, 0, 0, 5100);
+    record(buf, &l, 0, u, 0, 1, 5100 + 10 * (u + 1));
+  }
+  cproton_decoded *d = decode(buf, l.per_cta_bytes, &l, 0);
+  cproton_decoded_scope s;
+  cproton_decoded_get_scope(d, 0, &s);
+  cr_assert_str_eq(s.name, "x");
+  cr_assert_eq(s.cycles, 60);
+  cr_assert_eq(s.count, 3);
+  cr_assert_float_eq(s.normalized_cycles, 20.0, 1e-9);
+  cproton_decoded_free(d);
+  cproton_ptx_free(p);
+  free(buf);
+}

@@ -1,0 +1,217 @@
+/* instrument_pass_test.c -- the PTX pass: golden output on the Triton
+ * fixtures, ptxas acceptance for every option combination, byte-for-byte
+ * identity without markers, scope tables and layouts. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cproton/cproton.h"
+#include "testutil/testutil.h"
+
+#define FIX CP_SHARED_DIR "/reference/ptx/"
+#define GOLDEN CP_SOURCE_DIR "/tests/data/instrument/"
+
+static char *fixture(const char *name, size_t *n) {
+  char path[512];
+  snprintf(path, sizeof path, FIX "%s.ptx", name);
+  char *t = cpt_read_file(path, n);
+  cr_assert_not_null(t, "missing fixture %s", path);
+  return t;
+}
+
+static cproton_ptx *run(const char *text, size_t n, const cproton_ptx_options *o) {
+  cproton_ptx *p = NULL;
+  int rc = cproton_ptx_instrument(text, n, o, &p);
+  cr_assert_eq(rc, CPROTON_OK, "instrument failed: %s", cproton_last_error());
+  return p;
+}
+
+static int have_ptxas(void) { return system("ptxas --version > /dev/null 2>&1") == 0; }
+
+/* Assembles `text` for `arch` (rewriting the .target line); 0 on success. */
+static int ptxas(const char *text, const char *arch) {
+  const char *path = cpt_tmp_path("t.ptx");
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  const char *tg = strstr(text, ".target ");
+  const char *eol = tg ? strchr(tg, '\n') : NULL;
+  cr_assert(tg && eol);
+  fwrite(text, 1, (size_t)(tg - text), f);
+  fprintf(f, ".target %s", arch);
+  fputs(eol, f);
+  fclose(f);
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "ptxas -arch=%s %s -o %s.o 2> %s.log", arch, path, path, path);
+  int rc = system(cmd);
+  if (rc) {
+    size_t n;
+    char *log = cpt_read_file(cpt_tmp_path("t.ptx.log"), &n);
+    fprintf(stderr, "ptxas %s failed:\n%s\n", arch, log ? log : "");
+    free(log);
+  }
+  return rc;
+}
+
+static void golden(const char *fx, const char *variant, const cproton_ptx_options *o) {
+  size_t n, gn;
+  char *in = fixture(fx, &n);
+  cproton_ptx *p = run(in, n, o);
+  size_t on;
+  const char *out = cproton_ptx_text(p, &on);
+  char path[512];
+  snprintf(path, sizeof path, GOLDEN "%s.%s.ptx", fx, variant);
+  if (getenv("CPROTON_UPDATE_GOLDEN")) {
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    fwrite(out, 1, on, f);
+    fclose(f);
+  }
+  char *g = cpt_read_file(path, &gn);
+  cr_assert_not_null(g, "missing golden %s (CPROTON_UPDATE_GOLDEN=1 writes it)", path);
+  cr_assert(gn == on && !memcmp(g, out, on), "%s differs from the golden file", path);
+  free(g);
+  cproton_ptx_free(p);
+  free(in);
+}
+
+Test(instrument_pass, golden_fixtures) {
+  cproton_ptx_options o;
+  cproton_ptx_options_init(&o);
+  golden("vadd_sm90", "shared", &o);
+  golden("softmax_sm90", "shared", &o);
+  golden("mm_pipelined_sm90", "shared", &o);
+  o.buffer = CPROTON_BUFFER_GLOBAL;
+  o.counter = CPROTON_COUNTER_CLOCK;
+  golden("vadd_sm90", "global_clock", &o);
+  o.counter = CPROTON_COUNTER_GLOBALTIMER;
+  o.granularity = CPROTON_GRANULARITY_WARPGROUP;
+  golden("mm_pipelined_sm90", "global_gt_wg", &o);
+  cproton_ptx_options_init(&o);
+  o.sample_mask = 0x5;
+  golden("softmax_sm90", "sampled", &o);
+}
+
+Test(instrument_pass, every_option_assembles) {
+  if (!have_ptxas())
+    cr_skip_test("ptxas not found");
+  static const char *const fx[] = {"vadd_sm90", "softmax_sm90", "mm_pipelined_sm90"};
+  for (int f = 0; f < 3; f++) {
+    size_t n;
+    char *in = fixture(fx[f], &n);
+    for (int b = 0; b < 2; b++)
+      for (int c = 0; c < 3; c++)
+        for (int g = 0; g < 3; g++) {
+          cproton_ptx_options o;
+          cproton_ptx_options_init(&o);
+          o.buffer = b;
+          o.counter = c;
+          o.granularity = g;
+          o.sample_mask = (b + c + g) % 2 ? 0x5 : 0;
+          cproton_ptx *p = run(in, n, &o);
+          const char *t = cproton_ptx_text(p, NULL);
+          cr_assert_eq(ptxas(t, "sm_90a"), 0, "%s b%d c%d g%d sm_90a", fx[f], b, c, g);
+          if (f < 2) /* mm uses wgmma: sm_90 only */
+            cr_assert_eq(ptxas(t, "sm_80"), 0, "%s b%d c%d g%d sm_80", fx[f], b, c, g);
+          cproton_ptx_free(p);
+        }
+    free(in);
+  }
+}
+
+Test(instrument_pass, unmarked_kernel_is_unchanged) {
+  static const char *const fx[] = {"vadd_sm90", "softmax_sm90", "mm_pipelined_sm90"};
+  for (int f = 0; f < 3; f++) {
+    size_t n;
+    char *in = fixture(fx[f], &n);
+    for (char *m = in; (m = strstr(m, "@cproton")) != NULL; m++)
+      m[1] = 'x'; /* "@xproton": no longer a marker */
+    cproton_ptx *p = run(in, n, NULL);
+    size_t on;
+    const char *out = cproton_ptx_text(p, &on);
+    cr_assert_eq(on, n);
+    cr_assert(!memcmp(out, in, n), "%s changed", fx[f]);
+    cr_assert_eq(cproton_ptx_n_kernels(p), 0);
+    cproton_ptx_free(p);
+    free(in);
+  }
+  cproton_ptx *p = run("", 0, NULL);
+  cr_assert_str_eq(cproton_ptx_text(p, NULL), "");
+  cproton_ptx_free(p);
+}
+
+Test(instrument_pass, scope_table_and_layout) {
+  size_t n;
+  char *in = fixture("mm_pipelined_sm90", &n);
+  cproton_ptx *p = run(in, n, NULL);
+  cr_assert_eq(cproton_ptx_n_kernels(p), 1);
+  cr_assert_str_eq(cproton_ptx_kernel_name(p, 0), "mm");
+  cproton_buffer_layout l;
+  cr_assert_eq(cproton_ptx_kernel_layout(p, 0, &l), CPROTON_OK);
+  static const char *const names[] = {"kernel", "loads", "dot", "epilogue"};
+  static const int parents[] = {-1, 0, 0, 0};
+  cr_assert_eq(l.n_scopes, 4);
+  for (int i = 0; i < 4; i++) {
+    cr_assert_str_eq(l.scope_names[i], names[i]);
+    cr_assert_eq(l.scope_parents[i], parents[i]);
+  }
+  cr_assert_eq(l.n_units, 4);
+  cr_assert_eq(l.segment_bytes, 1024);
+  cr_assert_eq(l.header_bytes, 80);
+  cr_assert_eq(l.per_cta_bytes, 80 + 4 * 1024);
+  cproton_ptx_stats st;
+  cr_assert_eq(cproton_ptx_kernel_stats(p, 0, &st), CPROTON_OK);
+  cr_assert_eq(st.n_records, 8);
+  cr_assert_eq(st.n_exits, 1);
+  cr_assert_eq(st.record_instrs, 6);
+  cr_assert_eq(cproton_ptx_kernel_layout(p, 1, &l), CPROTON_EINVAL);
+  cproton_ptx_free(p);
+  free(in);
+}
+
+Test(instrument_pass, sampling_and_granularity_size_units) {
+  size_t n;
+  char *in = fixture("softmax_sm90", &n); /* 8 warps */
+  cproton_ptx_options o;
+  cproton_ptx_options_init(&o);
+  o.sample_mask = 0x81;
+  cproton_ptx *p = run(in, n, &o);
+  cproton_buffer_layout l;
+  cproton_ptx_kernel_layout(p, 0, &l);
+  cr_assert_eq(l.n_units, 2);
+  cr_assert_eq(l.unit_warp[0], 0);
+  cr_assert_eq(l.unit_warp[1], 7);
+  cproton_ptx_free(p);
+  o.sample_mask = 0;
+  o.granularity = CPROTON_GRANULARITY_WARPGROUP;
+  o.buffer = CPROTON_BUFFER_GLOBAL;
+  o.buffer_size = 3000; /* 2 units -> 1500 -> 1024-byte segments */
+  p = run(in, n, &o);
+  cproton_ptx_kernel_layout(p, 0, &l);
+  cr_assert_eq(l.n_units, 2);
+  cr_assert_eq(l.unit_warp[1], 4);
+  cr_assert_eq(l.segment_bytes, 1024);
+  cproton_ptx_free(p);
+  o.sample_mask = 0x100; /* beyond the 2 warp groups */
+  cproton_ptx *q = NULL;
+  cr_assert_eq(cproton_ptx_instrument(in, n, &o, &q), CPROTON_EINVAL);
+  cr_assert_null(q);
+  free(in);
+}
+
+Test(instrument_pass, shared_default_shrinks_with_existing_shared) {
+  size_t n;
+  char *in = fixture("vadd_sm90", &n);
+  cproton_ptx_options o;
+  cproton_ptx_options_init(&o);
+  o.existing_shared_bytes = 232448 - 1000; /* 1000 bytes left for 4 warps */
+  cproton_ptx *p = run(in, n, &o);
+  cproton_buffer_layout l;
+  cproton_ptx_kernel_layout(p, 0, &l);
+  cr_assert_eq(l.segment_bytes, 128);
+  cproton_ptx_free(p);
+  o.existing_shared_bytes = 232448 - 100;
+  cr_assert_eq(cproton_ptx_instrument(in, n, &o, &p), CPROTON_ELIMIT);
+  cr_assert(strstr(cproton_last_error(), "buffer=global"));
+  free(in);
+}
