@@ -10,7 +10,7 @@
  *   cproton_instr_kernel *k;
  *   cproton_instr_kernel_new("matmul", &layout, &k);     // once per kernel
  *   uint64_t buf;
- *   cproton_instr_alloc(n_ctas * layout.per_cta_bytes, &buf);
+ *   cproton_instr_alloc(n_ctas * layout.per_cta_bytes, stream, &buf);
  *   cuLaunchKernel(..., params ending with &buf ...);
  *   cproton_instr_launch(k, buf, n_ctas * layout.per_cta_bytes, stream);
  *
@@ -61,10 +61,14 @@ CPROTON_API int cproton_instr_kernel_new(const char *name,
 CPROTON_API void cproton_instr_kernel_free(cproton_instr_kernel *k);
 
 /* A device buffer of at least `size` bytes from the pool, in the current
- * CUDA context, for one launch. It returns to the pool after its launch's
- * records were copied back (or at cproton_instr_release). Errors:
- * ENODEVICE, EBACKEND (the driver's message), ENOMEM. */
-CPROTON_API int cproton_instr_alloc(size_t size, uint64_t *dptr_out);
+ * CUDA context, for one launch on `stream` (a CUstream; 0 = default). Its
+ * first `size` bytes are zeroed on that stream (so a CTA that never reached
+ * its finalize is seen as missing, not as an earlier launch's data). It
+ * returns to the pool after its launch's records were copied back (or at
+ * cproton_instr_release). Errors: ENODEVICE, EBACKEND (the driver's
+ * message), ENOMEM, ELIMIT (1,024 buffers in flight). */
+CPROTON_API int cproton_instr_alloc(size_t size, uint64_t stream,
+                                    uint64_t *dptr_out);
 
 /* Gives back a buffer whose launch never happened. Errors: ENOTFOUND. */
 CPROTON_API int cproton_instr_release(uint64_t dptr);

@@ -184,5 +184,5 @@ Test(instr_runtime, bad_arguments) {
   cr_assert_eq(cproton_instr_record_host(k, junk, 100, 0), CPROTON_EPARSE);
   cproton_instr_kernel_free(k);
   uint64_t p;
-  cr_assert_neq(cproton_instr_alloc(64, &p), CPROTON_OK, "no driver here");
+  cr_assert_neq(cproton_instr_alloc(64, 0, &p), CPROTON_OK, "no driver here");
 }

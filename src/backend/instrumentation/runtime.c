@@ -152,7 +152,7 @@ static buffer *find_buffer(uint64_t dptr) {
   return NULL;
 }
 
-int cproton_instr_alloc(size_t size, uint64_t *dptr_out) {
+int cproton_instr_alloc(size_t size, uint64_t stream, uint64_t *dptr_out) {
   const cp_cudadrv *d;
   int rc = cp_cudadrv_get(&d);
   if (rc)
@@ -164,8 +164,16 @@ int cproton_instr_alloc(size_t size, uint64_t *dptr_out) {
   pthread_mutex_lock(&lock);
   buffer *b = NULL;
   rc = take_buffer(d, size, ctx, &b);
-  if (!rc)
-    *dptr_out = b->dptr;
+  if (!rc) {
+    cp_curesult r = d->cuMemsetD8Async(b->dptr, 0, size,
+                                       (cp_custream)(uintptr_t)stream);
+    if (r) {
+      b->in_use = 0;
+      rc = cp_cudadrv_error(r, "clearing a profile buffer");
+    } else {
+      *dptr_out = b->dptr;
+    }
+  }
   pthread_mutex_unlock(&lock);
   return rc;
 }
