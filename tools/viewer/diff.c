@@ -161,6 +161,7 @@ int vw_diff(vw_tree *L, vw_tree *R, const int *cols, int n_cols) {
   L->n = n;
   L->diff = 1;
   vw_tree_link(L);
+  vw_tree_sort(L);
   free(match), free(rm), free(order), free(rcol), free(newid_l), free(newid_r);
   return 0;
 }

@@ -123,7 +123,10 @@ int vw_tree_load(const char *path, vw_tree *t) {
     return vw_fail("%s: no frames left after removing empty frames "
                    "(the profile holds no metrics)", path);
   vw_tree_link(t);
-  return metric_lists(t);
+  if (metric_lists(t))
+    return -1;
+  vw_tree_sort(t);
+  return 0;
 }
 
 void vw_tree_free(vw_tree *t) {
@@ -295,5 +298,57 @@ void vw_tree_keep(vw_tree *t, const uint8_t *keep) {
   for (int c = 0; c < t->n_cols; c++)
     if (t->cols[c].inc_of >= 0)
       vw_col_subtree_sum(t, c, t->cols[c].inc_of);
+  vw_tree_link(t);
+}
+
+static const vw_node *sort_nodes;
+static int by_frame(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  int c = strcmp(sort_nodes[x].name, sort_nodes[y].name);
+  return c ? c : (x < y ? -1 : (x > y));
+}
+
+/* Hatchet numbers nodes in a pre-order walk that visits children sorted by
+ * frame (name, then type; all frames are "function"), and renders in that
+ * order: reorder the table the same way. Ties keep file order. */
+void vw_tree_sort(vw_tree *t) {
+  uint32_t n = t->n, *order = xcalloc(n, sizeof *order), m = 0;
+  uint32_t *stack = xcalloc(n, sizeof *stack), *kids = xcalloc(n, sizeof *kids);
+  uint32_t *newid = xcalloc(n, sizeof *newid);
+  size_t sp = 0, nk = 0;
+  sort_nodes = t->nodes;
+  for (uint32_t i = 0; i < n; i++)
+    if (t->nodes[i].parent == VW_NONE)
+      kids[nk++] = i;
+  qsort(kids, nk, sizeof *kids, by_frame);
+  while (nk)
+    stack[sp++] = kids[--nk];
+  while (sp) {
+    uint32_t u = stack[--sp];
+    order[m++] = u;
+    for (uint32_t c = t->first_child[u]; c != VW_NONE; c = t->next_sibling[c])
+      kids[nk++] = c;
+    qsort(kids, nk, sizeof *kids, by_frame);
+    while (nk)
+      stack[sp++] = kids[--nk];
+  }
+  vw_node *nodes = xcalloc(n, sizeof *nodes);
+  for (uint32_t i = 0; i < n; i++) {
+    nodes[i] = t->nodes[order[i]];
+    newid[order[i]] = i;
+  }
+  for (uint32_t i = 0; i < n; i++)
+    if (nodes[i].parent != VW_NONE)
+      nodes[i].parent = newid[nodes[i].parent];
+  for (int c = 0; c < t->n_cols; c++) {
+    double *v = xcalloc(n, sizeof *v);
+    for (uint32_t i = 0; i < n; i++)
+      v[i] = t->cols[c].v[order[i]];
+    free(t->cols[c].v);
+    t->cols[c].v = v;
+  }
+  free(t->nodes);
+  t->nodes = nodes;
+  free(order), free(stack), free(kids), free(newid);
   vw_tree_link(t);
 }

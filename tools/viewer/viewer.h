@@ -49,6 +49,7 @@ int vw_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int vw_tree_load(const char *path, vw_tree *t);
 void vw_tree_free(vw_tree *t);
 void vw_tree_link(vw_tree *t);
+void vw_tree_sort(vw_tree *t);
 int vw_col_new(vw_tree *t, const char *name, int inc_of);
 int vw_col_find(const vw_tree *t, const char *name);
 int vw_col_get(vw_tree *t, const char *name);
