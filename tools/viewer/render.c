@@ -357,7 +357,7 @@ static void visit_folded(ctx *c, uint32_t i, const uint8_t *last) {
     for (uint32_t k = t->first_child[i]; k != VW_NONE; k = t->next_sibling[k])
       if (!isnan(col->v[k]))
         self -= col->v[k];
-  if (!(self > 0))
+  if (!(self > fabs(col->v[i]) * 1e-12)) /* drop rounding residue */
     return;
   fwrite(path, 1, ends[d], c->out);
   if (self == floor(self) && self < 1e15)
