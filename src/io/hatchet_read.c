@@ -1,0 +1,385 @@
+/* io/hatchet_read.c -- Hatchet tree profiles: schema checks over the JSON
+ * tokens, filling the compact model (io/profile_model.h).
+ *
+ * Document:  [ node, device_info? ]
+ *   node        {"frame": {"name": str, "type": str, ...},
+ *                "metrics": {key: number|string|bool|null, ...},
+ *                "children": [node, ...], ...}      (keys in any order;
+ *                "frame" required; unknown keys skipped; no duplicates)
+ *   device_info {type: {index: {"arch": str|int, "num_sms": n,
+ *                "clock_rate": kHz, "memory_clock_rate": kHz,
+ *                "bus_width": bits, ...}}}
+ * Invariant: nodes are parsed with an explicit stack (never C recursion), so
+ * nesting is bounded by CPROTON_PROFILE_MAX_DEPTH, not by the C stack. Node
+ * ids are given at '{', which makes them pre-order.
+ * Not a hot path; called by io/profile_api.c on the opening thread. */
+#include "io/hatchet_read.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define next(lx) cp_hatchet_read_json_next(lx)
+#define expect(lx, t, w) cp_hatchet_read_json_expect(lx, t, w)
+#define perr(lx, code, ...) cp_hatchet_read_json_error(lx, code, __VA_ARGS__)
+#define tname(t) cp_hatchet_read_json_tok_name(t)
+
+enum { ST_OBJ_FIRST, ST_OBJ_NEXT, ST_CH_FIRST, ST_CH_NEXT };
+enum { SEEN_FRAME = 1, SEEN_METRICS = 2, SEEN_CHILDREN = 4 };
+
+typedef struct frame {
+  uint32_t node;
+  uint8_t state, seen;
+} frame;
+
+typedef struct parser {
+  cp_json_lexer *lx;
+  cproton_profile *p;
+  frame *stack;
+  size_t sp, cap;
+} parser;
+
+/* Wraps a model error (which has no position) with the current position. */
+static int at(parser *ps, int rc) {
+  if (rc == CPROTON_OK)
+    return rc;
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s", cp_error_message());
+  return perr(ps->lx, rc, "%s", msg);
+}
+
+/* Reads members of an object whose '{' is the current token, calling
+ * `member` with the key (in lx->str) and the value's first token current. */
+typedef int (*member_fn)(parser *ps, void *ctx, uint32_t key_id);
+
+static int each_member(parser *ps, void *ctx, member_fn member) {
+  cp_json_lexer *lx = ps->lx;
+  if (lx->tok != CP_JSON_LBRACE)
+    return perr(lx, CPROTON_EPARSE, "expected an object, found %s",
+                tname(lx->tok));
+  int rc = next(lx);
+  if (rc || lx->tok == CP_JSON_RBRACE)
+    return rc;
+  for (;;) {
+    if (lx->tok != CP_JSON_STRING)
+      return perr(lx, CPROTON_EPARSE, "expected a string key, found %s%s",
+                  tname(lx->tok),
+                  lx->tok == CP_JSON_EOF ? " (truncated file?)" : "");
+    uint32_t key_id;
+    if ((rc = at(ps, cp_profile_model_intern(ps->p, lx->str, lx->str_len,
+                                             &key_id))) ||
+        (rc = expect(lx, CP_JSON_COLON, "':'")) || (rc = next(lx)) ||
+        (rc = member(ps, ctx, key_id)) || (rc = next(lx)))
+      return rc;
+    if (lx->tok == CP_JSON_RBRACE)
+      return CPROTON_OK;
+    if (lx->tok != CP_JSON_COMMA)
+      return perr(lx, CPROTON_EPARSE, "expected ',' or '}', found %s%s",
+                  tname(lx->tok),
+                  lx->tok == CP_JSON_EOF ? " (truncated file?)" : "");
+    if ((rc = next(lx)))
+      return rc;
+  }
+}
+
+static const char *str_of(parser *ps, uint32_t id) {
+  return cp_profile_model_str(ps->p, id);
+}
+
+static int frame_member(parser *ps, void *ctx, uint32_t key_id) {
+  cp_profile_node *n = &ps->p->nodes[*(uint32_t *)ctx];
+  const char *key = str_of(ps, key_id);
+  int is_name = !strcmp(key, "name"), is_type = !strcmp(key, "type");
+  if (!is_name && !is_type)
+    return cp_hatchet_read_json_skip(ps->lx);
+  if (ps->lx->tok != CP_JSON_STRING)
+    return perr(ps->lx, CPROTON_EPARSE, "frame.%s must be a string, found %s",
+                key, tname(ps->lx->tok));
+  uint32_t id;
+  int rc = at(ps, cp_profile_model_intern(ps->p, ps->lx->str,
+                                          ps->lx->str_len, &id));
+  n = &ps->p->nodes[*(uint32_t *)ctx];
+  if (is_name)
+    n->name = id;
+  else
+    n->type = id;
+  return rc;
+}
+
+static int parse_frame(parser *ps, uint32_t node) {
+  uint64_t line = ps->lx->tok_line, col = ps->lx->tok_col;
+  uint32_t empty = ps->p->empty_id;
+  ps->p->nodes[node].name = CPROTON_PROFILE_NO_NODE;
+  int rc = each_member(ps, &node, frame_member);
+  if (rc)
+    return rc;
+  if (ps->p->nodes[node].name == CPROTON_PROFILE_NO_NODE) {
+    ps->p->nodes[node].name = empty;
+    return cp_error_set(CPROTON_EPARSE, "%s:%llu:%llu: frame has no \"name\"",
+                        ps->lx->name, (unsigned long long)line,
+                        (unsigned long long)col);
+  }
+  return CPROTON_OK;
+}
+
+static int metric_member(parser *ps, void *ctx, uint32_t key_id) {
+  cp_json_lexer *lx = ps->lx;
+  cp_profile_metric m;
+  memset(&m, 0, sizeof m);
+  switch (lx->tok) {
+  case CP_JSON_INT:
+    m.kind = CPROTON_METRIC_INT, m.v.i = lx->ival;
+    break;
+  case CP_JSON_DOUBLE:
+    m.kind = CPROTON_METRIC_DOUBLE, m.v.d = lx->dval;
+    break;
+  case CP_JSON_TRUE:
+  case CP_JSON_FALSE:
+    m.kind = CPROTON_METRIC_INT, m.v.i = lx->tok == CP_JSON_TRUE;
+    break;
+  case CP_JSON_STRING: {
+    m.kind = CPROTON_METRIC_STRING;
+    int rc = at(ps, cp_profile_model_intern(ps->p, lx->str, lx->str_len,
+                                            &m.v.s));
+    if (rc)
+      return rc;
+    break;
+  }
+  case CP_JSON_NULL:
+    return CPROTON_OK;
+  default:
+    return perr(lx, CPROTON_EPARSE,
+                "metric \"%.200s\" must be a number or a string, found %s",
+                str_of(ps, key_id), tname(lx->tok));
+  }
+  int rc = at(ps, cp_profile_model_key(ps->p, key_id, &m.key));
+  return rc ? rc : at(ps, cp_profile_model_set_metric(
+                              ps->p, *(uint32_t *)ctx, &m));
+}
+
+static int push(parser *ps, uint32_t parent) {
+  if (ps->sp >= CPROTON_PROFILE_MAX_DEPTH)
+    return perr(ps->lx, CPROTON_ELIMIT, "nodes nested deeper than %u",
+                CPROTON_PROFILE_MAX_DEPTH);
+  if (ps->sp == ps->cap) {
+    size_t cap = ps->cap ? ps->cap * 2 : 64;
+    frame *s = realloc(ps->stack, cap * sizeof *s);
+    if (!s)
+      return perr(ps->lx, CPROTON_ENOMEM, "out of memory");
+    ps->stack = s;
+    ps->cap = cap;
+  }
+  if (ps->lx->tok != CP_JSON_LBRACE)
+    return perr(ps->lx, CPROTON_EPARSE, "expected a node object, found %s%s",
+                tname(ps->lx->tok),
+                ps->lx->tok == CP_JSON_EOF ? " (truncated file?)" : "");
+  uint32_t id;
+  int rc = at(ps, cp_profile_model_add_node(ps->p, parent, &id));
+  if (rc)
+    return rc;
+  ps->stack[ps->sp++] = (frame){id, ST_OBJ_FIRST, 0};
+  return CPROTON_OK;
+}
+
+/* One member of the node on top; the value's first token is current. */
+static int node_member(parser *ps, frame *f, const char *key) {
+  static const struct { const char *key; uint8_t bit; } known[] = {
+      {"frame", SEEN_FRAME}, {"metrics", SEEN_METRICS},
+      {"children", SEEN_CHILDREN}};
+  f->state = ST_OBJ_NEXT;
+  for (size_t k = 0; k < 3; k++) {
+    if (strcmp(key, known[k].key))
+      continue;
+    if (f->seen & known[k].bit)
+      return perr(ps->lx, CPROTON_EPARSE, "duplicate \"%s\" in a node", key);
+    f->seen |= known[k].bit;
+    if (k == 0)
+      return parse_frame(ps, f->node);
+    if (k == 1)
+      return each_member(ps, &f->node, metric_member);
+    if (ps->lx->tok != CP_JSON_LBRACKET)
+      return perr(ps->lx, CPROTON_EPARSE, "\"children\" must be a list");
+    f->state = ST_CH_FIRST;
+    return CPROTON_OK;
+  }
+  return cp_hatchet_read_json_skip(ps->lx);
+}
+
+static int end_node(parser *ps) {
+  frame *f = &ps->stack[ps->sp - 1];
+  if (!(f->seen & SEEN_FRAME))
+    return perr(ps->lx, CPROTON_EPARSE, "node has no \"frame\"");
+  ps->sp--;
+  if (ps->sp)
+    ps->stack[ps->sp - 1].state = ST_CH_NEXT;
+  return CPROTON_OK;
+}
+
+/* Reads the next key of the node on top (the current token is just after
+ * '{' or ','), looks it up and dispatches its value. */
+static int node_key(parser *ps, frame *f) {
+  cp_json_lexer *lx = ps->lx;
+  if (lx->tok != CP_JSON_STRING)
+    return perr(lx, CPROTON_EPARSE, "expected a string key, found %s%s",
+                tname(lx->tok),
+                lx->tok == CP_JSON_EOF ? " (truncated file?)" : "");
+  char key[16];
+  snprintf(key, sizeof key, "%s", lx->str_len < sizeof key ? lx->str : "?");
+  int rc = expect(lx, CP_JSON_COLON, "':'");
+  if (rc || (rc = next(lx)))
+    return rc;
+  return node_member(ps, f, key);
+}
+
+/* One step of the node state machine; see the file comment. */
+static int node_step(parser *ps) {
+  cp_json_lexer *lx = ps->lx;
+  frame *f = &ps->stack[ps->sp - 1];
+  int rc = next(lx);
+  if (rc)
+    return rc;
+  switch (f->state) {
+  case ST_OBJ_FIRST:
+    return lx->tok == CP_JSON_RBRACE ? end_node(ps) : node_key(ps, f);
+  case ST_OBJ_NEXT:
+    if (lx->tok == CP_JSON_RBRACE)
+      return end_node(ps);
+    if (lx->tok != CP_JSON_COMMA)
+      return perr(lx, CPROTON_EPARSE, "expected ',' or '}', found %s%s",
+                  tname(lx->tok),
+                  lx->tok == CP_JSON_EOF ? " (truncated file?)" : "");
+    return (rc = next(lx)) ? rc : node_key(ps, f);
+  case ST_CH_NEXT:
+    if (lx->tok == CP_JSON_COMMA) {
+      uint32_t parent = f->node;
+      return (rc = next(lx)) ? rc : push(ps, parent);
+    }
+    /* ] ends the list, anything else is an error */
+    __attribute__((fallthrough));
+  default:
+    if (lx->tok == CP_JSON_RBRACKET) {
+      f->state = ST_OBJ_NEXT;
+      return CPROTON_OK;
+    }
+    if (f->state == ST_CH_FIRST)
+      return push(ps, f->node);
+    return perr(lx, CPROTON_EPARSE, "expected ',' or ']', found %s%s",
+                tname(lx->tok),
+                lx->tok == CP_JSON_EOF ? " (truncated file?)" : "");
+  }
+}
+
+static int parse_tree(parser *ps) {
+  int rc = push(ps, CPROTON_PROFILE_NO_NODE);
+  while (!rc && ps->sp)
+    rc = node_step(ps);
+  return rc;
+}
+
+/* ---- device info ---------------------------------------------------------- */
+
+typedef struct dev_ctx {
+  cp_profile_device d;
+  uint32_t type;
+} dev_ctx;
+
+static int dev_number(parser *ps, const char *key, double *out) {
+  cp_json_lexer *lx = ps->lx;
+  if (lx->tok != CP_JSON_INT && lx->tok != CP_JSON_DOUBLE)
+    return perr(lx, CPROTON_EPARSE, "device %s must be a number, found %s",
+                key, tname(lx->tok));
+  if (!(lx->dval >= 0) || lx->dval > 1e15)
+    return perr(lx, CPROTON_EPARSE, "device %s out of range: %g", key,
+                lx->dval);
+  *out = lx->dval;
+  return CPROTON_OK;
+}
+
+static int dev_field(parser *ps, void *ctx, uint32_t key_id) {
+  dev_ctx *c = ctx;
+  cp_json_lexer *lx = ps->lx;
+  const char *key = str_of(ps, key_id);
+  if (!strcmp(key, "arch")) {
+    char tmp[32];
+    const char *s = lx->str;
+    size_t n = lx->str_len;
+    if (lx->tok == CP_JSON_INT) {
+      n = (size_t)snprintf(tmp, sizeof tmp, "%lld", (long long)lx->ival);
+      s = tmp;
+    } else if (lx->tok != CP_JSON_STRING) {
+      return perr(lx, CPROTON_EPARSE, "device arch must be a string");
+    }
+    return at(ps, cp_profile_model_intern(ps->p, s, n, &c->d.arch));
+  }
+  static const char *const names[] = {"clock_rate", "memory_clock_rate",
+                                      "bus_width", "num_sms"};
+  double *slots[] = {&c->d.clock_rate, &c->d.memory_clock_rate,
+                     &c->d.bus_width, &c->d.num_sms};
+  for (size_t k = 0; k < 4; k++)
+    if (!strcmp(key, names[k]))
+      return dev_number(ps, key, slots[k]);
+  return cp_hatchet_read_json_skip(lx);
+}
+
+static int dev_index(parser *ps, void *ctx, uint32_t key_id) {
+  dev_ctx *c = ctx;
+  memset(&c->d, 0, sizeof c->d);
+  c->d.type = c->type;
+  c->d.index = key_id;
+  c->d.arch = ps->p->empty_id;
+  int rc = each_member(ps, c, dev_field);
+  return rc ? rc : at(ps, cp_profile_model_add_device(ps->p, &c->d));
+}
+
+static int dev_type(parser *ps, void *ctx, uint32_t key_id) {
+  dev_ctx *c = ctx;
+  c->type = key_id;
+  return each_member(ps, c, dev_index);
+}
+
+static int parse_devices(parser *ps) {
+  if (ps->lx->tok != CP_JSON_LBRACE)
+    return perr(ps->lx, CPROTON_EPARSE,
+                "second element must be the device-info object, found %s",
+                tname(ps->lx->tok));
+  dev_ctx c;
+  memset(&c, 0, sizeof c);
+  return each_member(ps, &c, dev_type);
+}
+
+/* ---- document --------------------------------------------------------------- */
+
+static int parse_document(parser *ps) {
+  cp_json_lexer *lx = ps->lx;
+  int rc = next(lx);
+  if (rc)
+    return rc;
+  if (lx->tok != CP_JSON_LBRACKET)
+    return perr(lx, CPROTON_EPARSE,
+                "expected '[' (a Hatchet list [root, device_info]), found %s",
+                tname(lx->tok));
+  if ((rc = next(lx)) || (rc = parse_tree(ps)) || (rc = next(lx)))
+    return rc;
+  if (lx->tok == CP_JSON_COMMA) {
+    if ((rc = next(lx)) || (rc = parse_devices(ps)) || (rc = next(lx)))
+      return rc;
+  }
+  if (lx->tok != CP_JSON_RBRACKET)
+    return perr(lx, CPROTON_EPARSE, "expected ']' after %s, found %s%s",
+                ps->p->n_devices ? "device info" : "the root node",
+                tname(lx->tok),
+                lx->tok == CP_JSON_EOF ? " (truncated file?)" : "");
+  if ((rc = next(lx)))
+    return rc;
+  if (lx->tok != CP_JSON_EOF)
+    return perr(lx, CPROTON_EPARSE, "extra data after the document");
+  return at(ps, cp_profile_model_finish(ps->p));
+}
+
+int cp_hatchet_read_document(cp_json_lexer *lx, cproton_profile *p) {
+  parser ps = {lx, p, NULL, 0, 0};
+  int rc = parse_document(&ps);
+  free(ps.stack);
+  return rc;
+}

@@ -1,0 +1,85 @@
+/* io/hatchet_read_json.h -- the bounded, position-tracking JSON tokenizer
+ * under the Hatchet reader (cp_hatchet_read_json_*).
+ *
+ * Pull model: cp_hatchet_read_json_next() reads one token into the lexer
+ * (kind, decoded string, number, start line/column). Input comes either from
+ * a memory buffer or from a file descriptor read in 4 MiB windows, so a
+ * 200 MB file never sits in memory whole. Limits: a string token may span at
+ * most CPROTON_PROFILE_MAX_STRING raw bytes, a number 256 bytes. */
+#ifndef CP_IO_HATCHET_READ_JSON_H
+#define CP_IO_HATCHET_READ_JSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+
+typedef enum cp_json_tok {
+  CP_JSON_EOF = 0,
+  CP_JSON_LBRACE,
+  CP_JSON_RBRACE,
+  CP_JSON_LBRACKET,
+  CP_JSON_RBRACKET,
+  CP_JSON_COLON,
+  CP_JSON_COMMA,
+  CP_JSON_STRING,
+  CP_JSON_INT,    /* integer literal that fits int64: `ival` (and `dval`) */
+  CP_JSON_DOUBLE, /* any other number, NaN, Infinity: `dval` */
+  CP_JSON_TRUE,
+  CP_JSON_FALSE,
+  CP_JSON_NULL
+} cp_json_tok;
+
+typedef struct cp_json_lexer {
+  const char *name; /* for messages; not owned */
+  int fd;           /* -1: memory input */
+  const char *data; /* window (memory input: the whole buffer) */
+  char *owned;      /* file input: the window buffer */
+  size_t cap, pos, end;
+  int eof;          /* no more bytes after `end` */
+  uint64_t base;    /* absolute offset of data[0] */
+  uint64_t line, line_start; /* current line (1-based), its start offset */
+  /* the current token */
+  cp_json_tok tok;
+  uint64_t tok_line, tok_col;
+  char *str; /* decoded string, NUL-terminated (no NUL inside) */
+  size_t str_len, str_cap;
+  int64_t ival;
+  double dval;
+} cp_json_lexer;
+
+/* Starts a lexer over `len` bytes at `buf` (not copied; must outlive it). */
+void cp_hatchet_read_json_init_mem(cp_json_lexer *lx, const char *buf,
+                                   size_t len, const char *name);
+
+/* Starts a lexer reading the open descriptor `fd` (not closed by the lexer).
+ * Returns CPROTON_OK or CPROTON_ENOMEM. */
+int cp_hatchet_read_json_init_fd(cp_json_lexer *lx, int fd, const char *name);
+
+/* Frees the lexer's buffers (not the lexer itself). */
+void cp_hatchet_read_json_free(cp_json_lexer *lx);
+
+/* Reads the next token. Returns CPROTON_OK, or EPARSE/ELIMIT/EIO/ENOMEM
+ * with a "name:line:col: ..." message. At end of input tok is CP_JSON_EOF. */
+int cp_hatchet_read_json_next(cp_json_lexer *lx);
+
+/* Reads the next token and fails with EPARSE unless it is `want`
+ * (`what` names it in the message, e.g. "':'"). */
+int cp_hatchet_read_json_expect(cp_json_lexer *lx, cp_json_tok want,
+                                const char *what);
+
+/* Skips one whole value whose first token is the current token (nested
+ * arrays/objects up to 10000 deep). After it the current token is the
+ * value's last token. */
+int cp_hatchet_read_json_skip(cp_json_lexer *lx);
+
+/* Sets the thread's error to `code` with "name:line:col: <fmt>" at the
+ * current token and returns `code`. */
+int cp_hatchet_read_json_error(const cp_json_lexer *lx, int code,
+                               const char *fmt, ...) CP_PRINTF(3, 4);
+
+/* A short description of the current token for messages ("'}'", "string",
+ * "end of file"). Static storage. */
+const char *cp_hatchet_read_json_tok_name(cp_json_tok tok);
+
+#endif

@@ -1,0 +1,102 @@
+/* tools/viewer/filter.c -- -i / -e / -t as Proton's filter_frames() does with
+ * Hatchet queries, followed by a squash:
+ *   -i R : MATCH ("*")->(".", p)->("*") WHERE p."name" =~ R
+ *          (ancestors of a match, the match, its descendants)
+ *   -e R : NOT MATCH (".", p)->("*")  (drops matches and their subtrees)
+ *   -t X : ["*", {metric: ">= X"}]    (nodes meeting X and their ancestors)
+ * Regexes match at the start of the name like Python's re.match; they are
+ * POSIX extended regexes with \d and \D translated.
+ * Called by main.c. */
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "viewer.h"
+
+static int compile(regex_t *re, const char *pattern) {
+  size_t n = strlen(pattern);
+  char *s = malloc(n * 5 + 8), *o = s;
+  if (!s)
+    return vw_fail("out of memory");
+  o += sprintf(o, "^(");
+  for (size_t i = 0; i < n; i++) {
+    if (pattern[i] == '\\' && (pattern[i + 1] == 'd' || pattern[i + 1] == 'D')) {
+      o += sprintf(o, pattern[i + 1] == 'd' ? "[0-9]" : "[^0-9]");
+      i++;
+    } else {
+      *o++ = pattern[i];
+    }
+  }
+  strcpy(o, ")");
+  int rc = regcomp(re, s, REG_EXTENDED | REG_NOSUB);
+  free(s);
+  if (rc) {
+    char msg[256];
+    regerror(rc, re, msg, sizeof msg);
+    return vw_fail("bad regular expression \"%s\": %s", pattern, msg);
+  }
+  return 0;
+}
+
+/* under[i]: node i or an ancestor matched; below[i]: i or a descendant did. */
+static void spread(const vw_tree *t, const uint8_t *hit, uint8_t *under,
+                   uint8_t *below) {
+  for (uint32_t i = 0; i < t->n; i++) {
+    uint32_t par = t->nodes[i].parent;
+    under[i] = hit[i] || (par != VW_NONE && under[par]);
+    below[i] = hit[i];
+  }
+  for (uint32_t i = t->n; i-- > 0;) {
+    uint32_t par = t->nodes[i].parent;
+    if (par != VW_NONE && below[i])
+      below[par] = 1;
+  }
+}
+
+static int by_regex(vw_tree *t, const char *pattern, int include) {
+  regex_t re;
+  if (compile(&re, pattern))
+    return -1;
+  size_t n = t->n ? t->n : 1;
+  uint8_t *hit = calloc(n, 1), *under = calloc(n, 1), *below = calloc(n, 1);
+  if (!hit || !under || !below) {
+    free(hit), free(under), free(below), regfree(&re);
+    return vw_fail("out of memory");
+  }
+  for (uint32_t i = 0; i < t->n; i++)
+    hit[i] = regexec(&re, t->nodes[i].name, 0, NULL, 0) == 0;
+  spread(t, hit, under, below);
+  for (uint32_t i = 0; i < t->n; i++)
+    hit[i] = include ? (under[i] || below[i]) : !under[i];
+  vw_tree_keep(t, hit);
+  free(hit), free(under), free(below);
+  regfree(&re);
+  return 0;
+}
+
+static int by_threshold(vw_tree *t, double threshold, int col) {
+  size_t n = t->n ? t->n : 1;
+  uint8_t *hit = calloc(n, 1), *under = calloc(n, 1), *below = calloc(n, 1);
+  if (!hit || !under || !below) {
+    free(hit), free(under), free(below);
+    return vw_fail("out of memory");
+  }
+  for (uint32_t i = 0; i < t->n; i++)
+    hit[i] = t->cols[col].v[i] >= threshold; /* NaN fails */
+  spread(t, hit, under, below);
+  vw_tree_keep(t, below);
+  free(hit), free(under), free(below);
+  return 0;
+}
+
+int vw_filter(vw_tree *t, const char *include, const char *exclude,
+              double threshold, int metric_col) {
+  if (include && by_regex(t, include, 1))
+    return -1;
+  if (exclude && by_regex(t, exclude, 0))
+    return -1;
+  if (threshold != 0 && threshold == threshold &&
+      by_threshold(t, threshold, metric_col))
+    return -1;
+  return 0;
+}

@@ -1,0 +1,354 @@
+/* tools/viewer/tree.c -- loading a profile into the viewer's table, columns,
+ * subtree sums and squashing (Hatchet's squash + update_inclusive_columns).
+ *
+ * Invariant: nodes stay in pre-order (parent index < child index), so a
+ * subtree sum is one reverse pass and squashing keeps the order.
+ * Called by main.c, derive.c, filter.c and diff.c; not performance-critical
+ * beyond being linear in the node count. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "viewer.h"
+
+#define METADATA_SCOPE "__proton_launch_metadata"
+
+char vw_errmsg[1024];
+
+int vw_fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(vw_errmsg, sizeof vw_errmsg, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+static void *xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size);
+  if (!p) {
+    fprintf(stderr, "cproton-viewer: out of memory\n");
+    exit(2);
+  }
+  return p;
+}
+
+static int push_name(char ***list, int *n, const char *name) {
+  for (int i = 0; i < *n; i++)
+    if (!strcmp((*list)[i], name))
+      return 0;
+  char **l = realloc(*list, (size_t)(*n + 1) * sizeof *l);
+  if (!l)
+    return vw_fail("out of memory");
+  *list = l;
+  l[(*n)++] = strdup(name);
+  return 0;
+}
+
+/* Proton's remove_frames(): drop launch-metadata frames and empty leaves,
+ * then parents all of whose children were dropped. */
+static uint8_t *removal_mask(const cproton_profile *p) {
+  uint32_t n = cproton_profile_node_count(p);
+  uint8_t *keep = xcalloc(n, 1);
+  uint32_t *kept_children = xcalloc(n, sizeof *kept_children);
+  for (uint32_t i = n; i-- > 0;) {
+    uint32_t nc = cproton_profile_node_child_count(p, i);
+    int k = strcmp(cproton_profile_node_name(p, i), METADATA_SCOPE) != 0;
+    if (k && cproton_profile_node_metric_count(p, i) == 0 && nc == 0)
+      k = 0;
+    if (k && nc > 0 && kept_children[i] == 0)
+      k = 0;
+    keep[i] = (uint8_t)k;
+    uint32_t par = cproton_profile_node_parent(p, i);
+    if (k && par != CPROTON_PROFILE_NO_NODE)
+      kept_children[par]++;
+  }
+  for (uint32_t i = 1; i < n; i++)
+    keep[i] &= keep[cproton_profile_node_parent(p, i)];
+  free(kept_children);
+  return keep;
+}
+
+static int metric_lists(vw_tree *t) {
+  const cproton_profile *p = t->p;
+  uint32_t root = t->nodes[0].src;
+  for (uint32_t m = 0; m < cproton_profile_node_metric_count(p, root); m++) {
+    uint32_t key;
+    cproton_profile_node_metric_at(p, root, m, &key, NULL);
+    const char *name = cproton_profile_metric_name(p, key);
+    if (!strstr(name, "(inc)") && push_name(&t->inc_raw, &t->n_inc_raw, name))
+      return -1;
+  }
+  if (push_name(&t->exc_raw, &t->n_exc_raw, "name"))
+    return -1;
+  for (uint32_t i = 0; i < t->n; i++) {
+    uint32_t s = t->nodes[i].src;
+    for (uint32_t m = 0; m < cproton_profile_node_metric_count(p, s); m++) {
+      uint32_t key;
+      cproton_profile_node_metric_at(p, s, m, &key, NULL);
+      const char *name = cproton_profile_metric_name(p, key);
+      int is_inc = 0;
+      for (int k = 0; k < t->n_inc_raw; k++)
+        is_inc |= !strcmp(t->inc_raw[k], name);
+      if (!is_inc && push_name(&t->exc_raw, &t->n_exc_raw, name))
+        return -1;
+    }
+  }
+  return 0;
+}
+
+int vw_tree_load(const char *path, vw_tree *t) {
+  memset(t, 0, sizeof *t);
+  t->file = path;
+  if (cproton_profile_open(path, &t->p) != CPROTON_OK)
+    return vw_fail("%s", cproton_last_error());
+  uint32_t n = cproton_profile_node_count(t->p);
+  uint8_t *keep = removal_mask(t->p);
+  uint32_t *map = xcalloc(n, sizeof *map);
+  t->nodes = xcalloc(n, sizeof *t->nodes);
+  for (uint32_t i = 0; i < n; i++) {
+    if (!keep[i])
+      continue;
+    uint32_t par = cproton_profile_node_parent(t->p, i);
+    vw_node *v = &t->nodes[t->n];
+    v->parent = par == CPROTON_PROFILE_NO_NODE ? VW_NONE : map[par];
+    v->depth = cproton_profile_node_depth(t->p, i);
+    v->src = i;
+    v->name = cproton_profile_node_name(t->p, i);
+    map[i] = t->n++;
+  }
+  free(keep);
+  free(map);
+  if (t->n == 0)
+    return vw_fail("%s: no frames left after removing empty frames "
+                   "(the profile holds no metrics)", path);
+  vw_tree_link(t);
+  if (metric_lists(t))
+    return -1;
+  vw_tree_sort(t);
+  return 0;
+}
+
+void vw_tree_free(vw_tree *t) {
+  for (int i = 0; i < t->n_cols; i++) {
+    free(t->cols[i].name);
+    free(t->cols[i].v);
+  }
+  for (int i = 0; i < t->n_inc_raw; i++)
+    free(t->inc_raw[i]);
+  for (int i = 0; i < t->n_exc_raw; i++)
+    free(t->exc_raw[i]);
+  free(t->inc_raw);
+  free(t->exc_raw);
+  free(t->cols);
+  free(t->nodes);
+  free(t->first_child);
+  free(t->next_sibling);
+  cproton_profile_close(t->p);
+  memset(t, 0, sizeof *t);
+}
+
+void vw_tree_link(vw_tree *t) {
+  free(t->first_child);
+  free(t->next_sibling);
+  t->first_child = xcalloc(t->n, sizeof(uint32_t));
+  t->next_sibling = xcalloc(t->n, sizeof(uint32_t));
+  uint32_t *last = xcalloc(t->n, sizeof(uint32_t));
+  for (uint32_t i = 0; i < t->n; i++)
+    t->first_child[i] = t->next_sibling[i] = last[i] = VW_NONE;
+  uint32_t last_root = VW_NONE; /* roots are chained as siblings too */
+  for (uint32_t i = 0; i < t->n; i++) {
+    uint32_t par = t->nodes[i].parent;
+    if (par == VW_NONE) {
+      if (last_root != VW_NONE)
+        t->next_sibling[last_root] = i;
+      last_root = i;
+      continue;
+    }
+    if (last[par] == VW_NONE)
+      t->first_child[par] = i;
+    else
+      t->next_sibling[last[par]] = i;
+    last[par] = i;
+  }
+  free(last);
+}
+
+int vw_col_new(vw_tree *t, const char *name, int inc_of) {
+  if (t->n_cols == t->cap_cols) {
+    t->cap_cols = t->cap_cols ? t->cap_cols * 2 : 8;
+    t->cols = realloc(t->cols, (size_t)t->cap_cols * sizeof *t->cols);
+    if (!t->cols) {
+      fprintf(stderr, "cproton-viewer: out of memory\n");
+      exit(2);
+    }
+  }
+  vw_col *c = &t->cols[t->n_cols];
+  c->name = strdup(name);
+  c->v = xcalloc(t->n, sizeof(double));
+  c->inc_of = inc_of;
+  for (uint32_t i = 0; i < t->n; i++)
+    c->v[i] = NAN;
+  return t->n_cols++;
+}
+
+int vw_col_find(const vw_tree *t, const char *name) {
+  for (int i = 0; i < t->n_cols; i++)
+    if (!strcmp(t->cols[i].name, name))
+      return i;
+  return -1;
+}
+
+/* Sum with pandas' sum(min_count=1): NaN only if the whole subtree is. */
+void vw_col_subtree_sum(vw_tree *t, int inc, int exc) {
+  double *d = t->cols[inc].v, *s = t->cols[exc].v;
+  memcpy(d, s, t->n * sizeof(double));
+  for (uint32_t i = t->n; i-- > 1;) {
+    uint32_t par = t->nodes[i].parent;
+    if (par == VW_NONE || isnan(d[i]))
+      continue;
+    d[par] = isnan(d[par]) ? d[i] : d[par] + d[i];
+  }
+}
+
+static int raw_column(vw_tree *t, const char *name) {
+  uint32_t key;
+  if (cproton_profile_metric_find(t->p, name, &key) != CPROTON_OK)
+    return vw_fail("%s: no metric \"%s\"", t->file, name);
+  int c = vw_col_new(t, name, -1), numeric = 0, strings = 0;
+  for (uint32_t i = 0; i < t->n; i++) {
+    cproton_metric_value v;
+    if (t->nodes[i].src == VW_NONE ||
+        cproton_profile_node_metric(t->p, t->nodes[i].src, key, &v))
+      continue;
+    strings += v.kind == CPROTON_METRIC_STRING;
+    numeric += v.kind != CPROTON_METRIC_STRING;
+    t->cols[c].v[i] = v.d;
+  }
+  if (strings && !numeric)
+    return vw_fail("%s: metric \"%s\" holds strings, not numbers", t->file,
+                   name);
+  return c;
+}
+
+/* A column by its DataFrame name: existing, raw, or "X (inc)" of a raw
+ * root metric X. Returns the index or -1 (vw_errmsg). */
+int vw_col_get(vw_tree *t, const char *name) {
+  int c = vw_col_find(t, name);
+  if (c >= 0)
+    return c;
+  if (!strcmp(name, "name"))
+    return vw_fail("%s: metric \"name\" holds strings, not numbers", t->file);
+  size_t len = strlen(name);
+  if (len > 6 && !strcmp(name + len - 6, " (inc)")) {
+    char base[1024];
+    snprintf(base, sizeof base, "%.*s", (int)(len - 6), name);
+    for (int k = 0; k < t->n_inc_raw; k++) {
+      if (strcmp(t->inc_raw[k], base))
+        continue;
+      int e = vw_col_get(t, base);
+      if (e < 0)
+        return -1;
+      c = vw_col_new(t, name, e);
+      vw_col_subtree_sum(t, c, e);
+      return c;
+    }
+  }
+  return raw_column(t, name);
+}
+
+/* String form of a metric on node i (device_id, device_type); NULL when
+ * absent. Integers are printed in decimal. */
+const char *vw_node_str(const vw_tree *t, uint32_t i, const char *metric) {
+  static char buf[32];
+  cproton_metric_value v;
+  if (t->nodes[i].src == VW_NONE ||
+      cproton_profile_node_metric_by_name(t->p, t->nodes[i].src, metric, &v))
+    return NULL;
+  if (v.kind == CPROTON_METRIC_STRING)
+    return v.s;
+  if (v.kind == CPROTON_METRIC_INT) {
+    snprintf(buf, sizeof buf, "%lld", (long long)v.i);
+    return buf;
+  }
+  return NULL;
+}
+
+/* Hatchet's squash: keep the marked nodes, reattach each to its nearest kept
+ * ancestor, then recompute every "X (inc)" column from X. */
+void vw_tree_keep(vw_tree *t, const uint8_t *keep) {
+  uint32_t *map = xcalloc(t->n, sizeof *map), m = 0;
+  for (uint32_t i = 0; i < t->n; i++) {
+    uint32_t par = t->nodes[i].parent;
+    uint32_t up = par == VW_NONE ? VW_NONE : map[par];
+    if (!keep[i]) {
+      map[i] = up; /* nearest kept ancestor, for the descendants */
+      continue;
+    }
+    vw_node v = t->nodes[i];
+    v.parent = up;
+    v.depth = up == VW_NONE ? 0 : t->nodes[up].depth + 1;
+    for (int c = 0; c < t->n_cols; c++)
+      t->cols[c].v[m] = t->cols[c].v[i];
+    t->nodes[m] = v;
+    map[i] = m++;
+  }
+  t->n = m;
+  free(map);
+  for (int c = 0; c < t->n_cols; c++)
+    if (t->cols[c].inc_of >= 0)
+      vw_col_subtree_sum(t, c, t->cols[c].inc_of);
+  vw_tree_link(t);
+}
+
+static const vw_node *sort_nodes;
+static int by_frame(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  int c = strcmp(sort_nodes[x].name, sort_nodes[y].name);
+  return c ? c : (x < y ? -1 : (x > y));
+}
+
+/* Hatchet numbers nodes in a pre-order walk that visits children sorted by
+ * frame (name, then type; all frames are "function"), and renders in that
+ * order: reorder the table the same way. Ties keep file order. */
+void vw_tree_sort(vw_tree *t) {
+  uint32_t n = t->n, *order = xcalloc(n, sizeof *order), m = 0;
+  uint32_t *stack = xcalloc(n, sizeof *stack), *kids = xcalloc(n, sizeof *kids);
+  uint32_t *newid = xcalloc(n, sizeof *newid);
+  size_t sp = 0, nk = 0;
+  sort_nodes = t->nodes;
+  for (uint32_t i = 0; i < n; i++)
+    if (t->nodes[i].parent == VW_NONE)
+      kids[nk++] = i;
+  qsort(kids, nk, sizeof *kids, by_frame);
+  while (nk)
+    stack[sp++] = kids[--nk];
+  while (sp) {
+    uint32_t u = stack[--sp];
+    order[m++] = u;
+    for (uint32_t c = t->first_child[u]; c != VW_NONE; c = t->next_sibling[c])
+      kids[nk++] = c;
+    qsort(kids, nk, sizeof *kids, by_frame);
+    while (nk)
+      stack[sp++] = kids[--nk];
+  }
+  vw_node *nodes = xcalloc(n, sizeof *nodes);
+  for (uint32_t i = 0; i < n; i++) {
+    nodes[i] = t->nodes[order[i]];
+    newid[order[i]] = i;
+  }
+  for (uint32_t i = 0; i < n; i++)
+    if (nodes[i].parent != VW_NONE)
+      nodes[i].parent = newid[nodes[i].parent];
+  for (int c = 0; c < t->n_cols; c++) {
+    double *v = xcalloc(n, sizeof *v);
+    for (uint32_t i = 0; i < n; i++)
+      v[i] = t->cols[c].v[order[i]];
+    free(t->cols[c].v);
+    t->cols[c].v = v;
+  }
+  free(t->nodes);
+  t->nodes = nodes;
+  free(order), free(stack), free(kids), free(newid);
+  vw_tree_link(t);
+}

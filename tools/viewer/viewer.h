@@ -1,0 +1,88 @@
+/* tools/viewer/viewer.h -- cproton-viewer's internal model: a pre-order tree
+ * of frames with named double columns, mirroring the pandas DataFrame that
+ * Proton's viewer builds with Hatchet (docs/viewer.md). Uses only the public
+ * header <cproton/cproton.h>. */
+#ifndef CPROTON_VIEWER_H
+#define CPROTON_VIEWER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cproton/cproton.h>
+
+#define VW_NONE UINT32_MAX
+
+typedef struct vw_node {
+  uint32_t parent; /* VW_NONE for a root */
+  uint32_t depth;
+  uint32_t src;    /* node id in the profile (VW_NONE: from the other side) */
+  uint8_t missing; /* diff: 0 both sides, 1 only left, 2 only right */
+  const char *name;
+} vw_node;
+
+typedef struct vw_col {
+  char *name;
+  double *v;
+  int inc_of; /* >= 0: "X (inc)" recomputed from column inc_of on squash */
+} vw_col;
+
+typedef struct vw_tree {
+  cproton_profile *p;
+  const char *file;
+  uint32_t n;
+  vw_node *nodes; /* pre-order: parent index < child index */
+  uint32_t *first_child, *next_sibling;
+  vw_col *cols;
+  int n_cols, cap_cols;
+  char **inc_raw; /* raw metrics on the root: summed into " (inc)" */
+  int n_inc_raw;
+  char **exc_raw; /* every other column: "name", device_id, ... */
+  int n_exc_raw;
+  int diff; /* nodes carry `missing` */
+} vw_tree;
+
+/* Message of the last failure (the tool prints it). */
+extern char vw_errmsg[1024];
+int vw_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* tree.c */
+int vw_tree_load(const char *path, vw_tree *t);
+void vw_tree_free(vw_tree *t);
+void vw_tree_link(vw_tree *t);
+void vw_tree_sort(vw_tree *t);
+int vw_col_new(vw_tree *t, const char *name, int inc_of);
+int vw_col_find(const vw_tree *t, const char *name);
+int vw_col_get(vw_tree *t, const char *name);
+void vw_col_subtree_sum(vw_tree *t, int inc, int exc);
+void vw_tree_keep(vw_tree *t, const uint8_t *keep);
+const char *vw_node_str(const vw_tree *t, uint32_t i, const char *metric);
+
+/* derive.c: Proton's derive_metrics. Fills out[i] with column indexes of the
+ * metrics to show; returns 0 or -1 (vw_errmsg). */
+int vw_derive(vw_tree *t, char **metrics, int n, int *out);
+/* Inclusive "time" in seconds per node (get_time_seconds). */
+int vw_derive_time_seconds(vw_tree *t, double *out);
+/* util.c: the util column. */
+int vw_util(vw_tree *t);
+
+/* filter.c */
+int vw_filter(vw_tree *t, const char *include, const char *exclude,
+              double threshold, int metric_col);
+
+/* diff.c: left - right on the shown columns (names taken from left). */
+int vw_diff(vw_tree *left, vw_tree *right, const int *cols, int n_cols);
+
+/* demangle.c */
+const char *vw_demangle(const char *name, char **buf, size_t *cap);
+
+/* render.c */
+typedef struct vw_render_opts {
+  int depth;
+  const char *format; /* frame-name format */
+  int color, print_sorted, demangle;
+  const char *output; /* "tree", "folded", "json", "csv" */
+} vw_render_opts;
+int vw_render(vw_tree *t, const int *cols, int n_cols,
+              const vw_render_opts *o, FILE *out);
+
+#endif
