@@ -62,20 +62,23 @@ static const CUpti_CallbackId launches[] = {
 };
 
 int floor_start(const char *cupti_path) {
-  void *h = dlopen(cupti_path && *cupti_path ? cupti_path : "libcupti.so",
-                   RTLD_NOW);
+  void *h =
+      dlopen(cupti_path && *cupti_path ? cupti_path : "libcupti.so", RTLD_NOW);
   if (!h)
     return -1;
-  void **slots[] = {(void **)&f.subscribe, (void **)&f.unsubscribe,
-                    (void **)&f.enable_callback, (void **)&f.activity_enable,
-                    (void **)&f.activity_disable,
-                    (void **)&f.register_callbacks, (void **)&f.next_record,
-                    (void **)&f.flush_all};
-  const char *names[] = {"cuptiSubscribe", "cuptiUnsubscribe",
-                         "cuptiEnableCallback", "cuptiActivityEnable",
+  void **slots[] = {
+      (void **)&f.subscribe,        (void **)&f.unsubscribe,
+      (void **)&f.enable_callback,  (void **)&f.activity_enable,
+      (void **)&f.activity_disable, (void **)&f.register_callbacks,
+      (void **)&f.next_record,      (void **)&f.flush_all};
+  const char *names[] = {"cuptiSubscribe",
+                         "cuptiUnsubscribe",
+                         "cuptiEnableCallback",
+                         "cuptiActivityEnable",
                          "cuptiActivityDisable",
                          "cuptiActivityRegisterCallbacks",
-                         "cuptiActivityGetNextRecord", "cuptiActivityFlushAll"};
+                         "cuptiActivityGetNextRecord",
+                         "cuptiActivityFlushAll"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
     if (!(*slots[i] = dlsym(h, names[i])))
       return -2;

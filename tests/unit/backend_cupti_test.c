@@ -7,8 +7,8 @@
 
 #ifdef CPROTON_HAVE_CUPTI
 #include <dlfcn.h>
-#include <nvtx3/nvToolsExt.h>
 #include <generated_nvtx_meta.h>
+#include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -150,8 +150,7 @@ static int next(uint8_t *buf, size_t valid, CUpti_Activity **rec) {
 }
 
 static size_t process(buffer *b) {
-  return cp_records_process(&st, (uint8_t *)b->recs, b->n * sizeof(krec),
-                            next);
+  return cp_records_process(&st, (uint8_t *)b->recs, b->n * sizeof(krec), next);
 }
 
 /* ---- reading profiles ---------------------------------------------------- */
@@ -192,11 +191,13 @@ static long long metric(json_t *node, const char *name) {
 
 #define PATH(...) ((const char *const[]){__VA_ARGS__, NULL})
 
-/* ---- correlation ring ------------------------------------------------------ */
+/* ---- correlation ring ------------------------------------------------------
+ */
 
-Test(backend_cupti, corr_lookup_and_collision, .init = setup, .fini = teardown) {
-  cp_launch_site a = {.sessions = 1, .thread = 11}, b = {.sessions = 1,
-                                                        .thread = 22}, out;
+Test(backend_cupti, corr_lookup_and_collision, .init = setup,
+     .fini = teardown) {
+  cp_launch_site a = {.sessions = 1, .thread = 11},
+                 b = {.sessions = 1, .thread = 22}, out;
   size_t cap = cp_corr_capacity(st.corr);
   cr_assert_eq(cap, 1024);
   cr_assert_eq(cp_corr_put(st.corr, 5, &a), 0);
@@ -210,7 +211,8 @@ Test(backend_cupti, corr_lookup_and_collision, .init = setup, .fini = teardown) 
   cr_assert_eq(out.thread, 22);
 }
 
-/* ---- kernels under their launch context ------------------------------------ */
+/* ---- kernels under their launch context ------------------------------------
+ */
 
 Test(backend_cupti, kernels_land_under_scopes, .init = setup,
      .fini = teardown) {
@@ -296,7 +298,8 @@ Test(backend_cupti, launches_without_session_are_skipped, .init = setup,
   json_decref(p);
 }
 
-/* ---- CUDA graphs ------------------------------------------------------------ */
+/* ---- CUDA graphs ------------------------------------------------------------
+ */
 
 Test(backend_cupti, graph_replays_attribute_to_launch, .init = setup,
      .fini = teardown) {
@@ -345,10 +348,11 @@ Test(backend_cupti, graph_kernels_keep_capture_context, .init = setup,
   }
   process(&b);
   json_t *p = finalize(sid, path, ".hatchet");
-  cr_assert_eq(metric(node_at(p, PATH("step", "build", "layer", "gemm")),
-                      "count"), 2);
-  cr_assert_eq(metric(node_at(p, PATH("step", "build", "layer", "relu")),
-                      "time (ns)"), 2);
+  cr_assert_eq(
+      metric(node_at(p, PATH("step", "build", "layer", "gemm")), "count"), 2);
+  cr_assert_eq(
+      metric(node_at(p, PATH("step", "build", "layer", "relu")), "time (ns)"),
+      2);
   json_decref(p);
   /* destroying the graphs frees their entries */
   for (uintptr_t n = 11; n <= 22; n++)
@@ -356,8 +360,7 @@ Test(backend_cupti, graph_kernels_keep_capture_context, .init = setup,
   cr_assert_eq(cp_graph_count(st.graphs), 0);
 }
 
-Test(backend_cupti, graph_table_is_bounded, .init = setup,
-     .fini = teardown) {
+Test(backend_cupti, graph_table_is_bounded, .init = setup, .fini = teardown) {
   teardown();
   setup_sized(1024, 64); /* 64 slots, at most 48 entries */
   for (uintptr_t n = 1; n <= 200; n++)
@@ -375,12 +378,12 @@ Test(backend_cupti, graph_table_is_bounded, .init = setup,
   for (uintptr_t n = 1000; n < 1040; n += 2)
     cp_graph_remove(st.graphs, n);
   for (uintptr_t n = 1001; n < 1040; n += 2)
-    cr_assert(cp_graph_get(st.graphs, n, &s), "after removals: %zu",
-              (size_t)n);
+    cr_assert(cp_graph_get(st.graphs, n, &s), "after removals: %zu", (size_t)n);
   cr_assert_eq(cp_graph_count(st.graphs), 20);
 }
 
-/* ---- NVTX ------------------------------------------------------------------- */
+/* ---- NVTX -------------------------------------------------------------------
+ */
 
 static void nvtx(CUpti_CallbackId cbid, const void *params) {
   CUpti_NvtxData d = {.functionName = "nvtx", .functionParams = params};
@@ -414,7 +417,8 @@ Test(backend_cupti, nvtx_ranges_become_scopes, .init = setup,
   json_decref(p);
 }
 
-/* ---- devices ---------------------------------------------------------------- */
+/* ---- devices ----------------------------------------------------------------
+ */
 
 Test(backend_cupti, devices_registered_once_each, .init = setup,
      .fini = teardown) {
@@ -432,15 +436,16 @@ Test(backend_cupti, devices_registered_once_each, .init = setup,
   cr_assert_eq(d[1].id, 3);
   cr_assert_str_eq(d[1].arch, "90");
   json_t *p = finalize(sid, path, ".hatchet");
-  json_t *dev = json_object_get(json_object_get(json_array_get(p, 1), "CUDA"),
-                                "3");
+  json_t *dev =
+      json_object_get(json_object_get(json_array_get(p, 1), "CUDA"), "3");
   cr_assert_not_null(dev);
   cr_assert_eq(json_integer_value(json_object_get(dev, "num_sms")), 132);
   cr_assert_eq(json_integer_value(json_object_get(dev, "bus_width")), 5120);
   json_decref(p);
 }
 
-/* ---- threads ---------------------------------------------------------------- */
+/* ---- threads ----------------------------------------------------------------
+ */
 
 typedef struct worker {
   uint32_t first;
@@ -488,7 +493,8 @@ Test(backend_cupti, launching_threads_keep_their_contexts, .init = setup,
   json_decref(p);
 }
 
-/* ---- trace ------------------------------------------------------------------ */
+/* ---- trace ------------------------------------------------------------------
+ */
 
 Test(backend_cupti, trace_has_gpu_lanes_and_flows, .init = setup,
      .fini = teardown) {
@@ -528,7 +534,8 @@ Test(backend_cupti, trace_has_gpu_lanes_and_flows, .init = setup,
   json_decref(p);
 }
 
-/* ---- reporting, pool, loader ------------------------------------------------ */
+/* ---- reporting, pool, loader ------------------------------------------------
+ */
 
 Test(backend_cupti, dropped_records_warn_once, .init = setup,
      .fini = teardown) {
@@ -540,13 +547,12 @@ Test(backend_cupti, dropped_records_warn_once, .init = setup,
   cr_assert(cp_stats_report(&st.stats, 1024));
   cr_assert_eq(n_warnings, 1);
   cr_assert(strstr(logged, "of 40000 kernel records: 5 kernel records dropped "
-                           "by CUPTI"), "%s", logged);
-  cr_assert(strstr(logged, "2 activity buffer requests refused"), "%s",
-            logged);
+                           "by CUPTI"),
+            "%s", logged);
+  cr_assert(strstr(logged, "2 activity buffer requests refused"), "%s", logged);
 }
 
-Test(backend_cupti, pool_recycles_and_bounds, .init = setup,
-     .fini = teardown) {
+Test(backend_cupti, pool_recycles_and_bounds, .init = setup, .fini = teardown) {
   cp_pool *p = cp_pool_new(1000, 2, 3);
   cr_assert_not_null(p);
   cr_assert_eq(cp_pool_buffer_size(p), 1000);

@@ -7,8 +7,8 @@
  * node id, and never blocks a launch.
  * Hot path: on_launch runs inside every kernel launch of the program.
  * Called by CUPTI (through cupti.c's subscription) and by unit tests. */
-#include <nvtx3/nvToolsExt.h>
 #include <generated_nvtx_meta.h>
+#include <nvtx3/nvToolsExt.h>
 #include <stdatomic.h>
 
 #include "backend/cupti/callbacks.h"
@@ -18,7 +18,9 @@ typedef void (*handler_fn)(cp_cupti_state *, CUpti_CallbackId, const void *);
 
 static atomic_int nvtx_enabled = 1;
 
-void cp_callbacks_set_nvtx(int enabled) { atomic_store(&nvtx_enabled, enabled); }
+void cp_callbacks_set_nvtx(int enabled) {
+  atomic_store(&nvtx_enabled, enabled);
+}
 
 /* ---- driver API: launches ------------------------------------------------ */
 
@@ -42,9 +44,11 @@ static int node_id(cp_cupti_state *st, CUgraphNode node, uint64_t *id) {
 
 static void on_node_created(cp_cupti_state *st, CUpti_CallbackId cbid,
                             const void *data) {
-  const CUpti_GraphData *g = ((const CUpti_ResourceData *)data)->resourceDescriptor;
+  const CUpti_GraphData *g =
+      ((const CUpti_ResourceData *)data)->resourceDescriptor;
   uint64_t id;
-  if (!g || g->nodeType != CU_GRAPH_NODE_TYPE_KERNEL || !node_id(st, g->node, &id))
+  if (!g || g->nodeType != CU_GRAPH_NODE_TYPE_KERNEL ||
+      !node_id(st, g->node, &id))
     return;
   cp_launch_site site;
   cp_session_capture(&site);
@@ -54,10 +58,10 @@ static void on_node_created(cp_cupti_state *st, CUpti_CallbackId cbid,
 
 static void on_node_cloned(cp_cupti_state *st, CUpti_CallbackId cbid,
                            const void *data) {
-  const CUpti_GraphData *g = ((const CUpti_ResourceData *)data)->resourceDescriptor;
-  uint64_t from, to;
-  if (!g || g->nodeType != CU_GRAPH_NODE_TYPE_KERNEL ||
-      !node_id(st, g->originalNode, &from) || !node_id(st, g->node, &to))
+  const CUpti_GraphData *g =
+      ((const CUpti_ResourceData *)data)->resourceDescriptor;
+  uint64_t from, to; /* only known (kernel) nodes are copied */
+  if (!g || !node_id(st, g->originalNode, &from) || !node_id(st, g->node, &to))
     return;
   cp_launch_site site;
   if (cp_graph_get(st->graphs, from, &site) &&
@@ -67,7 +71,8 @@ static void on_node_cloned(cp_cupti_state *st, CUpti_CallbackId cbid,
 
 static void on_node_destroyed(cp_cupti_state *st, CUpti_CallbackId cbid,
                               const void *data) {
-  const CUpti_GraphData *g = ((const CUpti_ResourceData *)data)->resourceDescriptor;
+  const CUpti_GraphData *g =
+      ((const CUpti_ResourceData *)data)->resourceDescriptor;
   uint64_t id;
   if (g && node_id(st, g->node, &id))
     cp_graph_remove(st->graphs, id);
@@ -101,7 +106,8 @@ static void on_pop(cp_cupti_state *st, CUpti_CallbackId cbid,
                               memory_order_relaxed);
 }
 
-/* ---- the table -------------------------------------------------------------- */
+/* ---- the table --------------------------------------------------------------
+ */
 
 #define DRIVER(name) CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##name
 #define RESOURCE(name) CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_##name

@@ -24,13 +24,13 @@ typedef struct cp_cupti_config {
   char cupti_file[PATH_MAX];                  /* "" or an explicit file */
   char dirs[CP_CUPTI_MAX_DIRS][PATH_MAX / 4]; /* directories, in order */
   size_t n_dirs;
-  char cuda_lib[64];   /* the driver library name */
-  size_t ring_slots;   /* correlation ring capacity */
-  size_t graph_nodes;  /* graph-node table capacity */
-  size_t buffer_size;  /* bytes per activity buffer */
-  size_t n_buffers;    /* buffers allocated at start */
-  size_t max_buffers;  /* the pool's limit */
-  int nvtx;            /* NVTX ranges become scopes */
+  char cuda_lib[64];  /* the driver library name */
+  size_t ring_slots;  /* correlation ring capacity */
+  size_t graph_nodes; /* graph-node table capacity */
+  size_t buffer_size; /* bytes per activity buffer */
+  size_t n_buffers;   /* buffers allocated at start */
+  size_t max_buffers; /* the pool's limit */
+  int nvtx;           /* NVTX ranges become scopes */
 } cp_cupti_config;
 
 /* Fills `c` with the defaults and the search order above, given the values

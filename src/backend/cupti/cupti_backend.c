@@ -43,12 +43,16 @@ static int describe_device(uint32_t id, cp_device_info *d) {
   int major = 0, minor = 0, sms = 0, clock = 0, mem_clock = 0, bus = 0;
   if (api.cuDeviceGet(&dev, (int)id) != CUDA_SUCCESS)
     return CPROTON_EBACKEND;
-  api.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
-  api.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  api.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                           dev);
+  api.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                           dev);
   api.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
   api.cuDeviceGetAttribute(&clock, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
-  api.cuDeviceGetAttribute(&mem_clock, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, dev);
-  api.cuDeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, dev);
+  api.cuDeviceGetAttribute(&mem_clock, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE,
+                           dev);
+  api.cuDeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH,
+                           dev);
   snprintf(d->arch, sizeof d->arch, "%d%d", major, minor);
   d->num_sms = (uint32_t)sms;
   d->clock_rate = (uint64_t)clock;
@@ -59,12 +63,14 @@ static int describe_device(uint32_t id, cp_device_info *d) {
 
 static int graph_node_id(void *node, uint64_t *id) {
   return api.cuptiGetGraphNodeId((CUgraphNode)node, id) == CUPTI_SUCCESS
-             ? CPROTON_OK : CPROTON_EBACKEND;
+             ? CPROTON_OK
+             : CPROTON_EBACKEND;
 }
 
 static uint64_t CUPTIAPI timestamp(void) { return cp_clock_now_ns(); }
 
-/* ---- activity buffers ------------------------------------------------------ */
+/* ---- activity buffers ------------------------------------------------------
+ */
 
 static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size,
                                       size_t *max_records) {
@@ -81,8 +87,7 @@ static int next_record(uint8_t *buf, size_t valid, CUpti_Activity **rec) {
 }
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
-                                      uint8_t *buf, size_t size,
-                                      size_t valid) {
+                                      uint8_t *buf, size_t size, size_t valid) {
   if (buf && valid && !atomic_load(&discarding))
     cp_records_process(&state, buf, valid, next_record);
   size_t dropped = 0;
@@ -149,8 +154,8 @@ static int enable_callbacks(void) {
   for (size_t i = 0; i < n; i++) {
     if (ids[i].domain == CUPTI_CB_DOMAIN_NVTX && !config.nvtx)
       continue;
-    CUptiResult r = api.cuptiEnableCallback(1, subscriber, ids[i].domain,
-                                            ids[i].cbid);
+    CUptiResult r =
+        api.cuptiEnableCallback(1, subscriber, ids[i].domain, ids[i].cbid);
     if (r != CUPTI_SUCCESS && ids[i].domain == CUPTI_CB_DOMAIN_NVTX)
       r = api.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_NVTX);
     if (r != CUPTI_SUCCESS)
@@ -160,17 +165,21 @@ static int enable_callbacks(void) {
 }
 
 static int subscribe(void) {
-  CUptiResult r = api.cuptiActivityRegisterTimestampCallback(timestamp);
+  CUptiResult r = api.cuptiActivityRegisterTimestampCallback
+                      ? api.cuptiActivityRegisterTimestampCallback(timestamp)
+                      : CUPTI_ERROR_NOT_SUPPORTED;
   if (r != CUPTI_SUCCESS)
     cp_warn("cupti: GPU timestamps not on cproton's clock (%s); traces may "
-            "misalign", cp_loader_cupti_error(&api, r));
+            "misalign",
+            cp_loader_cupti_error(&api, r));
   if ((r = api.cuptiActivityRegisterCallbacks(buffer_requested,
                                               buffer_completed)))
     return fail(r, "cuptiActivityRegisterCallbacks");
   if ((r = api.cuptiSubscribe(&subscriber, cp_callbacks_dispatch, &state)))
     return fail(r, "cuptiSubscribe");
   int rc = enable_callbacks();
-  if (!rc && (r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)))
+  if (!rc &&
+      (r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)))
     rc = fail(r, "cuptiActivityEnable(CONCURRENT_KERNEL)");
   if (rc)
     api.cuptiUnsubscribe(subscriber);

@@ -109,8 +109,8 @@ static void remove_at(cp_graph *g, size_t hole) {
     if (!g->e[j].key)
       break;
     size_t home = hash(g->e[j].key) & g->mask;
-    int in_range = hole <= j ? (hole < home && home <= j)
-                             : (hole < home || home <= j);
+    int in_range =
+        hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
     if (in_range)
       continue;
     g->e[hole] = g->e[j];

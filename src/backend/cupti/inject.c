@@ -22,8 +22,7 @@ static int session_id = -1;
 static void at_exit(void) {
   if (session_id >= 0 &&
       cproton_session_finalize(session_id, NULL) != CPROTON_OK)
-    cp_warn("injection: writing the profile failed: %s",
-            cproton_last_error());
+    cp_warn("injection: writing the profile failed: %s", cproton_last_error());
   session_id = -1;
   cp_cupti_backend_teardown();
 }

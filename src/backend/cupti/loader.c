@@ -64,7 +64,8 @@ int cp_loader_open(const cp_cupti_config *c, cp_loader_api *api) {
   if (!api->cupti_handle)
     return cp_error_set(CPROTON_EBACKEND,
                         "CUPTI not found (set CPROTON_CUPTI_LIB or CUDA_HOME; "
-                        "tried %s)", tried);
+                        "tried %s)",
+                        tried);
   int rc = CPROTON_OK;
 #define RESOLVE(f)                                                             \
   if (!rc)                                                                     \
@@ -76,14 +77,17 @@ int cp_loader_open(const cp_cupti_config *c, cp_loader_api *api) {
     rc = resolve(api->cupti_handle, api->cupti_path, #f, (void **)&api->f);
   CP_LOADER_CUPTI_FUNCS(RESOLVE)
 #undef RESOLVE
+#define RESOLVE(f) api->f = (__typeof__(api->f))dlsym(api->cupti_handle, #f);
+  CP_LOADER_CUPTI_OPTIONAL(RESOLVE)
+#undef RESOLVE
   return rc;
 }
 
 const char *cp_loader_cupti_error(const cp_loader_api *api, CUptiResult r) {
   static _Thread_local char buf[32];
   const char *s = NULL;
-  if (api->cuptiGetResultString && api->cuptiGetResultString(r, &s) ==
-                                       CUPTI_SUCCESS && s)
+  if (api->cuptiGetResultString &&
+      api->cuptiGetResultString(r, &s) == CUPTI_SUCCESS && s)
     return s;
   snprintf(buf, sizeof buf, "CUPTI error %d", (int)r);
   return buf;

@@ -29,11 +29,14 @@
   X(cuptiActivityEnable)                                                       \
   X(cuptiActivityDisable)                                                      \
   X(cuptiActivityRegisterCallbacks)                                            \
-  X(cuptiActivityRegisterTimestampCallback)                                    \
   X(cuptiActivityGetNextRecord)                                                \
   X(cuptiActivityGetNumDroppedRecords)                                         \
   X(cuptiActivityFlushAll)                                                     \
   X(cuptiGetGraphNodeId)
+
+/* Resolved when present (NULL otherwise): newer than the oldest CUPTI we
+ * accept. */
+#define CP_LOADER_CUPTI_OPTIONAL(X) X(cuptiActivityRegisterTimestampCallback)
 
 typedef struct cp_loader_api {
   void *cuda_handle, *cupti_handle;
@@ -41,6 +44,7 @@ typedef struct cp_loader_api {
 #define CP_LOADER_MEMBER(f) __typeof__(&f) f;
   CP_LOADER_CUDA_FUNCS(CP_LOADER_MEMBER)
   CP_LOADER_CUPTI_FUNCS(CP_LOADER_MEMBER)
+  CP_LOADER_CUPTI_OPTIONAL(CP_LOADER_MEMBER)
 #undef CP_LOADER_MEMBER
 } cp_loader_api;
 

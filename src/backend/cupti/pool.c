@@ -39,8 +39,10 @@ cp_pool *cp_pool_new(size_t size, size_t n_initial, size_t n_max) {
     uint8_t *b = alloc_buffer(p->size);
     if (!b) {
       cp_pool_free(p);
-      cp_error_set(CPROTON_ENOMEM, "out of memory for %zu activity buffers of "
-                                   "%zu bytes", n_initial, size);
+      cp_error_set(CPROTON_ENOMEM,
+                   "out of memory for %zu activity buffers of "
+                   "%zu bytes",
+                   n_initial, size);
       return NULL;
     }
     p->free_list[p->n_free++] = b;

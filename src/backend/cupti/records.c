@@ -17,20 +17,21 @@
 typedef CUpti_ActivityKernel10 kernel_record;
 
 /* Delivered to every session alive at processing: the launch is unknown. */
-static const cp_launch_site unattributed_site = {
-    .sessions = UINT32_MAX, .epoch = UINT32_MAX};
+static const cp_launch_site unattributed_site = {.sessions = UINT32_MAX,
+                                                 .epoch = UINT32_MAX};
 
 void cp_records_note_device(cp_cupti_state *st, uint32_t id) {
   uint64_t bit = id < 64 ? 1ull << id : 0;
-  if (bit && (atomic_load_explicit(&st->devices_seen, memory_order_relaxed) &
-              bit))
+  if (bit &&
+      (atomic_load_explicit(&st->devices_seen, memory_order_relaxed) & bit))
     return;
   if (bit && (atomic_fetch_or(&st->devices_seen, bit) & bit))
     return;
   cp_device_info d = {.type = CP_DEVICE_CUDA, .id = id};
   if (!st->hooks.describe_device || st->hooks.describe_device(id, &d) != 0) {
     cp_warn("cupti: could not describe device %u; its info is missing from "
-            "the profile", id);
+            "the profile",
+            id);
     return;
   }
   d.type = CP_DEVICE_CUDA;
@@ -43,8 +44,7 @@ void cp_records_note_device(cp_cupti_state *st, uint32_t id) {
 static int site_of(cp_cupti_state *st, const kernel_record *k,
                    cp_launch_site *site) {
   if (!cp_corr_get(st->corr, k->correlationId, site)) {
-    atomic_fetch_add_explicit(&st->stats.unattributed, 1,
-                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->stats.unattributed, 1, memory_order_relaxed);
     *site = unattributed_site;
     return 1;
   }
@@ -66,8 +66,10 @@ static void on_kernel(cp_cupti_state *st, const CUpti_Activity *rec) {
   cp_launch_site site;
   if (!site_of(st, k, &site))
     return;
-  cp_kernel_record r = {.name = k->name, .start_ns = k->start,
-                        .end_ns = k->end, .device_id = k->deviceId,
+  cp_kernel_record r = {.name = k->name,
+                        .start_ns = k->start,
+                        .end_ns = k->end,
+                        .device_id = k->deviceId,
                         .stream_id = k->streamId,
                         .correlation_id = k->correlationId,
                         .device_type = CP_DEVICE_CUDA};

@@ -16,14 +16,14 @@
 #include "core/device.h"
 
 typedef struct cp_cupti_stats {
-  atomic_ullong kernels;       /* kernel records delivered */
-  atomic_ullong unattributed;  /* correlation id unknown or slot reused */
-  atomic_ullong collisions;    /* live correlation entries overwritten */
-  atomic_ullong dropped;       /* CUPTI's own dropped-record count */
-  atomic_ullong graph_full;    /* graph nodes not remembered: table full */
-  atomic_ullong deliver_errors;/* records the core could not store */
-  atomic_ullong nvtx_unmatched;/* nvtxRangePop with no open range */
-  atomic_ullong no_buffer;     /* buffer requests the pool refused */
+  atomic_ullong kernels;        /* kernel records delivered */
+  atomic_ullong unattributed;   /* correlation id unknown or slot reused */
+  atomic_ullong collisions;     /* live correlation entries overwritten */
+  atomic_ullong dropped;        /* CUPTI's own dropped-record count */
+  atomic_ullong graph_full;     /* graph nodes not remembered: table full */
+  atomic_ullong deliver_errors; /* records the core could not store */
+  atomic_ullong nvtx_unmatched; /* nvtxRangePop with no open range */
+  atomic_ullong no_buffer;      /* buffer requests the pool refused */
 } cp_cupti_stats;
 
 typedef struct cp_cupti_hooks {

@@ -32,7 +32,8 @@ int cp_stats_report(const cp_cupti_stats *s, size_t ring_slots) {
        "kernel records dropped by CUPTI (activity buffers full)");
   part(msg, sizeof msg, atomic_load(&s->no_buffer),
        "activity buffer requests refused (pool exhausted)");
-  snprintf(why, sizeof why, "kernel records unattributed, placed under ROOT "
+  snprintf(why, sizeof why,
+           "kernel records unattributed, placed under ROOT "
            "(launch not seen, or more than %zu launches in flight)",
            ring_slots);
   part(msg, sizeof msg, atomic_load(&s->unattributed), why);
