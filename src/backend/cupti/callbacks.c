@@ -1,0 +1,159 @@
+/* backend/cupti/callbacks.c -- the handlers behind CUPTI's callback API:
+ *   driver API, launch enter  -> capture the context into the correlation
+ *                                ring (the kernel record arrives later)
+ *   resource, graph nodes     -> remember/clone/forget capture contexts
+ *   NVTX push/pop             -> cproton scopes
+ * Invariant: a handler never calls back into CUPTI except to read a graph
+ * node id, and never blocks a launch.
+ * Hot path: on_launch runs inside every kernel launch of the program.
+ * Called by CUPTI (through cupti.c's subscription) and by unit tests. */
+#include <generated_nvtx_meta.h>
+#include <nvtx3/nvToolsExt.h>
+#include <stdatomic.h>
+
+#include "backend/cupti/callbacks.h"
+#include "core/session.h"
+
+typedef void (*handler_fn)(cp_cupti_state *, CUpti_CallbackId, const void *);
+
+static atomic_int nvtx_enabled = 1;
+
+void cp_callbacks_set_nvtx(int enabled) {
+  atomic_store(&nvtx_enabled, enabled);
+}
+
+/* ---- driver API: launches ------------------------------------------------ */
+
+static void on_launch(cp_cupti_state *st, CUpti_CallbackId cbid,
+                      const void *data) {
+  const CUpti_CallbackData *d = data;
+  if (d->callbackSite != CUPTI_API_ENTER)
+    return;
+  cp_launch_site site;
+  cp_session_capture(&site);
+  if (cp_corr_put(st->corr, d->correlationId, &site))
+    atomic_fetch_add_explicit(&st->stats.collisions, 1, memory_order_relaxed);
+}
+
+/* ---- resource domain: graph nodes --------------------------------------- */
+
+static int node_id(cp_cupti_state *st, CUgraphNode node, uint64_t *id) {
+  return node && st->hooks.graph_node_id &&
+         st->hooks.graph_node_id(node, id) == 0;
+}
+
+static void on_node_created(cp_cupti_state *st, CUpti_CallbackId cbid,
+                            const void *data) {
+  const CUpti_GraphData *g =
+      ((const CUpti_ResourceData *)data)->resourceDescriptor;
+  uint64_t id;
+  if (!g || g->nodeType != CU_GRAPH_NODE_TYPE_KERNEL ||
+      !node_id(st, g->node, &id))
+    return;
+  cp_launch_site site;
+  cp_session_capture(&site);
+  if (!cp_graph_put(st->graphs, id, &site))
+    atomic_fetch_add_explicit(&st->stats.graph_full, 1, memory_order_relaxed);
+}
+
+static void on_node_cloned(cp_cupti_state *st, CUpti_CallbackId cbid,
+                           const void *data) {
+  const CUpti_GraphData *g =
+      ((const CUpti_ResourceData *)data)->resourceDescriptor;
+  uint64_t from, to; /* only known (kernel) nodes are copied */
+  if (!g || !node_id(st, g->originalNode, &from) || !node_id(st, g->node, &to))
+    return;
+  cp_launch_site site;
+  if (cp_graph_get(st->graphs, from, &site) &&
+      !cp_graph_put(st->graphs, to, &site))
+    atomic_fetch_add_explicit(&st->stats.graph_full, 1, memory_order_relaxed);
+}
+
+static void on_node_destroyed(cp_cupti_state *st, CUpti_CallbackId cbid,
+                              const void *data) {
+  const CUpti_GraphData *g =
+      ((const CUpti_ResourceData *)data)->resourceDescriptor;
+  uint64_t id;
+  if (g && node_id(st, g->node, &id))
+    cp_graph_remove(st->graphs, id);
+}
+
+/* ---- NVTX: ranges become scopes ------------------------------------------ */
+
+static void on_push(cp_cupti_state *st, CUpti_CallbackId cbid,
+                    const void *data) {
+  const CUpti_NvtxData *d = data;
+  const char *msg = NULL;
+  if (!atomic_load_explicit(&nvtx_enabled, memory_order_relaxed) ||
+      !d->functionParams)
+    return;
+  if (cbid == CUPTI_CBID_NVTX_nvtxRangePushA) {
+    msg = ((const nvtxRangePushA_params *)d->functionParams)->message;
+  } else {
+    const nvtxEventAttributes_t *a =
+        ((const nvtxRangePushEx_params *)d->functionParams)->eventAttrib;
+    if (a && a->messageType == NVTX_MESSAGE_TYPE_ASCII)
+      msg = a->message.ascii;
+  }
+  cproton_scope_enter(msg && *msg ? msg : "<nvtx range>", NULL);
+}
+
+static void on_pop(cp_cupti_state *st, CUpti_CallbackId cbid,
+                   const void *data) {
+  if (atomic_load_explicit(&nvtx_enabled, memory_order_relaxed) &&
+      cproton_scope_exit(NULL) != CPROTON_OK)
+    atomic_fetch_add_explicit(&st->stats.nvtx_unmatched, 1,
+                              memory_order_relaxed);
+}
+
+/* ---- the table --------------------------------------------------------------
+ */
+
+#define DRIVER(name) CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_##name
+#define RESOURCE(name) CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_##name
+#define NVTX(name) CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_##name
+
+static const struct {
+  CUpti_CallbackDomain domain;
+  CUpti_CallbackId cbid;
+  handler_fn fn;
+} table[] = {
+    {DRIVER(cuLaunch), on_launch},
+    {DRIVER(cuLaunchGrid), on_launch},
+    {DRIVER(cuLaunchGridAsync), on_launch},
+    {DRIVER(cuLaunchKernel), on_launch},
+    {DRIVER(cuLaunchKernel_ptsz), on_launch},
+    {DRIVER(cuLaunchKernelEx), on_launch},
+    {DRIVER(cuLaunchKernelEx_ptsz), on_launch},
+    {DRIVER(cuLaunchCooperativeKernel), on_launch},
+    {DRIVER(cuLaunchCooperativeKernel_ptsz), on_launch},
+    {DRIVER(cuLaunchCooperativeKernelMultiDevice), on_launch},
+    {DRIVER(cuGraphLaunch), on_launch},
+    {DRIVER(cuGraphLaunch_ptsz), on_launch},
+    {RESOURCE(GRAPHNODE_CREATED), on_node_created},
+    {RESOURCE(GRAPHNODE_CLONED), on_node_cloned},
+    {RESOURCE(GRAPHNODE_DESTROY_STARTING), on_node_destroyed},
+    {NVTX(nvtxRangePushA), on_push},
+    {NVTX(nvtxRangePushEx), on_push},
+    {NVTX(nvtxRangePop), on_pop},
+};
+#define N_TABLE (sizeof table / sizeof *table)
+
+const cp_callbacks_id *cp_callbacks_list(size_t *n_out) {
+  static cp_callbacks_id ids[N_TABLE];
+  for (size_t i = 0; i < N_TABLE; i++)
+    ids[i] = (cp_callbacks_id){table[i].domain, table[i].cbid};
+  *n_out = N_TABLE;
+  return ids;
+}
+
+/* Launches are by far the most frequent callbacks: test them first. */
+void CUPTIAPI cp_callbacks_dispatch(void *user, CUpti_CallbackDomain domain,
+                                    CUpti_CallbackId cbid, const void *data) {
+  cp_cupti_state *st = user;
+  for (size_t i = 0; i < N_TABLE; i++)
+    if (table[i].cbid == cbid && table[i].domain == domain) {
+      table[i].fn(st, cbid, data);
+      return;
+    }
+}

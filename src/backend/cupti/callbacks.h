@@ -1,0 +1,32 @@
+/* backend/cupti/callbacks.h -- CUPTI callbacks -> launch sites, graph
+ * capture contexts and NVTX scopes (cp_callbacks_*). Pure: a table maps
+ * (domain, callback id) to a handler, and the dispatcher is called by CUPTI
+ * through cupti.c, or directly by tests with synthetic callback data. */
+#ifndef CP_BACKEND_CUPTI_CALLBACKS_H
+#define CP_BACKEND_CUPTI_CALLBACKS_H
+
+#include <cupti.h>
+#include <stddef.h>
+
+#include "backend/cupti/state.h"
+
+/* One callback CUPTI should deliver: cupti.c enables exactly these. */
+typedef struct cp_callbacks_id {
+  CUpti_CallbackDomain domain;
+  CUpti_CallbackId cbid;
+} cp_callbacks_id;
+
+/* The callbacks the backend subscribes to; `*n_out` receives the count.
+ * Static storage. */
+const cp_callbacks_id *cp_callbacks_list(size_t *n_out);
+
+/* Whether NVTX ranges should become scopes (default on). Not a hot path. */
+void cp_callbacks_set_nvtx(int enabled);
+
+/* The CUpti_CallbackFunc: `user` is the cp_cupti_state. Hot path for
+ * driver-API launches (enter: one capture, one ring store; no lock, no
+ * allocation, no formatting). */
+void CUPTIAPI cp_callbacks_dispatch(void *user, CUpti_CallbackDomain domain,
+                                    CUpti_CallbackId cbid, const void *data);
+
+#endif

@@ -1,0 +1,115 @@
+/* backend/cupti/config.c -- defaults, the library search order, and the one
+ * place the CUPTI backend and the injection entry point read environment
+ * variables (see config.h and docs/cupti.md for the list).
+ * Invariant: nothing else under src/backend/cupti calls getenv.
+ * Not a hot path: called at backend start and at injection. */
+#include <dlfcn.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cupti/config.h"
+
+static void add_dir(cp_cupti_config *c, const char *dir, const char *sub) {
+  if (!dir || !*dir || c->n_dirs == CP_CUPTI_MAX_DIRS)
+    return;
+  int n = snprintf(c->dirs[c->n_dirs], sizeof c->dirs[0], "%s%s%s", dir,
+                   sub && *sub ? "/" : "", sub ? sub : "");
+  if (n > 0 && (size_t)n < sizeof c->dirs[0])
+    c->n_dirs++;
+}
+
+static void add_cuda_root(cp_cupti_config *c, const char *root) {
+  add_dir(c, root, "extras/CUPTI/lib64");
+  add_dir(c, root, "lib64");
+  add_dir(c, root, "targets/x86_64-linux/lib");
+}
+
+/* <prefix>/lib/python3.X/site-packages/nvidia/cuda_cupti/lib, each X. */
+static void add_site_packages(cp_cupti_config *c, const char *prefix) {
+  char pattern[PATH_MAX];
+  if (!prefix || !*prefix)
+    return;
+  snprintf(pattern, sizeof pattern,
+           "%s/lib/python3*/site-packages/nvidia/cuda_cupti/lib", prefix);
+  glob_t g;
+  if (glob(pattern, GLOB_ONLYDIR | GLOB_NOSORT, NULL, &g) == 0)
+    for (size_t i = 0; i < g.gl_pathc; i++)
+      add_dir(c, g.gl_pathv[i], NULL);
+  globfree(&g);
+}
+
+void cp_cupti_config_build(cp_cupti_config *c, const char *cupti_lib,
+                           const char *cuda_home, const char *self_dir,
+                           const char *venv, const char *conda) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->cuda_lib, sizeof c->cuda_lib, "libcuda.so.1");
+  if (cupti_lib && *cupti_lib)
+    snprintf(c->cupti_file, sizeof c->cupti_file, "%s", cupti_lib);
+  add_cuda_root(c, cuda_home);
+  add_cuda_root(c, "/usr/local/cuda");
+  add_dir(c, self_dir, "../nvidia/cuda_cupti/lib");
+  add_dir(c, self_dir, "../../nvidia/cuda_cupti/lib");
+  add_site_packages(c, venv);
+  add_site_packages(c, conda);
+  c->ring_slots = 1u << 16;
+  c->graph_nodes = 1u << 15;
+  c->buffer_size = 4u << 20;
+  c->n_buffers = 4;
+  c->max_buffers = 64;
+  c->nvtx = 1;
+}
+
+/* The directory of the shared object holding this code ("" if unknown). */
+static void self_dir(char *out, size_t size) {
+  Dl_info info;
+  out[0] = '\0';
+  if (dladdr((void *)cp_cupti_config_build, &info) && info.dli_fname) {
+    snprintf(out, size, "%s", info.dli_fname);
+    char *slash = strrchr(out, '/');
+    if (slash)
+      *slash = '\0';
+    else
+      out[0] = '\0';
+  }
+}
+
+void cp_cupti_config_from_env(cp_cupti_config *c) {
+  char self[PATH_MAX];
+  self_dir(self, sizeof self);
+  cp_cupti_config_build(c, getenv("CPROTON_CUPTI_LIB"), getenv("CUDA_HOME"),
+                        self, getenv("VIRTUAL_ENV"), getenv("CONDA_PREFIX"));
+  const char *nvtx = getenv("CPROTON_NVTX");
+  if (nvtx && strcmp(nvtx, "0") == 0)
+    c->nvtx = 0;
+}
+
+static void copy_env(char *out, size_t size, const char *var,
+                     const char *fallback) {
+  const char *v = getenv(var);
+  snprintf(out, size, "%s", v && *v ? v : fallback);
+}
+
+static int int_env(const char *var, int fallback) {
+  const char *v = getenv(var);
+  char *end;
+  long n = v && *v ? strtol(v, &end, 10) : 0;
+  return v && *v && !*end && n >= 0 && n < (1 << 30) ? (int)n : fallback;
+}
+
+void cp_inject_config_from_env(cp_inject_config *c) {
+  memset(c, 0, sizeof *c);
+  copy_env(c->name, sizeof c->name, "CPROTON_NAME", "proton");
+  copy_env(c->data, sizeof c->data, "CPROTON_DATA", "tree");
+  copy_env(c->context, sizeof c->context, "CPROTON_CONTEXT", "shadow");
+  c->gzip = int_env("CPROTON_GZIP", 0) != 0;
+  c->rank = int_env("RANK", -1);
+  c->local_rank = int_env("LOCAL_RANK", -1);
+  c->disabled = int_env("CPROTON_DISABLE", 0) != 0;
+}
+
+void cp_inject_set_nvtx_path(const char *cupti_path) {
+  if (cupti_path && *cupti_path)
+    setenv("NVTX_INJECTION64_PATH", cupti_path, 0);
+}

@@ -1,0 +1,66 @@
+/* backend/cupti/config.h -- the CUPTI backend's configuration and the one
+ * place where it and the injection entry point read the environment
+ * (cp_cupti_config_*).
+ *
+ * Library search order (first that loads wins; docs/cupti.md):
+ *   1. $CPROTON_CUPTI_LIB             a file path to libcupti.so*
+ *   2. $CUDA_HOME/{extras/CUPTI/lib64, lib64, targets/x86_64-linux/lib}
+ *   3. /usr/local/cuda/{extras/CUPTI/lib64, lib64, targets/x86_64-linux/lib}
+ *   4. Python's nvidia packages: <site-packages>/nvidia/cuda_cupti/lib, with
+ *      site-packages found next to libcproton.so (an installed wheel),
+ *      under $VIRTUAL_ENV and under $CONDA_PREFIX
+ *   5. the dynamic linker's own search ("libcupti.so")
+ * In each directory the names libcupti.so, libcupti.so.13, libcupti.so.12
+ * are tried. The driver is "libcuda.so.1" from the linker's search. */
+#ifndef CP_BACKEND_CUPTI_CONFIG_H
+#define CP_BACKEND_CUPTI_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#define CP_CUPTI_MAX_DIRS 16
+
+typedef struct cp_cupti_config {
+  char cupti_file[PATH_MAX];                  /* "" or an explicit file */
+  char dirs[CP_CUPTI_MAX_DIRS][PATH_MAX / 4]; /* directories, in order */
+  size_t n_dirs;
+  char cuda_lib[64];  /* the driver library name */
+  size_t ring_slots;  /* correlation ring capacity */
+  size_t graph_nodes; /* graph-node table capacity */
+  size_t buffer_size; /* bytes per activity buffer */
+  size_t n_buffers;   /* buffers allocated at start */
+  size_t max_buffers; /* the pool's limit */
+  int nvtx;           /* NVTX ranges become scopes */
+} cp_cupti_config;
+
+/* Fills `c` with the defaults and the search order above, given the values
+ * of the inputs (each may be NULL): $CPROTON_CUPTI_LIB, $CUDA_HOME, the
+ * directory holding libcproton.so, $VIRTUAL_ENV, $CONDA_PREFIX. Pure. */
+void cp_cupti_config_build(cp_cupti_config *c, const char *cupti_lib,
+                           const char *cuda_home, const char *self_dir,
+                           const char *venv, const char *conda);
+
+/* cp_cupti_config_build with the values read from the environment, and
+ * CPROTON_NVTX=0 turning NVTX scopes off. Not a hot path (backend start). */
+void cp_cupti_config_from_env(cp_cupti_config *c);
+
+/* What the injection entry point (InitializeInjection) starts. */
+typedef struct cp_inject_config {
+  char name[PATH_MAX]; /* CPROTON_NAME, default "proton" */
+  char data[16];       /* CPROTON_DATA: tree | trace */
+  char context[16];    /* CPROTON_CONTEXT: shadow */
+  int gzip;            /* CPROTON_GZIP=1 */
+  int rank;            /* RANK, else -1 */
+  int local_rank;      /* LOCAL_RANK, else -1 */
+  int disabled;        /* CPROTON_DISABLE=1: load but do nothing */
+} cp_inject_config;
+
+/* Reads the injection settings from the environment. */
+void cp_inject_config_from_env(cp_inject_config *c);
+
+/* Sets NVTX_INJECTION64_PATH to `cupti_path` unless the user set it, so
+ * that NVTX ranges reach CUPTI (and cproton's scopes). Injection start only:
+ * it changes the process environment before the program's first NVTX call. */
+void cp_inject_set_nvtx_path(const char *cupti_path);
+
+#endif

@@ -1,0 +1,252 @@
+/* backend/cupti/cupti_backend.c -- the thin vendor layer of the CUPTI
+ * backend: load the libraries, subscribe, route CUPTI's buffer callbacks to
+ * the pool and to records.c, route its API callbacks to callbacks.c, and
+ * report at stop.
+ * Invariant: after cp_cupti_backend_teardown() no vendor function is called;
+ * every vendor call goes through the loader's table.
+ * Hot path: none here (buffer callbacks run once per filled buffer).
+ * Called by core/session.c through cp_cupti_backend, and by inject.c. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/cupti/callbacks.h"
+#include "backend/cupti/config.h"
+#include "backend/cupti/cupti_backend.h"
+#include "backend/cupti/loader.h"
+#include "backend/cupti/pool.h"
+#include "backend/cupti/records.h"
+#include "backend/cupti/stats.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int load_tried, load_rc;
+static char load_msg[1024];
+static cp_cupti_config config;
+static cp_loader_api api;
+static cp_cupti_state state; /* tables live until exit: CUPTI may call late */
+static cp_pool *pool;
+static CUpti_SubscriberHandle subscriber;
+static atomic_int running, torn_down;
+/* Set while stopping: the last session is gone (and core/session.c holds
+ * its slot lock while calling stop), so completed buffers are recycled
+ * without delivering anything. */
+static atomic_int discarding;
+
+/* ---- hooks given to the pure modules ------------------------------------- */
+
+static int describe_device(uint32_t id, cp_device_info *d) {
+  CUdevice dev;
+  int major = 0, minor = 0, sms = 0, clock = 0, mem_clock = 0, bus = 0;
+  if (api.cuDeviceGet(&dev, (int)id) != CUDA_SUCCESS)
+    return CPROTON_EBACKEND;
+  api.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                           dev);
+  api.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                           dev);
+  api.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+  api.cuDeviceGetAttribute(&clock, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
+  api.cuDeviceGetAttribute(&mem_clock, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE,
+                           dev);
+  api.cuDeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH,
+                           dev);
+  snprintf(d->arch, sizeof d->arch, "%d%d", major, minor);
+  d->num_sms = (uint32_t)sms;
+  d->clock_rate = (uint64_t)clock;
+  d->memory_clock_rate = (uint64_t)mem_clock;
+  d->bus_width = (uint32_t)bus;
+  return CPROTON_OK;
+}
+
+static int graph_node_id(void *node, uint64_t *id) {
+  return api.cuptiGetGraphNodeId((CUgraphNode)node, id) == CUPTI_SUCCESS
+             ? CPROTON_OK
+             : CPROTON_EBACKEND;
+}
+
+static uint64_t CUPTIAPI timestamp(void) { return cp_clock_now_ns(); }
+
+/* ---- activity buffers ------------------------------------------------------
+ */
+
+static void CUPTIAPI buffer_requested(uint8_t **buf, size_t *size,
+                                      size_t *max_records) {
+  *buf = cp_pool_take(pool);
+  *size = *buf ? cp_pool_buffer_size(pool) : 0;
+  *max_records = 0;
+  if (!*buf)
+    atomic_fetch_add(&state.stats.no_buffer, 1);
+}
+
+static int next_record(uint8_t *buf, size_t valid, CUpti_Activity **rec) {
+  CUptiResult r = api.cuptiActivityGetNextRecord(buf, valid, rec);
+  return r == CUPTI_SUCCESS ? 1 : r == CUPTI_ERROR_MAX_LIMIT_REACHED ? 0 : -1;
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
+                                      uint8_t *buf, size_t size, size_t valid) {
+  if (buf && valid && !atomic_load(&discarding))
+    cp_records_process(&state, buf, valid, next_record);
+  size_t dropped = 0;
+  if (ctx && api.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) ==
+                 CUPTI_SUCCESS)
+    atomic_fetch_add(&state.stats.dropped, dropped);
+  cp_pool_give(pool, buf);
+}
+
+/* ---- load ---------------------------------------------------------------- */
+
+static int load_locked(void) {
+  if (!load_tried) {
+    load_tried = 1;
+    cp_cupti_config_from_env(&config);
+    load_rc = cp_loader_open(&config, &api);
+    snprintf(load_msg, sizeof load_msg, "%s", cp_error_message());
+  }
+  if (load_rc)
+    return cp_error_set(load_rc, "%s", load_msg);
+  return CPROTON_OK;
+}
+
+static int cupti_available(void) {
+  pthread_mutex_lock(&lock);
+  int rc = load_locked();
+  pthread_mutex_unlock(&lock);
+  return rc == CPROTON_OK;
+}
+
+void cp_cupti_backend_library_path(char *buf, size_t size) {
+  pthread_mutex_lock(&lock);
+  snprintf(buf, size, "%s", load_tried && !load_rc ? api.cupti_path : "");
+  pthread_mutex_unlock(&lock);
+}
+
+static int alloc_state(void) {
+  if (!state.corr && !(state.corr = cp_corr_new(config.ring_slots)))
+    return CPROTON_ENOMEM;
+  if (!state.graphs && !(state.graphs = cp_graph_new(config.graph_nodes)))
+    return CPROTON_ENOMEM;
+  if (!pool && !(pool = cp_pool_new(config.buffer_size, config.n_buffers,
+                                    config.max_buffers)))
+    return CPROTON_ENOMEM;
+  state.hooks.describe_device = describe_device;
+  state.hooks.graph_node_id = graph_node_id;
+  return CPROTON_OK;
+}
+
+/* ---- start / flush / stop ------------------------------------------------ */
+
+static int fail(CUptiResult r, const char *what) {
+  const char *hint = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                         ? " (another CUPTI tool is attached: Proton, "
+                           "torch.profiler, Nsight?)"
+                         : "";
+  return cp_error_set(CPROTON_EBACKEND, "cupti: %s failed: %s%s", what,
+                      cp_loader_cupti_error(&api, r), hint);
+}
+
+static int enable_callbacks(void) {
+  size_t n;
+  const cp_callbacks_id *ids = cp_callbacks_list(&n);
+  for (size_t i = 0; i < n; i++) {
+    if (ids[i].domain == CUPTI_CB_DOMAIN_NVTX && !config.nvtx)
+      continue;
+    CUptiResult r =
+        api.cuptiEnableCallback(1, subscriber, ids[i].domain, ids[i].cbid);
+    if (r != CUPTI_SUCCESS && ids[i].domain == CUPTI_CB_DOMAIN_NVTX)
+      r = api.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_NVTX);
+    if (r != CUPTI_SUCCESS)
+      return fail(r, "cuptiEnableCallback");
+  }
+  return CPROTON_OK;
+}
+
+static int subscribe(void) {
+  CUptiResult r = api.cuptiActivityRegisterTimestampCallback
+                      ? api.cuptiActivityRegisterTimestampCallback(timestamp)
+                      : CUPTI_ERROR_NOT_SUPPORTED;
+  if (r != CUPTI_SUCCESS)
+    cp_warn("cupti: GPU timestamps not on cproton's clock (%s); traces may "
+            "misalign",
+            cp_loader_cupti_error(&api, r));
+  if ((r = api.cuptiActivityRegisterCallbacks(buffer_requested,
+                                              buffer_completed)))
+    return fail(r, "cuptiActivityRegisterCallbacks");
+  if ((r = api.cuptiSubscribe(&subscriber, cp_callbacks_dispatch, &state)))
+    return fail(r, "cuptiSubscribe");
+  int rc = enable_callbacks();
+  if (!rc &&
+      (r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)))
+    rc = fail(r, "cuptiActivityEnable(CONCURRENT_KERNEL)");
+  if (rc)
+    api.cuptiUnsubscribe(subscriber);
+  return rc;
+}
+
+static int cupti_start(const char *mode) {
+  if (mode && *mode)
+    return cp_error_set(CPROTON_EUNSUPPORTED,
+                        "the cupti backend has no mode '%s' (valid: none)",
+                        mode);
+  pthread_mutex_lock(&lock);
+  int rc = atomic_load(&torn_down)
+               ? cp_error_set(CPROTON_ESTATE, "cupti: process is exiting")
+               : load_locked();
+  if (!rc && !atomic_load(&running)) {
+    rc = alloc_state();
+    if (!rc) {
+      cp_corr_clear(state.corr);
+      cp_graph_clear(state.graphs);
+      cp_stats_reset(&state.stats);
+      atomic_store(&state.devices_seen, 0);
+      cp_callbacks_set_nvtx(config.nvtx);
+      atomic_store(&discarding, 0);
+      rc = subscribe();
+    }
+    if (!rc)
+      atomic_store(&running, 1);
+  }
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+/* Not under `lock`: a forced flush may run buffer_completed right here, and
+ * record delivery takes only the core's read lock. */
+static int cupti_flush(void) {
+  if (!atomic_load(&running) || atomic_load(&torn_down))
+    return CPROTON_OK;
+  CUptiResult r = api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  return r == CUPTI_SUCCESS ? CPROTON_OK : fail(r, "cuptiActivityFlushAll");
+}
+
+static void cupti_stop(void) {
+  if (!atomic_load(&running))
+    return;
+  atomic_store(&discarding, 1);
+  if (!atomic_load(&torn_down)) {
+    api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    api.cuptiUnsubscribe(subscriber);
+  }
+  atomic_store(&running, 0);
+  cp_stats_report(&state.stats, cp_corr_capacity(state.corr));
+}
+
+void cp_cupti_backend_teardown(void) { atomic_store(&torn_down, 1); }
+
+/* Library unload or process exit after every atexit handler: CUDA may be
+ * gone already, so no vendor call is safe past this point. */
+__attribute__((destructor)) static void at_unload(void) {
+  cp_cupti_backend_teardown();
+}
+
+const cp_backend_ops cp_cupti_backend = {
+    .name = "cupti",
+    .available = cupti_available,
+    .start = cupti_start,
+    .flush = cupti_flush,
+    .stop = cupti_stop,
+};

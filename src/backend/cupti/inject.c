@@ -1,0 +1,56 @@
+/* backend/cupti/inject.c -- InitializeInjection: profile an unmodified CUDA
+ * program. Reads its settings through config.c (the one place that reads
+ * the environment), starts one session on the cupti backend, and registers
+ * an atexit handler that finalizes it.
+ * Invariant: the exit handler runs before the driver's own teardown (it is
+ * registered during cuInit, after libcuda's handlers, and atexit runs in
+ * reverse order); after it, the backend makes no CUPTI call.
+ * Not a hot path. Called by the CUDA driver. */
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "backend/cupti/config.h"
+#include "backend/cupti/cupti_backend.h"
+#include "backend/cupti/inject.h"
+#include "core/log.h"
+#include "cproton/cproton.h"
+
+static atomic_int initialized;
+static int session_id = -1;
+
+static void at_exit(void) {
+  if (session_id >= 0 &&
+      cproton_session_finalize(session_id, NULL) != CPROTON_OK)
+    cp_warn("injection: writing the profile failed: %s", cproton_last_error());
+  session_id = -1;
+  cp_cupti_backend_teardown();
+}
+
+int InitializeInjection(void) {
+  if (atomic_exchange(&initialized, 1))
+    return 1;
+  cp_inject_config c;
+  cp_inject_config_from_env(&c);
+  if (c.disabled)
+    return 1;
+  cproton_session_options o;
+  cproton_session_options_init(&o);
+  o.name = c.name;
+  o.data = c.data;
+  o.context = c.context;
+  o.backend = "cupti";
+  o.gzip = c.gzip;
+  o.rank = c.rank;
+  o.local_rank = c.local_rank;
+  if (cproton_session_start(&o, &session_id) != CPROTON_OK) {
+    cp_warn("injection: could not start profiling: %s", cproton_last_error());
+    session_id = -1;
+    return 1;
+  }
+  char cupti[PATH_MAX];
+  cp_cupti_backend_library_path(cupti, sizeof cupti);
+  cp_inject_set_nvtx_path(cupti);
+  atexit(at_exit);
+  return 1;
+}

@@ -1,0 +1,61 @@
+/* backend/cupti/loader.h -- libcuda and libcupti, opened with dlopen and
+ * reached through one table of dlsym'd pointers (cp_loader_*). The CUDA
+ * headers are used for types and prototypes only; nothing links against
+ * the vendor libraries, so cproton loads on machines without a driver. */
+#ifndef CP_BACKEND_CUPTI_LOADER_H
+#define CP_BACKEND_CUPTI_LOADER_H
+
+#include <cuda.h>
+#include <cupti.h>
+#include <limits.h>
+
+#include "backend/cupti/config.h"
+
+/* X(function) for every vendor function cproton calls. Versioned driver
+ * entry points (cuFoo_v2 macros) must not be listed: the name is dlsym'd
+ * as written. */
+#define CP_LOADER_CUDA_FUNCS(X)                                                \
+  X(cuDriverGetVersion)                                                        \
+  X(cuDeviceGet)                                                               \
+  X(cuDeviceGetAttribute)
+
+#define CP_LOADER_CUPTI_FUNCS(X)                                               \
+  X(cuptiGetVersion)                                                           \
+  X(cuptiGetResultString)                                                      \
+  X(cuptiSubscribe)                                                            \
+  X(cuptiUnsubscribe)                                                          \
+  X(cuptiEnableCallback)                                                       \
+  X(cuptiEnableDomain)                                                         \
+  X(cuptiActivityEnable)                                                       \
+  X(cuptiActivityDisable)                                                      \
+  X(cuptiActivityRegisterCallbacks)                                            \
+  X(cuptiActivityGetNextRecord)                                                \
+  X(cuptiActivityGetNumDroppedRecords)                                         \
+  X(cuptiActivityFlushAll)                                                     \
+  X(cuptiGetGraphNodeId)
+
+/* Resolved when present (NULL otherwise): newer than the oldest CUPTI we
+ * accept. */
+#define CP_LOADER_CUPTI_OPTIONAL(X) X(cuptiActivityRegisterTimestampCallback)
+
+typedef struct cp_loader_api {
+  void *cuda_handle, *cupti_handle;
+  char cupti_path[PATH_MAX]; /* the file that loaded */
+#define CP_LOADER_MEMBER(f) __typeof__(&f) f;
+  CP_LOADER_CUDA_FUNCS(CP_LOADER_MEMBER)
+  CP_LOADER_CUPTI_FUNCS(CP_LOADER_MEMBER)
+  CP_LOADER_CUPTI_OPTIONAL(CP_LOADER_MEMBER)
+#undef CP_LOADER_MEMBER
+} cp_loader_api;
+
+/* Opens the driver and CUPTI along `c`'s search order and resolves every
+ * function into `api`. Errors: ENODEVICE when libcuda.so.1 does not load
+ * (no NVIDIA driver), EBACKEND when no CUPTI loads or a symbol is missing;
+ * the message lists what was tried. Handles are never closed (CUDA keeps
+ * calling into CUPTI until process exit). Not a hot path. */
+int cp_loader_open(const cp_cupti_config *c, cp_loader_api *api);
+
+/* "CUPTI_ERROR_..." text for `r` (or a number when CUPTI is not loaded). */
+const char *cp_loader_cupti_error(const cp_loader_api *api, CUptiResult r);
+
+#endif

@@ -1,0 +1,109 @@
+/* backend/cupti/records.c -- activity records -> cp_kernel_record, with a
+ * table from activity kind to handler.
+ * Invariant: every kernel record is either delivered under the site its
+ * correlation id maps to, skipped because no session was active at its
+ * launch, or delivered under ROOT and counted as unattributed: never lost
+ * silently.
+ * Hot-ish path: runs per record on CUPTI's thread (buffer completion) or on
+ * the thread that flushes. Called by backend/cupti/cupti.c. */
+#include <stdint.h>
+
+#include "backend/cupti/records.h"
+#include "core/log.h"
+#include "core/session.h"
+
+/* Kernel records of every CUPTI since CUDA 11 (CUpti_ActivityKernel4..10)
+ * share the layout of the fields read here; the newest struct names them. */
+typedef CUpti_ActivityKernel10 kernel_record;
+
+/* Delivered to every session alive at processing: the launch is unknown. */
+static const cp_launch_site unattributed_site = {.sessions = UINT32_MAX,
+                                                 .epoch = UINT32_MAX};
+
+void cp_records_note_device(cp_cupti_state *st, uint32_t id) {
+  uint64_t bit = id < 64 ? 1ull << id : 0;
+  if (bit &&
+      (atomic_load_explicit(&st->devices_seen, memory_order_relaxed) & bit))
+    return;
+  if (bit && (atomic_fetch_or(&st->devices_seen, bit) & bit))
+    return;
+  cp_device_info d = {.type = CP_DEVICE_CUDA, .id = id};
+  if (!st->hooks.describe_device || st->hooks.describe_device(id, &d) != 0) {
+    cp_warn("cupti: could not describe device %u; its info is missing from "
+            "the profile",
+            id);
+    return;
+  }
+  d.type = CP_DEVICE_CUDA;
+  d.id = id;
+  cp_device_register(&d);
+}
+
+/* The site of a kernel: its launch, composed with its graph node's capture
+ * context when it was replayed from a graph. 0 = skip the record. */
+static int site_of(cp_cupti_state *st, const kernel_record *k,
+                   cp_launch_site *site) {
+  if (!cp_corr_get(st->corr, k->correlationId, site)) {
+    atomic_fetch_add_explicit(&st->stats.unattributed, 1, memory_order_relaxed);
+    *site = unattributed_site;
+    return 1;
+  }
+  if (!site->sessions)
+    return 0; /* launched while no session was active */
+  cp_launch_site capture;
+  if (k->graphId && st->graphs &&
+      cp_graph_get(st->graphs, k->graphNodeId, &capture)) {
+    cp_launch_site composed;
+    if (cp_graph_compose(site, &capture, &composed) == 0)
+      *site = composed;
+  }
+  return 1;
+}
+
+static void on_kernel(cp_cupti_state *st, const CUpti_Activity *rec) {
+  const kernel_record *k = (const kernel_record *)rec;
+  cp_records_note_device(st, k->deviceId);
+  cp_launch_site site;
+  if (!site_of(st, k, &site))
+    return;
+  cp_kernel_record r = {.name = k->name,
+                        .start_ns = k->start,
+                        .end_ns = k->end,
+                        .device_id = k->deviceId,
+                        .stream_id = k->streamId,
+                        .correlation_id = k->correlationId,
+                        .device_type = CP_DEVICE_CUDA};
+  if (cp_session_deliver_kernel(&site, &r) != 0)
+    atomic_fetch_add_explicit(&st->stats.deliver_errors, 1,
+                              memory_order_relaxed);
+  atomic_fetch_add_explicit(&st->stats.kernels, 1, memory_order_relaxed);
+}
+
+typedef void (*record_fn)(cp_cupti_state *, const CUpti_Activity *);
+
+static const struct {
+  CUpti_ActivityKind kind;
+  record_fn fn;
+} handlers[] = {
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, on_kernel},
+    {CUPTI_ACTIVITY_KIND_KERNEL, on_kernel},
+};
+
+void cp_records_handle(cp_cupti_state *st, const CUpti_Activity *rec) {
+  for (size_t i = 0; i < sizeof handlers / sizeof *handlers; i++)
+    if (handlers[i].kind == rec->kind) {
+      handlers[i].fn(st, rec);
+      return;
+    }
+}
+
+size_t cp_records_process(cp_cupti_state *st, uint8_t *buf, size_t valid,
+                          cp_records_next_fn next) {
+  CUpti_Activity *rec = NULL;
+  size_t n = 0;
+  while (valid && next(buf, valid, &rec) == 1) {
+    cp_records_handle(st, rec);
+    n++;
+  }
+  return n;
+}

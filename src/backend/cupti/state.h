@@ -1,0 +1,44 @@
+/* backend/cupti/state.h -- the state the CUPTI backend's pure parts share
+ * (no functions): the correlation and graph tables, the hooks through which
+ * they reach the vendor libraries, and the counters reported at stop.
+ *
+ * The hooks are what makes records.c and callbacks.c callable without
+ * libcupti: backend/cupti/cupti.c points them at dlsym'd functions, unit
+ * tests at fakes. */
+#ifndef CP_BACKEND_CUPTI_STATE_H
+#define CP_BACKEND_CUPTI_STATE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "backend/cupti/corr.h"
+#include "backend/cupti/graph.h"
+#include "core/device.h"
+
+typedef struct cp_cupti_stats {
+  atomic_ullong kernels;        /* kernel records delivered */
+  atomic_ullong unattributed;   /* correlation id unknown or slot reused */
+  atomic_ullong collisions;     /* live correlation entries overwritten */
+  atomic_ullong dropped;        /* CUPTI's own dropped-record count */
+  atomic_ullong graph_full;     /* graph nodes not remembered: table full */
+  atomic_ullong deliver_errors; /* records the core could not store */
+  atomic_ullong nvtx_unmatched; /* nvtxRangePop with no open range */
+  atomic_ullong no_buffer;      /* buffer requests the pool refused */
+} cp_cupti_stats;
+
+typedef struct cp_cupti_hooks {
+  /* Describes device `id` (cuDeviceGetAttribute). 0 or an error code. */
+  int (*describe_device)(uint32_t id, cp_device_info *out);
+  /* The CUPTI id of a graph node (cuptiGetGraphNodeId). 0 or an error. */
+  int (*graph_node_id)(void *node, uint64_t *id_out);
+} cp_cupti_hooks;
+
+typedef struct cp_cupti_state {
+  cp_corr *corr;
+  cp_graph *graphs;
+  cp_cupti_hooks hooks;
+  _Atomic uint64_t devices_seen; /* bit d: device d registered */
+  cp_cupti_stats stats;
+} cp_cupti_state;
+
+#endif

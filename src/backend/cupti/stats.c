@@ -1,0 +1,55 @@
+/* backend/cupti/stats.c -- formats the CUPTI backend's counters into the
+ * single end-of-run warning.
+ * Invariant: a non-zero problem counter always produces the warning.
+ * Not a hot path: called at backend stop. Called by cupti.c and tests. */
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/cupti/stats.h"
+#include "core/log.h"
+
+void cp_stats_reset(cp_cupti_stats *s) {
+  atomic_store(&s->kernels, 0);
+  atomic_store(&s->unattributed, 0);
+  atomic_store(&s->collisions, 0);
+  atomic_store(&s->dropped, 0);
+  atomic_store(&s->graph_full, 0);
+  atomic_store(&s->deliver_errors, 0);
+  atomic_store(&s->nvtx_unmatched, 0);
+  atomic_store(&s->no_buffer, 0);
+}
+
+static void part(char *out, size_t size, unsigned long long n,
+                 const char *what) {
+  size_t len = strlen(out);
+  if (n && len + 2 < size)
+    snprintf(out + len, size - len, "%s%llu %s", len ? "; " : "", n, what);
+}
+
+int cp_stats_report(const cp_cupti_stats *s, size_t ring_slots) {
+  char msg[1024] = "", why[128];
+  part(msg, sizeof msg, atomic_load(&s->dropped),
+       "kernel records dropped by CUPTI (activity buffers full)");
+  part(msg, sizeof msg, atomic_load(&s->no_buffer),
+       "activity buffer requests refused (pool exhausted)");
+  snprintf(why, sizeof why,
+           "kernel records unattributed, placed under ROOT "
+           "(launch not seen, or more than %zu launches in flight)",
+           ring_slots);
+  part(msg, sizeof msg, atomic_load(&s->unattributed), why);
+  part(msg, sizeof msg, atomic_load(&s->collisions),
+       "correlation entries overwritten before their record arrived");
+  part(msg, sizeof msg, atomic_load(&s->graph_full),
+       "graph nodes without capture context (graph table full)");
+  part(msg, sizeof msg, atomic_load(&s->deliver_errors),
+       "kernel records the profile could not store (out of memory)");
+  part(msg, sizeof msg, atomic_load(&s->nvtx_unmatched),
+       "nvtxRangePop calls without an open range");
+  cp_debug("cupti: %llu kernel records processed",
+           (unsigned long long)atomic_load(&s->kernels));
+  if (!msg[0])
+    return 0;
+  cp_warn("cupti: of %llu kernel records: %s",
+          (unsigned long long)atomic_load(&s->kernels), msg);
+  return 1;
+}

@@ -1,0 +1,632 @@
+/* backend_cupti_test.c -- the CUPTI backend without a GPU: synthetic
+ * activity records (real CUpti_ActivityKernel10 structs in a buffer) and
+ * synthetic callback data go through records.c and callbacks.c, and the
+ * profiles they produce are read back with jansson. Also the loader with no
+ * driver, the buffer pool, the search order and the end-of-run warning. */
+#include <criterion/criterion.h>
+
+#ifdef CPROTON_HAVE_CUPTI
+#include <dlfcn.h>
+#include <generated_nvtx_meta.h>
+#include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/cupti/callbacks.h"
+#include "backend/cupti/config.h"
+#include "backend/cupti/cupti_backend.h"
+#include "backend/cupti/loader.h"
+#include "backend/cupti/pool.h"
+#include "backend/cupti/records.h"
+#include "backend/cupti/stats.h"
+#include "core/clock.h"
+#include "core/device.h"
+#include "core/session.h"
+#include "cproton/cproton.h"
+#include "testutil.h"
+
+/* ---- fixtures ------------------------------------------------------------ */
+
+static cp_cupti_state st;
+static int n_described;
+static char logged[4096];
+static int n_warnings;
+
+static int fake_describe(uint32_t id, cp_device_info *d) {
+  n_described++;
+  snprintf(d->arch, sizeof d->arch, "90");
+  d->num_sms = 132;
+  d->clock_rate = 1980000;
+  d->memory_clock_rate = 2619000;
+  d->bus_width = 5120;
+  return 0;
+}
+
+/* Graph nodes are opaque pointers; the fake id is the pointer value. */
+static int fake_node_id(void *node, uint64_t *id) {
+  *id = (uint64_t)(uintptr_t)node;
+  return 0;
+}
+
+static void capture_log(void *user, cproton_log_level level, const char *m) {
+  if (level >= CPROTON_LOG_WARN)
+    n_warnings++;
+  strncat(logged, m, sizeof logged - strlen(logged) - 2);
+  strcat(logged, "\n");
+}
+
+static void setup_sized(size_t ring, size_t graph_nodes) {
+  cp_session_reset_all();
+  cp_device_reset();
+  memset(&st, 0, sizeof st);
+  st.corr = cp_corr_new(ring);
+  st.graphs = cp_graph_new(graph_nodes);
+  st.hooks.describe_device = fake_describe;
+  st.hooks.graph_node_id = fake_node_id;
+  n_described = 0;
+  logged[0] = '\0';
+  n_warnings = 0;
+  cproton_log_set_handler(capture_log, NULL, CPROTON_LOG_DEBUG);
+}
+
+static void setup(void) { setup_sized(1024, 1024); }
+
+static void teardown(void) {
+  cp_corr_free(st.corr);
+  cp_graph_free(st.graphs);
+  cproton_log_set_handler(NULL, NULL, CPROTON_LOG_WARN);
+}
+
+static int start(const char *name, const char *data) {
+  cproton_session_options o;
+  cproton_session_options_init(&o);
+  o.name = name;
+  o.data = data;
+  o.backend = "none";
+  int sid = -1;
+  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK, "%s",
+               cproton_last_error());
+  return sid;
+}
+
+/* What CUPTI calls on a driver-API launch (enter and exit). */
+static void launch(CUpti_CallbackId cbid, uint32_t correlation) {
+  CUpti_CallbackData d = {.callbackSite = CUPTI_API_ENTER,
+                          .functionName = "cuLaunchKernel",
+                          .correlationId = correlation};
+  cp_callbacks_dispatch(&st, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
+  d.callbackSite = CUPTI_API_EXIT;
+  cp_callbacks_dispatch(&st, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
+}
+
+static void graph_event(CUpti_CallbackId cbid, uintptr_t node,
+                        uintptr_t original) {
+  CUpti_GraphData g = {.node = (CUgraphNode)node,
+                       .originalNode = (CUgraphNode)original,
+                       .nodeType = CU_GRAPH_NODE_TYPE_KERNEL};
+  CUpti_ResourceData r = {.resourceDescriptor = &g};
+  cp_callbacks_dispatch(&st, CUPTI_CB_DOMAIN_RESOURCE, cbid, &r);
+}
+
+/* ---- synthetic activity buffers ------------------------------------------ */
+
+typedef CUpti_ActivityKernel10 krec;
+
+typedef struct buffer {
+  krec recs[256];
+  size_t n;
+} buffer;
+
+static void add_kernel(buffer *b, const char *name, uint32_t corr,
+                       uint64_t start, uint64_t dur, uint32_t dev,
+                       uint32_t stream) {
+  cr_assert_lt(b->n, 256);
+  krec *k = &b->recs[b->n++];
+  memset(k, 0, sizeof *k);
+  k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k->name = name;
+  k->correlationId = corr;
+  k->start = start;
+  k->end = start + dur;
+  k->deviceId = dev;
+  k->streamId = stream;
+}
+
+static void add_graph_kernel(buffer *b, const char *name, uint32_t corr,
+                             uint64_t start, uint64_t dur, uint64_t node) {
+  add_kernel(b, name, corr, start, dur, 0, 7);
+  b->recs[b->n - 1].graphId = 1;
+  b->recs[b->n - 1].graphNodeId = node;
+}
+
+/* Walks the buffer like cuptiActivityGetNextRecord does. */
+static int next(uint8_t *buf, size_t valid, CUpti_Activity **rec) {
+  uint8_t *p = *rec ? (uint8_t *)*rec + sizeof(krec) : buf;
+  if (p + sizeof(krec) > buf + valid)
+    return 0;
+  *rec = (CUpti_Activity *)p;
+  return 1;
+}
+
+static size_t process(buffer *b) {
+  return cp_records_process(&st, (uint8_t *)b->recs, b->n * sizeof(krec), next);
+}
+
+/* ---- reading profiles ---------------------------------------------------- */
+
+static json_t *finalize(int sid, const char *path, const char *ext) {
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK, "%s",
+               cproton_last_error());
+  char full[512];
+  snprintf(full, sizeof full, "%s%s", path, ext);
+  json_t *j = cpt_load_json(full);
+  cr_assert_not_null(j, "cannot read %s", full);
+  return j;
+}
+
+/* The node at `path` (names below ROOT, NULL-terminated), or NULL. */
+static json_t *node_at(json_t *profile, const char *const *path) {
+  json_t *n = json_array_get(profile, 0);
+  for (; n && *path; path++) {
+    json_t *kids = json_object_get(n, "children"), *found = NULL, *c;
+    size_t i;
+    json_array_foreach(kids, i, c) {
+      const char *name = json_string_value(
+          json_object_get(json_object_get(c, "frame"), "name"));
+      if (name && strcmp(name, *path) == 0)
+        found = c;
+    }
+    n = found;
+  }
+  return n;
+}
+
+static long long metric(json_t *node, const char *name) {
+  cr_assert_not_null(node);
+  json_t *v = json_object_get(json_object_get(node, "metrics"), name);
+  cr_assert_not_null(v, "no metric %s", name);
+  return json_integer_value(v);
+}
+
+#define PATH(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+/* ---- correlation ring ------------------------------------------------------
+ */
+
+Test(backend_cupti, corr_lookup_and_collision, .init = setup,
+     .fini = teardown) {
+  cp_launch_site a = {.sessions = 1, .thread = 11},
+                 b = {.sessions = 1, .thread = 22}, out;
+  size_t cap = cp_corr_capacity(st.corr);
+  cr_assert_eq(cap, 1024);
+  cr_assert_eq(cp_corr_put(st.corr, 5, &a), 0);
+  cr_assert(cp_corr_get(st.corr, 5, &out));
+  cr_assert_eq(out.thread, 11);
+  cr_assert_not(cp_corr_get(st.corr, 6, &out), "unknown id");
+  cr_assert_not(cp_corr_get(st.corr, 0, &out), "id 0 is never valid");
+  cr_assert_eq(cp_corr_put(st.corr, 5 + (uint32_t)cap, &b), 1, "collision");
+  cr_assert_not(cp_corr_get(st.corr, 5, &out), "overwritten entry");
+  cr_assert(cp_corr_get(st.corr, 5 + (uint32_t)cap, &out));
+  cr_assert_eq(out.thread, 22);
+}
+
+/* ---- kernels under their launch context ------------------------------------
+ */
+
+Test(backend_cupti, kernels_land_under_scopes, .init = setup,
+     .fini = teardown) {
+  const char *path = cpt_tmp_path("cupti_scopes");
+  int sid = start(path, NULL);
+  buffer b = {.n = 0};
+  cr_assert_eq(cproton_scope_enter("fwd", NULL), CPROTON_OK);
+  launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1);
+  launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, 2);
+  cr_assert_eq(cproton_scope_enter("attn", NULL), CPROTON_OK);
+  launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, 3);
+  launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, 4);
+  cproton_scope_exit("attn");
+  cproton_scope_exit("fwd");
+  launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz, 5);
+  add_kernel(&b, "matmul", 1, 1000, 100, 0, 7);
+  add_kernel(&b, "matmul", 2, 2000, 50, 0, 7);
+  add_kernel(&b, "softmax", 3, 3000, 10, 0, 8);
+  add_kernel(&b, "coop", 4, 4000, 20, 0, 8);
+  add_kernel(&b, "top", 5, 5000, 1, 0, 7);
+  cr_assert_eq(process(&b), 5);
+  json_t *p = finalize(sid, path, ".hatchet");
+  json_t *mm = node_at(p, PATH("fwd", "matmul"));
+  cr_assert_eq(metric(mm, "count"), 2);
+  cr_assert_eq(metric(mm, "time (ns)"), 150);
+  cr_assert_eq(metric(node_at(p, PATH("fwd", "attn", "softmax")), "count"), 1);
+  cr_assert_eq(metric(node_at(p, PATH("fwd", "attn", "coop")), "count"), 1);
+  cr_assert_eq(metric(node_at(p, PATH("top")), "time (ns)"), 1);
+  cr_assert_eq(atomic_load(&st.stats.unattributed), 0);
+  cr_assert_eq(atomic_load(&st.stats.kernels), 5);
+  json_decref(p);
+}
+
+Test(backend_cupti, unknown_ids_are_counted_and_kept, .init = setup,
+     .fini = teardown) {
+  const char *path = cpt_tmp_path("cupti_unknown");
+  int sid = start(path, NULL);
+  buffer b = {.n = 0};
+  add_kernel(&b, "orphan", 99, 1000, 5, 0, 7);
+  process(&b);
+  cr_assert_eq(atomic_load(&st.stats.unattributed), 1);
+  json_t *p = finalize(sid, path, ".hatchet");
+  cr_assert_eq(metric(node_at(p, PATH("orphan")), "count"), 1);
+  json_decref(p);
+  cr_assert(cp_stats_report(&st.stats, cp_corr_capacity(st.corr)));
+  cr_assert(strstr(logged, "1 kernel records unattributed"), "%s", logged);
+}
+
+Test(backend_cupti, ring_collision_makes_record_unattributed, .init = setup,
+     .fini = teardown) {
+  const char *path = cpt_tmp_path("cupti_collide");
+  int sid = start(path, NULL);
+  cproton_scope_enter("a", NULL);
+  launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 3);
+  cproton_scope_exit("a");
+  cproton_scope_enter("b", NULL);
+  launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 3 + 1024); /* same slot */
+  cproton_scope_exit("b");
+  buffer b = {.n = 0};
+  add_kernel(&b, "k", 3, 1000, 5, 0, 7);
+  add_kernel(&b, "k", 3 + 1024, 2000, 5, 0, 7);
+  process(&b);
+  cr_assert_eq(atomic_load(&st.stats.collisions), 1);
+  cr_assert_eq(atomic_load(&st.stats.unattributed), 1);
+  json_t *p = finalize(sid, path, ".hatchet");
+  cr_assert_eq(metric(node_at(p, PATH("b", "k")), "count"), 1);
+  cr_assert_eq(metric(node_at(p, PATH("k")), "count"), 1);
+  cr_assert_null(node_at(p, PATH("a", "k")));
+  json_decref(p);
+}
+
+Test(backend_cupti, launches_without_session_are_skipped, .init = setup,
+     .fini = teardown) {
+  launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1); /* no session yet */
+  const char *path = cpt_tmp_path("cupti_skip");
+  int sid = start(path, NULL);
+  buffer b = {.n = 0};
+  add_kernel(&b, "before", 1, 1000, 5, 0, 7);
+  process(&b);
+  cr_assert_eq(atomic_load(&st.stats.unattributed), 0);
+  json_t *p = finalize(sid, path, ".hatchet");
+  cr_assert_null(node_at(p, PATH("before")));
+  json_decref(p);
+}
+
+/* ---- CUDA graphs ------------------------------------------------------------
+ */
+
+Test(backend_cupti, graph_replays_attribute_to_launch, .init = setup,
+     .fini = teardown) {
+  const char *path = cpt_tmp_path("cupti_graph");
+  int sid = start(path, NULL);
+  cproton_scope_enter("replay", NULL);
+  buffer b = {.n = 0};
+  for (uint32_t r = 0; r < 10; r++) {
+    launch(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, 100 + r);
+    for (int k = 0; k < 3; k++) /* nodes 501..503: graph made before start */
+      add_graph_kernel(&b, k == 2 ? "reduce" : "axpy", 100 + r, 1000 * r + k,
+                       10, 501 + (uint64_t)k);
+  }
+  cproton_scope_exit("replay");
+  process(&b);
+  json_t *p = finalize(sid, path, ".hatchet");
+  cr_assert_eq(metric(node_at(p, PATH("replay", "axpy")), "count"), 20);
+  cr_assert_eq(metric(node_at(p, PATH("replay", "reduce")), "count"), 10);
+  cr_assert_eq(metric(node_at(p, PATH("replay", "reduce")), "time (ns)"), 100);
+  cr_assert_eq(cp_graph_count(st.graphs), 0, "nothing kept per launch");
+  json_decref(p);
+}
+
+Test(backend_cupti, graph_kernels_keep_capture_context, .init = setup,
+     .fini = teardown) {
+  const char *path = cpt_tmp_path("cupti_capture");
+  int sid = start(path, NULL);
+  cproton_scope_enter("build", NULL);
+  cproton_scope_enter("layer", NULL);
+  graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, 11, 0);
+  graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, 12, 0);
+  cproton_scope_exit("layer");
+  cproton_scope_exit("build");
+  /* cuGraphInstantiate clones the nodes */
+  graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, 21, 11);
+  graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, 22, 12);
+  cr_assert_eq(cp_graph_count(st.graphs), 4);
+  cproton_scope_enter("step", NULL);
+  launch(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, 7);
+  launch(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, 8);
+  cproton_scope_exit("step");
+  buffer b = {.n = 0};
+  for (uint32_t c = 7; c <= 8; c++) {
+    add_graph_kernel(&b, "gemm", c, 100 * c, 5, 21);
+    add_graph_kernel(&b, "relu", c, 100 * c + 10, 1, 22);
+  }
+  process(&b);
+  json_t *p = finalize(sid, path, ".hatchet");
+  cr_assert_eq(
+      metric(node_at(p, PATH("step", "build", "layer", "gemm")), "count"), 2);
+  cr_assert_eq(
+      metric(node_at(p, PATH("step", "build", "layer", "relu")), "time (ns)"),
+      2);
+  json_decref(p);
+  /* destroying the graphs frees their entries */
+  for (uintptr_t n = 11; n <= 22; n++)
+    graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING, n, 0);
+  cr_assert_eq(cp_graph_count(st.graphs), 0);
+}
+
+Test(backend_cupti, graph_table_is_bounded, .init = setup, .fini = teardown) {
+  teardown();
+  setup_sized(1024, 64); /* 64 slots, at most 48 entries */
+  for (uintptr_t n = 1; n <= 200; n++)
+    graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, n, 0);
+  cr_assert_eq(cp_graph_count(st.graphs), 48);
+  cr_assert_eq(atomic_load(&st.stats.graph_full), 152);
+  for (uintptr_t n = 1; n <= 200; n++)
+    graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING, n, 0);
+  cr_assert_eq(cp_graph_count(st.graphs), 0);
+  for (uintptr_t n = 1000; n < 1040; n++)
+    graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, n, 0);
+  cp_launch_site s;
+  for (uintptr_t n = 1000; n < 1040; n++)
+    cr_assert(cp_graph_get(st.graphs, n, &s), "node %zu", (size_t)n);
+  for (uintptr_t n = 1000; n < 1040; n += 2)
+    cp_graph_remove(st.graphs, n);
+  for (uintptr_t n = 1001; n < 1040; n += 2)
+    cr_assert(cp_graph_get(st.graphs, n, &s), "after removals: %zu", (size_t)n);
+  cr_assert_eq(cp_graph_count(st.graphs), 20);
+}
+
+/* ---- NVTX -------------------------------------------------------------------
+ */
+
+static void nvtx(CUpti_CallbackId cbid, const void *params) {
+  CUpti_NvtxData d = {.functionName = "nvtx", .functionParams = params};
+  cp_callbacks_dispatch(&st, CUPTI_CB_DOMAIN_NVTX, cbid, &d);
+}
+
+Test(backend_cupti, nvtx_ranges_become_scopes, .init = setup,
+     .fini = teardown) {
+  const char *path = cpt_tmp_path("cupti_nvtx");
+  int sid = start(path, NULL);
+  nvtxRangePushA_params outer = {.message = "outer"};
+  nvtxEventAttributes_t attr = {.version = NVTX_VERSION,
+                                .size = NVTX_EVENT_ATTRIB_STRUCT_SIZE,
+                                .messageType = NVTX_MESSAGE_TYPE_ASCII,
+                                .message.ascii = "inner"};
+  nvtxRangePushEx_params inner = {.eventAttrib = &attr};
+  nvtxRangePop_params pop = {0};
+  nvtx(CUPTI_CBID_NVTX_nvtxRangePushA, &outer);
+  nvtx(CUPTI_CBID_NVTX_nvtxRangePushEx, &inner);
+  launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1);
+  nvtx(CUPTI_CBID_NVTX_nvtxRangePop, &pop);
+  nvtx(CUPTI_CBID_NVTX_nvtxRangePop, &pop);
+  nvtx(CUPTI_CBID_NVTX_nvtxRangePop, &pop); /* unmatched */
+  cr_assert_eq(cproton_scope_depth(), 0);
+  cr_assert_eq(atomic_load(&st.stats.nvtx_unmatched), 1);
+  buffer b = {.n = 0};
+  add_kernel(&b, "k", 1, 1000, 5, 0, 7);
+  process(&b);
+  json_t *p = finalize(sid, path, ".hatchet");
+  cr_assert_eq(metric(node_at(p, PATH("outer", "inner", "k")), "count"), 1);
+  json_decref(p);
+}
+
+/* ---- devices ----------------------------------------------------------------
+ */
+
+Test(backend_cupti, devices_registered_once_each, .init = setup,
+     .fini = teardown) {
+  const char *path = cpt_tmp_path("cupti_devices");
+  int sid = start(path, NULL);
+  buffer b = {.n = 0};
+  for (uint32_t i = 0; i < 8; i++) {
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 10 + i);
+    add_kernel(&b, "k", 10 + i, 1000 * i, 5, i % 2 ? 3 : 0, 7);
+  }
+  process(&b);
+  cr_assert_eq(n_described, 2);
+  cp_device_info d[4];
+  cr_assert_eq(cp_device_list(d, 4), 2);
+  cr_assert_eq(d[1].id, 3);
+  cr_assert_str_eq(d[1].arch, "90");
+  json_t *p = finalize(sid, path, ".hatchet");
+  json_t *dev =
+      json_object_get(json_object_get(json_array_get(p, 1), "CUDA"), "3");
+  cr_assert_not_null(dev);
+  cr_assert_eq(json_integer_value(json_object_get(dev, "num_sms")), 132);
+  cr_assert_eq(json_integer_value(json_object_get(dev, "bus_width")), 5120);
+  json_decref(p);
+}
+
+/* ---- threads ----------------------------------------------------------------
+ */
+
+typedef struct worker {
+  uint32_t first;
+  char scope[16];
+} worker;
+
+static void *work(void *arg) {
+  worker *w = arg;
+  cproton_scope_enter(w->scope, NULL);
+  for (uint32_t i = 0; i < 100; i++)
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, w->first + i);
+  cproton_scope_exit(w->scope);
+  return NULL;
+}
+
+Test(backend_cupti, launching_threads_keep_their_contexts, .init = setup,
+     .fini = teardown) {
+  const char *path = cpt_tmp_path("cupti_threads");
+  int sid = start(path, NULL);
+  pthread_t t[4];
+  worker w[4];
+  for (int i = 0; i < 4; i++) {
+    w[i].first = 1 + (uint32_t)i * 100;
+    snprintf(w[i].scope, sizeof w[i].scope, "thread%d", i);
+    pthread_create(&t[i], NULL, work, &w[i]);
+  }
+  for (int i = 0; i < 4; i++)
+    pthread_join(t[i], NULL);
+  buffer b = {.n = 0};
+  for (uint32_t c = 1; c <= 400; c++) {
+    if (b.n == 256) {
+      process(&b);
+      b.n = 0;
+    }
+    add_kernel(&b, "k", c, 10 * c, 3, (c / 100) % 2, c % 4);
+  }
+  process(&b);
+  json_t *p = finalize(sid, path, ".hatchet");
+  for (int i = 0; i < 4; i++) {
+    char scope[16];
+    snprintf(scope, sizeof scope, "thread%d", i);
+    long long n = metric(node_at(p, PATH(scope, "k")), "count");
+    cr_assert_eq(n, 100, "%s: %lld", scope, n);
+  }
+  json_decref(p);
+}
+
+/* ---- trace ------------------------------------------------------------------
+ */
+
+Test(backend_cupti, trace_has_gpu_lanes_and_flows, .init = setup,
+     .fini = teardown) {
+  const char *path = cpt_tmp_path("cupti_trace");
+  int sid = start(path, "trace");
+  cproton_scope_enter("step", NULL);
+  launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1);
+  launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 2);
+  cproton_scope_exit("step");
+  buffer b = {.n = 0};
+  uint64_t now = cp_clock_now_ns();
+  add_kernel(&b, "k0", 1, now + 1000, 500, 0, 7);
+  add_kernel(&b, "k1", 2, now + 2000, 500, 1, 9);
+  process(&b);
+  json_t *p = finalize(sid, path, ".chrome_trace");
+  json_t *ev = json_object_get(p, "traceEvents"), *e;
+  size_t i;
+  int kernels = 0, flows = 0, gpu1_stream9 = 0, cpu_scope = 0;
+  json_array_foreach(ev, i, e) {
+    const char *ph = json_string_value(json_object_get(e, "ph"));
+    const char *cat = json_string_value(json_object_get(e, "cat"));
+    long long pid = json_integer_value(json_object_get(e, "pid"));
+    long long tid = json_integer_value(json_object_get(e, "tid"));
+    if (!strcmp(ph, "X") && cat && !strcmp(cat, "kernel"))
+      kernels++;
+    if (!strcmp(ph, "X") && cat && !strcmp(cat, "scope") && pid == 0)
+      cpu_scope++;
+    if (!strcmp(ph, "f"))
+      flows++;
+    if (!strcmp(ph, "M") && pid == 2 && tid == 9)
+      gpu1_stream9++;
+  }
+  cr_assert_eq(kernels, 2);
+  cr_assert_eq(flows, 2);
+  cr_assert_eq(cpu_scope, 1);
+  cr_assert_eq(gpu1_stream9, 1, "lane GPU 1 / stream 9 is named");
+  json_decref(p);
+}
+
+/* ---- reporting, pool, loader ------------------------------------------------
+ */
+
+Test(backend_cupti, dropped_records_warn_once, .init = setup,
+     .fini = teardown) {
+  cr_assert_not(cp_stats_report(&st.stats, 1024), "clean run: no warning");
+  cr_assert_eq(n_warnings, 0);
+  atomic_store(&st.stats.kernels, 40000);
+  atomic_store(&st.stats.dropped, 5);
+  atomic_store(&st.stats.no_buffer, 2);
+  cr_assert(cp_stats_report(&st.stats, 1024));
+  cr_assert_eq(n_warnings, 1);
+  cr_assert(strstr(logged, "of 40000 kernel records: 5 kernel records dropped "
+                           "by CUPTI"),
+            "%s", logged);
+  cr_assert(strstr(logged, "2 activity buffer requests refused"), "%s", logged);
+}
+
+Test(backend_cupti, pool_recycles_and_bounds, .init = setup, .fini = teardown) {
+  cp_pool *p = cp_pool_new(1000, 2, 3);
+  cr_assert_not_null(p);
+  cr_assert_eq(cp_pool_buffer_size(p), 1000);
+  uint8_t *a = cp_pool_take(p), *b = cp_pool_take(p), *c = cp_pool_take(p);
+  cr_assert(a && b && c);
+  cr_assert_eq((uintptr_t)a % 8, 0);
+  cr_assert_null(cp_pool_take(p), "at the maximum");
+  cr_assert_eq(cp_pool_out(p), 3);
+  cp_pool_give(p, b);
+  cr_assert_eq(cp_pool_take(p), b, "recycled");
+  cp_pool_give(p, a), cp_pool_give(p, b), cp_pool_give(p, c);
+  cr_assert_eq(cp_pool_out(p), 0);
+  cp_pool_free(p);
+}
+
+Test(backend_cupti, search_order, .init = setup, .fini = teardown) {
+  cp_cupti_config c;
+  cp_cupti_config_build(&c, "/x/libcupti.so.13", "/opt/cuda",
+                        "/venv/lib/python3.12/site-packages/cproton", NULL,
+                        NULL);
+  cr_assert_str_eq(c.cupti_file, "/x/libcupti.so.13");
+  cr_assert_str_eq(c.dirs[0], "/opt/cuda/extras/CUPTI/lib64");
+  cr_assert_str_eq(c.dirs[1], "/opt/cuda/lib64");
+  cr_assert_str_eq(c.dirs[2], "/opt/cuda/targets/x86_64-linux/lib");
+  cr_assert_str_eq(c.dirs[3], "/usr/local/cuda/extras/CUPTI/lib64");
+  cr_assert_str_eq(c.dirs[6], "/venv/lib/python3.12/site-packages/cproton/"
+                              "../nvidia/cuda_cupti/lib");
+  cr_assert_eq(c.nvtx, 1);
+  cr_assert_gt(c.ring_slots, 1000);
+}
+
+Test(backend_cupti, no_driver_is_a_clear_error, .init = setup,
+     .fini = teardown) {
+  cp_cupti_config c;
+  cp_cupti_config_build(&c, NULL, NULL, NULL, NULL, NULL);
+  snprintf(c.cuda_lib, sizeof c.cuda_lib, "libcuda_not_here.so.1");
+  cp_loader_api api;
+  cr_assert_eq(cp_loader_open(&c, &api), CPROTON_ENODEVICE);
+  cr_assert(strstr(cproton_last_error(), "no NVIDIA driver"), "%s",
+            cproton_last_error());
+}
+
+Test(backend_cupti, sessions_fall_back_to_cpu_only, .init = setup,
+     .fini = teardown) {
+  void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!driver)
+    driver = dlopen("libcuda.so.1", RTLD_NOW);
+  if (driver)
+    cr_skip_test("a CUDA driver is installed here");
+  cr_assert_eq(cp_cupti_backend.available(), 0);
+  cr_assert(strstr(cproton_last_error(), "no NVIDIA driver"), "%s",
+            cproton_last_error());
+  const char *path = cpt_tmp_path("cupti_fallback");
+  cproton_session_options o;
+  cproton_session_options_init(&o);
+  o.name = path;
+  o.backend = "cupti";
+  int sid;
+  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK, "%s",
+               cproton_last_error());
+  cr_assert_eq(n_warnings, 1, "%s", logged);
+  cr_assert(strstr(logged, "recording CPU scopes only"), "%s", logged);
+  cproton_scope_enter("cpu", NULL);
+  cproton_scope_exit("cpu");
+  json_t *p = finalize(sid, path, ".hatchet");
+  cr_assert_not_null(node_at(p, PATH("cpu")));
+  json_decref(p);
+  char lib[64];
+  cp_cupti_backend_library_path(lib, sizeof lib);
+  cr_assert_str_eq(lib, "");
+}
+
+#else
+Test(backend_cupti, skipped_without_cuda_headers) {
+  cr_skip_test("built without the CUDA/CUPTI headers");
+}
+#endif
