@@ -266,13 +266,17 @@ static int do_finalize(int i) {
   rc = write_output(s, format_of(s, finalize_format));
   pthread_rwlock_wrlock(&slots_rw);
   s->in_use = 0;
-  if (backend_users(s->backend) == 0)
-    s->backend->stop();
+  const cp_backend_ops *unused =
+      backend_users(s->backend) == 0 ? s->backend : NULL;
   cp_data_reset(s->data);
   cp_trace_clear(s->trace);
   free(s->mode);
   s->mode = NULL;
   pthread_rwlock_unlock(&slots_rw);
+  /* Stopped outside slots_rw: a stop flushes, and records it delivers on
+   * another thread take slots_rw for reading. */
+  if (unused)
+    unused->stop();
   return rc;
 }
 
@@ -322,13 +326,15 @@ int cproton_session_count(void) {
 
 void cp_session_reset_all(void) {
   pthread_mutex_lock(&table_lock);
+  const cp_backend_ops *to_stop[CP_MAX_SESSIONS];
+  int n_stop = 0;
   pthread_rwlock_wrlock(&slots_rw);
   for (int i = 0; i < CP_MAX_SESSIONS; i++) {
     if (slots[i].in_use) {
       set_active(i, 0);
       slots[i].in_use = 0;
       if (backend_users(slots[i].backend) == 0)
-        slots[i].backend->stop();
+        to_stop[n_stop++] = slots[i].backend;
     }
     if (slots[i].data)
       cp_data_reset(slots[i].data);
@@ -338,6 +344,8 @@ void cp_session_reset_all(void) {
     slots[i].mode = NULL;
   }
   pthread_rwlock_unlock(&slots_rw);
+  for (int i = 0; i < n_stop; i++) /* outside slots_rw, as in finalize */
+    to_stop[i]->stop();
   pthread_mutex_unlock(&table_lock);
 }
 

@@ -249,4 +249,5 @@ const cp_backend_ops cp_cupti_backend = {
     .start = cupti_start,
     .flush = cupti_flush,
     .stop = cupti_stop,
+    .is_default_candidate = 1,
 };
