@@ -224,8 +224,9 @@ static int node_key(parser *ps, frame *f) {
     return perr(lx, CPROTON_EPARSE, "expected a string key, found %s%s",
                 tname(lx->tok),
                 lx->tok == CP_JSON_EOF ? " (truncated file?)" : "");
-  char key[16];
-  snprintf(key, sizeof key, "%s", lx->str_len < sizeof key ? lx->str : "?");
+  char key[16] = "?";
+  if (lx->str_len < sizeof key)
+    memcpy(key, lx->str, lx->str_len + 1);
   int rc = expect(lx, CP_JSON_COLON, "':'");
   if (rc || (rc = next(lx)))
     return rc;

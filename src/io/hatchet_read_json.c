@@ -107,6 +107,9 @@ static int refill(cp_json_lexer *lx) {
 
 /* Skips whitespace (refilling as needed), then guarantees the lookahead. */
 static int skip_space(cp_json_lexer *lx) {
+  if (lx->pos + 1 < lx->end && lx->data[lx->pos] == ' ' &&
+      (unsigned char)lx->data[lx->pos + 1] > ' ')
+    lx->pos++; /* the common ": value" / ", key" case */
   for (;;) {
     while (lx->pos < lx->end) {
       char c = lx->data[lx->pos];
@@ -369,6 +372,16 @@ static int lex_number(cp_json_lexer *lx) {
   memcpy(tmp, s, n);
   tmp[n] = '\0';
   lx->pos += n;
+  if (is_int && n <= 18) { /* fits int64 without overflow checks */
+    const char *d = tmp + (tmp[0] == '-');
+    int64_t v = 0;
+    for (; *d; d++)
+      v = v * 10 + (*d - '0');
+    lx->ival = tmp[0] == '-' ? -v : v;
+    lx->dval = (double)lx->ival;
+    lx->tok = CP_JSON_INT;
+    return CPROTON_OK;
+  }
   if (is_int) {
     errno = 0;
     long long v = strtoll(tmp, NULL, 10);
@@ -398,11 +411,19 @@ int cp_hatchet_read_json_next(cp_json_lexer *lx) {
     return CPROTON_OK;
   }
   char c = lx->data[lx->pos];
-  static const char punct[] = "{}[]:,";
-  const char *hit = c ? strchr(punct, c) : NULL;
-  if (hit) {
+  cp_json_tok punct = CP_JSON_EOF;
+  switch (c) {
+  case '{': punct = CP_JSON_LBRACE; break;
+  case '}': punct = CP_JSON_RBRACE; break;
+  case '[': punct = CP_JSON_LBRACKET; break;
+  case ']': punct = CP_JSON_RBRACKET; break;
+  case ':': punct = CP_JSON_COLON; break;
+  case ',': punct = CP_JSON_COMMA; break;
+  default: break;
+  }
+  if (punct != CP_JSON_EOF) {
     lx->pos++;
-    lx->tok = (cp_json_tok)(CP_JSON_LBRACE + (hit - punct));
+    lx->tok = punct;
     return CPROTON_OK;
   }
   if (c == '"')

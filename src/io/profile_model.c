@@ -29,11 +29,20 @@ static int grow(void **ptr, size_t *cap, size_t need, size_t elem) {
   return CPROTON_OK;
 }
 
+/* FNV-1a style over 8-byte words, then folded to 32 bits. */
 static uint32_t hash_bytes(const char *s, size_t n) {
-  uint32_t h = 2166136261u; /* FNV-1a */
-  for (size_t i = 0; i < n; i++)
-    h = (h ^ (unsigned char)s[i]) * 16777619u;
-  return h;
+  uint64_t h = 1469598103934665603ull ^ n;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, s + i, 8);
+    h = (h ^ w) * 1099511628211ull;
+    h ^= h >> 29;
+  }
+  for (; i < n; i++)
+    h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+  h ^= h >> 32;
+  return (uint32_t)h;
 }
 
 cproton_profile *cp_profile_model_new(const char *name) {

@@ -167,9 +167,8 @@ static int split_metrics(const vw_tree *t, char *spec, char **out) {
   return n ? n : vw_fail("empty metric list");
 }
 
-static int prepare(const args *a, const char *file, char **m, int n,
-                   vw_tree *t, int *cols) {
-  if (vw_tree_load(file, t) || vw_derive(t, m, n, cols))
+static int prepare(const args *a, char **m, int n, vw_tree *t, int *cols) {
+  if (vw_derive(t, m, n, cols))
     return -1;
   return vw_filter(t, a->include, a->exclude, a->threshold, cols[0]);
 }
@@ -192,21 +191,21 @@ static int run(args *a) {
   memset(&r, 0, sizeof r);
   char *metrics[MAX_METRICS];
   int cols[MAX_METRICS], rcols[MAX_METRICS], rc = -1, n;
-  if (vw_tree_load(a->file, &t))
+  if (vw_tree_load(a->file, &t)) {
+    vw_tree_free(&t);
     return -1;
+  }
   if (a->list) {
     list_metrics(&t);
     vw_tree_free(&t);
     return 0;
   }
-  vw_tree_free(&t);
   char *spec = a->metrics ? strdup(a->metrics) : NULL;
-  if (vw_tree_load(a->file, &t) || (n = split_metrics(&t, spec, metrics)) < 0)
+  if ((n = split_metrics(&t, spec, metrics)) < 0 ||
+      prepare(a, metrics, n, &t, cols))
     goto out;
-  vw_tree_free(&t);
-  if (prepare(a, a->file, metrics, n, &t, cols))
-    goto out;
-  if (a->diff && (prepare(a, a->diff, metrics, n, &r, rcols) ||
+  if (a->diff && (vw_tree_load(a->diff, &r) ||
+                  prepare(a, metrics, n, &r, rcols) ||
                   vw_diff(&t, &r, cols, n)))
     goto out;
   int color = a->force_color ||
@@ -221,7 +220,6 @@ out:
   vw_tree_free(&r);
   return rc;
 }
-
 int main(int argc, char **argv) {
   static char outbuf[1 << 16];
   setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);

@@ -111,11 +111,17 @@ static void tree_line(ctx *c, uint32_t i, const char *prefix) {
   int color = c->o->color;
   fputs(prefix, c->out);
   fmt_fixed(num, sizeof num, v0[i], 3);
-  fprintf(c->out, "%s%s%s", color ? metric_color(c, v0[i]) : "", num,
-          color ? C_END : "");
+  if (color)
+    fputs(metric_color(c, v0[i]), c->out);
+  fputs(num, c->out);
+  if (color)
+    fputs(C_END, c->out);
   for (int k = 1; k < c->n_cols; k++) {
     fmt_fixed(num, sizeof num, c->t->cols[c->cols[k]].v[i], 3);
-    fprintf(c->out, " %s%s%s", color ? C_FAINT : "", num, color ? C_END : "");
+    fputs(color ? " " C_FAINT : " ", c->out);
+    fputs(num, c->out);
+    if (color)
+      fputs(C_END, c->out);
   }
   fputc(' ', c->out);
   fputs(display_name(c, i), c->out);
