@@ -2,14 +2,18 @@
 # The one GPU entry point: builds cproton from source on the GPU machine, then
 # runs every GPU test script and benchmark in tests/gpu/ and bench/, writing
 # logs under $OUT (or $1). Each part prints "PASS name" / "FAIL name: why".
-# Usage (device tool): bash tests/gpu/run.sh [parts...]   parts: see below.
+# Usage (device tool): bash tests/gpu/run.sh [parts...]; each part P runs
+# tests/gpu/P.sh OUTDIR BUILD ("build" builds the tree first).
 set -uo pipefail
+# Logs are written to a scratch folder and packed into $OUT/gpu-logs.tar.gz
+# (the device tool brings back at most 8 files), beside summary.log.
 root=$(cd "$(dirname "$0")/../.." && pwd)
-out=${1:-${OUT:-/tmp/cproton-gpu}}
-shift || true
-parts=${*:-"build cupti python instrument bench"}
-mkdir -p "$out"
+final=${OUT:-/tmp/cproton-gpu-out}
+parts=${*:-"build cupti instrument python bench"}
+out=/tmp/cproton-gpu-logs
+rm -rf "$out"; mkdir -p "$out" "$final"
 build=/tmp/cproton-build
+export BUILD=$build
 log() { echo "== $*" | tee -a "$out/summary.log"; }
 status=0
 run_part() {
@@ -37,5 +41,7 @@ for p in $parts; do
        fi ;;
   esac
 done
+tar -C "$out" -czf "$final/gpu-logs.tar.gz" . 2>/dev/null
+cp "$out/summary.log" "$final/summary.log"
 cat "$out/summary.log"
 exit $status
