@@ -17,8 +17,11 @@ static const char *const cupti_names[] = {"libcupti.so", "libcupti.so.13",
 /* Appends `what` to the list of tried paths (truncated when long). */
 static void note(char *tried, size_t size, const char *what) {
   size_t n = strlen(tried);
-  if (n + 3 < size)
-    snprintf(tried + n, size - n, "%s%s", n ? ", " : "", what);
+  for (const char *sep = n ? ", " : ""; *sep && n + 1 < size;)
+    tried[n++] = *sep++;
+  while (*what && n + 1 < size)
+    tried[n++] = *what++;
+  tried[n] = '\0';
 }
 
 static void *try_open(cp_loader_api *api, const char *path, char *tried,
