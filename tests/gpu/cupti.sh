@@ -10,7 +10,7 @@
 set -u
 OUT=${1:-${OUT:-/tmp/cproton-gpu-cupti}}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=$OUT/build
+BUILD=${BUILD:-$OUT/build}
 ARCH=${NVCC_ARCH:-native}
 mkdir -p "$OUT"
 RESULTS=$OUT/results.txt
@@ -18,7 +18,7 @@ RESULTS=$OUT/results.txt
 status=0
 say() { echo "$*" | tee -a "$RESULTS"; case "$*" in FAIL*) status=1;; esac; }
 
-if cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
+if [ -f "$BUILD/libcproton.so" ] || cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
      -DCPROTON_BUILD_TESTS=OFF -DCPROTON_WERROR=OFF > "$OUT/cmake.log" 2>&1 &&
    cmake --build "$BUILD" -j 8 >> "$OUT/cmake.log" 2>&1; then
   say "PASS build"
