@@ -47,13 +47,16 @@ static void on_node_created(cp_cupti_state *st, CUpti_CallbackId cbid,
   const CUpti_GraphData *g =
       ((const CUpti_ResourceData *)data)->resourceDescriptor;
   uint64_t id;
-  if (!g || g->nodeType != CU_GRAPH_NODE_TYPE_KERNEL ||
-      !node_id(st, g->node, &id))
+  if (!g || !node_id(st, g->node, &id))
     return;
   cp_launch_site site;
   cp_session_capture(&site);
+  if (!site.sessions)
+    return;
   if (!cp_graph_put(st->graphs, id, &site))
     atomic_fetch_add_explicit(&st->stats.graph_full, 1, memory_order_relaxed);
+  else
+    atomic_fetch_add_explicit(&st->stats.graph_nodes, 1, memory_order_relaxed);
 }
 
 static void on_node_cloned(cp_cupti_state *st, CUpti_CallbackId cbid,
@@ -64,9 +67,12 @@ static void on_node_cloned(cp_cupti_state *st, CUpti_CallbackId cbid,
   if (!g || !node_id(st, g->originalNode, &from) || !node_id(st, g->node, &to))
     return;
   cp_launch_site site;
-  if (cp_graph_get(st->graphs, from, &site) &&
-      !cp_graph_put(st->graphs, to, &site))
+  if (!cp_graph_get(st->graphs, from, &site))
+    return;
+  if (!cp_graph_put(st->graphs, to, &site))
     atomic_fetch_add_explicit(&st->stats.graph_full, 1, memory_order_relaxed);
+  else
+    atomic_fetch_add_explicit(&st->stats.graph_clones, 1, memory_order_relaxed);
 }
 
 static void on_node_destroyed(cp_cupti_state *st, CUpti_CallbackId cbid,

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backend/cupti/config.h"
+#include "cproton/cproton.h"
 
 static void add_dir(cp_cupti_config *c, const char *dir, const char *sub) {
   if (!dir || !*dir || c->n_dirs == CP_CUPTI_MAX_DIRS)
@@ -107,6 +108,12 @@ void cp_inject_config_from_env(cp_inject_config *c) {
   c->rank = int_env("RANK", -1);
   c->local_rank = int_env("LOCAL_RANK", -1);
   c->disabled = int_env("CPROTON_DISABLE", 0) != 0;
+  static const char *levels[] = {"debug", "info", "warning", "error"};
+  const char *log = getenv("CPROTON_LOG");
+  c->log_level = CPROTON_LOG_WARN;
+  for (int i = 0; log && i < 4; i++)
+    if (strcmp(log, levels[i]) == 0)
+      c->log_level = i;
 }
 
 void cp_inject_set_nvtx_path(const char *cupti_path) {

@@ -53,6 +53,7 @@ typedef struct cp_inject_config {
   int rank;            /* RANK, else -1 */
   int local_rank;      /* LOCAL_RANK, else -1 */
   int disabled;        /* CPROTON_DISABLE=1: load but do nothing */
+  int log_level;       /* CPROTON_LOG=debug|info|warning|error (warning) */
 } cp_inject_config;
 
 /* Reads the injection settings from the environment. */

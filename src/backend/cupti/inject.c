@@ -32,6 +32,7 @@ int InitializeInjection(void) {
     return 1;
   cp_inject_config c;
   cp_inject_config_from_env(&c);
+  cproton_log_set_handler(NULL, NULL, (cproton_log_level)c.log_level);
   if (c.disabled)
     return 1;
   cproton_session_options o;

@@ -56,6 +56,8 @@ static int site_of(cp_cupti_state *st, const kernel_record *k,
     cp_launch_site composed;
     if (cp_graph_compose(site, &capture, &composed) == 0)
       *site = composed;
+  } else if (k->graphId) {
+    atomic_fetch_add_explicit(&st->stats.graph_misses, 1, memory_order_relaxed);
   }
   return 1;
 }

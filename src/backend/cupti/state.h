@@ -24,6 +24,9 @@ typedef struct cp_cupti_stats {
   atomic_ullong deliver_errors; /* records the core could not store */
   atomic_ullong nvtx_unmatched; /* nvtxRangePop with no open range */
   atomic_ullong no_buffer;      /* buffer requests the pool refused */
+  atomic_ullong graph_nodes;    /* kernel graph nodes remembered */
+  atomic_ullong graph_clones;   /* remembered nodes copied at instantiate */
+  atomic_ullong graph_misses;   /* graph kernels with no capture context */
 } cp_cupti_stats;
 
 typedef struct cp_cupti_hooks {

@@ -14,6 +14,9 @@ void cp_stats_reset(cp_cupti_stats *s) {
   atomic_store(&s->collisions, 0);
   atomic_store(&s->dropped, 0);
   atomic_store(&s->graph_full, 0);
+  atomic_store(&s->graph_nodes, 0);
+  atomic_store(&s->graph_clones, 0);
+  atomic_store(&s->graph_misses, 0);
   atomic_store(&s->deliver_errors, 0);
   atomic_store(&s->nvtx_unmatched, 0);
   atomic_store(&s->no_buffer, 0);
@@ -45,8 +48,13 @@ int cp_stats_report(const cp_cupti_stats *s, size_t ring_slots) {
        "kernel records the profile could not store (out of memory)");
   part(msg, sizeof msg, atomic_load(&s->nvtx_unmatched),
        "nvtxRangePop calls without an open range");
-  cp_debug("cupti: %llu kernel records processed",
-           (unsigned long long)atomic_load(&s->kernels));
+  cp_debug("cupti: %llu kernel records processed; graph nodes: %llu "
+           "remembered, %llu cloned, %llu replayed kernels without a "
+           "capture-time context (graphs built before profiling started)",
+           (unsigned long long)atomic_load(&s->kernels),
+           (unsigned long long)atomic_load(&s->graph_nodes),
+           (unsigned long long)atomic_load(&s->graph_clones),
+           (unsigned long long)atomic_load(&s->graph_misses));
   if (!msg[0])
     return 0;
   cp_warn("cupti: of %llu kernel records: %s",
