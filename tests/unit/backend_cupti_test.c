@@ -363,6 +363,10 @@ Test(backend_cupti, graph_kernels_keep_capture_context, .init = setup,
 Test(backend_cupti, graph_table_is_bounded, .init = setup, .fini = teardown) {
   teardown();
   setup_sized(1024, 64); /* 64 slots, at most 48 entries */
+  graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, 999, 0);
+  cr_assert_eq(cp_graph_count(st.graphs), 0,
+               "no session: no capture context to keep");
+  int sid = start("bounded", "tree");
   for (uintptr_t n = 1; n <= 200; n++)
     graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, n, 0);
   cr_assert_eq(cp_graph_count(st.graphs), 48);
@@ -380,6 +384,7 @@ Test(backend_cupti, graph_table_is_bounded, .init = setup, .fini = teardown) {
   for (uintptr_t n = 1001; n < 1040; n += 2)
     cr_assert(cp_graph_get(st.graphs, n, &s), "after removals: %zu", (size_t)n);
   cr_assert_eq(cp_graph_count(st.graphs), 20);
+  cproton_session_finalize(sid, NULL);
 }
 
 /* ---- NVTX -------------------------------------------------------------------
