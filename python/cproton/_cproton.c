@@ -344,9 +344,11 @@ static PyTypeObject ScopeType = {
     .tp_methods = Scope_methods,
 };
 
-static PyObject *py_enter_scope(PyObject *m, PyObject *args) {
+static PyObject *py_enter_scope(PyObject *m, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"name", "metrics", NULL};
   PyObject *name, *metrics = Py_None;
-  if (!PyArg_ParseTuple(args, "O|O:enter_scope", &name, &metrics))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$O:enter_scope", kwlist, &name,
+                                   &metrics))
     return NULL;
   if (!profiling_on)
     Py_RETURN_NONE;
@@ -356,9 +358,11 @@ static PyObject *py_enter_scope(PyObject *m, PyObject *args) {
   return PyLong_FromUnsignedLongLong(id);
 }
 
-static PyObject *py_exit_scope(PyObject *m, PyObject *args) {
+static PyObject *py_exit_scope(PyObject *m, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"name", "metrics", NULL};
   PyObject *name = Py_None, *metrics = Py_None;
-  if (!PyArg_ParseTuple(args, "|OO:exit_scope", &name, &metrics))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O$O:exit_scope", kwlist, &name,
+                                   &metrics))
     return NULL;
   if (!profiling_on)
     Py_RETURN_NONE;
@@ -646,10 +650,19 @@ static PyMethodDef methods[] = {
     {"output_path", py_output_path, METH_O, "output path of a session"},
     {"data_json", py_data_json, METH_O, "the session's tree as Hatchet JSON"},
     {"session_count", py_session_count, METH_NOARGS, "number of sessions"},
-    {"enter_scope", py_enter_scope, METH_VARARGS,
-     "enter_scope(name, metrics=None) -> id"},
-    {"exit_scope", py_exit_scope, METH_VARARGS,
-     "exit_scope(name=None, metrics=None) -> id"},
+    {"enter_scope", (PyCFunction)(void (*)(void))py_enter_scope,
+     METH_VARARGS | METH_KEYWORDS,
+     "enter_scope($module, /, name, *, metrics=None)\n--\n\n"
+     "Enters scope `name` on the calling thread and returns its id (None\n"
+     "when profiling is off). TypeError for a non-str name or bad metrics,\n"
+     "ValueError for an empty name."},
+    {"exit_scope", (PyCFunction)(void (*)(void))py_exit_scope,
+     METH_VARARGS | METH_KEYWORDS,
+     "exit_scope($module, /, name=None, *, metrics=None)\n--\n\n"
+     "Exits the innermost scope of the calling thread and returns its id.\n"
+     "With `name`, the innermost scope must have that name, otherwise\n"
+     "ValueError and nothing is popped; an exit with no open scope raises\n"
+     "ValueError. `metrics` are added to the exited scope."},
     {"add_metrics", py_add_metrics, METH_VARARGS, "add_metrics(id, dict)"},
     {"depth", py_depth, METH_NOARGS, "the calling thread's scope depth"},
     {"enter_state", py_enter_state, METH_O, "enter_state(name)"},

@@ -93,17 +93,8 @@ class cpu_timed_scope(scope):
         self._exit_scope()
 
 
-def enter_scope(name: str, *, metrics: Optional[dict[str, MetricValueType]] = None) -> Optional[int]:
-    """Enters scope `name` on the calling thread and returns its id (None
-    when profiling is off). Raises TypeError for a non-str name or bad
-    metrics, ValueError for an empty name."""
-    return _cproton.enter_scope(name, metrics)
-
-
-def exit_scope(name: Optional[str] = None, *, metrics: Optional[dict[str, MetricValueType]] = None) -> Optional[int]:
-    """Exits the innermost scope of the calling thread and returns its id.
-    With `name`, the innermost scope must have that name: otherwise
-    ValueError and nothing is popped. An exit with no open scope raises
-    ValueError."""
-    # `name` is optional, to match the counterpart in enter_scope (as in Proton).
-    return _cproton.exit_scope(name, metrics)
+# enter_scope(name, *, metrics=None) -> Optional[int] and
+# exit_scope(name=None, *, metrics=None) -> Optional[int] are the C functions
+# themselves (no Python frame per call); see their docstrings.
+enter_scope = _cproton.enter_scope
+exit_scope = _cproton.exit_scope
