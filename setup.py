@@ -52,7 +52,7 @@ def extension():
         macros.append(("CPROTON_HAVE_CUPTI", "1"))
         incs += list(dict.fromkeys(cuda))
     srcs = [os.path.relpath(s, ROOT) for s in srcs]
-    srcs += ["python/cproton/_cproton.c", "python/cproton/_pyframes.c"]
+    srcs += ["python/cproton/_cproton.c", "python/cproton/_pyframes.c", "python/cproton/_testing.c"]
     return Extension(
         "cproton._cproton",
         sources=srcs,

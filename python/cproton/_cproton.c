@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "_pyframes.h"
+#include "_testing.h"
 #include "cproton/cproton.h"
 
 static int profiling_on; /* mirrors cproton.flags.flags.profiling_on */
@@ -698,7 +699,8 @@ PyMODINIT_FUNC PyInit__cproton(void) {
   Py_INCREF(&ScopeType);
   if (!filter_cache ||
       PyModule_AddObject(m, "Scope", (PyObject *)&ScopeType) < 0 ||
-      PyModule_AddStringConstant(m, "version", cproton_version()) < 0) {
+      PyModule_AddStringConstant(m, "version", cproton_version()) < 0 ||
+      cpy_testing_add(m) < 0) {
     Py_DECREF(m);
     return NULL;
   }
