@@ -1,0 +1,25 @@
+"""cproton: a lightweight multi-level GPU profiler (C library) with the
+Python API of Triton's Proton profiler (``triton.profiler``, Triton 3.6).
+
+    import cproton as proton
+    proton.start("run", hook="triton")
+    with proton.scope("fwd"):
+        ...
+    proton.finalize()
+"""
+# ruff: noqa
+from . import _cproton
+from ._log import CprotonWarning
+from .scope import scope, cpu_timed_scope, enter_scope, exit_scope
+from .state import state, enter_state, exit_state, metadata_state
+from .profile import (
+    start,
+    activate,
+    deactivate,
+    finalize,
+    profile,
+    DEFAULT_PROFILE_NAME,
+)
+from . import context, specs, mode, data
+
+__version__ = _cproton.version

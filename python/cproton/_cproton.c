@@ -1,0 +1,713 @@
+/* _cproton.c -- the CPython extension module behind the cproton package: a
+ * thin binding of <cproton/cproton.h> (sessions, scopes, metrics, states,
+ * ops, data) plus the pieces that must be fast or must run without Python
+ * code: the `Scope` type (the base of cproton.scope), the Triton launch
+ * hook body, and the log queue.
+ *
+ * Invariant: the id mirror (ids[]) holds the scope ids of the calling
+ * thread's shadow stack in order, as pushed and popped through this module;
+ * it lets exit_scope() return the id it popped, as Proton's does.
+ * Hot path: Scope.__enter__/__exit__, enter_scope/exit_scope, launch_enter/
+ * launch_exit: no allocation beyond Python's own, no formatting.
+ * The log handler may run on any thread without the GIL: it only queues.
+ * Called by the Python modules of the package (profile.py, scope.py, ...).
+ * Uses only the public header of the C library. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "_pyframes.h"
+#include "_testing.h"
+#include "cproton/cproton.h"
+
+static int profiling_on; /* mirrors cproton.flags.flags.profiling_on */
+static PyObject *warning_type; /* cproton.CprotonWarning */
+static PyObject *launch_filter; /* callable(name) -> bool, or NULL */
+static PyObject *filter_cache;  /* dict: kernel name -> bool */
+
+#define MIRROR_DEPTH 1024
+static _Thread_local uint64_t ids[MIRROR_DEPTH];
+static _Thread_local size_t n_ids;
+static _Thread_local int op_open;
+
+/* ---- errors ----------------------------------------------------------------- */
+
+static PyObject *exception_for(int rc) {
+  switch (rc) {
+  case CPROTON_ENOMEM:
+    return PyExc_MemoryError;
+  case CPROTON_EIO:
+    return PyExc_OSError;
+  case CPROTON_EINVAL:
+  case CPROTON_ENOTFOUND:
+  case CPROTON_ESTATE:
+  case CPROTON_ELIMIT:
+  case CPROTON_EUNSUPPORTED:
+    return PyExc_ValueError;
+  default:
+    return PyExc_RuntimeError;
+  }
+}
+
+/* Raises the Python exception for status `rc`; returns NULL. */
+static PyObject *raise_status(int rc) {
+  const char *msg = cproton_last_error();
+  PyErr_SetString(exception_for(rc), msg && *msg ? msg : cproton_strerror(rc));
+  return NULL;
+}
+
+/* Emits a CprotonWarning with the library's message; -1 if it raised. */
+static int warn_status(int rc) {
+  const char *msg = cproton_last_error();
+  return PyErr_WarnEx(warning_type ? warning_type : PyExc_RuntimeWarning,
+                      msg && *msg ? msg : cproton_strerror(rc), 2);
+}
+
+/* ---- the log queue -------------------------------------------------------- */
+
+#define LOG_CAP 128
+static struct {
+  int level;
+  char text[512];
+} log_queue[LOG_CAP];
+static unsigned log_count, log_dropped;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void on_log(void *user, cproton_log_level level, const char *message) {
+  pthread_mutex_lock(&log_lock);
+  if (log_count < LOG_CAP) {
+    log_queue[log_count].level = (int)level;
+    snprintf(log_queue[log_count].text, sizeof log_queue[0].text, "%s",
+             message ? message : "");
+    log_count++;
+  } else {
+    log_dropped++;
+  }
+  pthread_mutex_unlock(&log_lock);
+}
+
+static PyObject *py_drain_log(PyObject *m, PyObject *unused) {
+  PyObject *list = PyList_New(0);
+  pthread_mutex_lock(&log_lock);
+  for (unsigned i = 0; list && i < log_count; i++) {
+    PyObject *t = Py_BuildValue("(is)", log_queue[i].level, log_queue[i].text);
+    if (!t || PyList_Append(list, t) < 0)
+      Py_CLEAR(list);
+    Py_XDECREF(t);
+  }
+  unsigned dropped = log_dropped;
+  log_count = log_dropped = 0;
+  pthread_mutex_unlock(&log_lock);
+  if (list && dropped) {
+    PyObject *t = Py_BuildValue("(is)", (int)CPROTON_LOG_WARN,
+                                "some cproton log messages were dropped");
+    if (!t || PyList_Append(list, t) < 0)
+      Py_CLEAR(list);
+    Py_XDECREF(t);
+  }
+  return list;
+}
+
+/* ---- metrics ------------------------------------------------------------------ */
+
+static int add_one(uint64_t scope, const char *key, PyObject *v, int as_double) {
+  int rc;
+  if (!as_double && (PyLong_Check(v) || (!PyFloat_Check(v) &&
+                                          PyIndex_Check(v)))) {
+    long long x = PyLong_AsLongLong(v);
+    if (x == -1 && PyErr_Occurred()) {
+      PyErr_Format(PyExc_ValueError, "metric '%s' does not fit in 64 bits",
+                   key);
+      return -1;
+    }
+    rc = cproton_metric_add_int(scope, key, (int64_t)x);
+  } else if (PyFloat_Check(v) || PyNumber_Check(v)) {
+    double x = PyFloat_AsDouble(v);
+    if (x == -1.0 && PyErr_Occurred())
+      return -1;
+    rc = cproton_metric_add_double(scope, key, x);
+  } else {
+    PyErr_Format(PyExc_TypeError, "metric '%s' must be an int or a float, "
+                 "not %.100s", key, Py_TYPE(v)->tp_name);
+    return -1;
+  }
+  if (rc) {
+    raise_status(rc);
+    return -1;
+  }
+  return 0;
+}
+
+/* Adds every item of the dict `metrics` to `scope`. */
+static int add_metrics(uint64_t scope, PyObject *metrics) {
+  if (metrics == Py_None || !metrics)
+    return 0;
+  if (!PyDict_Check(metrics)) {
+    PyErr_Format(PyExc_TypeError, "metrics must be a dict, not %.100s",
+                 Py_TYPE(metrics)->tp_name);
+    return -1;
+  }
+  Py_ssize_t pos = 0;
+  PyObject *k, *v;
+  while (PyDict_Next(metrics, &pos, &k, &v)) {
+    const char *key = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+    if (!key) {
+      if (!PyErr_Occurred())
+        PyErr_Format(PyExc_TypeError, "metric names must be str, not %.100s",
+                     Py_TYPE(k)->tp_name);
+      return -1;
+    }
+    if (add_one(scope, key, v, 0) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+static PyObject *py_add_metrics(PyObject *m, PyObject *args) {
+  unsigned long long id;
+  PyObject *metrics;
+  if (!PyArg_ParseTuple(args, "KO:add_metrics", &id, &metrics))
+    return NULL;
+  if (add_metrics(id, metrics) < 0)
+    return NULL;
+  Py_RETURN_NONE;
+}
+
+/* ---- scopes ------------------------------------------------------------------- */
+
+static const char *name_utf8(PyObject *name, const char *what) {
+  if (!PyUnicode_Check(name)) {
+    PyErr_Format(PyExc_TypeError, "%s name must be a str, not %.100s", what,
+                 Py_TYPE(name)->tp_name);
+    return NULL;
+  }
+  return PyUnicode_AsUTF8(name);
+}
+
+/* Pushes scope `name`; 0 with *id_out, or -1 with an exception. */
+static int push_scope(PyObject *name, PyObject *metrics, uint64_t *id_out) {
+  const char *s = name_utf8(name, "scope");
+  if (!s)
+    return -1;
+  int rc = cproton_scope_enter(s, id_out);
+  if (rc) {
+    raise_status(rc);
+    return -1;
+  }
+  if (n_ids < MIRROR_DEPTH)
+    ids[n_ids] = *id_out;
+  n_ids++;
+  return add_metrics(*id_out, metrics);
+}
+
+/* Pops the innermost scope (checking `name` unless NULL). */
+static int pop_scope(const char *name, uint64_t *id_out) {
+  int rc = cproton_scope_exit(name);
+  if (rc)
+    return rc;
+  *id_out = n_ids && n_ids <= MIRROR_DEPTH ? ids[n_ids - 1] : 0;
+  if (n_ids)
+    n_ids--;
+  return CPROTON_OK;
+}
+
+typedef struct {
+  PyObject_HEAD
+  PyObject *name;
+  PyObject *metrics;
+  uint64_t id;
+  int has_id;
+} Scope;
+
+static int Scope_init(Scope *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"name", "metrics", NULL};
+  PyObject *name, *metrics = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:scope", kwlist, &name,
+                                   &metrics))
+    return -1;
+  if (!PyUnicode_Check(name)) {
+    PyErr_Format(PyExc_TypeError, "scope name must be a str, not %.100s",
+                 Py_TYPE(name)->tp_name);
+    return -1;
+  }
+  if (metrics != Py_None && !PyDict_Check(metrics)) {
+    PyErr_Format(PyExc_TypeError, "metrics must be a dict, not %.100s",
+                 Py_TYPE(metrics)->tp_name);
+    return -1;
+  }
+  Py_INCREF(name);
+  Py_XSETREF(self->name, name);
+  Py_INCREF(metrics);
+  Py_XSETREF(self->metrics, metrics);
+  self->has_id = 0;
+  return 0;
+}
+
+static void Scope_dealloc(Scope *self) {
+  PyObject_GC_UnTrack(self);
+  Py_CLEAR(self->name);
+  Py_CLEAR(self->metrics);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int Scope_traverse(Scope *self, visitproc visit, void *arg) {
+  Py_VISIT(self->name);
+  Py_VISIT(self->metrics);
+  Py_VISIT(Py_TYPE(self));
+  return 0;
+}
+
+static PyObject *Scope_enter_scope(Scope *self, PyObject *unused) {
+  if (!profiling_on || !self->name)
+    Py_RETURN_NONE;
+  if (push_scope(self->name, self->metrics, &self->id) < 0)
+    return NULL;
+  self->has_id = 1;
+  Py_RETURN_NONE;
+}
+
+static PyObject *Scope_exit_scope(Scope *self, PyObject *unused) {
+  if (!profiling_on || !self->has_id)
+    Py_RETURN_NONE;
+  uint64_t id;
+  int rc = pop_scope(PyUnicode_AsUTF8(self->name), &id);
+  if (rc && warn_status(rc) < 0)
+    return NULL;
+  Py_RETURN_NONE;
+}
+
+static PyObject *Scope_enter(Scope *self, PyObject *unused) {
+  PyObject *r = Scope_enter_scope(self, NULL);
+  if (!r)
+    return NULL;
+  Py_DECREF(r);
+  Py_INCREF(self);
+  return (PyObject *)self;
+}
+
+static PyObject *Scope_exit(Scope *self, PyObject *const *args,
+                            Py_ssize_t n) {
+  return Scope_exit_scope(self, NULL);
+}
+
+static PyObject *Scope_get_id(Scope *self, void *closure) {
+  if (!self->has_id)
+    Py_RETURN_NONE;
+  return PyLong_FromUnsignedLongLong(self->id);
+}
+
+static int Scope_set_id(Scope *self, PyObject *v, void *closure) {
+  if (!v || v == Py_None) {
+    self->has_id = 0;
+    return 0;
+  }
+  unsigned long long id = PyLong_AsUnsignedLongLong(v);
+  if (id == (unsigned long long)-1 && PyErr_Occurred())
+    return -1;
+  self->id = id;
+  self->has_id = 1;
+  return 0;
+}
+
+static PyMemberDef Scope_members[] = {
+    {"name", T_OBJECT, offsetof(Scope, name), 0, "The scope's name."},
+    {"metrics", T_OBJECT, offsetof(Scope, metrics), 0,
+     "Metrics added when the scope is entered (dict or None)."},
+    {NULL}};
+
+static PyGetSetDef Scope_getset[] = {
+    {"id", (getter)Scope_get_id, (setter)Scope_set_id,
+     "The scope id of the last entry, or None.", NULL},
+    {NULL}};
+
+static PyMethodDef Scope_methods[] = {
+    {"__enter__", (PyCFunction)Scope_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)(void (*)(void))Scope_exit, METH_FASTCALL, NULL},
+    {"_enter_scope", (PyCFunction)Scope_enter_scope, METH_NOARGS, NULL},
+    {"_exit_scope", (PyCFunction)Scope_exit_scope, METH_NOARGS, NULL},
+    {NULL}};
+
+static PyTypeObject ScopeType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "cproton._cproton.Scope",
+    .tp_basicsize = sizeof(Scope),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Scope(name, metrics=None)\n--\n\nA shadow-stack scope.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Scope_init,
+    .tp_dealloc = (destructor)Scope_dealloc,
+    .tp_traverse = (traverseproc)Scope_traverse,
+    .tp_members = Scope_members,
+    .tp_getset = Scope_getset,
+    .tp_methods = Scope_methods,
+};
+
+static PyObject *py_enter_scope(PyObject *m, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"name", "metrics", NULL};
+  PyObject *name, *metrics = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$O:enter_scope", kwlist, &name,
+                                   &metrics))
+    return NULL;
+  if (!profiling_on)
+    Py_RETURN_NONE;
+  uint64_t id;
+  if (push_scope(name, metrics, &id) < 0)
+    return NULL;
+  return PyLong_FromUnsignedLongLong(id);
+}
+
+static PyObject *py_exit_scope(PyObject *m, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"name", "metrics", NULL};
+  PyObject *name = Py_None, *metrics = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|O$O:exit_scope", kwlist, &name,
+                                   &metrics))
+    return NULL;
+  if (!profiling_on)
+    Py_RETURN_NONE;
+  const char *s = NULL;
+  if (name != Py_None && !(s = name_utf8(name, "scope")))
+    return NULL;
+  if (s && !*s)
+    s = NULL; /* Proton: an empty name means "the innermost" */
+  uint64_t id;
+  int rc = pop_scope(s, &id);
+  if (rc)
+    return raise_status(rc);
+  if (add_metrics(id, metrics) < 0)
+    return NULL;
+  if (!id)
+    Py_RETURN_NONE;
+  return PyLong_FromUnsignedLongLong(id);
+}
+
+static PyObject *py_depth(PyObject *m, PyObject *unused) {
+  return PyLong_FromSize_t(cproton_scope_depth());
+}
+
+/* ---- states and ops ------------------------------------------------------------ */
+
+static PyObject *py_enter_state(PyObject *m, PyObject *name) {
+  const char *s = name_utf8(name, "state");
+  if (!s)
+    return NULL;
+  int rc = cproton_state_enter(s);
+  if (rc)
+    return raise_status(rc);
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_exit_state(PyObject *m, PyObject *unused) {
+  int rc = cproton_state_exit();
+  if (rc && warn_status(rc) < 0)
+    return NULL;
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_enter_op(PyObject *m, PyObject *args) {
+  PyObject *name, *metrics = Py_None;
+  if (!PyArg_ParseTuple(args, "O|O:enter_op", &name, &metrics))
+    return NULL;
+  const char *s = name_utf8(name, "op");
+  if (!s)
+    return NULL;
+  int rc = cproton_op_enter(s);
+  if (rc)
+    return raise_status(rc);
+  op_open = 1;
+  if (add_metrics(CPROTON_CURRENT_OP, metrics) < 0)
+    return NULL;
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_exit_op(PyObject *m, PyObject *unused) {
+  op_open = 0;
+  int rc = cproton_op_exit();
+  if (rc)
+    return raise_status(rc);
+  Py_RETURN_NONE;
+}
+
+/* ---- the Triton launch hook ------------------------------------------------------ */
+
+static const char *const launch_reserved[] = {"name", "function", "stream",
+                                              NULL};
+
+/* 1 when the launch filter admits kernel `name` (cached per name). */
+static int admitted(PyObject *name) {
+  if (!launch_filter)
+    return 1;
+  PyObject *hit = PyDict_GetItemWithError(filter_cache, name);
+  if (hit)
+    return PyObject_IsTrue(hit);
+  if (PyErr_Occurred())
+    return -1;
+  PyObject *r = PyObject_CallOneArg(launch_filter, name);
+  if (!r)
+    return -1;
+  int ok = PyObject_IsTrue(r);
+  Py_DECREF(r);
+  if (ok >= 0 && PyDict_SetItem(filter_cache, name, ok ? Py_True : Py_False))
+    return -1;
+  return ok;
+}
+
+static int add_launch_metrics(PyObject *data) {
+  Py_ssize_t pos = 0;
+  PyObject *k, *v;
+  while (PyDict_Next(data, &pos, &k, &v)) {
+    const char *key = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+    if (!key)
+      return -1;
+    int skip = PyBool_Check(v) || !(PyLong_Check(v) || PyFloat_Check(v));
+    for (int i = 0; !skip && launch_reserved[i]; i++)
+      skip = strcmp(key, launch_reserved[i]) == 0;
+    if (!skip && add_one(CPROTON_CURRENT_OP, key, v, 1) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+/* Computes the launch metadata (under the "__proton_launch_metadata" state,
+ * as Proton does) and opens an op named after the kernel with its
+ * numeric keys as metrics. */
+static PyObject *py_launch_enter(PyObject *m, PyObject *lazy) {
+  if (!profiling_on || lazy == Py_None)
+    Py_RETURN_NONE;
+  cproton_state_enter("__proton_launch_metadata");
+  PyObject *data = PyObject_CallMethod(lazy, "get", NULL);
+  cproton_state_exit();
+  if (!data)
+    return NULL;
+  PyObject *name = PyDict_Check(data) ? PyDict_GetItemString(data, "name")
+                                      : NULL;
+  int ok = name && PyUnicode_Check(name) ? admitted(name) : 0;
+  if (ok > 0) {
+    int rc = cproton_op_enter(PyUnicode_AsUTF8(name));
+    ok = rc ? (raise_status(rc), -1) : 1;
+    op_open = ok > 0;
+    if (ok > 0 && add_launch_metrics(data) < 0)
+      ok = -1;
+  }
+  Py_DECREF(data);
+  if (ok < 0)
+    return NULL;
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_launch_exit(PyObject *m, PyObject *lazy) {
+  if (op_open) {
+    op_open = 0;
+    cproton_op_exit();
+  }
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_set_launch_filter(PyObject *m, PyObject *fn) {
+  if (fn != Py_None && !PyCallable_Check(fn)) {
+    PyErr_SetString(PyExc_TypeError, "the launch filter must be callable");
+    return NULL;
+  }
+  Py_XDECREF(launch_filter);
+  launch_filter = fn == Py_None ? NULL : (Py_INCREF(fn), fn);
+  PyDict_Clear(filter_cache);
+  Py_RETURN_NONE;
+}
+
+/* ---- sessions ---------------------------------------------------------------------- */
+
+static PyObject *py_start(PyObject *m, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"name", "context", "data", "backend", "mode",
+                           "gzip", NULL};
+  cproton_session_options o;
+  cproton_session_options_init(&o);
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|zzzzzp:start", kwlist, &o.name,
+                                   &o.context, &o.data, &o.backend, &o.mode,
+                                   &o.gzip))
+    return NULL;
+  int sid, rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = cproton_session_start(&o, &sid);
+  Py_END_ALLOW_THREADS
+  if (rc)
+    return raise_status(rc);
+  return PyLong_FromLong(sid);
+}
+
+typedef int (*session_fn)(int);
+
+static PyObject *call_session(PyObject *arg, session_fn fn) {
+  int sid = (int)PyLong_AsLong(arg);
+  if (sid == -1 && PyErr_Occurred())
+    return NULL;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = fn(sid);
+  Py_END_ALLOW_THREADS
+  if (rc)
+    return raise_status(rc);
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_activate(PyObject *m, PyObject *sid) {
+  return call_session(sid, cproton_session_activate);
+}
+
+static PyObject *py_deactivate(PyObject *m, PyObject *sid) {
+  return call_session(sid, cproton_session_deactivate);
+}
+
+static PyObject *py_finalize(PyObject *m, PyObject *args) {
+  int sid;
+  const char *format = NULL;
+  if (!PyArg_ParseTuple(args, "i|z:finalize", &sid, &format))
+    return NULL;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = cproton_session_finalize(sid, format);
+  Py_END_ALLOW_THREADS
+  if (rc)
+    return raise_status(rc);
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_output_path(PyObject *m, PyObject *arg) {
+  int sid = (int)PyLong_AsLong(arg);
+  if (sid == -1 && PyErr_Occurred())
+    return NULL;
+  char buf[4096];
+  int rc = cproton_session_output_path(sid, buf, sizeof buf);
+  if (rc)
+    return raise_status(rc);
+  return PyUnicode_DecodeFSDefault(buf);
+}
+
+static PyObject *py_data_json(PyObject *m, PyObject *arg) {
+  int sid = (int)PyLong_AsLong(arg);
+  if (sid == -1 && PyErr_Occurred())
+    return NULL;
+  char *json = NULL;
+  size_t size = 0;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = cproton_session_data_json(sid, &json, &size);
+  Py_END_ALLOW_THREADS
+  if (rc)
+    return raise_status(rc);
+  PyObject *s = PyUnicode_DecodeUTF8(json, (Py_ssize_t)size, "replace");
+  cproton_free(json);
+  return s;
+}
+
+static PyObject *py_session_count(PyObject *m, PyObject *unused) {
+  return PyLong_FromLong(cproton_session_count());
+}
+
+/* ---- flags, frames, misc ------------------------------------------------------------ */
+
+static PyObject *py_set_profiling(PyObject *m, PyObject *on) {
+  int v = PyObject_IsTrue(on);
+  if (v < 0)
+    return NULL;
+  profiling_on = v;
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_profiling(PyObject *m, PyObject *unused) {
+  return PyBool_FromLong(profiling_on);
+}
+
+static PyObject *py_python_frames(PyObject *m, PyObject *unused) {
+  return cpy_frames_current();
+}
+
+static PyObject *py_set_frame_skip(PyObject *m, PyObject *prefixes) {
+  if (cpy_frames_set_skip(prefixes) < 0)
+    return NULL;
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_set_warning_type(PyObject *m, PyObject *type) {
+  Py_INCREF(type);
+  Py_XSETREF(warning_type, type);
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_shutdown(PyObject *m, PyObject *unused) {
+  cpy_frames_unregister();
+  profiling_on = 0;
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"start", (PyCFunction)(void (*)(void))py_start,
+     METH_VARARGS | METH_KEYWORDS,
+     "start(name, context, data, backend, mode, gzip=False) -> session id"},
+    {"activate", py_activate, METH_O, "activate(session); -1: all"},
+    {"deactivate", py_deactivate, METH_O, "deactivate(session); -1: all"},
+    {"finalize", py_finalize, METH_VARARGS, "finalize(session, format=None)"},
+    {"output_path", py_output_path, METH_O, "output path of a session"},
+    {"data_json", py_data_json, METH_O, "the session's tree as Hatchet JSON"},
+    {"session_count", py_session_count, METH_NOARGS, "number of sessions"},
+    {"enter_scope", (PyCFunction)(void (*)(void))py_enter_scope,
+     METH_VARARGS | METH_KEYWORDS,
+     "enter_scope($module, /, name, *, metrics=None)\n--\n\n"
+     "Enters scope `name` on the calling thread and returns its id (None\n"
+     "when profiling is off). TypeError for a non-str name or bad metrics,\n"
+     "ValueError for an empty name."},
+    {"exit_scope", (PyCFunction)(void (*)(void))py_exit_scope,
+     METH_VARARGS | METH_KEYWORDS,
+     "exit_scope($module, /, name=None, *, metrics=None)\n--\n\n"
+     "Exits the innermost scope of the calling thread and returns its id.\n"
+     "With `name`, the innermost scope must have that name, otherwise\n"
+     "ValueError and nothing is popped; an exit with no open scope raises\n"
+     "ValueError. `metrics` are added to the exited scope."},
+    {"add_metrics", py_add_metrics, METH_VARARGS, "add_metrics(id, dict)"},
+    {"depth", py_depth, METH_NOARGS, "the calling thread's scope depth"},
+    {"enter_state", py_enter_state, METH_O, "enter_state(name)"},
+    {"exit_state", py_exit_state, METH_NOARGS, "exit_state()"},
+    {"enter_op", py_enter_op, METH_VARARGS, "enter_op(name, metrics=None)"},
+    {"exit_op", py_exit_op, METH_NOARGS, "exit_op()"},
+    {"launch_enter", py_launch_enter, METH_O, "Triton launch-enter hook"},
+    {"launch_exit", py_launch_exit, METH_O, "Triton launch-exit hook"},
+    {"set_launch_filter", py_set_launch_filter, METH_O,
+     "set_launch_filter(callable or None)"},
+    {"set_profiling", py_set_profiling, METH_O, "set the profiling flag"},
+    {"profiling", py_profiling, METH_NOARGS, "the profiling flag"},
+    {"python_frames", py_python_frames, METH_NOARGS,
+     "the calling thread's frames as the python context sees them"},
+    {"set_frame_skip", py_set_frame_skip, METH_O,
+     "set_frame_skip(prefixes): drop frames whose file starts with one"},
+    {"drain_log", py_drain_log, METH_NOARGS, "queued (level, message) pairs"},
+    {"set_warning_type", py_set_warning_type, METH_O, NULL},
+    {"shutdown", py_shutdown, METH_NOARGS, "unregister the python context"},
+    {NULL}};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, .m_name = "_cproton",
+    .m_doc = "cproton's C extension", .m_size = -1, .m_methods = methods};
+
+PyMODINIT_FUNC PyInit__cproton(void) {
+  if (PyType_Ready(&ScopeType) < 0)
+    return NULL;
+  PyObject *m = PyModule_Create(&module);
+  if (!m)
+    return NULL;
+  filter_cache = PyDict_New();
+  Py_INCREF(&ScopeType);
+  if (!filter_cache ||
+      PyModule_AddObject(m, "Scope", (PyObject *)&ScopeType) < 0 ||
+      PyModule_AddStringConstant(m, "version", cproton_version()) < 0 ||
+      cpy_testing_add(m) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  cproton_log_set_handler(on_log, NULL, CPROTON_LOG_INFO);
+  if (cpy_frames_register() != CPROTON_OK) {
+    Py_DECREF(m);
+    return raise_status(CPROTON_EINVAL);
+  }
+  return m;
+}

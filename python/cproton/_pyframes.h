@@ -1,0 +1,30 @@
+/* _pyframes.h -- the "python" context source of the cproton extension:
+ * walks the calling thread's Python frames and gives interned
+ * "file:line@function" ids (see _pyframes.c). */
+#ifndef CPROTON_PY_PYFRAMES_H
+#define CPROTON_PY_PYFRAMES_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Registers the unwinder with cproton_context_register("python", ...).
+ * Returns 0 or a cproton status. Call with the GIL held. */
+int cpy_frames_register(void);
+
+/* Unregisters the unwinder (at interpreter exit). */
+void cpy_frames_unregister(void);
+
+/* Replaces the list of filename prefixes whose frames are dropped (a
+ * sequence of str). Returns 0, or -1 with a Python exception set. GIL. */
+int cpy_frames_set_skip(PyObject *prefixes);
+
+/* The current thread's frames as a list of str, outermost first, after
+ * dropping skipped frames (tests, context.depth). GIL. */
+PyObject *cpy_frames_current(void);
+
+/* The unwinder itself (cproton_unwind_fn). */
+size_t cpy_frames_unwind(void *user, uint32_t *ids, size_t max);
+
+#endif

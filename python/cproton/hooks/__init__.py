@@ -1,0 +1,4 @@
+# ruff: noqa
+from .hook import Hook, HookManager
+from .instrumentation import InstrumentationHook
+from .launch import LaunchHook

@@ -1,0 +1,71 @@
+"""The Triton launch hook (``start(hook="triton")``), as in Proton's
+``triton.profiler.hooks.launch``: before each Triton kernel launch the
+kernel's ``launch_metadata`` is evaluated (under the
+``__proton_launch_metadata`` state) and an op named after the kernel is
+opened with its numeric keys as metrics -- ``flops8/16/32/64``, ``flops``,
+``bytes`` and any other int/float key except ``name``, ``function`` and
+``stream``; the op is closed after the launch. The body runs in C
+(``_cproton.launch_enter`` / ``launch_exit``).
+
+Kernel-name filters (a cproton extension): ``set_filter(include=...,
+exclude=...)`` takes regular expressions (``re.search``); a kernel is hooked
+when it matches `include` (if given) and does not match `exclude`. Kernels
+that are not hooked are still profiled, without launch metadata.
+"""
+import re
+from typing import Optional
+
+from .. import _cproton
+from .hook import Hook
+
+COMPUTE_METADATA_SCOPE_NAME = "__proton_launch_metadata"
+
+
+def set_filter(include: Optional[str] = None, exclude: Optional[str] = None) -> None:
+    """Restricts the launch hook to kernels whose name matches `include`
+    and not `exclude` (regular expressions; None: no restriction)."""
+    for what, value in (("include", include), ("exclude", exclude)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{what} must be a str regular expression or None")
+    try:
+        inc = re.compile(include) if include is not None else None
+        exc = re.compile(exclude) if exclude is not None else None
+    except re.error as e:
+        raise ValueError(f"bad kernel-name regular expression: {e}") from None
+    if inc is None and exc is None:
+        _cproton.set_launch_filter(None)
+        return
+
+    def admit(name: str) -> bool:
+        return (inc is None or inc.search(name) is not None) and (exc is None or exc.search(name) is None)
+
+    _cproton.set_launch_filter(admit)
+
+
+class LaunchHook(Hook):
+    # Highest priority
+    priority = 100
+    # This is a singleton class
+    _instance = None
+    flops_width = [8, 16, 32, 64]
+    metrics = [f"flops{width}" for width in flops_width] + ["bytes"] + ["flops"]
+
+    def __init__(self):
+        pass
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super(LaunchHook, cls).__new__(cls)
+        return cls._instance
+
+    def init_handle(self, module, function, name: str, metadata_group: dict, hash: str) -> None:
+        pass
+
+    def activate(self):
+        pass
+
+    def deactivate(self):
+        pass
+
+    enter = staticmethod(_cproton.launch_enter)
+    exit = staticmethod(_cproton.launch_exit)

@@ -1,0 +1,86 @@
+"""Intra-kernel instrumentation markers for Triton kernels (``pl``), the
+front end of cproton's instrumentation backend, with the names of Proton's
+``triton.profiler.language``:
+
+    import cproton.language as pl
+
+    @triton.jit
+    def kernel(...):
+        pl.enter_scope("load")
+        ...
+        pl.exit_scope("load")
+        with pl.scope("compute"):
+            ...
+
+Each call emits one side-effecting inline-assembly statement whose text is
+the record op, ``// @cproton record start <name>`` or ``// @cproton record
+end <name>``, followed by ``mov.u32 $0, 0;`` (inline asm must define a
+result). Triton keeps such statements in program order, so the markers
+reach the PTX in order; cproton's PTX pass (src/instrument) turns them into
+counter reads and stores when a kernel is instrumented, and they are inert
+comments otherwise. Unlike Proton, Triton-DSL kernels are supported (the
+markers are plain inline asm, independent of the MLIR pipeline); the
+``enable_semantic``/``disable_semantic`` switches are kept for
+compatibility.
+
+Scope names: non-empty, at most 255 characters, no whitespace, quotes or
+control characters (they must survive as one PTX comment token).
+"""
+import re
+
+from triton.language import core as tl
+from triton.language.core import builtin
+
+MARKER_PREFIX = "// @cproton record"
+_NAME = re.compile(r"^[^\s\"'\\`\x00-\x1f\x7f]{1,255}$")
+
+_SEMANTICS = {"triton", "gluon"}
+
+
+def enable_semantic(semantic_name: str):
+    _SEMANTICS.add(semantic_name)
+
+
+def disable_semantic(semantic_name: str):
+    _SEMANTICS.discard(semantic_name)
+
+
+def marker_text(is_start: bool, scope_name: str) -> str:
+    """The inline-assembly text of one record op."""
+    if not isinstance(scope_name, str) or not _NAME.match(scope_name):
+        raise ValueError(f"invalid cproton scope name {scope_name!r}: use 1-255 characters "
+                         "without whitespace, quotes or control characters")
+    kind = "start" if is_start else "end"
+    return f"{MARKER_PREFIX} {kind} {scope_name}\n\tmov.u32 $0, 0;"
+
+
+def record(is_start: tl.constexpr, scope_name: tl.constexpr, semantic):
+    """Emits the marker for a record op (called at compile time)."""
+    is_start = tl._unwrap_if_constexpr(is_start)
+    scope_name = tl._unwrap_if_constexpr(scope_name)
+    asm = marker_text(bool(is_start), scope_name)
+    return tl.inline_asm_elementwise(asm, "=r", [], dtype=tl.int32, is_pure=False, pack=1,
+                                     _semantic=semantic)
+
+
+@builtin
+def enter_scope(name: tl.constexpr, _semantic=None):
+    record(is_start=True, scope_name=name, semantic=_semantic)
+
+
+@builtin
+def exit_scope(name: tl.constexpr, _semantic=None):
+    record(is_start=False, scope_name=name, semantic=_semantic)
+
+
+class scope:
+
+    def __init__(self, name: str, _semantic=None):
+        self.name = name
+        self.semantic = _semantic
+
+    def __enter__(self):
+        enter_scope(self.name, _semantic=self.semantic)
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        exit_scope(self.name, _semantic=self.semantic)

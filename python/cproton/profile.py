@@ -1,0 +1,267 @@
+"""Sessions: start, activate, deactivate, finalize and the ``profile``
+decorator, as in Proton's ``triton.profiler.profile``.
+
+Differences from Proton, all deliberate:
+- ``backend=None`` lets the C library choose ("cupti" when a CUDA driver
+  and device are present); with no GPU the session records CPU scopes only
+  and one CprotonWarning says so. Backend names are passed through.
+- Under the ``cproton`` command, ``start`` and ``finalize`` inside the
+  script are ignored (the command owns the session).
+- Wrong argument types raise TypeError, unknown context/data/backend/format
+  strings raise ValueError naming the valid ones.
+"""
+import atexit
+import functools
+from typing import Optional, Union
+
+from . import _cproton, _log
+from .flags import flags
+from .hooks import HookManager, LaunchHook, InstrumentationHook
+from .mode import BaseMode
+
+DEFAULT_PROFILE_NAME = "proton"
+
+_sessions: dict = {}  # session id -> the options it was started with
+_gpu_checked = None
+
+
+def _session_info(session):
+    return _sessions.get(session)
+
+
+def _gpu_present() -> bool:
+    """True when a CUDA driver with at least one device loads here."""
+    global _gpu_checked
+    if _gpu_checked is None:
+        _gpu_checked = False
+        try:
+            import ctypes
+            cuda = ctypes.CDLL("libcuda.so.1")
+            count = ctypes.c_int(0)
+            if cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0:
+                _gpu_checked = count.value > 0
+        except OSError:
+            pass
+    return _gpu_checked
+
+
+_warned_no_gpu = False
+
+
+def _select_backend(backend: Optional[str]) -> Optional[str]:
+    """None -> None (the library's default) when a GPU is present, else
+    "none" with one warning per process."""
+    global _warned_no_gpu
+    if backend is not None:
+        return backend
+    if _gpu_present():
+        return None
+    if not _warned_no_gpu:
+        _warned_no_gpu = True
+        _log.warn("no GPU backend is available (no CUDA driver or device found); "
+                  "cproton records CPU scopes, states and metrics only", stacklevel=4)
+    return "none"
+
+
+def _get_mode_str(backend: Optional[str], mode: Optional[Union[str, BaseMode]]) -> Optional[str]:
+    if mode is None or mode == "":
+        return None
+    if isinstance(mode, (str, BaseMode)):
+        return str(mode)
+    raise TypeError(f"mode must be a str or a cproton.mode.BaseMode, not {type(mode).__name__}")
+
+
+def _check_str(what: str, value, allow_none: bool = True) -> None:
+    if value is None and allow_none:
+        return
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, not {type(value).__name__}")
+
+
+def _check_session(session) -> None:
+    if session is not None and (isinstance(session, bool) or not isinstance(session, int)):
+        raise TypeError(f"session must be an int or None, not {type(session).__name__}")
+
+
+def start(
+    name: Optional[str] = None,
+    *,
+    context: Optional[str] = "shadow",
+    data: Optional[str] = "tree",
+    backend: Optional[str] = None,
+    mode: Optional[Union[str, BaseMode]] = None,
+    hook: Optional[str] = None,
+):
+    """
+    Start profiling with the given name and backend.
+
+    Usage:
+
+        ```python
+        proton.start("my_profile")
+        # do something
+        proton.finalize()
+        ```
+
+    Args:
+        name (str, optional): The name (with path) of the profiling session; the
+                              extension follows the data kind ("proton.hatchet" by default).
+        context (str, optional): "shadow" (scopes, default) or "python" (Python frames).
+        data (str, optional): "tree" (default) or "trace".
+        backend (str, optional): None (automatic), "cupti", "instrumentation" or "none".
+        mode (Union[str, BaseMode], optional): The backend-specific mode, e.g.
+                              "pcsampling:interval=1000" or cproton.mode.Default().
+        hook (str, optional): None or "triton" (Triton launch metadata: flops, bytes, ...).
+
+    Returns:
+        session (int): The session ID of the profiling session (None when
+        ignored under the cproton command).
+    """
+    if flags.command_line:
+        # Ignore the start() call if the script is run from the command line.
+        return None
+    _check_str("name", name)
+    _check_str("context", context)
+    _check_str("data", data)
+    _check_str("backend", backend)
+    _check_str("hook", hook)
+    if hook not in (None, "triton", "launch"):
+        raise ValueError(f"unknown hook '{hook}' (valid: None, 'triton')")
+    name = DEFAULT_PROFILE_NAME if name is None else name
+    mode_str = _get_mode_str(backend, mode)
+    chosen = _select_backend(backend)
+    try:
+        session = _cproton.start(name, context, data, chosen, mode_str)
+    finally:
+        _log.drain()
+    flags.profiling_on = True
+    _sessions[session] = {"name": name, "context": context or "shadow", "data": data or "tree",
+                          "backend": chosen, "mode": mode_str, "hook": hook}
+    if hook in ("triton", "launch"):
+        HookManager.register(LaunchHook(), session)
+    if backend == "instrumentation":
+        HookManager.register(InstrumentationHook(mode), session)
+    return session
+
+
+def activate(session: Optional[int] = None) -> None:
+    """
+    Activate the specified session (None: all sessions).
+    The profiling session will be active and data will be recorded.
+    """
+    _check_session(session)
+    if flags.command_line and session != 0:
+        raise ValueError("Only one session can be activated when running from the command line.")
+    HookManager.activate(session)
+    try:
+        _cproton.activate(-1 if session is None else session)
+    finally:
+        _log.drain()
+
+
+def deactivate(session: Optional[int] = None) -> None:
+    """
+    Stop the specified session (None: all sessions).
+    The profiling session's data will still be in the memory, but no more data will be recorded.
+    """
+    _check_session(session)
+    if flags.command_line and session != 0:
+        raise ValueError("Only one session can be deactivated when running from the command line.")
+    HookManager.deactivate(session)
+    try:
+        _cproton.deactivate(-1 if session is None else session)
+    finally:
+        _log.drain()
+
+
+def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -> None:
+    """
+    Finalizes a profiling session (None: all sessions).
+    Flush and write the profiling data to the file specified by the session name.
+
+    Args:
+        session (int, optional): The session ID to finalize. If None, all sessions are finalized.
+        output_format (str, optional): "hatchet" or "chrome_trace"; "" uses the data kind's default.
+    """
+    _check_session(session)
+    _check_str("output_format", output_format)
+    if flags.command_line:
+        if session not in (None, 0):
+            raise ValueError("Only one session can be finalized when running from the command line.")
+        return  # the cproton command finalizes when the script ends
+    _finalize(session, output_format)
+
+
+def _finalize(session, output_format):
+    HookManager.unregister(session)
+    try:
+        if session is None:
+            flags.profiling_on = False
+            _cproton.finalize(-1, output_format or None)
+            _sessions.clear()
+        else:
+            _cproton.finalize(session, output_format or None)
+            _sessions.pop(session, None)
+    finally:
+        _log.drain()
+
+
+def _profiling(
+    func,
+    name: Optional[str] = None,
+    context: Optional[str] = "shadow",
+    data: Optional[str] = "tree",
+    backend: Optional[str] = None,
+    mode: Optional[str] = None,
+    hook: Optional[str] = None,
+):
+    """Wraps `func` in a session that is started before and deactivated after each call."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        session = start(name, context=context, data=data, backend=backend, mode=mode, hook=hook)
+        ret = func(*args, **kwargs)
+        if session is not None:  # None: ignored under the cproton command
+            deactivate(session)
+        return ret
+
+    return wrapper
+
+
+def profile(
+    func=None,
+    *,
+    name: Optional[str] = None,
+    context: Optional[str] = "shadow",
+    data: Optional[str] = "tree",
+    backend: Optional[str] = None,
+    mode: Optional[str] = None,
+    hook: Optional[str] = None,
+):
+    """
+    Decorator for profiling.
+
+    Usage:
+
+    ```python
+    @proton.profile
+    def foo():
+        pass
+    ```
+
+    Args:
+        See start() for the arguments.
+    """
+    if func is None:
+
+        def decorator(f):
+            return _profiling(f, name=name, context=context, data=data, backend=backend, mode=mode, hook=hook)
+
+        return decorator
+    return _profiling(func, name=name, context=context, data=data, backend=backend, mode=mode, hook=hook)
+
+
+@atexit.register
+def _at_exit():
+    _log.drain(stacklevel=1)
+    _cproton.shutdown()

@@ -1,0 +1,81 @@
+"""States, as in Proton's ``triton.profiler.state``: the innermost state of
+a thread becomes the parent frame of every kernel it launches. cproton keeps
+a stack of states per thread (Proton keeps one), so nested states restore
+the outer one on exit. ``exit_state`` with no open state emits a
+CprotonWarning and does nothing."""
+from functools import wraps
+
+from . import _cproton
+
+COMPUTE_METADATA_SCOPE_NAME = "__proton_launch_metadata"
+
+
+class state:
+    """
+    A context manager and decorator for entering and exiting a state.
+
+    Usage:
+        context manager:
+        ```python
+        with proton.state("test0"):
+            foo[1,](x, y)
+        ```
+
+        decorator:
+        ```python
+        @proton.state("test0")
+        def foo(x, y):
+            ...
+        ```
+
+    Args:
+        name (str): The name of the state.
+    """
+
+    def __init__(self, name: str) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"state name must be a str, not {type(name).__name__}")
+        self.name = name
+
+    def __enter__(self):
+        if not _cproton.profiling():
+            return self
+        _cproton.enter_state(self.name)
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback) -> None:
+        if not _cproton.profiling():
+            return
+        _cproton.exit_state()
+
+    def __call__(self, func):
+
+        @wraps(func)
+        def wrapper(*args, **kwargs):
+            if _cproton.profiling():
+                _cproton.enter_state(self.name)
+            try:
+                return func(*args, **kwargs)
+            finally:
+                if _cproton.profiling():
+                    _cproton.exit_state()
+
+        return wrapper
+
+
+def enter_state(name: str) -> None:
+    """Enters state `name` on the calling thread (TypeError/ValueError for a
+    bad name)."""
+    _cproton.enter_state(name)
+
+
+def exit_state() -> None:
+    """Exits the innermost state of the calling thread."""
+    _cproton.exit_state()
+
+
+def metadata_state() -> state:
+    """The state under which the Triton launch hook computes a kernel's
+    ``launch_metadata`` (``__proton_launch_metadata``): kernels launched by
+    a launch_metadata function land under it instead of under the op."""
+    return state(COMPUTE_METADATA_SCOPE_NAME)

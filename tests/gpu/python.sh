@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# GPU tests of the cproton Python package (run by the lead on an H100/H200).
+# usage: tests/gpu/python.sh [OUT_DIR]   (default: $OUT or ./out/gpu-python)
+# Needs: the package installed (pip install --no-build-isolation .), triton
+# 3.6 and torch with CUDA. Writes one log and the profiles per case under
+# OUT_DIR; exits non-zero if any case fails.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:-${OUT:-out/gpu-python}}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+py=${PYTHON:-python3}
+fail=0
+run() {
+  local name=$1; shift
+  echo "== $name"
+  if (cd "$out" && "$@") >"$out/$name.log" 2>&1; then
+    echo "   ok"
+  else
+    echo "   FAILED (see $out/$name.log)"; tail -20 "$out/$name.log"; fail=1
+  fi
+}
+run triton_hook     "$py" "$here/python/triton_hook.py"
+run torch_kernels   "$py" "$here/python/torch_kernels.py"
+run python_context  "$py" "$here/python/python_context.py"
+run proton_example  "$py" "$here/python/proton_example_check.py"
+run cli             "$py" -m cproton -n cli_profile -k triton "$here/python/proton_example.py"
+run bench_scope     "$py" "$here/../../bench/python_scope_bench.py" "$out"
+run bench_launch    "$py" "$here/python/launch_overhead.py" "$out"
+exit $fail

@@ -1,0 +1,91 @@
+"""hook="triton": launch metadata becomes an op named after the kernel with
+its numeric keys as metrics; include/exclude regexes select kernels. The
+Triton launcher is simulated: Triton calls knobs.runtime.launch_enter_hook
+with a LazyDict, launches (GIL released), then launch_exit_hook."""
+import pytest
+
+import cproton as proton
+from cproton import _cproton as C
+
+from conftest import load_tree
+
+knobs = pytest.importorskip("triton.knobs")
+from triton.compiler.compiler import LazyDict  # noqa: E402
+
+
+def launch(name, meta_fn=None, args=None):
+    lazy = LazyDict({"name": name, "function": 1234, "stream": 0})
+    if meta_fn is not None:
+        lazy.add(meta_fn, (None, None, args or {}))
+    knobs.runtime.launch_enter_hook(lazy)
+    C._fake_launch(name)
+    knobs.runtime.launch_exit_hook(lazy)
+
+
+def flops_meta(grid, metadata, args):
+    return {"flops16": 2.0 * args["n"], "bytes": 3 * args["n"], "custom": 5, "label": "text", "flag": True}
+
+
+def test_launch_metadata_metrics():
+    sid = proton.start("h", backend="fake", hook="triton")
+    with proton.scope("fwd"):
+        for _ in range(2):
+            launch("matmul_kernel", flops_meta, {"n": 10})
+        launch("plain_kernel")
+    proton.finalize(sid)
+    t = load_tree("h.hatchet")
+    m = t["fwd"]["matmul_kernel"]["@"]
+    assert m["count"] == 2
+    assert m["flops16"] == 40.0 and m["bytes"] == 60.0 and m["custom"] == 10.0
+    assert "label" not in m and "flag" not in m and "function" not in m and "stream" not in m
+    assert t["fwd"]["plain_kernel"]["@"]["count"] == 1
+    assert not knobs.runtime.launch_enter_hook.calls  # unregistered at finalize
+
+
+def test_metadata_kernels_under_metadata_state():
+    def meta(grid, metadata, args):
+        C._fake_launch("helper")  # e.g. a torch op inside launch_metadata
+        return {"flops": 1.0}
+
+    sid = proton.start("h", backend="fake", hook="triton")
+    launch("k", meta)
+    proton.finalize(sid)
+    t = load_tree("h.hatchet")
+    assert "helper" in t["__proton_launch_metadata"]
+    assert t["k"]["@"]["flops"] == 1.0
+
+
+@pytest.mark.parametrize("include,exclude,hooked", [
+    ("^mat", None, {"matmul_kernel"}),
+    (None, "soft", {"matmul_kernel", "add_kernel"}),
+    ("kernel$", "^add", {"matmul_kernel", "softmax_kernel"}),
+])
+def test_include_exclude(include, exclude, hooked):
+    proton.hooks.launch.set_filter(include=include, exclude=exclude)
+    sid = proton.start("h", backend="fake", hook="triton")
+    for name in ("matmul_kernel", "add_kernel", "softmax_kernel"):
+        launch(name, lambda g, m, a: {"flops": 1.0})
+    proton.finalize(sid)
+    t = load_tree("h.hatchet")
+    got = {k for k, v in t.items() if k != "@" and "flops" in v.get("@", {})}
+    assert got == hooked
+    assert all(t[k]["@"]["count"] == 1 for k in ("matmul_kernel", "add_kernel", "softmax_kernel"))
+
+
+def test_hook_inactive_session_and_exceptions():
+    sid = proton.start("h", backend="fake", hook="triton")
+    proton.deactivate(sid)
+    assert not knobs.runtime.launch_enter_hook.calls or True
+
+    def bad(grid, metadata, args):
+        raise RuntimeError("boom")
+
+    proton.activate(sid)
+    lazy = LazyDict({"name": "k", "function": 0, "stream": 0})
+    lazy.add(bad, (None, None, {}))
+    with pytest.raises(RuntimeError, match="boom"):
+        knobs.runtime.launch_enter_hook(lazy)
+    assert C.depth() == 0
+    launch("after")
+    proton.finalize(sid)
+    assert "after" in load_tree("h.hatchet")
