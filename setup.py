@@ -41,7 +41,8 @@ def cuda_includes():
     return (cupti, cuda) if cupti and cuda else None
 
 
-def extension():
+def library_build():
+    """Sources, include dirs and macros of the C library (CMake's rule)."""
     srcs = library_sources()
     macros = [("_GNU_SOURCE", "1")]
     incs = [os.path.join(ROOT, "include"), os.path.join(ROOT, "src")]
@@ -51,18 +52,30 @@ def extension():
         srcs += cupti_srcs
         macros.append(("CPROTON_HAVE_CUPTI", "1"))
         incs += list(dict.fromkeys(cuda))
-    srcs = [os.path.relpath(s, ROOT) for s in srcs]
+    return [os.path.relpath(s, ROOT) for s in srcs], incs, macros
+
+
+COMMON = dict(libraries=["z", "dl", "m", "pthread"],
+              extra_compile_args=["-std=gnu11", "-O2", "-fvisibility=hidden",
+                                  "-Wall", "-Wno-unused-parameter"])
+
+
+def extension():
+    srcs, incs, macros = library_build()
     srcs += ["python/cproton/_cproton.c", "python/cproton/_pyframes.c", "python/cproton/_testing.c"]
-    return Extension(
-        "cproton._cproton",
-        sources=srcs,
-        include_dirs=incs,
-        define_macros=macros,
-        libraries=["z", "dl", "m", "pthread"],
-        extra_compile_args=["-std=gnu11", "-O2", "-fvisibility=hidden",
-                            "-Wall", "-Wno-unused-parameter"],
-    )
+    return Extension("cproton._cproton", sources=srcs, include_dirs=incs,
+                     define_macros=macros, **COMMON)
+
+
+def injection_library():
+    """The C library alone, exporting cproton_* and InitializeInjection:
+    what `cproton -- ./native_program` hands to CUDA_INJECTION64_PATH. It
+    uses no Python symbols, so any process can load it."""
+    srcs, incs, macros = library_build()
+    return Extension("cproton.libcproton", sources=srcs, include_dirs=incs,
+                     define_macros=macros + [("CPROTON_BUILDING", "1")], **COMMON)
 
 
 # setuptools builds under build-python/, away from the CMake build/ folder.
-setup(ext_modules=[extension()], options={"build": {"build_base": "build-python"}})
+setup(ext_modules=[extension(), injection_library()],
+      options={"build": {"build_base": "build-python"}})

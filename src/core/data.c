@@ -140,8 +140,13 @@ static int fold_flex(cp_node_metrics *m, uint32_t name, cp_value v) {
     return cp_error_set(CPROTON_ENOMEM, "out of memory adding metric '%s'",
                         str);
   m->flex = grown;
-  m->flex[m->n_flex++] =
-      (cp_flex_metric){.name = name, .rule = cp_metric_rule_of(str), .value = v};
+  uint32_t out_id;
+  int rc = cp_strtab_intern(str, cp_metric_output_len(str), &out_id);
+  if (rc)
+    return rc;
+  m->flex[m->n_flex++] = (cp_flex_metric){
+      .name = name, .out_name = out_id, .rule = cp_metric_rule_of(str),
+      .value = v};
   return CPROTON_OK;
 }
 

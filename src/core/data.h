@@ -18,7 +18,8 @@ typedef struct cp_data cp_data;
 typedef enum cp_device_type { CP_DEVICE_CUDA = 0, CP_DEVICE_HIP = 1 } cp_device_type;
 
 typedef struct cp_flex_metric {
-  uint32_t name; /* strtab id */
+  uint32_t name;     /* strtab id, as the user gave it */
+  uint32_t out_name; /* written name: the "(exc)"/"(pty)" suffix removed */
   cp_metric_rule rule;
   cp_value value;
 } cp_flex_metric;

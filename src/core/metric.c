@@ -29,6 +29,15 @@ cp_metric_rule cp_metric_rule_of(const char *name) {
   return CP_METRIC_SUM;
 }
 
+size_t cp_metric_output_len(const char *name) {
+  size_t n = strlen(name);
+  if (cp_metric_rule_of(name) != CP_METRIC_SUM)
+    n -= 5; /* both suffixes are five bytes */
+  while (n > 0 && name[n - 1] == ' ')
+    n--;
+  return n;
+}
+
 int cp_metric_is_reserved(const char *name) {
   for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
     if (strcmp(name, reserved[i]) == 0)

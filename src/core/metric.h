@@ -3,6 +3,7 @@
 #ifndef CP_CORE_METRIC_H
 #define CP_CORE_METRIC_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum cp_metric_rule {
@@ -33,6 +34,10 @@ cp_metric_rule cp_metric_rule_of(const char *name);
  * (a metric keeps the kind of its first value); the message names `name`. */
 int cp_metric_fold(cp_value *acc, cp_value v, cp_metric_rule rule,
                    const char *name);
+
+/* The length of the name Proton writes for `name`: a prefix of it, without
+ * its "(exc)" or "(pty)" suffix and the spaces before that. */
+size_t cp_metric_output_len(const char *name);
 
 /* Names that the kernel metrics own; user metrics may not reuse them. */
 int cp_metric_is_reserved(const char *name);

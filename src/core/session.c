@@ -234,6 +234,12 @@ static const char *format_of(const session *s, const char *format) {
 
 static _Thread_local const char *finalize_format;
 
+/* Kernel-timing sessions (every backend but instrumentation) write zeroed
+ * kernel metrics on ROOT, as Proton does. */
+static int kernel_root(const session *s) {
+  return strcmp(s->backend->name, "instrumentation") != 0;
+}
+
 static int write_output(session *s, const char *format) {
   char path[PATH_MAX + 32];
   int trace = strcmp(format, "chrome_trace") == 0;
@@ -251,7 +257,7 @@ static int write_output(session *s, const char *format) {
   if (rc)
     return rc;
   rc = trace ? cp_chrome_trace_write(sink, s->trace, s->data)
-             : cp_hatchet_write(sink, s->data);
+             : cp_hatchet_write(sink, s->data, kernel_root(s));
   int close_rc = cp_sink_close(sink, rc != CPROTON_OK, NULL, NULL);
   return rc ? rc : close_rc;
 }
@@ -305,7 +311,7 @@ int cproton_session_data_json(int id, char **json_out, size_t *size_out) {
   if (!rc)
     rc = cp_sink_memory(&sink);
   if (!rc) {
-    rc = cp_hatchet_write(sink, slots[id].data);
+    rc = cp_hatchet_write(sink, slots[id].data, kernel_root(&slots[id]));
     int close_rc = cp_sink_close(sink, rc != CPROTON_OK, json_out, size_out);
     rc = rc ? rc : close_rc;
   }

@@ -70,9 +70,10 @@ static size_t collect(const cp_node_metrics *m, int is_root, int any_kernel,
   for (size_t i = 0; m && i < m->n_flex; i++) {
     const cp_flex_metric *f = &m->flex[i];
     out[n++] = f->value.kind == CP_VALUE_STRING
-                   ? str_entry(cp_strtab_str(f->name),
+                   ? str_entry(cp_strtab_str(f->out_name),
                                cp_strtab_str(f->value.u.s))
-                   : (entry){.name = cp_strtab_str(f->name), .value = f->value};
+                   : (entry){.name = cp_strtab_str(f->out_name),
+                             .value = f->value};
   }
   return n;
 }
@@ -227,13 +228,13 @@ static int mark(writer *w, uint32_t n_ids) {
   return any_kernel;
 }
 
-int cp_hatchet_write(cp_sink *s, cp_data *d) {
+int cp_hatchet_write(cp_sink *s, cp_data *d, int kernel_root) {
   uint32_t n_ids = cp_cct_count();
   writer w = {.s = s, .d = d, .keep = calloc(n_ids, 1), .n_ids = n_ids};
   if (!w.keep)
     return cp_error_set(CPROTON_ENOMEM, "out of memory writing a profile");
   cp_data_lock(d);
-  w.any_kernel = mark(&w, n_ids);
+  w.any_kernel = mark(&w, n_ids) || kernel_root;
   cp_sink_puts(s, "[");
   indent(s, 1);
   int rc = write_node(&w, cp_cct_root(), 1);

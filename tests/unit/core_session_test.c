@@ -165,9 +165,9 @@ Test(core_session, metric_suffix_rules, .init = reset) {
   cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
   assert_profile(path,
       "[{\"frame\":{\"name\":\"ROOT\",\"type\":\"function\"},"
-      "\"metrics\":{\"root\":1.0},\"children\":["
+      "\"metrics\":{\"count\":0,\"root\":1.0,\"time (ns)\":0},\"children\":["
       "{\"frame\":{\"name\":\"s\",\"type\":\"function\"},\"metrics\":"
-      "{\"late\":3,\"p (pty)\":12,\"sum\":6,\"t (exc)\":1.5},"
+      "{\"late\":3,\"p\":12,\"sum\":6,\"t\":1.5},"
       "\"children\":[]}]},{}]");
 }
 
