@@ -62,7 +62,8 @@ COMMON = dict(libraries=["z", "dl", "m", "pthread"],
 
 def extension():
     srcs, incs, macros = library_build()
-    srcs += ["python/cproton/_cproton.c", "python/cproton/_pyframes.c", "python/cproton/_testing.c"]
+    srcs += ["python/cproton/_cproton.c", "python/cproton/_pyframes.c", "python/cproton/_testing.c",
+             "python/cproton/_instrument.c"]
     return Extension("cproton._cproton", sources=srcs, include_dirs=incs,
                      define_macros=macros, **COMMON)
 

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "_pyframes.h"
+#include "_instrument.h"
 #include "_testing.h"
 #include "cproton/cproton.h"
 
@@ -700,7 +701,7 @@ PyMODINIT_FUNC PyInit__cproton(void) {
   if (!filter_cache ||
       PyModule_AddObject(m, "Scope", (PyObject *)&ScopeType) < 0 ||
       PyModule_AddStringConstant(m, "version", cproton_version()) < 0 ||
-      cpy_testing_add(m) < 0) {
+      cpy_testing_add(m) < 0 || cpy_instrument_add(m) < 0) {
     Py_DECREF(m);
     return NULL;
   }

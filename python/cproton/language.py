@@ -17,8 +17,8 @@ the record op, ``// @cproton record start <name>`` or ``// @cproton record
 end <name>``, followed by ``mov.u32 $0, 0;`` (inline asm must define a
 result). Triton keeps such statements in program order, so the markers
 reach the PTX in order; cproton's PTX pass (src/instrument) turns them into
-counter reads and stores when a kernel is instrumented, and they are inert
-comments otherwise. Unlike Proton, Triton-DSL kernels are supported (the
+counter reads and stores. Without an active instrumentation session nothing
+is emitted, so plain kernels are exactly what they would be without ``pl``. Unlike Proton, Triton-DSL kernels are supported (the
 markers are plain inline asm, independent of the MLIR pipeline); the
 ``enable_semantic``/``disable_semantic`` switches are kept for
 compatibility.
@@ -29,6 +29,8 @@ control characters (they must survive as one PTX comment token).
 import re
 
 from triton.language import core as tl
+
+from .flags import flags
 from triton.language.core import builtin
 
 MARKER_PREFIX = "// @cproton record"
@@ -55,10 +57,15 @@ def marker_text(is_start: bool, scope_name: str) -> str:
 
 
 def record(is_start: tl.constexpr, scope_name: tl.constexpr, semantic):
-    """Emits the marker for a record op (called at compile time)."""
+    """Emits the marker for a record op (called at compile time), only while an
+    instrumentation session is active: otherwise the kernel compiles with no
+    marker at all. Triton's cache keeps the two apart through the
+    ``instrumentation_mode`` compile option the instrumentation hook sets."""
     is_start = tl._unwrap_if_constexpr(is_start)
     scope_name = tl._unwrap_if_constexpr(scope_name)
     asm = marker_text(bool(is_start), scope_name)
+    if not flags.instrumentation_on:
+        return None
     return tl.inline_asm_elementwise(asm, "=r", [], dtype=tl.int32, is_pure=False, pack=1,
                                      _semantic=semantic)
 

@@ -1,6 +1,8 @@
-"""cproton.language markers compiled ahead of time for sm_90 without a GPU:
-`// @cproton record start|end <name>` reach the PTX in program order, each
-followed by the `mov.u32 %rN, 0;` the inline asm defines."""
+"""cproton.language and the instrumentation hook, compiled ahead of time for
+sm_90 without a GPU: with an instrumentation session the markers
+`// @cproton record start|end <name>` reach the PTX in program order (each
+followed by the `mov.u32 %rN, 0;` the inline asm defines) and the hook's
+PTX pass lowers them; without one, the kernel carries no marker at all."""
 import re
 
 import pytest
@@ -11,6 +13,9 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 import cproton.language as pl  # noqa: E402
+from cproton import _cproton  # noqa: E402
+from cproton.flags import flags  # noqa: E402
+from cproton.hooks import instrumentation as instr  # noqa: E402
 
 
 @triton.jit
@@ -37,9 +42,22 @@ def looped(x, n, BLOCK: tl.constexpr):
     tl.store(x + tl.arange(0, BLOCK), acc)
 
 
-def compile_ptx(fn, signature, constexprs):
+VADD_SIG = {"x": "*fp32", "y": "*fp32", "z": "*fp32", "n": "i32", "BLOCK": "constexpr"}
+
+
+def compile_kernel(fn, signature, constexprs, mode_option):
     src = ASTSource(fn, signature, constexprs)
-    return triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                          options={"instrumentation_mode": mode_option})
+
+
+def compile_ptx(fn, signature, constexprs):
+    """Markers only: the flag on, no PTX pass (a cache key of its own)."""
+    flags.instrumentation_on = True
+    try:
+        return compile_kernel(fn, signature, constexprs, "cproton-test-markers").asm["ptx"]
+    finally:
+        flags.instrumentation_on = False
 
 
 def markers(ptx):
@@ -54,8 +72,7 @@ def markers(ptx):
 
 
 def test_markers_in_order():
-    ptx = compile_ptx(vadd, {"x": "*fp32", "y": "*fp32", "z": "*fp32", "n": "i32", "BLOCK": "constexpr"},
-                      {"BLOCK": 256})
+    ptx = compile_ptx(vadd, VADD_SIG, {"BLOCK": 256})
     assert markers(ptx) == [("start", "kernel"), ("start", "load"), ("end", "load"), ("start", "store"),
                             ("end", "store"), ("end", "kernel")]
 
@@ -76,3 +93,62 @@ def test_bad_scope_names(bad):
 def test_marker_text_shape():
     assert pl.marker_text(True, "dot") == "// @cproton record start dot\n\tmov.u32 $0, 0;"
     assert pl.marker_text(False, "dot").startswith("// @cproton record end dot")
+
+
+def test_no_session_no_markers():
+    assert not flags.instrumentation_on
+    k = compile_kernel(vadd, VADD_SIG, {"BLOCK": 256}, "")
+    assert "@cproton" not in k.asm["ptx"]
+    assert k.metadata.profile_scratch_size == 0
+
+
+@pytest.mark.parametrize("mode", ["default", "default:buffer_type=global:metric_type=cycle",
+                                  "default:sampling_strategy=selective:sampling_options=0,2"])
+def test_hook_instruments_the_ptx_stage(mode):
+    """The whole compile path of backend="instrumentation": the stages hook runs
+    the C pass, Triton's ptxas assembles the result, the metadata carries the
+    per-CTA buffer size and the layout, and a later load registers it."""
+    hook = instr.InstrumentationHook(mode)
+    hook.activate()
+    try:
+        import triton.knobs as knobs
+        option = knobs.compilation.instrumentation_mode
+        assert option.startswith("cproton:")
+        k = compile_kernel(vadd, VADD_SIG, {"BLOCK": 256}, option)
+    finally:
+        hook.deactivate()
+    assert not flags.instrumentation_on
+    ptx = k.asm["ptx"]
+    assert "%globaltimer" in ptx and "%smid" in ptx
+    layout = k.metadata.cproton_layout
+    assert layout["kernel"] == "vadd"
+    assert layout["scope_names"] == ["kernel", "load", "store"]
+    assert layout["scope_parents"] == [-1, 0, 0]
+    assert k.metadata.profile_scratch_size == layout["per_cta_bytes"] > 0
+    assert k.metadata.profile_scratch_align == instr.PROFILE_BUFFER_ALIGNMENT
+    assert len(k.asm["cubin"]) > 0
+    hook.init_handle(None, 1234, "vadd", k.metadata_group, k.hash)
+    assert isinstance(hook.handles[1234], int)
+
+
+def test_filter_skips_kernels():
+    instr.set_filter(exclude="^vadd$")
+    hook = instr.InstrumentationHook("default")
+    hook.activate()
+    try:
+        import triton.knobs as knobs
+        k = compile_kernel(vadd, VADD_SIG, {"BLOCK": 256}, knobs.compilation.instrumentation_mode)
+    finally:
+        hook.deactivate()
+        instr.set_filter()
+    assert k.metadata.profile_scratch_size == 0
+    assert "%globaltimer" not in k.asm["ptx"]
+
+
+def test_bad_modes_and_filters():
+    with pytest.raises(ValueError):
+        instr.InstrumentationHook("default:buffer_type=texture")
+    with pytest.raises(TypeError):
+        instr.set_filter(include=3)
+    with pytest.raises(ValueError):
+        _cproton.instr_register("k", {"per_cta_bytes": 1})

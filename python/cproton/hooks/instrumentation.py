@@ -1,16 +1,59 @@
-"""The instrumentation hook (``start(backend="instrumentation")``).
+"""The instrumentation hook (``start(backend="instrumentation", mode=...)``).
 
-Proton compiles kernels through its MLIR passes here. cproton lowers the
-``cproton.language`` markers in PTX instead (src/instrument); this hook
-only records the mode and switches ``flags.instrumentation_on`` while a
-session uses it. Wiring the PTX pass and the profile-buffer allocator into
-Triton is done by the instrumentation runtime (see docs/python.md).
+Proton lowers its record ops through MLIR passes inside Triton. cproton
+lowers the ``cproton.language`` markers at PTX level instead, using only
+Triton's public hooks:
+
+* a stages-inspection hook wraps the ``ptx`` stage: the C pass
+  (``cproton_ptx_instrument``) rewrites the PTX of the selected kernels and
+  the kernel's metadata gets ``profile_scratch_size`` (bytes per CTA), the
+  alignment, and ``cproton_layout`` (scope table and buffer layout, so a
+  binary from Triton's cache is decoded correctly in a later process);
+* ``knobs.compilation.instrumentation_mode`` is set to a string naming the
+  mode and the kernel filter, so instrumented and plain binaries never mix
+  in Triton's cache;
+* the profile allocator hands out buffers from cproton's device pool
+  (``cproton_instr_alloc``, zeroed on the launch's stream);
+* the launch-exit hook reports each launch (``cproton_instr_launch``), which
+  queues an asynchronous copy-back; a C thread decodes it off the launch
+  path and adds per-scope metrics under the kernel's node.
+
+Only one instrumentation hook is active at a time, as in Proton.
 """
+import json
+import re
+import threading
 from typing import Any, Dict, Optional, Union
 
+from .. import _cproton
 from .. import mode as _mode
 from ..flags import flags
 from .hook import Hook
+
+PROFILE_BUFFER_ALIGNMENT = 128
+
+_include: Optional[str] = None
+_exclude: Optional[str] = None
+
+
+def set_filter(include: Optional[str] = None, exclude: Optional[str] = None) -> None:
+    """Instrument only kernels whose name matches ``include`` and not ``exclude``
+    (Python regular expressions, ``re.search``). Applies to kernels compiled after
+    the call; the filter is part of the compile option, so Triton's cache keeps
+    differently filtered binaries apart."""
+    global _include, _exclude
+    for value, what in ((include, "include"), (exclude, "exclude")):
+        if value is not None:
+            if not isinstance(value, str):
+                raise TypeError(f"{what} must be a str or None")
+            re.compile(value)
+    _include, _exclude = include, exclude
+
+
+def _selected(name: str) -> bool:
+    if _include is not None and not re.search(_include, name):
+        return False
+    return _exclude is None or not re.search(_exclude, name)
 
 
 def _interpret_mode(mode_obj: Union[None, str, _mode.InstrumentationMode]) -> _mode.InstrumentationMode:
@@ -19,30 +62,120 @@ def _interpret_mode(mode_obj: Union[None, str, _mode.InstrumentationMode]) -> _m
     return _mode.parse_instrumentation_mode(mode_obj or "default")
 
 
+def _knobs():
+    import triton.knobs as knobs
+    return knobs
+
+
 class InstrumentationHook(Hook):
     priority: int = 0
     active_count: int = 0
 
     def __init__(self, mode_obj: Union[None, str, _mode.InstrumentationMode]):
         self.mode: _mode.InstrumentationMode = _interpret_mode(mode_obj)
+        self.mode_str = str(self.mode)
+        _cproton.instr_check_mode(self.mode_str)
+        self.handles: Dict[Any, int] = {}
+        self.local = threading.local()
+        self._saved = None
+
+    # ---- activation -----------------------------------------------------
 
     def activate(self):
         if InstrumentationHook.active_count > 0:
             raise RuntimeError("Only one instance of the instrumentation hook can be active at a time.")
         InstrumentationHook.active_count += 1
         flags.instrumentation_on = True
+        knobs = _knobs()
+        from triton.runtime._allocation import _profile_allocator
+        self._saved = (knobs.runtime.add_stages_inspection_hook, knobs.compilation.instrumentation_mode,
+                       _profile_allocator.get())
+        previous = self._saved[0]
+
+        def stages_hook(backend, stages, options, language, capability):
+            if previous is not None:
+                previous(backend, stages, options, language, capability)
+            self._wrap_ptx_stage(stages)
+
+        knobs.runtime.add_stages_inspection_hook = stages_hook
+        knobs.compilation.instrumentation_mode = f"cproton:{self.mode_str}:include={_include}:exclude={_exclude}"
+        from triton.runtime._allocation import set_profile_allocator
+        set_profile_allocator(self._allocate)
 
     def deactivate(self):
         if InstrumentationHook.active_count == 0:
             return
         InstrumentationHook.active_count -= 1
         flags.instrumentation_on = False
+        if self._saved is not None:
+            knobs = _knobs()
+            from triton.runtime._allocation import set_profile_allocator
+            knobs.runtime.add_stages_inspection_hook, knobs.compilation.instrumentation_mode, allocator = self._saved
+            set_profile_allocator(allocator)
+            self._saved = None
+        _cproton.instr_flush()
+
+    # ---- compile time ---------------------------------------------------
+
+    def _wrap_ptx_stage(self, stages) -> None:
+        if "ptx" not in stages:
+            return
+        make_ptx = stages["ptx"]
+        mode_str = self.mode_str
+
+        def ptx_stage(src, metadata):
+            ptx = make_ptx(src, metadata)
+            name = metadata.get("name", "")
+            if not _selected(name):
+                return ptx
+            try:
+                out, layouts = _cproton.instrument_ptx(ptx, mode_str, int(metadata.get("num_warps") or 0),
+                                                       int(metadata.get("shared") or 0))
+            except ValueError as e:
+                raise RuntimeError(f"cproton could not instrument kernel '{name}': {e}. If the kernel "
+                                   "uses warp specialization, keep pl scopes out of the specialized loop "
+                                   "or exclude the kernel with cproton.hooks.instrumentation.set_filter"
+                                   ) from e
+            if not layouts:
+                return ptx
+            layout = layouts[0]
+            metadata["profile_scratch_size"] = layout["per_cta_bytes"]
+            metadata["profile_scratch_align"] = PROFILE_BUFFER_ALIGNMENT
+            metadata["cproton_layout"] = layout
+            return out
+
+        stages["ptx"] = ptx_stage
 
     def init_handle(self, module: Any, function: Any, name: str, metadata_group: Dict[str, str], hash: str) -> None:
-        pass
+        if not function or function in self.handles:
+            return
+        path = next((p for key, p in metadata_group.items() if key.endswith(".json")), None)
+        if path is None:
+            return
+        with open(path) as f:
+            layout = json.load(f).get("cproton_layout")
+        if layout:
+            self.handles[function] = _cproton.instr_register(name, layout)
+
+    # ---- launch time ----------------------------------------------------
+
+    def _allocate(self, size: int, alignment: int, stream: Optional[int]):
+        stream = int(stream or 0)
+        ptr = _cproton.instr_alloc(size, stream)
+        self.local.pending = (ptr, size, stream)
+        return ptr
 
     def enter(self, metadata) -> None:
         pass
 
     def exit(self, metadata) -> None:
-        pass
+        pending = getattr(self.local, "pending", None)
+        if pending is None:
+            return
+        self.local.pending = None
+        ptr, size, stream = pending
+        handle = self.handles.get(metadata.data.get("function")) if metadata is not None else None
+        if handle is None:
+            _cproton.instr_release(ptr)
+            return
+        _cproton.instr_launch(handle, ptr, size, stream)

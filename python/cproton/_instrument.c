@@ -1,0 +1,266 @@
+/* _instrument.c -- the Triton side of the instrumentation backend, as thin
+ * wrappers over <cproton/instrument.h> and <cproton/instrumentation.h>:
+ *
+ *   instrument_ptx(ptx, mode, num_warps, shared) -> (ptx, [layout dicts])
+ *       the PTX pass with the options of a Proton mode string; each layout
+ *       dict is JSON-serialisable, so it can ride in Triton's kernel
+ *       metadata (and its cache) and be registered in a later process;
+ *   instr_register(name, layout) -> handle      (once per loaded kernel)
+ *   instr_alloc(size, stream) -> device pointer (Triton's profile allocator)
+ *   instr_launch(handle, ptr, size, stream)     (after the launch)
+ *   instr_flush(), instr_stats() -> dict
+ *
+ * Handles are registered kernels that live until process exit (Triton
+ * keeps loaded kernels as long). Not a hot path except instr_alloc and
+ * instr_launch, which do no Python-level allocation beyond their result. */
+#include "_instrument.h"
+
+#include <cproton/cproton.h>
+
+static PyObject *fail(int rc) {
+  const char *msg = cproton_last_error();
+  PyObject *type = rc == CPROTON_EINVAL || rc == CPROTON_EPARSE ||
+                           rc == CPROTON_EUNSUPPORTED || rc == CPROTON_ELIMIT
+                       ? PyExc_ValueError
+                       : PyExc_RuntimeError;
+  PyErr_SetString(type, msg && *msg ? msg : cproton_strerror(rc));
+  return NULL;
+}
+
+static int set_u32(PyObject *d, const char *key, unsigned long v) {
+  PyObject *o = PyLong_FromUnsignedLong(v);
+  int rc = o ? PyDict_SetItemString(d, key, o) : -1;
+  Py_XDECREF(o);
+  return rc;
+}
+
+static PyObject *scope_lists(const cproton_buffer_layout *l, PyObject *d) {
+  PyObject *names = PyList_New(l->n_scopes), *parents = PyList_New(l->n_scopes);
+  for (uint32_t i = 0; names && parents && i < l->n_scopes; i++) {
+    PyList_SET_ITEM(names, i, PyUnicode_FromString(l->scope_names[i]));
+    PyList_SET_ITEM(parents, i, PyLong_FromLong(
+                                    l->scope_parents ? l->scope_parents[i] : -1));
+  }
+  int rc = names && parents ? PyDict_SetItemString(d, "scope_names", names) |
+                                  PyDict_SetItemString(d, "scope_parents", parents)
+                            : -1;
+  Py_XDECREF(names);
+  Py_XDECREF(parents);
+  return rc ? NULL : d;
+}
+
+static PyObject *layout_dict(const cproton_ptx *p, size_t k) {
+  cproton_buffer_layout l;
+  if (cproton_ptx_kernel_layout(p, k, &l))
+    return fail(CPROTON_EINVAL);
+  PyObject *d = PyDict_New(), *warps = PyList_New(l.n_units);
+  if (!d || !warps || PyDict_SetItemString(d, "kernel", PyUnicode_FromString(
+                                                   cproton_ptx_kernel_name(p, k))))
+    goto error;
+  for (uint32_t u = 0; u < l.n_units; u++)
+    PyList_SET_ITEM(warps, u, PyLong_FromLong(l.unit_warp[u]));
+  if (set_u32(d, "per_cta_bytes", l.per_cta_bytes) ||
+      set_u32(d, "header_bytes", l.header_bytes) ||
+      set_u32(d, "n_units", l.n_units) ||
+      set_u32(d, "segment_bytes", l.segment_bytes) ||
+      set_u32(d, "counter", l.counter) ||
+      set_u32(d, "granularity", l.granularity) ||
+      set_u32(d, "buffer", l.buffer) ||
+      PyDict_SetItemString(d, "unit_warp", warps) || !scope_lists(&l, d))
+    goto error;
+  Py_DECREF(warps);
+  return d;
+error:
+  Py_XDECREF(d);
+  Py_XDECREF(warps);
+  return NULL;
+}
+
+static PyObject *py_instrument_ptx(PyObject *m, PyObject *args) {
+  const char *ptx, *mode;
+  Py_ssize_t size;
+  unsigned num_warps, shared;
+  if (!PyArg_ParseTuple(args, "s#zII:instrument_ptx", &ptx, &size, &mode,
+                        &num_warps, &shared))
+    return NULL;
+  cproton_ptx_options o;
+  int rc = cproton_instr_mode_options(mode, &o);
+  if (rc)
+    return fail(rc);
+  o.num_warps = num_warps;
+  o.existing_shared_bytes = shared;
+  cproton_ptx *p = NULL;
+  Py_BEGIN_ALLOW_THREADS rc = cproton_ptx_instrument(ptx, (size_t)size, &o, &p);
+  Py_END_ALLOW_THREADS if (rc) return fail(rc);
+  size_t n;
+  const char *text = cproton_ptx_text(p, &n);
+  PyObject *layouts = PyList_New(0), *out = NULL;
+  for (size_t k = 0; layouts && k < cproton_ptx_n_kernels(p); k++) {
+    PyObject *d = layout_dict(p, k);
+    if (!d || PyList_Append(layouts, d) < 0) {
+      Py_XDECREF(d);
+      Py_CLEAR(layouts);
+    } else {
+      Py_DECREF(d);
+    }
+  }
+  if (layouts)
+    out = Py_BuildValue("(s#N)", text, (Py_ssize_t)n, layouts);
+  cproton_ptx_free(p);
+  return out;
+}
+
+static int get_u32(PyObject *d, const char *key, uint32_t *out) {
+  PyObject *v = PyDict_GetItemString(d, key);
+  unsigned long x = v ? PyLong_AsUnsignedLong(v) : 0;
+  if (!v || PyErr_Occurred()) {
+    if (!PyErr_Occurred())
+      PyErr_Format(PyExc_ValueError, "layout lacks '%s'", key);
+    return -1;
+  }
+  *out = (uint32_t)x;
+  return 0;
+}
+
+/* Fills `l` from a layout dict; the names/parents arrays are allocated
+ * into *names / *parents (freed by the caller). */
+static int layout_from(PyObject *d, cproton_buffer_layout *l,
+                       const char ***names, int32_t **parents) {
+  memset(l, 0, sizeof *l);
+  if (!PyDict_Check(d) || get_u32(d, "per_cta_bytes", &l->per_cta_bytes) ||
+      get_u32(d, "header_bytes", &l->header_bytes) ||
+      get_u32(d, "n_units", &l->n_units) ||
+      get_u32(d, "segment_bytes", &l->segment_bytes) ||
+      get_u32(d, "counter", &l->counter) ||
+      get_u32(d, "granularity", &l->granularity) ||
+      get_u32(d, "buffer", &l->buffer)) {
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_TypeError, "layout must be a dict");
+    return -1;
+  }
+  PyObject *sn = PyDict_GetItemString(d, "scope_names");
+  PyObject *sp = PyDict_GetItemString(d, "scope_parents");
+  PyObject *uw = PyDict_GetItemString(d, "unit_warp");
+  if (!sn || !sp || !uw || !PyList_Check(sn) || !PyList_Check(sp) ||
+      !PyList_Check(uw) || PyList_GET_SIZE(sn) != PyList_GET_SIZE(sp) ||
+      PyList_GET_SIZE(uw) > 32) {
+    PyErr_SetString(PyExc_ValueError, "layout has bad scope or warp lists");
+    return -1;
+  }
+  l->n_scopes = (uint32_t)PyList_GET_SIZE(sn);
+  *names = PyMem_Calloc(l->n_scopes + 1, sizeof **names);
+  *parents = PyMem_Calloc(l->n_scopes + 1, sizeof **parents);
+  if (!*names || !*parents)
+    return PyErr_NoMemory(), -1;
+  for (uint32_t i = 0; i < l->n_scopes; i++) {
+    (*names)[i] = PyUnicode_AsUTF8(PyList_GET_ITEM(sn, i));
+    (*parents)[i] = (int32_t)PyLong_AsLong(PyList_GET_ITEM(sp, i));
+    if (!(*names)[i] || PyErr_Occurred())
+      return -1;
+  }
+  for (Py_ssize_t u = 0; u < PyList_GET_SIZE(uw); u++)
+    l->unit_warp[u] = (uint8_t)PyLong_AsLong(PyList_GET_ITEM(uw, u));
+  l->scope_names = *names;
+  l->scope_parents = *parents;
+  return PyErr_Occurred() ? -1 : 0;
+}
+
+static PyObject *py_instr_register(PyObject *m, PyObject *args) {
+  const char *name;
+  PyObject *d;
+  if (!PyArg_ParseTuple(args, "sO:instr_register", &name, &d))
+    return NULL;
+  cproton_buffer_layout l;
+  const char **names = NULL;
+  int32_t *parents = NULL;
+  PyObject *out = NULL;
+  if (layout_from(d, &l, &names, &parents) == 0) {
+    cproton_instr_kernel *k;
+    int rc = cproton_instr_kernel_new(name, &l, &k);
+    out = rc ? fail(rc) : PyLong_FromVoidPtr(k);
+  }
+  PyMem_Free(names);
+  PyMem_Free(parents);
+  return out;
+}
+
+static PyObject *py_instr_alloc(PyObject *m, PyObject *args) {
+  unsigned long long size, stream;
+  if (!PyArg_ParseTuple(args, "KK:instr_alloc", &size, &stream))
+    return NULL;
+  uint64_t ptr;
+  int rc = cproton_instr_alloc((size_t)size, stream, &ptr);
+  return rc ? fail(rc) : PyLong_FromUnsignedLongLong(ptr);
+}
+
+static PyObject *py_instr_launch(PyObject *m, PyObject *args) {
+  PyObject *handle;
+  unsigned long long ptr, size, stream;
+  if (!PyArg_ParseTuple(args, "OKKK:instr_launch", &handle, &ptr, &size,
+                        &stream))
+    return NULL;
+  const cproton_instr_kernel *k = PyLong_AsVoidPtr(handle);
+  if (!k)
+    return PyErr_Occurred() ? NULL : fail(CPROTON_EINVAL);
+  int rc = cproton_instr_launch(k, ptr, (size_t)size, stream);
+  if (rc)
+    return fail(rc);
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_instr_release(PyObject *m, PyObject *args) {
+  unsigned long long ptr;
+  if (!PyArg_ParseTuple(args, "K:instr_release", &ptr))
+    return NULL;
+  int rc = cproton_instr_release(ptr);
+  if (rc)
+    return fail(rc);
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_instr_check_mode(PyObject *m, PyObject *args) {
+  const char *mode;
+  if (!PyArg_ParseTuple(args, "z:instr_check_mode", &mode))
+    return NULL;
+  cproton_ptx_options o;
+  int rc = cproton_instr_mode_options(mode, &o);
+  if (rc)
+    return fail(rc);
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_instr_flush(PyObject *m, PyObject *unused) {
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = cproton_instr_flush();
+  Py_END_ALLOW_THREADS if (rc) return fail(rc);
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_instr_stats(PyObject *m, PyObject *unused) {
+  cproton_instr_stats s;
+  cproton_instr_get_stats(&s);
+  return Py_BuildValue("{sKsKsKsKsKsK}", "launches", s.launches, "decoded",
+                       s.decoded, "dropped", s.dropped, "unpaired", s.unpaired,
+                       "bad_ctas", s.bad_ctas, "failed", s.failed);
+}
+
+static PyMethodDef instrument_methods[] = {
+    {"instrument_ptx", py_instrument_ptx, METH_VARARGS,
+     "instrument_ptx(ptx, mode, num_warps, shared) -> (ptx, layouts)"},
+    {"instr_register", py_instr_register, METH_VARARGS,
+     "instr_register(kernel_name, layout) -> handle"},
+    {"instr_alloc", py_instr_alloc, METH_VARARGS,
+     "instr_alloc(size, stream) -> device pointer"},
+    {"instr_launch", py_instr_launch, METH_VARARGS,
+     "instr_launch(handle, ptr, size, stream)"},
+    {"instr_release", py_instr_release, METH_VARARGS,
+     "instr_release(ptr): a buffer whose launch never happened"},
+    {"instr_check_mode", py_instr_check_mode, METH_VARARGS,
+     "instr_check_mode(mode): ValueError for a mode cproton cannot run"},
+    {"instr_flush", py_instr_flush, METH_NOARGS, "wait for pending decodes"},
+    {"instr_stats", py_instr_stats, METH_NOARGS, "runtime counters"},
+    {NULL}};
+
+int cpy_instrument_add(PyObject *module) {
+  return PyModule_AddFunctions(module, instrument_methods);
+}
