@@ -13,16 +13,17 @@ py=${PYTHON:-python3}
 fail=0
 run() {
   local name=$1; shift
-  echo "== $name"
   if (cd "$out" && "$@") >"$out/$name.log" 2>&1; then
-    echo "   ok"
+    echo "PASS $name"
   else
-    echo "   FAILED (see $out/$name.log)"; tail -20 "$out/$name.log"; fail=1
+    echo "FAIL $name (see $out/$name.log)"; tail -20 "$out/$name.log"; fail=1
   fi
+  grep -E "^(PASS|FAIL|RESULT)" "$out/$name.log" | sed "s/^/  /"
 }
 run triton_hook     "$py" "$here/python/triton_hook.py"
 run torch_kernels   "$py" "$here/python/torch_kernels.py"
 run python_context  "$py" "$here/python/python_context.py"
+run triton_instrument "$py" "$here/python/triton_instrument.py"
 run proton_example  "$py" "$here/python/proton_example_check.py"
 run cli             "$py" -m cproton -n cli_profile -k triton "$here/python/proton_example.py"
 run bench_scope     "$py" "$here/../../bench/python_scope_bench.py" "$out"

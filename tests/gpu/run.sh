@@ -14,6 +14,11 @@ out=/tmp/cproton-gpu-logs
 rm -rf "$out"; mkdir -p "$out" "$final"
 build=/tmp/cproton-build
 export BUILD=$build
+# The CMake build makes the Python package importable from the build tree,
+# and libcproton.so is the injection library for `cproton -- ./program`.
+export PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH}
+export CPROTON_INJECTION_LIB=$build/libcproton.so
+export PYTHONUNBUFFERED=1
 log() { echo "== $*" | tee -a "$out/summary.log"; }
 status=0
 run_part() {
