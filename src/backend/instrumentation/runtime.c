@@ -49,6 +49,7 @@ typedef struct pending {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t freed = PTHREAD_COND_INITIALIZER; /* a buffer returned */
 /* Pending entries point into this array, so it is allocated once and never
  * moves; buffers are recycled, so the cap bounds launches in flight. */
 #define MAX_BUFFERS 1024
@@ -129,8 +130,7 @@ static int take_buffer(const cp_cudadrv *d, size_t size, cp_cucontext ctx,
   if (!buffers && !(buffers = calloc(MAX_BUFFERS, sizeof *buffers)))
     return cp_error_set(CPROTON_ENOMEM, "out of memory for the buffer pool");
   if (n_buffers == MAX_BUFFERS)
-    return cp_error_set(CPROTON_ELIMIT, "profile buffer pool is full (%d "
-                        "buffers in flight)", MAX_BUFFERS);
+    return CPROTON_ELIMIT; /* the caller waits for one to come back */
   buffer *b = &buffers[n_buffers];
   cp_curesult r = d->cuMemAlloc(&b->dptr, size);
   if (r)
@@ -163,7 +163,14 @@ int cproton_instr_alloc(size_t size, uint64_t stream, uint64_t *dptr_out) {
   d->cuCtxGetCurrent(&ctx);
   pthread_mutex_lock(&lock);
   buffer *b = NULL;
-  rc = take_buffer(d, size, ctx, &b);
+  /* Backpressure: with every buffer in flight, wait for the decoder to
+   * return one rather than fail the launch. */
+  while ((rc = take_buffer(d, size, ctx, &b)) == CPROTON_ELIMIT &&
+         (head || busy))
+    pthread_cond_wait(&freed, &lock);
+  if (rc == CPROTON_ELIMIT)
+    cp_error_set(rc, "profile buffer pool is full: %d buffers in use and "
+                 "none in flight", MAX_BUFFERS);
   if (!rc) {
     cp_curesult r = d->cuMemsetD8Async(b->dptr, 0, size,
                                        (cp_custream)(uintptr_t)stream);
@@ -181,8 +188,10 @@ int cproton_instr_alloc(size_t size, uint64_t stream, uint64_t *dptr_out) {
 int cproton_instr_release(uint64_t dptr) {
   pthread_mutex_lock(&lock);
   buffer *b = find_buffer(dptr);
-  if (b)
+  if (b) {
     b->in_use = 0;
+    pthread_cond_broadcast(&freed);
+  }
   pthread_mutex_unlock(&lock);
   return b ? CPROTON_OK
            : cp_error_set(CPROTON_ENOTFOUND, "0x%llx is not a profile buffer "
@@ -222,6 +231,7 @@ static void *worker_main(void *arg) {
     finish(d, p);
     pthread_mutex_lock(&lock);
     p->buf->in_use = 0;
+    pthread_cond_broadcast(&freed);
     free(p);
     busy = 0;
     if (!head)
