@@ -53,7 +53,7 @@ run trace "$OUT/cupti_app_api" "$OUT/trace" trace
 check trace "$OUT/trace.chrome_trace" "$OUT/trace" trace
 
 rm -f "$OUT"/inject_*.hatchet
-run inject env CUDA_INJECTION64_PATH="$LIB" RANK=3 \
+run inject env CUDA_INJECTION64_PATH="$LIB" RANK=3 CPROTON_LOG=debug \
   CPROTON_NAME="$OUT/inject_{pid}_r{rank}" \
   "$OUT/cupti_app_plain" "$OUT/inject"
 prof=$(ls "$OUT"/inject_*_r3.hatchet 2>/dev/null | head -1)
