@@ -159,11 +159,11 @@ cp_node *cp_context_launch_node(cp_context_kind kind, int *is_op) {
   *is_op = 0;
   if (!t)
     return n;
-  if (t->n_states)
-    n = cp_cct_child(n, t->states[t->n_states - 1]);
-  if (n && t->op) {
+  if (t->op) { /* an op names the kernel node itself; states don't apply */
     n = cp_cct_child(n, t->op);
     *is_op = 1;
+  } else if (t->n_states) {
+    n = cp_cct_child(n, t->states[t->n_states - 1]);
   }
   return n ? n : cp_cct_root();
 }

@@ -53,7 +53,8 @@ const cp_frame *cp_context_find(uint64_t id);
 size_t cp_context_depth(void);
 
 /* The node kernels launched now are attributed under for `kind`: the top
- * frame's node, then the innermost state, then the current op (if any).
+ * frame's node, then the current op (which names the kernel node) or else
+ * the innermost state (the kernel's parent), as Proton does.
  * `*is_op` is set when the op names the kernel node itself. Hot path. */
 cp_node *cp_context_launch_node(cp_context_kind kind, int *is_op);
 

@@ -327,3 +327,28 @@ Test(core_session, trace_has_lanes_and_flows, .init = reset) {
   cr_assert_eq(lanes, 3, "one CPU thread and two GPU streams");
   json_decref(j);
 }
+
+Test(core_session, ops_name_kernels_and_ignore_states, .init = reset) {
+  const char *path = cpt_tmp_path("ops.hatchet");
+  int sid = start(path, NULL, "fake");
+  cproton_scope_enter("s", NULL);
+  cproton_state_enter("warm");
+  cr_assert_eq(cproton_op_enter("matmul_128"), CPROTON_OK);
+  cr_assert_eq(cproton_metric_add_double(CPROTON_CURRENT_OP, "flops", 2.0),
+               CPROTON_OK);
+  cp_fake_launch("real_kernel_name", 9, 0, 0);
+  cr_assert_eq(cproton_op_exit(), CPROTON_OK);
+  cr_assert_eq(cproton_metric_add_double(CPROTON_CURRENT_OP, "flops", 1.0),
+               CPROTON_ESTATE);
+  cproton_state_exit();
+  cproton_scope_exit("s");
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  assert_profile(path,
+      "[{\"frame\":{\"name\":\"ROOT\",\"type\":\"function\"},"
+      "\"metrics\":{\"count\":0,\"time (ns)\":0},\"children\":["
+      "{\"frame\":{\"name\":\"s\",\"type\":\"function\"},\"metrics\":{},"
+      "\"children\":[{\"frame\":{\"name\":\"matmul_128\",\"type\":"
+      "\"function\"},\"metrics\":{\"count\":1,\"device_id\":\"0\","
+      "\"device_type\":\"CUDA\",\"flops\":2.0,\"time (ns)\":9},"
+      "\"children\":[]}]}]},{}]");
+}

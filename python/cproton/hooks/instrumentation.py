@@ -35,6 +35,11 @@ PROFILE_BUFFER_ALIGNMENT = 128
 _include: Optional[str] = None
 _exclude: Optional[str] = None
 
+# Loaded instrumented kernels (CUfunction -> registered handle), process-wide:
+# Triton loads a kernel once per process, so a later session (a new hook)
+# must still find the kernels an earlier one saw loaded.
+_handles: Dict[Any, int] = {}
+
 
 def set_filter(include: Optional[str] = None, exclude: Optional[str] = None) -> None:
     """Instrument only kernels whose name matches ``include`` and not ``exclude``
@@ -75,7 +80,7 @@ class InstrumentationHook(Hook):
         self.mode: _mode.InstrumentationMode = _interpret_mode(mode_obj)
         self.mode_str = str(self.mode)
         _cproton.instr_check_mode(self.mode_str)
-        self.handles: Dict[Any, int] = {}
+        self.handles = _handles
         self.local = threading.local()
         self._saved = None
 

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 
 #include "backend/cupti/callbacks.h"
+#include "core/log.h"
 #include "core/session.h"
 
 typedef void (*handler_fn)(cp_cupti_state *, CUpti_CallbackId, const void *);
@@ -49,6 +50,8 @@ static void on_node_created(cp_cupti_state *st, CUpti_CallbackId cbid,
   uint64_t id;
   if (!g || !node_id(st, g->node, &id))
     return;
+  cp_debug("cupti: graph node %llu created (type %d)", (unsigned long long)id,
+           (int)g->nodeType);
   cp_launch_site site;
   cp_session_capture(&site);
   if (!site.sessions)
@@ -66,6 +69,8 @@ static void on_node_cloned(cp_cupti_state *st, CUpti_CallbackId cbid,
   uint64_t from, to; /* only known (kernel) nodes are copied */
   if (!g || !node_id(st, g->originalNode, &from) || !node_id(st, g->node, &to))
     return;
+  cp_debug("cupti: graph node %llu cloned from %llu", (unsigned long long)to,
+           (unsigned long long)from);
   cp_launch_site site;
   if (!cp_graph_get(st->graphs, from, &site))
     return;

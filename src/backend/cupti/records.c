@@ -57,7 +57,10 @@ static int site_of(cp_cupti_state *st, const kernel_record *k,
     if (cp_graph_compose(site, &capture, &composed) == 0)
       *site = composed;
   } else if (k->graphId) {
-    atomic_fetch_add_explicit(&st->stats.graph_misses, 1, memory_order_relaxed);
+    if (atomic_fetch_add_explicit(&st->stats.graph_misses, 1,
+                                  memory_order_relaxed) < 4)
+      cp_debug("cupti: graph %u node %llu: no capture-time context",
+               (unsigned)k->graphId, (unsigned long long)k->graphNodeId);
   }
   return 1;
 }
