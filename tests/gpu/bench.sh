@@ -3,14 +3,22 @@
 # the CUPTI launch-bound benchmark (issue 3), the Python hook/context
 # overhead (issue 4), intra-kernel instrumentation overhead (issue 6), and
 # the C scope pair on the GPU host's CPU. Prints RESULT lines and tables.
+# BENCH="scope instrument cupti launch" picks which (all by default).
 set -u
 out=${1:-/tmp/cproton-bench}
 build=${2:-${BUILD:-build}}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out"
 py=${PYTHON:-python3}
-"$build/bench/scope_bench" 2000000 11 | sed 's/^/scope_bench: /'
-$py "$root/bench/instrument_overhead.py" --reps ${REPS:-7} 2>&1 | tee "$out/instrument_overhead.txt"
-$py "$root/bench/cupti_overhead.py" --lib "$build/libcproton.so" --out "$out/cupti" \
-  --steps ${STEPS:-20000} --reps ${REPS:-5} 2>&1 | tee "$out/cupti_overhead.txt"
-$py "$root/tests/gpu/python/launch_overhead.py" "$out" 2>&1 | tee "$out/launch_overhead.txt"
+which=${BENCH:-"scope instrument cupti launch"}
+for b in $which; do
+  case $b in
+    scope) "$build/bench/scope_bench" 2000000 11 | sed 's/^/scope_bench: /' ;;
+    instrument) $py "$root/bench/instrument_overhead.py" --reps ${REPS:-7} 2>&1 |
+                  tee "$out/instrument_overhead.txt" ;;
+    cupti) $py "$root/bench/cupti_overhead.py" --lib "$build/libcproton.so" --out "$out/cupti" \
+             --steps ${STEPS:-20000} --reps ${REPS:-5} 2>&1 | tee "$out/cupti_overhead.txt" ;;
+    launch) $py "$root/tests/gpu/python/launch_overhead.py" "$out" 2>&1 |
+              tee "$out/launch_overhead.txt" ;;
+  esac
+done
