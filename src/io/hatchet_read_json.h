@@ -63,6 +63,16 @@ void cp_hatchet_read_json_free(cp_json_lexer *lx);
  * with a "name:line:col: ..." message. At end of input tok is CP_JSON_EOF. */
 int cp_hatchet_read_json_next(cp_json_lexer *lx);
 
+/* Reads the ':' after an object key (the current token) and then the first
+ * token of the value; EPARSE "expected ':'" when the colon is missing. */
+int cp_hatchet_read_json_colon_value(cp_json_lexer *lx);
+
+/* After a value inside an array or object that `close` (CP_JSON_RBRACKET or
+ * CP_JSON_RBRACE) ends: reads the next token; on ',' reads the token after
+ * it and returns CPROTON_OK (0); on `close` returns 1; otherwise fails with
+ * EPARSE "expected ',' or ']'/'}', found ...". */
+int cp_hatchet_read_json_sep(cp_json_lexer *lx, cp_json_tok close);
+
 /* Reads the next token and fails with EPARSE unless it is `want`
  * (`what` names it in the message, e.g. "':'"). */
 int cp_hatchet_read_json_expect(cp_json_lexer *lx, cp_json_tok want,

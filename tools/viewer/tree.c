@@ -69,32 +69,43 @@ static uint8_t *removal_mask(const cproton_profile *p) {
   return keep;
 }
 
+/* Hatchet's column lists: "inclusive" = the root's metric names, then
+ * "name" and every other metric name in first-seen (pre-order) order. Each
+ * metric key is looked at once, so this is linear in the metric values. */
 static int metric_lists(vw_tree *t) {
   const cproton_profile *p = t->p;
-  uint32_t root = t->nodes[0].src;
+  uint32_t root = t->nodes[0].src, n_keys = cproton_profile_metric_count(p);
+  uint8_t *seen = xcalloc(n_keys, 1);
+  int rc = -1;
   for (uint32_t m = 0; m < cproton_profile_node_metric_count(p, root); m++) {
     uint32_t key;
     cproton_profile_node_metric_at(p, root, m, &key, NULL);
     const char *name = cproton_profile_metric_name(p, key);
     if (!strstr(name, "(inc)") && push_name(&t->inc_raw, &t->n_inc_raw, name))
-      return -1;
+      goto out;
   }
   if (push_name(&t->exc_raw, &t->n_exc_raw, "name"))
-    return -1;
+    goto out;
   for (uint32_t i = 0; i < t->n; i++) {
     uint32_t s = t->nodes[i].src;
     for (uint32_t m = 0; m < cproton_profile_node_metric_count(p, s); m++) {
       uint32_t key;
       cproton_profile_node_metric_at(p, s, m, &key, NULL);
+      if (key >= n_keys || seen[key])
+        continue;
+      seen[key] = 1;
       const char *name = cproton_profile_metric_name(p, key);
       int is_inc = 0;
       for (int k = 0; k < t->n_inc_raw; k++)
         is_inc |= !strcmp(t->inc_raw[k], name);
       if (!is_inc && push_name(&t->exc_raw, &t->n_exc_raw, name))
-        return -1;
+        goto out;
     }
   }
-  return 0;
+  rc = 0;
+out:
+  free(seen);
+  return rc;
 }
 
 int vw_tree_load(const char *path, vw_tree *t) {
