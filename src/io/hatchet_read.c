@@ -42,7 +42,7 @@ typedef struct key_slot {
   uint32_t id, metric1;
 } key_slot;
 
-#define KEY_SLOTS 512u
+#define KEY_SLOTS 512u /* key_hash() gives 9 bits */
 #define KEY_CACHE_MAX 64u /* longer strings bypass the cache */
 
 typedef struct parser {
@@ -62,13 +62,14 @@ static int at(parser *ps, int rc) {
   return perr(ps->lx, rc, "%s", msg);
 }
 
+/* Slot of a short string: its length and first, middle and last bytes. */
 static uint32_t key_hash(const char *s, size_t n) {
-  uint64_t w = 0, t = 0;
-  memcpy(&w, s, n < 8 ? n : 8);
-  if (n > 8)
-    memcpy(&t, s + n - 8, 8);
-  w = (w ^ (t * 0x100000001b3ull) ^ n) * 0x9E3779B97F4A7C15ull;
-  return (uint32_t)(w >> 40) & (KEY_SLOTS - 1);
+  if (n == 0)
+    return 0;
+  uint32_t h = (uint32_t)(unsigned char)s[0] |
+               (uint32_t)(unsigned char)s[n - 1] << 8 |
+               (uint32_t)(unsigned char)s[n >> 1] << 16 | (uint32_t)n << 24;
+  return (h * 2654435761u) >> 23; /* 9 bits: KEY_SLOTS */
 }
 
 /* Interns the current string token through the cache; *slot_out is its
@@ -277,8 +278,10 @@ static int node_key(parser *ps, frame *f) {
                 tname(lx->tok),
                 lx->tok == CP_JSON_EOF ? " (truncated file?)" : "");
   char key[16] = "?";
-  if (lx->str_len < sizeof key)
-    memcpy(key, lx->str, lx->str_len + 1);
+  if (lx->str_len < sizeof key) {
+    memcpy(key, lx->str, lx->str_len);
+    key[lx->str_len] = '\0';
+  }
   int rc = cp_hatchet_read_json_colon_value(lx);
   return rc ? rc : node_member(ps, f, key);
 }

@@ -56,8 +56,9 @@ int cp_hatchet_read_json_init_fd(cp_json_lexer *lx, int fd, const char *name) {
 
 void cp_hatchet_read_json_free(cp_json_lexer *lx) {
   free(lx->owned);
-  free(lx->str);
+  free(lx->buf);
   lx->owned = NULL;
+  lx->buf = NULL;
   lx->str = NULL;
 }
 
@@ -133,19 +134,19 @@ static int skip_space(cp_json_lexer *lx) {
 }
 
 static int str_push(cp_json_lexer *lx, const char *s, size_t n) {
-  if (lx->str_len + n + 1 > lx->str_cap) {
-    size_t cap = lx->str_cap ? lx->str_cap : 256;
-    while (cap < lx->str_len + n + 1)
+  if (lx->buf_len + n + 1 > lx->buf_cap) {
+    size_t cap = lx->buf_cap ? lx->buf_cap : 256;
+    while (cap < lx->buf_len + n + 1)
       cap *= 2;
-    char *p = realloc(lx->str, cap);
+    char *p = realloc(lx->buf, cap);
     if (!p)
       return cp_hatchet_read_json_error(lx, CPROTON_ENOMEM, "out of memory");
-    lx->str = p;
-    lx->str_cap = cap;
+    lx->buf = p;
+    lx->buf_cap = cap;
   }
-  memcpy(lx->str + lx->str_len, s, n);
-  lx->str_len += n;
-  lx->str[lx->str_len] = '\0';
+  memcpy(lx->buf + lx->buf_len, s, n);
+  lx->buf_len += n;
+  lx->buf[lx->buf_len] = '\0';
   return CPROTON_OK;
 }
 
@@ -324,14 +325,15 @@ static int string_special(cp_json_lexer *lx, const char **p,
 static int lex_string(cp_json_lexer *lx) {
   const char *p = lx->data + lx->pos + 1, *end = lx->data + lx->end;
   const char *limit = end - p > (ptrdiff_t)LOOKAHEAD ? p + LOOKAHEAD : end;
-  lx->str_len = 0;
   size_t run = plain_run(p, limit);
-  if (p + run < limit && p[run] == '"') { /* the common case */
-    int rc = str_push(lx, p, run);
+  if (p + run < limit && p[run] == '"') { /* the common case: no copy */
+    lx->str = p;
+    lx->str_len = run;
     lx->pos = (size_t)(p + run + 1 - lx->data);
     lx->tok = CP_JSON_STRING;
-    return rc;
+    return CPROTON_OK;
   }
+  lx->buf_len = 0;
   int rc = str_push(lx, "", 0);
   while (!rc) {
     run = plain_run(p, limit);
@@ -340,6 +342,8 @@ static int lex_string(cp_json_lexer *lx) {
     p += run;
     rc = string_special(lx, &p, limit, end);
     if (rc == 1) {
+      lx->str = lx->buf;
+      lx->str_len = lx->buf_len;
       lx->pos = (size_t)(p + 1 - lx->data);
       lx->tok = CP_JSON_STRING;
       return CPROTON_OK;
@@ -449,12 +453,37 @@ static int fast_double(const char *s, size_t n, double *out) {
   return 1;
 }
 
+/* A plain integer of at most 18 digits at s[0..avail) (the common metric
+ * value); returns its length, or 0 when lex_number's general path must
+ * look at it. */
+static size_t plain_int(const char *s, size_t avail, int64_t *out) {
+  size_t i = s[0] == '-', start = i;
+  int64_t v = 0;
+  while (i < avail && s[i] >= '0' && s[i] <= '9' && i - start < 19)
+    v = v * 10 + (s[i++] - '0');
+  size_t digits = i - start;
+  if (digits == 0 || digits > 18 || (digits > 1 && s[start] == '0'))
+    return 0;
+  if (i < avail && (s[i] == '.' || s[i] == 'e' || s[i] == 'E' ||
+                    (s[i] >= '0' && s[i] <= '9')))
+    return 0;
+  *out = start ? -v : v;
+  return i;
+}
+
 static int lex_number(cp_json_lexer *lx) {
   const char *s = lx->data + lx->pos;
   size_t avail = lx->end - lx->pos;
+  size_t n = plain_int(s, avail, &lx->ival);
+  if (n) {
+    lx->pos += n;
+    lx->dval = (double)lx->ival;
+    lx->tok = CP_JSON_INT;
+    return CPROTON_OK;
+  }
   int is_int;
-  size_t n = number_span(s, avail < MAX_NUMBER + 1 ? avail : MAX_NUMBER + 1,
-                         &is_int);
+  n = number_span(s, avail < MAX_NUMBER + 1 ? avail : MAX_NUMBER + 1,
+                  &is_int);
   if (n == 0)
     return special_number(lx);
   if (n > MAX_NUMBER)

@@ -42,8 +42,13 @@ typedef struct cp_json_lexer {
   /* the current token */
   cp_json_tok tok;
   uint64_t tok_line, tok_col;
-  char *str; /* decoded string, NUL-terminated (no NUL inside) */
-  size_t str_len, str_cap;
+  /* string token: str_len decoded bytes at str (no NUL inside, not
+   * NUL-terminated); str points into the window for strings without
+   * escapes or non-ASCII bytes, else into buf. Valid until the next token. */
+  const char *str;
+  size_t str_len;
+  char *buf; /* decode buffer (escapes, UTF-8), NUL-terminated */
+  size_t buf_len, buf_cap;
   int64_t ival;
   double dval;
 } cp_json_lexer;

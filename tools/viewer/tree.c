@@ -268,21 +268,31 @@ int vw_col_get(vw_tree *t, const char *name) {
   return raw_column(t, name);
 }
 
-/* String form of a metric on node i (device_id, device_type); NULL when
- * absent. Integers are printed in decimal. */
-const char *vw_node_str(const vw_tree *t, uint32_t i, const char *metric) {
-  static char buf[32];
-  cproton_metric_value v;
-  if (t->nodes[i].src == VW_NONE ||
-      cproton_profile_node_metric_by_name(t->p, t->nodes[i].src, metric, &v))
-    return NULL;
-  if (v.kind == CPROTON_METRIC_STRING)
-    return v.s;
-  if (v.kind == CPROTON_METRIC_INT) {
-    snprintf(buf, sizeof buf, "%lld", (long long)v.i);
-    return buf;
+/* String form of metric `metric` on every node (device_id, device_type):
+ * out[i] is NULL when absent or a double; integers are printed in decimal
+ * into *store. The key is looked up once. Returns the array (caller frees
+ * it and *store). */
+const char **vw_node_strs(const vw_tree *t, const char *metric, char **store) {
+  const char **out = xcalloc(t->n, sizeof *out);
+  uint32_t key;
+  *store = NULL;
+  if (cproton_profile_metric_find(t->p, metric, &key) != CPROTON_OK)
+    return out;
+  for (uint32_t i = 0; i < t->n; i++) {
+    cproton_metric_value v;
+    if (t->nodes[i].src == VW_NONE ||
+        cproton_profile_node_metric(t->p, t->nodes[i].src, key, &v))
+      continue;
+    if (v.kind == CPROTON_METRIC_STRING) {
+      out[i] = v.s;
+    } else if (v.kind == CPROTON_METRIC_INT) {
+      if (!*store)
+        *store = xcalloc(t->n, 24);
+      snprintf(*store + (size_t)i * 24, 24, "%lld", (long long)v.i);
+      out[i] = *store + (size_t)i * 24;
+    }
   }
-  return NULL;
+  return out;
 }
 
 /* Hatchet's squash: keep the marked nodes, reattach each to its nearest kept

@@ -55,7 +55,7 @@ int vw_col_find(const vw_tree *t, const char *name);
 int vw_col_get(vw_tree *t, const char *name);
 void vw_col_subtree_sum(vw_tree *t, int inc, int exc);
 void vw_tree_keep(vw_tree *t, const uint8_t *keep);
-const char *vw_node_str(const vw_tree *t, uint32_t i, const char *metric);
+const char **vw_node_strs(const vw_tree *t, const char *metric, char **store);
 
 /* derive.c: Proton's derive_metrics. Fills out[i] with column indexes of the
  * metrics to show; returns 0 or -1 (vw_errmsg). */
