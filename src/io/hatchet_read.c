@@ -72,6 +72,14 @@ static uint32_t key_hash(const char *s, size_t n) {
   return (h * 2654435761u) >> 23; /* 9 bits: KEY_SLOTS */
 }
 
+/* memcmp(a, b, n) == 0 for the short strings of the cache, inline. */
+static int same(const char *a, const char *b, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (a[i] != b[i])
+      return 0;
+  return 1;
+}
+
 /* Interns the current string token through the cache; *slot_out is its
  * entry (copy it before lexing on: a later string may take the slot). */
 static int intern_cached(parser *ps, key_slot *out) {
@@ -82,8 +90,7 @@ static int intern_cached(parser *ps, key_slot *out) {
     return at(ps, cp_profile_model_intern(ps->p, lx->str, n, &out->id));
   }
   key_slot *e = &ps->keys[key_hash(lx->str, n)];
-  if (e->len1 != n + 1 ||
-      memcmp(cp_profile_model_str(ps->p, e->id), lx->str, n)) {
+  if (e->len1 != n + 1 || !same(cp_profile_model_str(ps->p, e->id), lx->str, n)) {
     uint32_t id;
     int rc = at(ps, cp_profile_model_intern(ps->p, lx->str, n, &id));
     if (rc)
@@ -127,7 +134,8 @@ static const char *str_of(parser *ps, uint32_t id) {
 static int frame_member(parser *ps, void *ctx, const key_slot *k) {
   cp_profile_node *n = &ps->p->nodes[*(uint32_t *)ctx];
   const char *key = str_of(ps, k->id);
-  int is_name = !strcmp(key, "name"), is_type = !strcmp(key, "type");
+  int is_name = k->len1 == 5 && !memcmp(key, "name", 4);
+  int is_type = k->len1 == 5 && !memcmp(key, "type", 4);
   if (!is_name && !is_type)
     return cp_hatchet_read_json_skip(ps->lx);
   if (ps->lx->tok != CP_JSON_STRING)
@@ -237,12 +245,13 @@ static int push(parser *ps, uint32_t parent) {
 
 /* One member of the node on top; the value's first token is current. */
 static int node_member(parser *ps, frame *f, const char *key) {
-  static const struct { const char *key; uint8_t bit; } known[] = {
-      {"frame", SEEN_FRAME}, {"metrics", SEEN_METRICS},
-      {"children", SEEN_CHILDREN}};
+  static const struct { const char *key; size_t len; uint8_t bit; } known[] = {
+      {"frame", 5, SEEN_FRAME}, {"metrics", 7, SEEN_METRICS},
+      {"children", 8, SEEN_CHILDREN}};
   f->state = ST_OBJ_NEXT;
+  size_t len = strlen(key);
   for (size_t k = 0; k < 3; k++) {
-    if (strcmp(key, known[k].key))
+    if (len != known[k].len || memcmp(key, known[k].key, len))
       continue;
     if (f->seen & known[k].bit)
       return perr(ps->lx, CPROTON_EPARSE, "duplicate \"%s\" in a node", key);

@@ -554,7 +554,9 @@ static const unsigned char punct[256] = {
 static int lex_token(cp_json_lexer *lx) {
   const char *d = lx->data;
   size_t pos = lx->pos, end = lx->end;
-  for (; pos < end; pos++) {
+  if (pos + 1 < end && d[pos] == ' ' && (unsigned char)d[pos + 1] > ' ')
+    pos++; /* the common ": value" / ", key" */
+  for (; pos < end && (unsigned char)d[pos] <= ' '; pos++) {
     char c = d[pos];
     if (c == '\n') {
       lx->line++;
