@@ -6,23 +6,12 @@
  * Called by main.c, derive.c, filter.c and diff.c; not performance-critical
  * beyond being linear in the node count. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "viewer.h"
 
 #define METADATA_SCOPE "__proton_launch_metadata"
-
-char vw_errmsg[1024];
-
-int vw_fail(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(vw_errmsg, sizeof vw_errmsg, fmt, ap);
-  va_end(ap);
-  return -1;
-}
 
 static void *xcalloc(size_t n, size_t size) {
   void *p = calloc(n ? n : 1, size);
