@@ -82,23 +82,26 @@ static int same(const char *a, const char *b, size_t n) {
 
 /* Interns the current string token through the cache; *slot_out is its
  * entry (copy it before lexing on: a later string may take the slot). */
-static int intern_cached(parser *ps, key_slot *out) {
-  cp_json_lexer *lx = ps->lx;
-  size_t n = lx->str_len;
+static int intern_bytes(parser *ps, const char *s, size_t n, key_slot *out) {
   if (n > KEY_CACHE_MAX) {
     out->len1 = 0, out->metric1 = 0;
-    return at(ps, cp_profile_model_intern(ps->p, lx->str, n, &out->id));
+    return at(ps, cp_profile_model_intern(ps->p, s, n, &out->id));
   }
-  key_slot *e = &ps->keys[key_hash(lx->str, n)];
-  if (e->len1 != n + 1 || !same(cp_profile_model_str(ps->p, e->id), lx->str, n)) {
+  key_slot *e = &ps->keys[key_hash(s, n)];
+  if (e->len1 != n + 1 || !same(cp_profile_model_str(ps->p, e->id), s, n)) {
     uint32_t id;
-    int rc = at(ps, cp_profile_model_intern(ps->p, lx->str, n, &id));
+    int rc = at(ps, cp_profile_model_intern(ps->p, s, n, &id));
     if (rc)
       return rc;
     *e = (key_slot){(uint32_t)n + 1, id, 0};
   }
   *out = *e;
   return CPROTON_OK;
+}
+
+/* intern_bytes() of the current string token. */
+static int intern_cached(parser *ps, key_slot *out) {
+  return intern_bytes(ps, ps->lx->str, ps->lx->str_len, out);
 }
 
 /* Reads members of an object whose '{' is the current token, calling
@@ -110,8 +113,21 @@ static int each_member(parser *ps, void *ctx, member_fn member) {
   if (lx->tok != CP_JSON_LBRACE)
     return perr(lx, CPROTON_EPARSE, "expected an object, found %s",
                 tname(lx->tok));
-  int rc = next(lx);
-  if (rc || lx->tok == CP_JSON_RBRACE)
+  const char *kp;
+  size_t kn;
+  int last, first = 1, rc;
+  while (cp_hatchet_read_json_member(lx, &kp, &kn, &last)) { /* fast path */
+    key_slot key;
+    first = 0;
+    if ((rc = intern_bytes(ps, kp, kn, &key)) || (rc = member(ps, ctx, &key)))
+      return rc;
+    if (last) {
+      cp_hatchet_read_json_member_end(lx);
+      return CPROTON_OK;
+    }
+  }
+  rc = next(lx);
+  if (rc || (first && lx->tok == CP_JSON_RBRACE))
     return rc;
   for (;;) {
     if (lx->tok != CP_JSON_STRING)

@@ -611,6 +611,76 @@ int cp_hatchet_read_json_sep(cp_json_lexer *lx, cp_json_tok close) {
       lx->tok == CP_JSON_EOF ? " (truncated file?)" : "");
 }
 
+/* Length of the plain string whose opening quote is at p, or -1 when it
+ * is not one (escapes, non-ASCII, too long, not closed in [p, end)). */
+static ptrdiff_t plain_string(const char *p, const char *end) {
+  const char *limit = end - p - 1 > (ptrdiff_t)CPROTON_PROFILE_MAX_STRING
+                          ? p + 1 + CPROTON_PROFILE_MAX_STRING
+                          : end;
+  size_t run = plain_run(p + 1, limit);
+  if (p + 1 + run >= limit || p[1 + run] != '"')
+    return -1;
+  return (ptrdiff_t)run;
+}
+
+/* The value of a fast member at p as the current token; returns the byte
+ * after it or NULL (the lexer's position is left alone). */
+static const char *member_value(cp_json_lexer *lx, const char *p,
+                                const char *end) {
+  if (*p == '"') {
+    ptrdiff_t run = plain_string(p, end);
+    if (run < 0)
+      return NULL;
+    lx->tok = CP_JSON_STRING, lx->str = p + 1, lx->str_len = (size_t)run;
+    return p + run + 2;
+  }
+  if (*p != '-' && (*p < '0' || *p > '9'))
+    return NULL;
+  size_t avail = (size_t)(end - p), n = plain_int(p, avail, &lx->ival);
+  if (n) {
+    lx->tok = CP_JSON_INT, lx->dval = (double)lx->ival;
+    return p + n;
+  }
+  int is_int;
+  n = number_span(p, avail < MAX_NUMBER + 1 ? avail : MAX_NUMBER + 1, &is_int);
+  if (n == 0 || n > MAX_NUMBER || is_int || !fast_double(p, n, &lx->dval))
+    return NULL;
+  lx->tok = CP_JSON_DOUBLE;
+  return p + n;
+}
+
+int cp_hatchet_read_json_member(cp_json_lexer *lx, const char **key,
+                                size_t *key_len, int *last) {
+  if (!lx->eof && lx->end - lx->pos < LOOKAHEAD)
+    return 0; /* near a refill: the token path handles it */
+  const char *d = lx->data, *end = d + lx->end, *p = d + lx->pos, *v;
+  if (p < end && *p == ' ')
+    p++;
+  ptrdiff_t run = p < end && *p == '"' ? plain_string(p, end) : -1;
+  if (run < 0)
+    return 0;
+  const char *k = p + 1;
+  p += run + 2;
+  if (p >= end || *p++ != ':')
+    return 0;
+  if (p < end && *p == ' ')
+    p++;
+  if (p >= end || !(v = member_value(lx, p, end)) || v >= end ||
+      (*v != ',' && *v != '}'))
+    return 0;
+  *key = k, *key_len = (size_t)run;
+  *last = *v == '}';
+  lx->tok_line = lx->line;
+  lx->tok_col = lx->base + (size_t)(p - d) - lx->line_start + 1;
+  lx->pos = (size_t)(v + 1 - d);
+  return 1;
+}
+
+void cp_hatchet_read_json_member_end(cp_json_lexer *lx) {
+  lx->tok = CP_JSON_RBRACE;
+  lx->tok_col = lx->base + lx->pos - 1 - lx->line_start + 1;
+}
+
 int cp_hatchet_read_json_expect(cp_json_lexer *lx, cp_json_tok want,
                                 const char *what) {
   int rc = cp_hatchet_read_json_next(lx);

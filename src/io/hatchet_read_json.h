@@ -78,6 +78,24 @@ int cp_hatchet_read_json_colon_value(cp_json_lexer *lx);
  * EPARSE "expected ',' or ']'/'}', found ...". */
 int cp_hatchet_read_json_sep(cp_json_lexer *lx, cp_json_tok close);
 
+/* Fast path for objects: at the position just after '{' or ',', reads
+ * `"key": value` followed by ',' or '}' when the key and a string value
+ * are plain printable ASCII without escapes, the value is a plain integer
+ * (at most 18 digits), a decimal that converts exactly without strtod, or
+ * such a string, and only single spaces separate them. Returns 1 with the
+ * value as the current token (tok, str, ival, dval, position), the key in
+ * *key / *key_len (in the window, valid until the next token) and *last
+ * set when '}' ended the object (cp_hatchet_read_json_member_end() then
+ * makes that '}' the current token). Returns 0 with nothing consumed: the
+ * caller goes on with cp_hatchet_read_json_next(), which reads the same
+ * bytes the general way and reports any error. */
+int cp_hatchet_read_json_member(cp_json_lexer *lx, const char **key,
+                                size_t *key_len, int *last);
+
+/* After a member read by cp_hatchet_read_json_member() with *last set:
+ * the closing '}' becomes the current token. */
+void cp_hatchet_read_json_member_end(cp_json_lexer *lx);
+
 /* Reads the next token and fails with EPARSE unless it is `want`
  * (`what` names it in the message, e.g. "':'"). */
 int cp_hatchet_read_json_expect(cp_json_lexer *lx, cp_json_tok want,
