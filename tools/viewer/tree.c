@@ -311,11 +311,63 @@ void vw_tree_keep(vw_tree *t, const uint8_t *keep) {
   vw_tree_link(t);
 }
 
-static const vw_node *sort_nodes;
-static int by_frame(const void *a, const void *b) {
-  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-  int c = strcmp(sort_nodes[x].name, sort_nodes[y].name);
-  return c ? c : (x < y ? -1 : (x > y));
+/* Sorting siblings by name (strcmp order, ties in file order): each name
+ * is keyed by its 8 bytes after the siblings' common prefix, big-endian, so
+ * most comparisons are one integer compare; a stable merge sort keeps ties
+ * in file order. */
+typedef struct sort_item {
+  uint64_t key;
+  uint32_t idx;
+} sort_item;
+
+static int item_less(const vw_node *nodes, const sort_item *a,
+                     const sort_item *b) {
+  if (a->key != b->key)
+    return a->key < b->key;
+  return strcmp(nodes[a->idx].name, nodes[b->idx].name) < 0;
+}
+
+static void merge_sort(const vw_node *nodes, sort_item *v, sort_item *tmp,
+                       size_t n) {
+  if (n < 2)
+    return;
+  size_t h = n / 2, i = 0, j = h, k = 0;
+  merge_sort(nodes, v, tmp, h);
+  merge_sort(nodes, v + h, tmp, n - h);
+  if (!item_less(nodes, &v[h], &v[h - 1]))
+    return; /* already in order */
+  while (i < h && j < n)
+    tmp[k++] = item_less(nodes, &v[j], &v[i]) ? v[j++] : v[i++];
+  while (i < h)
+    tmp[k++] = v[i++];
+  memcpy(v, tmp, k * sizeof *v); /* v[j..n) is in place */
+}
+
+/* Sorts kids[0..n) (ascending node indexes) by name; items/tmp hold n. */
+static void sort_siblings(const vw_node *nodes, uint32_t *kids, size_t n,
+                          sort_item *items, sort_item *tmp) {
+  if (n < 2)
+    return;
+  const char *first = nodes[kids[0]].name;
+  size_t lcp = strlen(first);
+  for (size_t i = 1; i < n && lcp; i++) {
+    const char *s = nodes[kids[i]].name;
+    size_t l = 0;
+    while (l < lcp && s[l] == first[l])
+      l++;
+    lcp = l;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const unsigned char *s = (const unsigned char *)nodes[kids[i]].name + lcp;
+    uint64_t key = 0;
+    int b = 0;
+    for (; b < 8 && s[b]; b++)
+      key = key << 8 | s[b];
+    items[i] = (sort_item){b ? key << (8 * (8 - b)) : 0, kids[i]};
+  }
+  merge_sort(nodes, items, tmp, n);
+  for (size_t i = 0; i < n; i++)
+    kids[i] = items[i].idx;
 }
 
 /* Hatchet numbers nodes in a pre-order walk that visits children sorted by
@@ -325,12 +377,12 @@ void vw_tree_sort(vw_tree *t) {
   uint32_t n = t->n, *order = xcalloc(n, sizeof *order), m = 0;
   uint32_t *stack = xcalloc(n, sizeof *stack), *kids = xcalloc(n, sizeof *kids);
   uint32_t *newid = xcalloc(n, sizeof *newid);
+  sort_item *items = xcalloc(n, sizeof *items), *tmp = xcalloc(n, sizeof *tmp);
   size_t sp = 0, nk = 0;
-  sort_nodes = t->nodes;
   for (uint32_t i = 0; i < n; i++)
     if (t->nodes[i].parent == VW_NONE)
       kids[nk++] = i;
-  qsort(kids, nk, sizeof *kids, by_frame);
+  sort_siblings(t->nodes, kids, nk, items, tmp);
   while (nk)
     stack[sp++] = kids[--nk];
   while (sp) {
@@ -338,10 +390,11 @@ void vw_tree_sort(vw_tree *t) {
     order[m++] = u;
     for (uint32_t c = t->first_child[u]; c != VW_NONE; c = t->next_sibling[c])
       kids[nk++] = c;
-    qsort(kids, nk, sizeof *kids, by_frame);
+    sort_siblings(t->nodes, kids, nk, items, tmp);
     while (nk)
       stack[sp++] = kids[--nk];
   }
+  free(items), free(tmp);
   vw_node *nodes = xcalloc(n, sizeof *nodes);
   for (uint32_t i = 0; i < n; i++) {
     nodes[i] = t->nodes[order[i]];
