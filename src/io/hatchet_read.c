@@ -33,11 +33,24 @@ typedef struct frame {
   uint8_t state, seen;
 } frame;
 
+/* A recently seen short string (object key or string value): its id and,
+ * once used as a metric name, its metric key + 1. Direct-mapped by a hash of
+ * the bytes, so the few distinct keys of a file are interned once instead of
+ * once per node. */
+typedef struct key_slot {
+  uint32_t len1; /* length + 1; 0 = empty */
+  uint32_t id, metric1;
+} key_slot;
+
+#define KEY_SLOTS 512u /* key_hash() gives 9 bits */
+#define KEY_CACHE_MAX 64u /* longer strings bypass the cache */
+
 typedef struct parser {
   cp_json_lexer *lx;
   cproton_profile *p;
   frame *stack;
   size_t sp, cap;
+  key_slot keys[KEY_SLOTS];
 } parser;
 
 /* Wraps a model error (which has no position) with the current position. */
@@ -49,37 +62,84 @@ static int at(parser *ps, int rc) {
   return perr(ps->lx, rc, "%s", msg);
 }
 
+/* Slot of a short string: its length and first, middle and last bytes. */
+static uint32_t key_hash(const char *s, size_t n) {
+  if (n == 0)
+    return 0;
+  uint32_t h = (uint32_t)(unsigned char)s[0] |
+               (uint32_t)(unsigned char)s[n - 1] << 8 |
+               (uint32_t)(unsigned char)s[n >> 1] << 16 | (uint32_t)n << 24;
+  return (h * 2654435761u) >> 23; /* 9 bits: KEY_SLOTS */
+}
+
+/* memcmp(a, b, n) == 0 for the short strings of the cache, inline. */
+static int same(const char *a, const char *b, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (a[i] != b[i])
+      return 0;
+  return 1;
+}
+
+/* Interns the current string token through the cache; *slot_out is its
+ * entry (copy it before lexing on: a later string may take the slot). */
+static int intern_bytes(parser *ps, const char *s, size_t n, key_slot *out) {
+  if (n > KEY_CACHE_MAX) {
+    out->len1 = 0, out->metric1 = 0;
+    return at(ps, cp_profile_model_intern(ps->p, s, n, &out->id));
+  }
+  key_slot *e = &ps->keys[key_hash(s, n)];
+  if (e->len1 != n + 1 || !same(cp_profile_model_str(ps->p, e->id), s, n)) {
+    uint32_t id;
+    int rc = at(ps, cp_profile_model_intern(ps->p, s, n, &id));
+    if (rc)
+      return rc;
+    *e = (key_slot){(uint32_t)n + 1, id, 0};
+  }
+  *out = *e;
+  return CPROTON_OK;
+}
+
+/* intern_bytes() of the current string token. */
+static int intern_cached(parser *ps, key_slot *out) {
+  return intern_bytes(ps, ps->lx->str, ps->lx->str_len, out);
+}
+
 /* Reads members of an object whose '{' is the current token, calling
- * `member` with the key (in lx->str) and the value's first token current. */
-typedef int (*member_fn)(parser *ps, void *ctx, uint32_t key_id);
+ * `member` with the key and the value's first token current. */
+typedef int (*member_fn)(parser *ps, void *ctx, const key_slot *key);
 
 static int each_member(parser *ps, void *ctx, member_fn member) {
   cp_json_lexer *lx = ps->lx;
   if (lx->tok != CP_JSON_LBRACE)
     return perr(lx, CPROTON_EPARSE, "expected an object, found %s",
                 tname(lx->tok));
-  int rc = next(lx);
-  if (rc || lx->tok == CP_JSON_RBRACE)
+  const char *kp;
+  size_t kn;
+  int last, first = 1, rc;
+  while (cp_hatchet_read_json_member(lx, &kp, &kn, &last)) { /* fast path */
+    key_slot key;
+    first = 0;
+    if ((rc = intern_bytes(ps, kp, kn, &key)) || (rc = member(ps, ctx, &key)))
+      return rc;
+    if (last) {
+      cp_hatchet_read_json_member_end(lx);
+      return CPROTON_OK;
+    }
+  }
+  rc = next(lx);
+  if (rc || (first && lx->tok == CP_JSON_RBRACE))
     return rc;
   for (;;) {
     if (lx->tok != CP_JSON_STRING)
       return perr(lx, CPROTON_EPARSE, "expected a string key, found %s%s",
                   tname(lx->tok),
                   lx->tok == CP_JSON_EOF ? " (truncated file?)" : "");
-    uint32_t key_id;
-    if ((rc = at(ps, cp_profile_model_intern(ps->p, lx->str, lx->str_len,
-                                             &key_id))) ||
-        (rc = expect(lx, CP_JSON_COLON, "':'")) || (rc = next(lx)) ||
-        (rc = member(ps, ctx, key_id)) || (rc = next(lx)))
-      return rc;
-    if (lx->tok == CP_JSON_RBRACE)
-      return CPROTON_OK;
-    if (lx->tok != CP_JSON_COMMA)
-      return perr(lx, CPROTON_EPARSE, "expected ',' or '}', found %s%s",
-                  tname(lx->tok),
-                  lx->tok == CP_JSON_EOF ? " (truncated file?)" : "");
-    if ((rc = next(lx)))
-      return rc;
+    key_slot key;
+    if ((rc = intern_cached(ps, &key)) ||
+        (rc = cp_hatchet_read_json_colon_value(lx)) ||
+        (rc = member(ps, ctx, &key)) ||
+        (rc = cp_hatchet_read_json_sep(lx, CP_JSON_RBRACE)))
+      return rc == 1 ? CPROTON_OK : rc;
   }
 }
 
@@ -87,10 +147,11 @@ static const char *str_of(parser *ps, uint32_t id) {
   return cp_profile_model_str(ps->p, id);
 }
 
-static int frame_member(parser *ps, void *ctx, uint32_t key_id) {
+static int frame_member(parser *ps, void *ctx, const key_slot *k) {
   cp_profile_node *n = &ps->p->nodes[*(uint32_t *)ctx];
-  const char *key = str_of(ps, key_id);
-  int is_name = !strcmp(key, "name"), is_type = !strcmp(key, "type");
+  const char *key = str_of(ps, k->id);
+  int is_name = k->len1 == 5 && !memcmp(key, "name", 4);
+  int is_type = k->len1 == 5 && !memcmp(key, "type", 4);
   if (!is_name && !is_type)
     return cp_hatchet_read_json_skip(ps->lx);
   if (ps->lx->tok != CP_JSON_STRING)
@@ -123,7 +184,22 @@ static int parse_frame(parser *ps, uint32_t node) {
   return CPROTON_OK;
 }
 
-static int metric_member(parser *ps, void *ctx, uint32_t key_id) {
+/* The metric key of the cached string `k` (looked up once per slot). */
+static int metric_key(parser *ps, const key_slot *k, uint32_t *key_out) {
+  if (k->metric1) {
+    *key_out = k->metric1 - 1;
+    return CPROTON_OK;
+  }
+  int rc = at(ps, cp_profile_model_key(ps->p, k->id, key_out));
+  if (rc || !k->len1)
+    return rc;
+  key_slot *e = &ps->keys[key_hash(str_of(ps, k->id), k->len1 - 1)];
+  if (e->id == k->id && e->len1 == k->len1)
+    e->metric1 = *key_out + 1;
+  return CPROTON_OK;
+}
+
+static int metric_member(parser *ps, void *ctx, const key_slot *k) {
   cp_json_lexer *lx = ps->lx;
   cp_profile_metric m;
   memset(&m, 0, sizeof m);
@@ -140,10 +216,11 @@ static int metric_member(parser *ps, void *ctx, uint32_t key_id) {
     break;
   case CP_JSON_STRING: {
     m.kind = CPROTON_METRIC_STRING;
-    int rc = at(ps, cp_profile_model_intern(ps->p, lx->str, lx->str_len,
-                                            &m.v.s));
+    key_slot v;
+    int rc = intern_cached(ps, &v);
     if (rc)
       return rc;
+    m.v.s = v.id;
     break;
   }
   case CP_JSON_NULL:
@@ -151,9 +228,9 @@ static int metric_member(parser *ps, void *ctx, uint32_t key_id) {
   default:
     return perr(lx, CPROTON_EPARSE,
                 "metric \"%.200s\" must be a number or a string, found %s",
-                str_of(ps, key_id), tname(lx->tok));
+                str_of(ps, k->id), tname(lx->tok));
   }
-  int rc = at(ps, cp_profile_model_key(ps->p, key_id, &m.key));
+  int rc = metric_key(ps, k, &m.key);
   return rc ? rc : at(ps, cp_profile_model_set_metric(
                               ps->p, *(uint32_t *)ctx, &m));
 }
@@ -184,12 +261,13 @@ static int push(parser *ps, uint32_t parent) {
 
 /* One member of the node on top; the value's first token is current. */
 static int node_member(parser *ps, frame *f, const char *key) {
-  static const struct { const char *key; uint8_t bit; } known[] = {
-      {"frame", SEEN_FRAME}, {"metrics", SEEN_METRICS},
-      {"children", SEEN_CHILDREN}};
+  static const struct { const char *key; size_t len; uint8_t bit; } known[] = {
+      {"frame", 5, SEEN_FRAME}, {"metrics", 7, SEEN_METRICS},
+      {"children", 8, SEEN_CHILDREN}};
   f->state = ST_OBJ_NEXT;
+  size_t len = strlen(key);
   for (size_t k = 0; k < 3; k++) {
-    if (strcmp(key, known[k].key))
+    if (len != known[k].len || memcmp(key, known[k].key, len))
       continue;
     if (f->seen & known[k].bit)
       return perr(ps->lx, CPROTON_EPARSE, "duplicate \"%s\" in a node", key);
@@ -225,12 +303,12 @@ static int node_key(parser *ps, frame *f) {
                 tname(lx->tok),
                 lx->tok == CP_JSON_EOF ? " (truncated file?)" : "");
   char key[16] = "?";
-  if (lx->str_len < sizeof key)
-    memcpy(key, lx->str, lx->str_len + 1);
-  int rc = expect(lx, CP_JSON_COLON, "':'");
-  if (rc || (rc = next(lx)))
-    return rc;
-  return node_member(ps, f, key);
+  if (lx->str_len < sizeof key) {
+    memcpy(key, lx->str, lx->str_len);
+    key[lx->str_len] = '\0';
+  }
+  int rc = cp_hatchet_read_json_colon_value(lx);
+  return rc ? rc : node_member(ps, f, key);
 }
 
 /* One step of the node state machine; see the file comment. */
@@ -297,10 +375,10 @@ static int dev_number(parser *ps, const char *key, double *out) {
   return CPROTON_OK;
 }
 
-static int dev_field(parser *ps, void *ctx, uint32_t key_id) {
+static int dev_field(parser *ps, void *ctx, const key_slot *ks) {
   dev_ctx *c = ctx;
   cp_json_lexer *lx = ps->lx;
-  const char *key = str_of(ps, key_id);
+  const char *key = str_of(ps, ks->id);
   if (!strcmp(key, "arch")) {
     char tmp[32];
     const char *s = lx->str;
@@ -323,19 +401,19 @@ static int dev_field(parser *ps, void *ctx, uint32_t key_id) {
   return cp_hatchet_read_json_skip(lx);
 }
 
-static int dev_index(parser *ps, void *ctx, uint32_t key_id) {
+static int dev_index(parser *ps, void *ctx, const key_slot *k) {
   dev_ctx *c = ctx;
   memset(&c->d, 0, sizeof c->d);
   c->d.type = c->type;
-  c->d.index = key_id;
+  c->d.index = k->id;
   c->d.arch = ps->p->empty_id;
   int rc = each_member(ps, c, dev_field);
   return rc ? rc : at(ps, cp_profile_model_add_device(ps->p, &c->d));
 }
 
-static int dev_type(parser *ps, void *ctx, uint32_t key_id) {
+static int dev_type(parser *ps, void *ctx, const key_slot *k) {
   dev_ctx *c = ctx;
-  c->type = key_id;
+  c->type = k->id;
   return each_member(ps, c, dev_index);
 }
 
@@ -379,8 +457,13 @@ static int parse_document(parser *ps) {
 }
 
 int cp_hatchet_read_document(cp_json_lexer *lx, cproton_profile *p) {
-  parser ps = {lx, p, NULL, 0, 0};
-  int rc = parse_document(&ps);
-  free(ps.stack);
+  parser *ps = calloc(1, sizeof *ps);
+  if (!ps)
+    return cp_error_set(CPROTON_ENOMEM, "%s: out of memory", lx->name);
+  ps->lx = lx;
+  ps->p = p;
+  int rc = parse_document(ps);
+  free(ps->stack);
+  free(ps);
   return rc;
 }

@@ -56,8 +56,9 @@ int cp_hatchet_read_json_init_fd(cp_json_lexer *lx, int fd, const char *name) {
 
 void cp_hatchet_read_json_free(cp_json_lexer *lx) {
   free(lx->owned);
-  free(lx->str);
+  free(lx->buf);
   lx->owned = NULL;
+  lx->buf = NULL;
   lx->str = NULL;
 }
 
@@ -133,19 +134,19 @@ static int skip_space(cp_json_lexer *lx) {
 }
 
 static int str_push(cp_json_lexer *lx, const char *s, size_t n) {
-  if (lx->str_len + n + 1 > lx->str_cap) {
-    size_t cap = lx->str_cap ? lx->str_cap : 256;
-    while (cap < lx->str_len + n + 1)
+  if (lx->buf_len + n + 1 > lx->buf_cap) {
+    size_t cap = lx->buf_cap ? lx->buf_cap : 256;
+    while (cap < lx->buf_len + n + 1)
       cap *= 2;
-    char *p = realloc(lx->str, cap);
+    char *p = realloc(lx->buf, cap);
     if (!p)
       return cp_hatchet_read_json_error(lx, CPROTON_ENOMEM, "out of memory");
-    lx->str = p;
-    lx->str_cap = cap;
+    lx->buf = p;
+    lx->buf_cap = cap;
   }
-  memcpy(lx->str + lx->str_len, s, n);
-  lx->str_len += n;
-  lx->str[lx->str_len] = '\0';
+  memcpy(lx->buf + lx->buf_len, s, n);
+  lx->buf_len += n;
+  lx->buf[lx->buf_len] = '\0';
   return CPROTON_OK;
 }
 
@@ -253,47 +254,100 @@ static int escape(cp_json_lexer *lx, const char *p, const char *end,
                                     "bad escape in string");
 }
 
-/* Scans a string token; data[pos] is the opening quote. */
+/* Nonzero in the high bit of each byte of `w` that is '"', '\\', a
+ * control character (< 0x20) or non-ASCII (>= 0x80): bytes that need the
+ * careful path. The test is exact for "some byte is special"; flags above
+ * the first special byte may be spurious, which is why callers only use the
+ * lowest one. */
+static inline uint64_t special_bytes(uint64_t w) {
+  const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+  uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+  return (((q - ones) & ~q) | ((b - ones) & ~b) | ((w - ones * 0x20) & ~w) |
+          w) &
+         high;
+}
+
+/* Length of the run of plain bytes (printable ASCII other than '"' and
+ * '\\') at p[0..limit - p), eight bytes at a time. */
+static size_t plain_run(const char *p, const char *limit) {
+  const char *s = p;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  while (limit - s >= 8) {
+    uint64_t w;
+    memcpy(&w, s, 8);
+    uint64_t m = special_bytes(w);
+    if (m)
+      return (size_t)(s - p) + (size_t)(__builtin_ctzll(m) >> 3);
+    s += 8;
+  }
+#endif
+  while (s < limit && *s != '"' && *s != '\\' && (unsigned char)*s >= 0x20 &&
+         (unsigned char)*s < 0x80)
+    s++;
+  return (size_t)(s - p);
+}
+
+/* The slow part of a string: escapes, UTF-8 and errors at p. Returns
+ * CPROTON_OK with *p advanced, 1 at the closing quote, or an error. */
+static int string_special(cp_json_lexer *lx, const char **p,
+                          const char *limit, const char *end) {
+  if (*p >= limit)
+    return cp_hatchet_read_json_error(
+        lx, limit == end ? CPROTON_EPARSE : CPROTON_ELIMIT,
+        limit == end ? "unterminated string (truncated file?)"
+                     : "string longer than %u bytes",
+        CPROTON_PROFILE_MAX_STRING);
+  unsigned char c = (unsigned char)**p;
+  if (c == '"')
+    return 1;
+  if (c < 0x20)
+    return cp_hatchet_read_json_error(lx, CPROTON_EPARSE,
+                                      "control character in string");
+  int rc;
+  if (c == '\\') {
+    int used = 0;
+    if ((rc = escape(lx, *p + 1, limit, &used)))
+      return rc;
+    *p += 1 + used;
+    return CPROTON_OK;
+  }
+  size_t n = utf8_len((const unsigned char *)*p, (size_t)(limit - *p));
+  if (!n)
+    return cp_hatchet_read_json_error(lx, CPROTON_EPARSE,
+                                      "invalid UTF-8 in string");
+  rc = str_push(lx, *p, n);
+  *p += n;
+  return rc;
+}
+
+/* Scans a string token; data[pos] is the opening quote. Plain runs are
+ * found a word at a time and copied with one memcpy. */
 static int lex_string(cp_json_lexer *lx) {
   const char *p = lx->data + lx->pos + 1, *end = lx->data + lx->end;
   const char *limit = end - p > (ptrdiff_t)LOOKAHEAD ? p + LOOKAHEAD : end;
-  lx->str_len = 0;
+  size_t run = plain_run(p, limit);
+  if (p + run < limit && p[run] == '"') { /* the common case: no copy */
+    lx->str = p;
+    lx->str_len = run;
+    lx->pos = (size_t)(p + run + 1 - lx->data);
+    lx->tok = CP_JSON_STRING;
+    return CPROTON_OK;
+  }
+  lx->buf_len = 0;
   int rc = str_push(lx, "", 0);
   while (!rc) {
-    const char *run = p;
-    while (p < limit && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20 &&
-           (unsigned char)*p < 0x80)
-      p++;
-    if (p > run && (rc = str_push(lx, run, (size_t)(p - run))))
+    run = plain_run(p, limit);
+    if (run && (rc = str_push(lx, p, run)))
       return rc;
-    if (p >= limit)
-      return cp_hatchet_read_json_error(
-          lx, limit == end ? CPROTON_EPARSE : CPROTON_ELIMIT,
-          limit == end ? "unterminated string (truncated file?)"
-                       : "string longer than %u bytes",
-          CPROTON_PROFILE_MAX_STRING);
-    unsigned char c = (unsigned char)*p;
-    if (c == '"') {
+    p += run;
+    rc = string_special(lx, &p, limit, end);
+    if (rc == 1) {
+      lx->str = lx->buf;
+      lx->str_len = lx->buf_len;
       lx->pos = (size_t)(p + 1 - lx->data);
       lx->tok = CP_JSON_STRING;
       return CPROTON_OK;
     }
-    if (c < 0x20)
-      return cp_hatchet_read_json_error(lx, CPROTON_EPARSE,
-                                        "control character in string");
-    if (c == '\\') {
-      int used = 0;
-      if ((rc = escape(lx, p + 1, limit, &used)))
-        return rc;
-      p += 1 + used;
-      continue;
-    }
-    size_t n = utf8_len((const unsigned char *)p, (size_t)(limit - p));
-    if (!n)
-      return cp_hatchet_read_json_error(lx, CPROTON_EPARSE,
-                                        "invalid UTF-8 in string");
-    rc = str_push(lx, p, n);
-    p += n;
   }
   return rc;
 }
@@ -356,32 +410,104 @@ static int special_number(cp_json_lexer *lx) {
   return cp_hatchet_read_json_error(lx, CPROTON_EPARSE, "invalid number");
 }
 
+/* Clinger's fast path: digits d[0..n) with the decimal point `frac`
+ * digits from the end and exponent `e10`, when the mantissa and the power
+ * of ten are exact doubles, so one IEEE operation rounds exactly as strtod
+ * does. Returns 0 when the number needs strtod. */
+static int fast_double(const char *s, size_t n, double *out) {
+  static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,
+                                 1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17,
+                                 1e18, 1e19, 1e20, 1e21, 1e22};
+  size_t i = s[0] == '-';
+  uint64_t mant = 0;
+  int digits = 0, frac = 0, e10 = 0, in_frac = 0;
+  for (; i < n && s[i] != 'e' && s[i] != 'E'; i++) {
+    if (s[i] == '.') {
+      in_frac = 1;
+      continue;
+    }
+    if (mant == 0 && s[i] == '0') { /* leading zeros carry no digits */
+      frac += in_frac;
+      continue;
+    }
+    if (++digits > 15)
+      return 0;
+    mant = mant * 10 + (uint64_t)(s[i] - '0');
+    frac += in_frac;
+  }
+  if (i < n) { /* exponent: grammar already checked */
+    int neg = s[++i] == '-', v = 0;
+    i += s[i] == '-' || s[i] == '+';
+    for (; i < n; i++)
+      if ((v = v * 10 + (s[i] - '0')) > 1000)
+        return 0;
+    e10 = neg ? -v : v;
+  }
+  e10 -= frac;
+  if (e10 < -22 || e10 > 22)
+    return 0;
+  double d = (double)mant;
+  d = e10 < 0 ? d / pow10[-e10] : d * pow10[e10];
+  *out = s[0] == '-' ? -d : d;
+  return 1;
+}
+
+/* A plain integer of at most 18 digits at s[0..avail) (the common metric
+ * value); returns its length, or 0 when lex_number's general path must
+ * look at it. */
+static size_t plain_int(const char *s, size_t avail, int64_t *out) {
+  size_t i = s[0] == '-', start = i;
+  int64_t v = 0;
+  while (i < avail && s[i] >= '0' && s[i] <= '9' && i - start < 19)
+    v = v * 10 + (s[i++] - '0');
+  size_t digits = i - start;
+  if (digits == 0 || digits > 18 || (digits > 1 && s[start] == '0'))
+    return 0;
+  if (i < avail && (s[i] == '.' || s[i] == 'e' || s[i] == 'E' ||
+                    (s[i] >= '0' && s[i] <= '9')))
+    return 0;
+  *out = start ? -v : v;
+  return i;
+}
+
 static int lex_number(cp_json_lexer *lx) {
   const char *s = lx->data + lx->pos;
   size_t avail = lx->end - lx->pos;
+  size_t n = plain_int(s, avail, &lx->ival);
+  if (n) {
+    lx->pos += n;
+    lx->dval = (double)lx->ival;
+    lx->tok = CP_JSON_INT;
+    return CPROTON_OK;
+  }
   int is_int;
-  size_t n = number_span(s, avail < MAX_NUMBER + 1 ? avail : MAX_NUMBER + 1,
-                         &is_int);
+  n = number_span(s, avail < MAX_NUMBER + 1 ? avail : MAX_NUMBER + 1,
+                  &is_int);
   if (n == 0)
     return special_number(lx);
   if (n > MAX_NUMBER)
     return cp_hatchet_read_json_error(lx, CPROTON_ELIMIT,
                                       "number longer than %d characters",
                                       MAX_NUMBER);
-  char tmp[MAX_NUMBER + 1];
-  memcpy(tmp, s, n);
-  tmp[n] = '\0';
   lx->pos += n;
   if (is_int && n <= 18) { /* fits int64 without overflow checks */
-    const char *d = tmp + (tmp[0] == '-');
+    size_t i = s[0] == '-';
     int64_t v = 0;
-    for (; *d; d++)
-      v = v * 10 + (*d - '0');
-    lx->ival = tmp[0] == '-' ? -v : v;
+    for (; i < n; i++)
+      v = v * 10 + (s[i] - '0');
+    lx->ival = s[0] == '-' ? -v : v;
     lx->dval = (double)lx->ival;
     lx->tok = CP_JSON_INT;
     return CPROTON_OK;
   }
+  if (!is_int && fast_double(s, n, &lx->dval)) {
+    lx->tok = CP_JSON_DOUBLE;
+    return CPROTON_OK;
+  }
+  char tmp[MAX_NUMBER + 1];
+  memcpy(tmp, s, n);
+  tmp[n] = '\0';
   if (is_int) {
     errno = 0;
     long long v = strtoll(tmp, NULL, 10);
@@ -400,32 +526,9 @@ static int lex_number(cp_json_lexer *lx) {
   return CPROTON_OK;
 }
 
-int cp_hatchet_read_json_next(cp_json_lexer *lx) {
-  int rc = skip_space(lx);
-  if (rc)
-    return rc;
-  lx->tok_line = lx->line;
-  lx->tok_col = lx->base + lx->pos - lx->line_start + 1;
-  if (lx->pos >= lx->end) {
-    lx->tok = CP_JSON_EOF;
-    return CPROTON_OK;
-  }
+/* A token that is not punctuation: string, number or literal at pos. */
+static __attribute__((noinline)) int lex_value(cp_json_lexer *lx) {
   char c = lx->data[lx->pos];
-  cp_json_tok punct = CP_JSON_EOF;
-  switch (c) {
-  case '{': punct = CP_JSON_LBRACE; break;
-  case '}': punct = CP_JSON_RBRACE; break;
-  case '[': punct = CP_JSON_LBRACKET; break;
-  case ']': punct = CP_JSON_RBRACKET; break;
-  case ':': punct = CP_JSON_COLON; break;
-  case ',': punct = CP_JSON_COMMA; break;
-  default: break;
-  }
-  if (punct != CP_JSON_EOF) {
-    lx->pos++;
-    lx->tok = punct;
-    return CPROTON_OK;
-  }
   if (c == '"')
     return lex_string(lx);
   if (c == '-' || (c >= '0' && c <= '9') || c == 'N' || c == 'I')
@@ -439,6 +542,143 @@ int cp_hatchet_read_json_next(cp_json_lexer *lx) {
   return cp_hatchet_read_json_error(lx, CPROTON_EPARSE,
                                     "unexpected character 0x%02x",
                                     (unsigned char)c);
+}
+
+/* Token kinds of the one-byte tokens, CP_JSON_EOF for every other byte. */
+static const unsigned char punct[256] = {
+    ['{'] = CP_JSON_LBRACE,   ['}'] = CP_JSON_RBRACE, ['['] = CP_JSON_LBRACKET,
+    [']'] = CP_JSON_RBRACKET, [':'] = CP_JSON_COLON,  [','] = CP_JSON_COMMA};
+
+/* Skips whitespace and reads the token at pos; the window holds the
+ * lookahead (or the rest of the input). */
+static int lex_token(cp_json_lexer *lx) {
+  const char *d = lx->data;
+  size_t pos = lx->pos, end = lx->end;
+  if (pos + 1 < end && d[pos] == ' ' && (unsigned char)d[pos + 1] > ' ')
+    pos++; /* the common ": value" / ", key" */
+  for (; pos < end && (unsigned char)d[pos] <= ' '; pos++) {
+    char c = d[pos];
+    if (c == '\n') {
+      lx->line++;
+      lx->line_start = lx->base + pos + 1;
+    } else if (c != ' ' && c != '\t' && c != '\r') {
+      break;
+    }
+  }
+  lx->pos = pos;
+  if (!lx->eof && end - pos < LOOKAHEAD) { /* a long run of whitespace */
+    int rc = skip_space(lx);
+    if (rc)
+      return rc;
+    return lex_token(lx);
+  }
+  lx->tok_line = lx->line;
+  lx->tok_col = lx->base + pos - lx->line_start + 1;
+  if (pos >= end) {
+    lx->tok = CP_JSON_EOF;
+    return CPROTON_OK;
+  }
+  cp_json_tok t = (cp_json_tok)punct[(unsigned char)d[pos]];
+  if (t == CP_JSON_EOF)
+    return lex_value(lx);
+  lx->pos = pos + 1;
+  lx->tok = t;
+  return CPROTON_OK;
+}
+
+int cp_hatchet_read_json_next(cp_json_lexer *lx) { return lex_token(lx); }
+
+int cp_hatchet_read_json_colon_value(cp_json_lexer *lx) {
+  if (lx->pos < lx->end && lx->data[lx->pos] == ':') { /* "key": value */
+    lx->pos++;
+    return lex_token(lx);
+  }
+  int rc = cp_hatchet_read_json_expect(lx, CP_JSON_COLON, "':'");
+  return rc ? rc : lex_token(lx);
+}
+
+int cp_hatchet_read_json_sep(cp_json_lexer *lx, cp_json_tok close) {
+  int rc = lex_token(lx);
+  if (rc)
+    return rc;
+  if (lx->tok == CP_JSON_COMMA)
+    return lex_token(lx);
+  if (lx->tok == close)
+    return 1;
+  return cp_hatchet_read_json_error(
+      lx, CPROTON_EPARSE, "expected ',' or '%c', found %s%s",
+      close == CP_JSON_RBRACE ? '}' : ']', cp_hatchet_read_json_tok_name(lx->tok),
+      lx->tok == CP_JSON_EOF ? " (truncated file?)" : "");
+}
+
+/* Length of the plain string whose opening quote is at p, or -1 when it
+ * is not one (escapes, non-ASCII, too long, not closed in [p, end)). */
+static ptrdiff_t plain_string(const char *p, const char *end) {
+  const char *limit = end - p - 1 > (ptrdiff_t)CPROTON_PROFILE_MAX_STRING
+                          ? p + 1 + CPROTON_PROFILE_MAX_STRING
+                          : end;
+  size_t run = plain_run(p + 1, limit);
+  if (p + 1 + run >= limit || p[1 + run] != '"')
+    return -1;
+  return (ptrdiff_t)run;
+}
+
+/* The value of a fast member at p as the current token; returns the byte
+ * after it or NULL (the lexer's position is left alone). */
+static const char *member_value(cp_json_lexer *lx, const char *p,
+                                const char *end) {
+  if (*p == '"') {
+    ptrdiff_t run = plain_string(p, end);
+    if (run < 0)
+      return NULL;
+    lx->tok = CP_JSON_STRING, lx->str = p + 1, lx->str_len = (size_t)run;
+    return p + run + 2;
+  }
+  if (*p != '-' && (*p < '0' || *p > '9'))
+    return NULL;
+  size_t avail = (size_t)(end - p), n = plain_int(p, avail, &lx->ival);
+  if (n) {
+    lx->tok = CP_JSON_INT, lx->dval = (double)lx->ival;
+    return p + n;
+  }
+  int is_int;
+  n = number_span(p, avail < MAX_NUMBER + 1 ? avail : MAX_NUMBER + 1, &is_int);
+  if (n == 0 || n > MAX_NUMBER || is_int || !fast_double(p, n, &lx->dval))
+    return NULL;
+  lx->tok = CP_JSON_DOUBLE;
+  return p + n;
+}
+
+int cp_hatchet_read_json_member(cp_json_lexer *lx, const char **key,
+                                size_t *key_len, int *last) {
+  if (!lx->eof && lx->end - lx->pos < LOOKAHEAD)
+    return 0; /* near a refill: the token path handles it */
+  const char *d = lx->data, *end = d + lx->end, *p = d + lx->pos, *v;
+  if (p < end && *p == ' ')
+    p++;
+  ptrdiff_t run = p < end && *p == '"' ? plain_string(p, end) : -1;
+  if (run < 0)
+    return 0;
+  const char *k = p + 1;
+  p += run + 2;
+  if (p >= end || *p++ != ':')
+    return 0;
+  if (p < end && *p == ' ')
+    p++;
+  if (p >= end || !(v = member_value(lx, p, end)) || v >= end ||
+      (*v != ',' && *v != '}'))
+    return 0;
+  *key = k, *key_len = (size_t)run;
+  *last = *v == '}';
+  lx->tok_line = lx->line;
+  lx->tok_col = lx->base + (size_t)(p - d) - lx->line_start + 1;
+  lx->pos = (size_t)(v + 1 - d);
+  return 1;
+}
+
+void cp_hatchet_read_json_member_end(cp_json_lexer *lx) {
+  lx->tok = CP_JSON_RBRACE;
+  lx->tok_col = lx->base + lx->pos - 1 - lx->line_start + 1;
 }
 
 int cp_hatchet_read_json_expect(cp_json_lexer *lx, cp_json_tok want,

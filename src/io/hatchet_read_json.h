@@ -42,8 +42,13 @@ typedef struct cp_json_lexer {
   /* the current token */
   cp_json_tok tok;
   uint64_t tok_line, tok_col;
-  char *str; /* decoded string, NUL-terminated (no NUL inside) */
-  size_t str_len, str_cap;
+  /* string token: str_len decoded bytes at str (no NUL inside, not
+   * NUL-terminated); str points into the window for strings without
+   * escapes or non-ASCII bytes, else into buf. Valid until the next token. */
+  const char *str;
+  size_t str_len;
+  char *buf; /* decode buffer (escapes, UTF-8), NUL-terminated */
+  size_t buf_len, buf_cap;
   int64_t ival;
   double dval;
 } cp_json_lexer;
@@ -62,6 +67,34 @@ void cp_hatchet_read_json_free(cp_json_lexer *lx);
 /* Reads the next token. Returns CPROTON_OK, or EPARSE/ELIMIT/EIO/ENOMEM
  * with a "name:line:col: ..." message. At end of input tok is CP_JSON_EOF. */
 int cp_hatchet_read_json_next(cp_json_lexer *lx);
+
+/* Reads the ':' after an object key (the current token) and then the first
+ * token of the value; EPARSE "expected ':'" when the colon is missing. */
+int cp_hatchet_read_json_colon_value(cp_json_lexer *lx);
+
+/* After a value inside an array or object that `close` (CP_JSON_RBRACKET or
+ * CP_JSON_RBRACE) ends: reads the next token; on ',' reads the token after
+ * it and returns CPROTON_OK (0); on `close` returns 1; otherwise fails with
+ * EPARSE "expected ',' or ']'/'}', found ...". */
+int cp_hatchet_read_json_sep(cp_json_lexer *lx, cp_json_tok close);
+
+/* Fast path for objects: at the position just after '{' or ',', reads
+ * `"key": value` followed by ',' or '}' when the key and a string value
+ * are plain printable ASCII without escapes, the value is a plain integer
+ * (at most 18 digits), a decimal that converts exactly without strtod, or
+ * such a string, and only single spaces separate them. Returns 1 with the
+ * value as the current token (tok, str, ival, dval, position), the key in
+ * *key / *key_len (in the window, valid until the next token) and *last
+ * set when '}' ended the object (cp_hatchet_read_json_member_end() then
+ * makes that '}' the current token). Returns 0 with nothing consumed: the
+ * caller goes on with cp_hatchet_read_json_next(), which reads the same
+ * bytes the general way and reports any error. */
+int cp_hatchet_read_json_member(cp_json_lexer *lx, const char **key,
+                                size_t *key_len, int *last);
+
+/* After a member read by cp_hatchet_read_json_member() with *last set:
+ * the closing '}' becomes the current token. */
+void cp_hatchet_read_json_member_end(cp_json_lexer *lx);
 
 /* Reads the next token and fails with EPARSE unless it is `want`
  * (`what` names it in the message, e.g. "':'"). */

@@ -68,6 +68,7 @@ void cp_profile_model_free(cproton_profile *p) {
   free(p->children);
   free(p->keys);
   free(p->key_hash);
+  free(p->key_node);
   free(p->devices);
   free(p);
 }
@@ -186,11 +187,14 @@ int cp_profile_model_key(cproton_profile *p, uint32_t name,
   if (p->n_keys >= CPROTON_PROFILE_MAX_METRIC_KEYS)
     return cp_error_set(CPROTON_ELIMIT, "more than %u distinct metric names",
                         CPROTON_PROFILE_MAX_METRIC_KEYS);
-  size_t cap = p->keys_cap;
+  size_t cap = p->keys_cap, cap2 = p->keys_cap;
   int rc = grow((void **)&p->keys, &cap, p->n_keys + 1, sizeof *p->keys);
+  if (!rc)
+    rc = grow((void **)&p->key_node, &cap2, p->n_keys + 1, sizeof *p->key_node);
   if (rc)
     return rc;
   p->keys_cap = (uint32_t)cap;
+  p->key_node[p->n_keys] = 0;
   p->keys[p->n_keys] = name;
   p->key_hash[j] = p->n_keys + 1;
   *key_out = p->n_keys++;
@@ -200,10 +204,12 @@ int cp_profile_model_key(cproton_profile *p, uint32_t name,
 int cp_profile_model_set_metric(cproton_profile *p, uint32_t node,
                                 const cp_profile_metric *m) {
   cp_profile_node *n = &p->nodes[node];
-  for (uint32_t i = 0; i < n->n_metrics; i++) {
-    if (p->metrics[n->metric_off + i].key == m->key) {
-      p->metrics[n->metric_off + i] = *m;
-      return CPROTON_OK;
+  if (p->key_node[m->key] == node + 1) { /* repeated key: overwrite */
+    for (uint32_t i = 0; i < n->n_metrics; i++) {
+      if (p->metrics[n->metric_off + i].key == m->key) {
+        p->metrics[n->metric_off + i] = *m;
+        return CPROTON_OK;
+      }
     }
   }
   if (n->n_metrics >= CP_PROFILE_MAX_NODE_METRICS)
@@ -213,12 +219,15 @@ int cp_profile_model_set_metric(cproton_profile *p, uint32_t node,
     n->metric_off = (uint32_t)p->n_metrics;
   if (p->n_metrics >= UINT32_MAX - 1)
     return cp_error_set(CPROTON_ELIMIT, "too many metric values");
-  int rc = grow((void **)&p->metrics, &p->metrics_cap, p->n_metrics + 1,
-                sizeof *p->metrics);
-  if (rc)
-    return rc;
+  if (p->n_metrics == p->metrics_cap) {
+    int rc = grow((void **)&p->metrics, &p->metrics_cap, p->n_metrics + 1,
+                  sizeof *p->metrics);
+    if (rc)
+      return rc;
+  }
   p->metrics[p->n_metrics++] = *m;
   n->n_metrics++;
+  p->key_node[m->key] = node + 1;
   return CPROTON_OK;
 }
 
@@ -263,5 +272,7 @@ int cp_profile_model_finish(cproton_profile *p) {
   free(p->hash);
   p->hash = NULL;
   p->hash_cap = p->hash_used = 0;
+  free(p->key_node);
+  p->key_node = NULL;
   return CPROTON_OK;
 }

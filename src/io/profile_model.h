@@ -60,6 +60,7 @@ struct cproton_profile {
   uint32_t *keys; /* string ids */
   uint32_t n_keys, keys_cap;
   uint32_t *key_hash; /* key index + 1, by name hash; 0 = empty */
+  uint32_t *key_node; /* per key: node + 1 that set it last (while reading) */
   uint32_t key_hash_cap;
   cp_profile_device *devices;
   uint32_t n_devices, devices_cap;

@@ -29,10 +29,58 @@ typedef struct ctx {
   double min, max;
   char *name_buf, *dm_buf;
   size_t name_cap, dm_cap;
+  char *line; /* the tree line being built, written with one fwrite */
+  size_t line_len, line_cap;
 } ctx;
+
+/* Exact "%.<prec>f" (prec 0..3) for |v| < 2^53, without printf: v is
+ * mant * 2^e2 exactly, so v * 10^prec is rounded in integers, half to even
+ * as glibc's printf does. Returns the length, or -1 when snprintf must do it
+ * (NaN, inf, huge values). */
+static int fixed_fast(char *buf, size_t cap, double v, int prec) {
+  static const uint64_t scale[] = {1, 10, 100, 1000};
+  uint64_t bits;
+  memcpy(&bits, &v, 8);
+  int be = (int)((bits >> 52) & 0x7FF);
+  uint64_t mant = bits & ((1ull << 52) - 1);
+  if (prec < 0 || prec > 3 || cap < 24 || be >= 1023 + 53)
+    return -1;
+  mant |= be ? 1ull << 52 : 0;
+  int e2 = (be ? be : 1) - 1075, k = -e2;
+  uint64_t sc = scale[prec], q;
+  if (e2 >= 0) {
+    q = (mant << e2) * sc;
+  } else if (k >= 64) {
+    q = 0; /* mant * sc < 2^63 <= half */
+  } else {
+    uint64_t num = mant * sc, r = num & ((1ull << k) - 1);
+    uint64_t half = 1ull << (k - 1);
+    q = num >> k;
+    q += r > half || (r == half && (q & 1));
+  }
+  char tmp[24];
+  int n = 0;
+  uint64_t ip = q / sc, fp = q % sc;
+  for (int d = 0; d < prec; d++, fp /= 10)
+    tmp[n++] = (char)('0' + fp % 10);
+  if (prec)
+    tmp[n++] = '.';
+  do
+    tmp[n++] = (char)('0' + ip % 10);
+  while (ip /= 10);
+  if (bits >> 63)
+    tmp[n++] = '-';
+  for (int d = 0; d < n; d++)
+    buf[d] = tmp[n - 1 - d];
+  buf[n] = '\0';
+  return n;
+}
 
 /* Python's "{:.<prec>f}": nan/inf spelled as Python does. */
 static int fmt_fixed(char *buf, size_t cap, double v, int prec) {
+  int n = fixed_fast(buf, cap, v, prec);
+  if (n >= 0)
+    return n;
   if (isnan(v))
     return snprintf(buf, cap, "nan");
   if (isinf(v))
@@ -105,31 +153,53 @@ static const char *metric_color(const ctx *c, double v) {
   return C_BLUE;
 }
 
-static void tree_line(ctx *c, uint32_t i, const char *prefix) {
+static void line_put(ctx *c, const char *s, size_t n) {
+  if (c->line_len + n > c->line_cap) {
+    c->line_cap = (c->line_len + n) * 2 + 256;
+    c->line = realloc(c->line, c->line_cap);
+    if (!c->line) {
+      fprintf(stderr, "cproton-viewer: out of memory\n");
+      exit(2);
+    }
+  }
+  memcpy(c->line + c->line_len, s, n);
+  c->line_len += n;
+}
+
+static void line_str(ctx *c, const char *s) { line_put(c, s, strlen(s)); }
+
+/* Appends one value with "%.3f", colored or faint when `color`. */
+static void line_value(ctx *c, double v, const char *color) {
   char num[512];
+  int n = fmt_fixed(num, sizeof num, v, 3);
+  if (color)
+    line_str(c, color);
+  line_put(c, num, n > 0 && (size_t)n < sizeof num ? (size_t)n : strlen(num));
+  if (color)
+    line_put(c, C_END, sizeof C_END - 1);
+}
+
+/* One tree line after the prefix already in c->line, written at once. */
+static void tree_line(ctx *c, uint32_t i) {
   double *v0 = c->t->cols[c->cols[0]].v;
   int color = c->o->color;
-  fputs(prefix, c->out);
-  fmt_fixed(num, sizeof num, v0[i], 3);
-  if (color)
-    fputs(metric_color(c, v0[i]), c->out);
-  fputs(num, c->out);
-  if (color)
-    fputs(C_END, c->out);
+  line_value(c, v0[i], color ? metric_color(c, v0[i]) : NULL);
   for (int k = 1; k < c->n_cols; k++) {
-    fmt_fixed(num, sizeof num, c->t->cols[c->cols[k]].v[i], 3);
-    fputs(color ? " " C_FAINT : " ", c->out);
-    fputs(num, c->out);
-    if (color)
-      fputs(C_END, c->out);
+    line_put(c, " ", 1);
+    line_value(c, c->t->cols[c->cols[k]].v[i], color ? C_FAINT : NULL);
   }
-  fputc(' ', c->out);
-  fputs(display_name(c, i), c->out);
+  line_put(c, " ", 1);
+  line_str(c, display_name(c, i));
   uint8_t miss = c->t->diff ? c->t->nodes[i].missing : 0;
-  if (miss)
-    fprintf(c->out, " %s%s%s", color ? (miss == 1 ? C_LEFT : C_RIGHT) : "",
-            miss == 1 ? "\u25c0 " : "\u25b6 ", color ? C_END : "");
-  fputc('\n', c->out);
+  if (miss) {
+    line_put(c, " ", 1);
+    line_str(c, color ? (miss == 1 ? C_LEFT : C_RIGHT) : "");
+    line_str(c, miss == 1 ? "\u25c0 " : "\u25b6 ");
+    line_str(c, color ? C_END : "");
+  }
+  line_put(c, "\n", 1);
+  fwrite(c->line, 1, c->line_len, c->out);
+  c->line_len = 0;
 }
 
 /* Pre-order walk calling `visit(c, node, is_last[0..depth])`. */
@@ -163,28 +233,12 @@ static void walk(ctx *c, visit_fn visit) {
 }
 
 static void visit_tree(ctx *c, uint32_t i, const uint8_t *last) {
-  static char *prefix;
-  static size_t cap;
   uint32_t d = c->t->nodes[i].depth;
-  size_t need = (size_t)d * 8 + 1;
-  if (need > cap) {
-    cap = need * 2;
-    prefix = realloc(prefix, cap);
-    if (!prefix) {
-      fprintf(stderr, "cproton-viewer: out of memory\n");
-      exit(2);
-    }
-  }
-  size_t n = 0;
-  for (uint32_t k = 1; k <= d; k++) {
-    const char *piece = k < d ? (last[k] ? "   " : "\u2502  ")
-                              : (last[k] ? "\u2514\u2500 " : "\u251c\u2500 ");
-    size_t l = strlen(piece);
-    memcpy(prefix + n, piece, l);
-    n += l;
-  }
-  prefix[n] = '\0';
-  tree_line(c, i, prefix);
+  c->line_len = 0;
+  for (uint32_t k = 1; k <= d; k++)
+    line_str(c, k < d ? (last[k] ? "   " : "\u2502  ")
+                      : (last[k] ? "\u2514\u2500 " : "\u251c\u2500 "));
+  tree_line(c, i);
 }
 
 static void legend(ctx *c) {
@@ -392,7 +446,7 @@ static int vw_render_machine(ctx *c) {
 
 int vw_render(vw_tree *t, const int *cols, int n_cols,
               const vw_render_opts *o, FILE *out) {
-  ctx c = {t, cols, n_cols, o, out, NAN, NAN, NULL, NULL, 0, 0};
+  ctx c = {t, cols, n_cols, o, out, NAN, NAN, NULL, NULL, 0, 0, NULL, 0, 0};
   const double *v = t->cols[cols[0]].v;
   for (uint32_t i = 0; i < t->n; i++) {
     if (!isfinite(v[i]))
@@ -415,5 +469,6 @@ int vw_render(vw_tree *t, const int *cols, int n_cols,
   }
   free(c.name_buf);
   free(c.dm_buf);
+  free(c.line);
   return rc;
 }

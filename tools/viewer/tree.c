@@ -6,23 +6,12 @@
  * Called by main.c, derive.c, filter.c and diff.c; not performance-critical
  * beyond being linear in the node count. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "viewer.h"
 
 #define METADATA_SCOPE "__proton_launch_metadata"
-
-char vw_errmsg[1024];
-
-int vw_fail(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(vw_errmsg, sizeof vw_errmsg, fmt, ap);
-  va_end(ap);
-  return -1;
-}
 
 static void *xcalloc(size_t n, size_t size) {
   void *p = calloc(n ? n : 1, size);
@@ -69,32 +58,43 @@ static uint8_t *removal_mask(const cproton_profile *p) {
   return keep;
 }
 
+/* Hatchet's column lists: "inclusive" = the root's metric names, then
+ * "name" and every other metric name in first-seen (pre-order) order. Each
+ * metric key is looked at once, so this is linear in the metric values. */
 static int metric_lists(vw_tree *t) {
   const cproton_profile *p = t->p;
-  uint32_t root = t->nodes[0].src;
+  uint32_t root = t->nodes[0].src, n_keys = cproton_profile_metric_count(p);
+  uint8_t *seen = xcalloc(n_keys, 1);
+  int rc = -1;
   for (uint32_t m = 0; m < cproton_profile_node_metric_count(p, root); m++) {
     uint32_t key;
     cproton_profile_node_metric_at(p, root, m, &key, NULL);
     const char *name = cproton_profile_metric_name(p, key);
     if (!strstr(name, "(inc)") && push_name(&t->inc_raw, &t->n_inc_raw, name))
-      return -1;
+      goto out;
   }
   if (push_name(&t->exc_raw, &t->n_exc_raw, "name"))
-    return -1;
+    goto out;
   for (uint32_t i = 0; i < t->n; i++) {
     uint32_t s = t->nodes[i].src;
     for (uint32_t m = 0; m < cproton_profile_node_metric_count(p, s); m++) {
       uint32_t key;
       cproton_profile_node_metric_at(p, s, m, &key, NULL);
+      if (key >= n_keys || seen[key])
+        continue;
+      seen[key] = 1;
       const char *name = cproton_profile_metric_name(p, key);
       int is_inc = 0;
       for (int k = 0; k < t->n_inc_raw; k++)
         is_inc |= !strcmp(t->inc_raw[k], name);
       if (!is_inc && push_name(&t->exc_raw, &t->n_exc_raw, name))
-        return -1;
+        goto out;
     }
   }
-  return 0;
+  rc = 0;
+out:
+  free(seen);
+  return rc;
 }
 
 int vw_tree_load(const char *path, vw_tree *t) {
@@ -257,21 +257,31 @@ int vw_col_get(vw_tree *t, const char *name) {
   return raw_column(t, name);
 }
 
-/* String form of a metric on node i (device_id, device_type); NULL when
- * absent. Integers are printed in decimal. */
-const char *vw_node_str(const vw_tree *t, uint32_t i, const char *metric) {
-  static char buf[32];
-  cproton_metric_value v;
-  if (t->nodes[i].src == VW_NONE ||
-      cproton_profile_node_metric_by_name(t->p, t->nodes[i].src, metric, &v))
-    return NULL;
-  if (v.kind == CPROTON_METRIC_STRING)
-    return v.s;
-  if (v.kind == CPROTON_METRIC_INT) {
-    snprintf(buf, sizeof buf, "%lld", (long long)v.i);
-    return buf;
+/* String form of metric `metric` on every node (device_id, device_type):
+ * out[i] is NULL when absent or a double; integers are printed in decimal
+ * into *store. The key is looked up once. Returns the array (caller frees
+ * it and *store). */
+const char **vw_node_strs(const vw_tree *t, const char *metric, char **store) {
+  const char **out = xcalloc(t->n, sizeof *out);
+  uint32_t key;
+  *store = NULL;
+  if (cproton_profile_metric_find(t->p, metric, &key) != CPROTON_OK)
+    return out;
+  for (uint32_t i = 0; i < t->n; i++) {
+    cproton_metric_value v;
+    if (t->nodes[i].src == VW_NONE ||
+        cproton_profile_node_metric(t->p, t->nodes[i].src, key, &v))
+      continue;
+    if (v.kind == CPROTON_METRIC_STRING) {
+      out[i] = v.s;
+    } else if (v.kind == CPROTON_METRIC_INT) {
+      if (!*store)
+        *store = xcalloc(t->n, 24);
+      snprintf(*store + (size_t)i * 24, 24, "%lld", (long long)v.i);
+      out[i] = *store + (size_t)i * 24;
+    }
   }
-  return NULL;
+  return out;
 }
 
 /* Hatchet's squash: keep the marked nodes, reattach each to its nearest kept
@@ -301,11 +311,63 @@ void vw_tree_keep(vw_tree *t, const uint8_t *keep) {
   vw_tree_link(t);
 }
 
-static const vw_node *sort_nodes;
-static int by_frame(const void *a, const void *b) {
-  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-  int c = strcmp(sort_nodes[x].name, sort_nodes[y].name);
-  return c ? c : (x < y ? -1 : (x > y));
+/* Sorting siblings by name (strcmp order, ties in file order): each name
+ * is keyed by its 8 bytes after the siblings' common prefix, big-endian, so
+ * most comparisons are one integer compare; a stable merge sort keeps ties
+ * in file order. */
+typedef struct sort_item {
+  uint64_t key;
+  uint32_t idx;
+} sort_item;
+
+static int item_less(const vw_node *nodes, const sort_item *a,
+                     const sort_item *b) {
+  if (a->key != b->key)
+    return a->key < b->key;
+  return strcmp(nodes[a->idx].name, nodes[b->idx].name) < 0;
+}
+
+static void merge_sort(const vw_node *nodes, sort_item *v, sort_item *tmp,
+                       size_t n) {
+  if (n < 2)
+    return;
+  size_t h = n / 2, i = 0, j = h, k = 0;
+  merge_sort(nodes, v, tmp, h);
+  merge_sort(nodes, v + h, tmp, n - h);
+  if (!item_less(nodes, &v[h], &v[h - 1]))
+    return; /* already in order */
+  while (i < h && j < n)
+    tmp[k++] = item_less(nodes, &v[j], &v[i]) ? v[j++] : v[i++];
+  while (i < h)
+    tmp[k++] = v[i++];
+  memcpy(v, tmp, k * sizeof *v); /* v[j..n) is in place */
+}
+
+/* Sorts kids[0..n) (ascending node indexes) by name; items/tmp hold n. */
+static void sort_siblings(const vw_node *nodes, uint32_t *kids, size_t n,
+                          sort_item *items, sort_item *tmp) {
+  if (n < 2)
+    return;
+  const char *first = nodes[kids[0]].name;
+  size_t lcp = strlen(first);
+  for (size_t i = 1; i < n && lcp; i++) {
+    const char *s = nodes[kids[i]].name;
+    size_t l = 0;
+    while (l < lcp && s[l] == first[l])
+      l++;
+    lcp = l;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const unsigned char *s = (const unsigned char *)nodes[kids[i]].name + lcp;
+    uint64_t key = 0;
+    int b = 0;
+    for (; b < 8 && s[b]; b++)
+      key = key << 8 | s[b];
+    items[i] = (sort_item){b ? key << (8 * (8 - b)) : 0, kids[i]};
+  }
+  merge_sort(nodes, items, tmp, n);
+  for (size_t i = 0; i < n; i++)
+    kids[i] = items[i].idx;
 }
 
 /* Hatchet numbers nodes in a pre-order walk that visits children sorted by
@@ -315,12 +377,12 @@ void vw_tree_sort(vw_tree *t) {
   uint32_t n = t->n, *order = xcalloc(n, sizeof *order), m = 0;
   uint32_t *stack = xcalloc(n, sizeof *stack), *kids = xcalloc(n, sizeof *kids);
   uint32_t *newid = xcalloc(n, sizeof *newid);
+  sort_item *items = xcalloc(n, sizeof *items), *tmp = xcalloc(n, sizeof *tmp);
   size_t sp = 0, nk = 0;
-  sort_nodes = t->nodes;
   for (uint32_t i = 0; i < n; i++)
     if (t->nodes[i].parent == VW_NONE)
       kids[nk++] = i;
-  qsort(kids, nk, sizeof *kids, by_frame);
+  sort_siblings(t->nodes, kids, nk, items, tmp);
   while (nk)
     stack[sp++] = kids[--nk];
   while (sp) {
@@ -328,10 +390,11 @@ void vw_tree_sort(vw_tree *t) {
     order[m++] = u;
     for (uint32_t c = t->first_child[u]; c != VW_NONE; c = t->next_sibling[c])
       kids[nk++] = c;
-    qsort(kids, nk, sizeof *kids, by_frame);
+    sort_siblings(t->nodes, kids, nk, items, tmp);
     while (nk)
       stack[sp++] = kids[--nk];
   }
+  free(items), free(tmp);
   vw_node *nodes = xcalloc(n, sizeof *nodes);
   for (uint32_t i = 0; i < n; i++) {
     nodes[i] = t->nodes[order[i]];

@@ -77,8 +77,8 @@ static int has_column(const vw_tree *t, const char *name) {
 }
 
 /* Adds one device's minimal FLOP and byte times to ft/bt. */
-static int add_device(vw_tree *t, const cproton_device_info *d, double *ft,
-                      double *bt) {
+static int add_device(vw_tree *t, const cproton_device_info *d,
+                      const char **ids, double *ft, double *bt) {
   static const int widths[] = {8, 16, 32, 64};
   for (int k = 0; k < 4; k++) {
     char name[16];
@@ -90,7 +90,7 @@ static int add_device(vw_tree *t, const cproton_device_info *d, double *ft,
     if (c < 0 || max_flops(t, d, widths[k], &peak))
       return -1;
     for (uint32_t i = 0; i < t->n; i++) {
-      const char *id = vw_node_str(t, i, "device_id");
+      const char *id = ids[i];
       double v = t->cols[c].v[i];
       if (id && !strcmp(id, d->index))
         ft[i] += (isnan(v) ? 0 : v) / peak;
@@ -101,7 +101,7 @@ static int add_device(vw_tree *t, const cproton_device_info *d, double *ft,
     return -1;
   int c = has_column(t, "bytes") ? vw_col_get(t, "bytes") : -1;
   for (uint32_t i = 0; i < t->n; i++) {
-    const char *id = vw_node_str(t, i, "device_id");
+    const char *id = ids[i];
     if (id && !strcmp(id, d->index))
       bt[i] += c >= 0 ? t->cols[c].v[i] / peak : NAN;
   }
@@ -115,13 +115,15 @@ int vw_util(vw_tree *t) {
   size_t n = t->n ? t->n : 1;
   double *ft = calloc(n, sizeof *ft), *bt = calloc(n, sizeof *bt);
   double *sec = calloc(n, sizeof *sec);
+  char *store = NULL;
+  const char **ids = vw_node_strs(t, "device_id", &store);
   int rc = -1;
   if (!ft || !bt || !sec)
     goto out;
   for (uint32_t d = 0; d < cproton_profile_device_count(t->p); d++) {
     cproton_device_info info;
     cproton_profile_device(t->p, d, &info);
-    if (add_device(t, &info, ft, bt))
+    if (add_device(t, &info, ids, ft, bt))
       goto out;
   }
   if (vw_derive_time_seconds(t, sec))
@@ -129,10 +131,12 @@ int vw_util(vw_tree *t) {
   c = vw_col_new(t, "util", -1);
   for (uint32_t i = 0; i < t->n; i++) {
     double m = bt[i] > ft[i] ? bt[i] : ft[i]; /* Python max(): NaN loses */
-    t->cols[c].v[i] = vw_node_str(t, i, "device_id") ? m / sec[i] : NAN;
+    t->cols[c].v[i] = ids[i] ? m / sec[i] : NAN;
   }
   rc = c;
 out:
+  free(ids);
+  free(store);
   free(ft);
   free(bt);
   free(sec);

@@ -41,6 +41,21 @@ typedef struct vw_tree {
   int diff; /* nodes carry `missing` */
 } vw_tree;
 
+/* args.c: the command line. */
+typedef struct vw_args {
+  int list, print_sorted, no_color, force_color, demangle, depth;
+  char *metrics, *include, *exclude, *format, *diff, *output, *file;
+  double threshold;
+} vw_args;
+
+/* Parses argv (argv[0] is the program) into *out. Returns 0, 1 when
+ * --help/-h was given, or -1 with vw_errmsg set ("bad depth ...",
+ * "option '-x' is unknown (see --help)"). Never exits or prints; strings in
+ * *out point into argv (which it may rewrite: "-diff" -> "--diff-profile").
+ * Restarts getopt (optind = 0) on every call; not thread-safe. */
+int vw_parse_args(int argc, char **argv, vw_args *out);
+void vw_usage(FILE *f);
+
 /* Message of the last failure (the tool prints it). */
 extern char vw_errmsg[1024];
 int vw_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -55,7 +70,7 @@ int vw_col_find(const vw_tree *t, const char *name);
 int vw_col_get(vw_tree *t, const char *name);
 void vw_col_subtree_sum(vw_tree *t, int inc, int exc);
 void vw_tree_keep(vw_tree *t, const uint8_t *keep);
-const char *vw_node_str(const vw_tree *t, uint32_t i, const char *metric);
+const char **vw_node_strs(const vw_tree *t, const char *metric, char **store);
 
 /* derive.c: Proton's derive_metrics. Fills out[i] with column indexes of the
  * metrics to show; returns 0 or -1 (vw_errmsg). */

@@ -1,0 +1,151 @@
+/* tools/viewer/args.c -- cproton-viewer's command line: vw_parse_args()
+ * turns argv into a vw_args, and the tool's error message (vw_fail).
+ *
+ * Invariant: parsing never exits, prints or keeps state between calls
+ * (getopt is restarted with optind = 0 and its own messages are off), so
+ * the fuzz target tests/fuzz/viewer_cli_fuzz.c can call it on any argv.
+ * Not a hot path; called once by main.c. */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "viewer.h"
+
+char vw_errmsg[1024];
+
+int vw_fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(vw_errmsg, sizeof vw_errmsg, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+void vw_usage(FILE *f) {
+  fputs(
+      "usage: cproton-viewer [options] FILE.hatchet\n"
+      "  -l, --list              list the metrics in FILE\n"
+      "  -m, --metrics a,b       metrics to show (default: time/ms, else the\n"
+      "                          first metric); derived: time/{s,ms,us,ns},\n"
+      "                          avg_time/*, cpu_time/*, avg_cpu_time/*,\n"
+      "                          [g|t]flop[8|16|32|64]/s, [g|t]byte/s, util,\n"
+      "                          <metric>/%\n"
+      "  -i, --include REGEX     keep paths through frames matching REGEX\n"
+      "  -e, --exclude REGEX     drop frames matching REGEX and their subtrees\n"
+      "  -t, --threshold X       drop frames whose first metric is below X\n"
+      "  -d, --depth N           tree depth to show (default 100)\n"
+      "  -f, --format F          full|file_function_line|function_line|"
+      "file_function\n"
+      "      --print-sorted      also list frames sorted by the first metric\n"
+      "      --diff-profile F    show FILE - F (also -diff F)\n"
+      "      --no-color          never color (default: color on a terminal)\n"
+      "      --color             always color\n"
+      "      --demangle          demangle C++ kernel names\n"
+      "  -o, --output K          tree (default), folded, json or csv\n",
+      f);
+}
+
+enum { O_SORTED = 256, O_DIFF, O_NOCOLOR, O_COLOR, O_DEMANGLE };
+
+static const struct option long_opts[] = {
+    {"list", no_argument, 0, 'l'},
+    {"metrics", required_argument, 0, 'm'},
+    {"include", required_argument, 0, 'i'},
+    {"exclude", required_argument, 0, 'e'},
+    {"threshold", required_argument, 0, 't'},
+    {"depth", required_argument, 0, 'd'},
+    {"format", required_argument, 0, 'f'},
+    {"output", required_argument, 0, 'o'},
+    {"print-sorted", no_argument, 0, O_SORTED},
+    {"diff-profile", required_argument, 0, O_DIFF},
+    {"no-color", no_argument, 0, O_NOCOLOR},
+    {"color", no_argument, 0, O_COLOR},
+    {"demangle", no_argument, 0, O_DEMANGLE},
+    {"help", no_argument, 0, 'h'},
+    {0, 0, 0, 0}};
+
+/* getopt's '?' or ':' for argv[optind - 1]: a message naming the option. */
+static int bad_option(int c, char *arg) {
+  const char *what = c == ':' ? "needs an argument" : "is unknown";
+  if (optopt && optopt < 256 && !(arg && !strncmp(arg, "--", 2)))
+    return vw_fail("option '-%c' %s (see --help)", optopt, what);
+  return vw_fail("option '%.200s' %s (see --help)", arg ? arg : "?", what);
+}
+
+static int number_option(int c, const char *v, vw_args *a) {
+  char *end;
+  if (c == 't') {
+    a->threshold = strtod(v, &end);
+    if (*end || end == v)
+      return vw_fail("bad threshold \"%.200s\"", v);
+    return 0;
+  }
+  long d = strtol(v, &end, 10);
+  if (*end || end == v || d < 0 || d > 1000000000)
+    return vw_fail("bad depth \"%.200s\"", v);
+  a->depth = (int)d;
+  return 0;
+}
+
+/* One option from getopt_long; returns 0, 1 for --help, -1 on error. */
+static int one_option(int c, char **argv, vw_args *a) {
+  switch (c) {
+  case 'l': a->list = 1; return 0;
+  case 'm': a->metrics = optarg; return 0;
+  case 'i': a->include = optarg; return 0;
+  case 'e': a->exclude = optarg; return 0;
+  case 'f': a->format = optarg; return 0;
+  case 'o': a->output = optarg; return 0;
+  case O_SORTED: a->print_sorted = 1; return 0;
+  case O_DIFF: a->diff = optarg; return 0;
+  case O_NOCOLOR: a->no_color = 1; return 0;
+  case O_COLOR: a->force_color = 1; return 0;
+  case O_DEMANGLE: a->demangle = 1; return 0;
+  case 't':
+  case 'd': return number_option(c, optarg, a);
+  case 'h': return 1;
+  default: return bad_option(c, optind > 0 ? argv[optind - 1] : NULL);
+  }
+}
+
+static int check_choices(const vw_args *a) {
+  static const char *const formats[] = {"full", "file_function_line",
+                                        "function_line", "file_function"};
+  static const char *const outputs[] = {"tree", "folded", "json", "csv"};
+  int ok_f = !a->format, ok_o = !a->output;
+  for (int k = 0; k < 4; k++) {
+    ok_f |= a->format && !strcmp(a->format, formats[k]);
+    ok_o |= a->output && !strcmp(a->output, outputs[k]);
+  }
+  if (!ok_f)
+    return vw_fail("bad --format \"%.200s\"", a->format);
+  if (!ok_o)
+    return vw_fail("bad --output \"%.200s\"", a->output);
+  if (a->include && a->exclude)
+    return vw_fail("Cannot specify both include and exclude");
+  return 0;
+}
+
+int vw_parse_args(int argc, char **argv, vw_args *a) {
+  memset(a, 0, sizeof *a);
+  a->depth = 100;
+  if (argc < 1 || !argv)
+    return vw_fail("expected exactly one profile file (see --help)");
+  for (int i = 1; i < argc; i++) /* Proton's single-dash spelling */
+    if (argv[i] && !strcmp(argv[i], "-diff"))
+      argv[i] = "--diff-profile";
+  optind = 0; /* GNU: start over, whatever an earlier call left */
+  opterr = 0; /* messages come from bad_option() */
+  int c;
+  while ((c = getopt_long(argc, argv, ":lm:i:e:t:d:f:o:h", long_opts, NULL)) !=
+         -1) {
+    int rc = one_option(c, argv, a);
+    if (rc)
+      return rc;
+  }
+  if (optind != argc - 1)
+    return vw_fail("expected exactly one profile file (see --help)");
+  a->file = argv[optind];
+  return check_choices(a);
+}
