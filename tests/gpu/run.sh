@@ -21,16 +21,23 @@ export CPROTON_INJECTION_LIB=$build/libcproton.so
 export PYTHONUNBUFFERED=1
 log() { echo "== $*" | tee -a "$out/summary.log"; }
 status=0
+# Each part runs under a time limit (PART_TIMEOUT s), and the logs are packed
+# into $OUT after every part, so a run cut short still brings back the rest.
+pack() {
+  tar -C "$out" -czf "$final/gpu-logs.tar.gz" . 2>/dev/null
+  cp "$out/summary.log" "$final/summary.log"
+}
 run_part() {
   local name=$1; shift
   log "$name"
   local t0=$(date +%s)
-  if "$@" >"$out/$name.log" 2>&1; then
+  if timeout -k 10 "${PART_TIMEOUT:-300}" "$@" >"$out/$name.log" 2>&1; then
     log "PASS part $name ($(( $(date +%s) - t0 )) s)"
   else
     log "FAIL part $name ($(( $(date +%s) - t0 )) s)"; status=1
   fi
   grep -E "^(PASS|FAIL|RESULT)" "$out/$name.log" | tee -a "$out/summary.log" >/dev/null
+  pack
 }
 do_build() {
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCPROTON_BUILD_TESTS=OFF -DCPROTON_WERROR=OFF &&
@@ -46,7 +53,6 @@ for p in $parts; do
        fi ;;
   esac
 done
-tar -C "$out" -czf "$final/gpu-logs.tar.gz" . 2>/dev/null
-cp "$out/summary.log" "$final/summary.log"
+pack
 cat "$out/summary.log"
 exit $status
