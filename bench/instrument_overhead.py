@@ -17,6 +17,7 @@ Targets: cproton's overhead <= Proton's, and <= 5% on the matmul.
   python bench/instrument_overhead.py [--reps 7] [--iters 50] [--mode default]
 """
 import argparse
+import faulthandler
 import importlib.util
 import os
 import statistics
@@ -108,6 +109,7 @@ def main():
     ap.add_argument("--mode", default="default")
     ap.add_argument("--no-proton", action="store_true")
     args = ap.parse_args()
+    faulthandler.dump_traceback_later(int(os.environ.get("BENCH_STACKS_AFTER", "240")), exit=False)
     import cproton
     ck = load_kernels("cproton.language", "cproton")
     variants = [Variant("plain_cproton", ck, None, None), Variant("cproton", ck, cproton, args.mode)]
@@ -125,7 +127,9 @@ def main():
                 if (v.name, w) in failures:
                     continue
                 try:
-                    times[(v.name, w)].append(v.measure(w, args.iters if w != "vadd" else 4 * args.iters))
+                    t = v.measure(w, args.iters if w != "vadd" else 4 * args.iters)
+                    times[(v.name, w)].append(t)
+                    print(f"rep {rep} {w} {v.name}: {t:.4f} ms", flush=True)
                 except Exception as e:  # report, keep measuring the others
                     failures[(v.name, w)] = f"{type(e).__name__}: {str(e)[:200]}"
     variants[1].check()
