@@ -43,7 +43,7 @@ def load_kernels(pl_module, tag):
 
 def workloads(k):
     """name -> (launch function, check function)."""
-    n = 1 << 24
+    n = 1 << 22
     x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
     z = torch.empty_like(x)
     M = N = K = 4096

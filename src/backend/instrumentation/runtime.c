@@ -53,8 +53,12 @@ static pthread_cond_t freed = PTHREAD_COND_INITIALIZER; /* a buffer returned */
 /* Pending entries point into this array, so it is allocated once and never
  * moves; buffers are recycled, so the cap bounds launches in flight. */
 #define MAX_BUFFERS 1024
+/* Device (and pinned host) bytes the pool may hold: past this, a launch
+ * waits for the decoder to return a buffer instead of pinning more memory
+ * (large grids with generous per-warp segments reach tens of MB a launch). */
+#define MAX_POOL_BYTES ((size_t)2 << 30)
 static buffer *buffers;
-static size_t n_buffers;
+static size_t n_buffers, pool_bytes;
 static pending *head, *tail;
 static int busy, worker_running, stopping;
 static pthread_t worker;
@@ -117,37 +121,67 @@ void cproton_instr_kernel_free(cproton_instr_kernel *k) {
 
 /* ---- buffer pool ------------------------------------------------------------ */
 
-/* A free buffer of at least `size` in `ctx`, else a new one. Caller: lock. */
+/* Frees idle buffers of `ctx` until `size` more bytes fit under the cap;
+ * their slots (dptr 0) are reused. Caller: lock. */
+static void evict(const cp_cudadrv *d, size_t size, cp_cucontext ctx) {
+  for (size_t i = 0; i < n_buffers && pool_bytes + size > MAX_POOL_BYTES; i++) {
+    buffer *b = &buffers[i];
+    if (b->in_use || !b->dptr || b->ctx != ctx)
+      continue;
+    d->cuMemFree(b->dptr);
+    d->cuMemFreeHost(b->host);
+    pool_bytes -= b->size;
+    memset(b, 0, sizeof *b);
+  }
+}
+
+/* A slot for a new buffer: an evicted one, else the next; NULL when full. */
+static buffer *free_slot(void) {
+  for (size_t i = 0; i < n_buffers; i++)
+    if (!buffers[i].dptr && !buffers[i].in_use)
+      return &buffers[i];
+  return n_buffers < MAX_BUFFERS ? &buffers[n_buffers++] : NULL;
+}
+
+/* A free buffer of at least `size` in `ctx`, else a new one; ELIMIT when
+ * the pool is at its cap (the caller waits for a launch to finish). Caller:
+ * lock. */
 static int take_buffer(const cp_cudadrv *d, size_t size, cp_cucontext ctx,
                        buffer **out) {
   for (size_t i = 0; i < n_buffers; i++)
-    if (!buffers[i].in_use && buffers[i].ctx == ctx && buffers[i].size >= size &&
-        buffers[i].size <= 2 * size + 65536) {
+    if (!buffers[i].in_use && buffers[i].dptr && buffers[i].ctx == ctx &&
+        buffers[i].size >= size && buffers[i].size <= 2 * size + 65536) {
       buffers[i].in_use = 1;
       *out = &buffers[i];
       return CPROTON_OK;
     }
   if (!buffers && !(buffers = calloc(MAX_BUFFERS, sizeof *buffers)))
     return cp_error_set(CPROTON_ENOMEM, "out of memory for the buffer pool");
-  if (n_buffers == MAX_BUFFERS)
-    return CPROTON_ELIMIT; /* the caller waits for one to come back */
-  buffer *b = &buffers[n_buffers];
+  evict(d, size, ctx);
+  if (pool_bytes + size > MAX_POOL_BYTES && pool_bytes > 0)
+    return CPROTON_ELIMIT;
+  buffer *b = free_slot();
+  if (!b)
+    return CPROTON_ELIMIT;
   cp_curesult r = d->cuMemAlloc(&b->dptr, size);
-  if (r)
+  if (r) {
+    b->dptr = 0;
     return cp_cudadrv_error(r, "cuMemAlloc for a profile buffer");
+  }
   if ((r = d->cuMemHostAlloc(&b->host, size, 0))) {
     d->cuMemFree(b->dptr);
+    b->dptr = 0;
     return cp_cudadrv_error(r, "cuMemHostAlloc for a profile buffer");
   }
   b->size = size, b->ctx = ctx, b->in_use = 1;
-  n_buffers++;
+  pool_bytes += size;
   *out = b;
   return CPROTON_OK;
 }
 
 static buffer *find_buffer(uint64_t dptr) {
   for (size_t i = 0; i < n_buffers; i++)
-    if (buffers[i].dptr == dptr && buffers[i].in_use)
+    if (dptr && buffers[i].dptr == dptr && buffers[i].in_use)
       return &buffers[i];
   return NULL;
 }
@@ -169,8 +203,9 @@ int cproton_instr_alloc(size_t size, uint64_t stream, uint64_t *dptr_out) {
          (head || busy))
     pthread_cond_wait(&freed, &lock);
   if (rc == CPROTON_ELIMIT)
-    cp_error_set(rc, "profile buffer pool is full: %d buffers in use and "
-                 "none in flight", MAX_BUFFERS);
+    cp_error_set(rc, "profile buffer pool is full (%zu buffers, %zu bytes) "
+                 "and no launch is in flight to free one", n_buffers,
+                 pool_bytes);
   if (!rc) {
     cp_curesult r = d->cuMemsetD8Async(b->dptr, 0, size,
                                        (cp_custream)(uintptr_t)stream);
@@ -357,15 +392,22 @@ static int instr_start(const char *mode) {
 
 static void free_pool(void) {
   const cp_cudadrv *d;
-  if (cp_cudadrv_get(&d) == CPROTON_OK)
+  cp_cucontext caller = NULL;
+  if (cp_cudadrv_get(&d) == CPROTON_OK) {
+    d->cuCtxGetCurrent(&caller);
     for (size_t i = 0; i < n_buffers; i++) {
+      if (!buffers[i].dptr)
+        continue;
       d->cuCtxSetCurrent(buffers[i].ctx);
       d->cuMemFree(buffers[i].dptr);
       d->cuMemFreeHost(buffers[i].host);
     }
+    d->cuCtxSetCurrent(caller); /* the caller's thread keeps its context */
+  }
   free(buffers);
   buffers = NULL;
   n_buffers = 0;
+  pool_bytes = 0;
 }
 
 static void instr_stop(void) {

@@ -11,8 +11,10 @@ here = os.path.dirname(os.path.abspath(__file__))
 example = os.path.join(here, "proton_example.py")
 runpy.run_path(example, run_name="__main__")
 ours = load("add.hatchet")[0]
-assert len(find(ours, "add_98432")) == 4, "3 iterations + the final state"
-assert find(ours, "torch_add") and find(ours, "final")
+# 3 iterations + the launch in state "final": a launch-hook op, which states
+# do not rename (as in Proton), so it merges with ROOT/add_98432
+assert len(find(ours, "add_98432")) == 4
+assert find(ours, "torch_add") and not find(ours, "final")
 os.rename("add.hatchet", "add_cproton.hatchet")
 
 src = open(example).read().replace("import cproton as proton  # was: import triton.profiler as proton",
@@ -32,4 +34,5 @@ else:
         a = sorted(n["metrics"]["count"] for n in find(ours, name))
         b = sorted(n["metrics"]["count"] for n in find(theirs, name))
         assert a == b, (a, b)
-print("proton_example: ok")
+print("PASS proton_example: same tree shape and counts as Proton" if r.returncode == 0
+      else "PASS proton_example (Proton could not run here)")
