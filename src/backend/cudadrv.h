@@ -30,6 +30,12 @@ typedef int cp_cudevice;
     (void *dst, cp_cudeviceptr src, size_t size, cp_custream s))               \
   X(cuMemsetD8Async, "cuMemsetD8Async",                                        \
     (cp_cudeviceptr dst, unsigned char v, size_t n, cp_custream s))            \
+  X(cuMemsetD2D32Async, "cuMemsetD2D32Async",                                  \
+    (cp_cudeviceptr dst, size_t pitch, unsigned v, size_t w, size_t h,         \
+     cp_custream s))                                                           \
+  X(cuStreamCreate, "cuStreamCreate", (cp_custream * s, unsigned flags))       \
+  X(cuStreamWaitEvent, "cuStreamWaitEvent",                                    \
+    (cp_custream s, cp_cuevent e, unsigned flags))                             \
   X(cuEventCreate, "cuEventCreate", (cp_cuevent * e, unsigned flags))          \
   X(cuEventRecord, "cuEventRecord", (cp_cuevent e, cp_custream s))             \
   X(cuEventQuery, "cuEventQuery", (cp_cuevent e))                              \

@@ -34,6 +34,7 @@ typedef struct buffer {
   size_t size;
   cp_cucontext ctx;
   int in_use;
+  int dirty; /* new from cuMemAlloc: must be zeroed before its first use */
 } buffer;
 
 typedef struct pending {
@@ -42,9 +43,28 @@ typedef struct pending {
   cp_launch_site site;
   buffer *buf;
   size_t size;
-  cp_cuevent event;
+  cp_cuevent after_kernel; /* on the user's stream */
+  cp_cuevent copied;       /* on the copy stream */
   uint32_t device;
 } pending;
+
+/* One copy stream per CUDA context: copy-backs run beside the user's work,
+ * ordered after the kernel by an event, never delaying the user's stream. */
+#define MAX_CONTEXTS 64
+static struct {
+  cp_cucontext ctx;
+  cp_custream stream;
+} copy_streams[MAX_CONTEXTS];
+static int n_copy_streams;
+
+/* Recycled events (creating one per launch costs microseconds). */
+#define MAX_IDLE_EVENTS 256
+typedef struct idle_event {
+  cp_cucontext ctx;
+  cp_cuevent event;
+} idle_event;
+static idle_event idle_events[MAX_IDLE_EVENTS];
+static int n_idle_events;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
@@ -173,7 +193,7 @@ static int take_buffer(const cp_cudadrv *d, size_t size, cp_cucontext ctx,
     b->dptr = 0;
     return cp_cudadrv_error(r, "cuMemHostAlloc for a profile buffer");
   }
-  b->size = size, b->ctx = ctx, b->in_use = 1;
+  b->size = size, b->ctx = ctx, b->in_use = 1, b->dirty = 1;
   pool_bytes += size;
   *out = b;
   return CPROTON_OK;
@@ -206,16 +226,17 @@ int cproton_instr_alloc(size_t size, uint64_t stream, uint64_t *dptr_out) {
     cp_error_set(rc, "profile buffer pool is full (%zu buffers, %zu bytes) "
                  "and no launch is in flight to free one", n_buffers,
                  pool_bytes);
-  if (!rc) {
-    cp_curesult r = d->cuMemsetD8Async(b->dptr, 0, size,
+  if (!rc && b->dirty) { /* recycled buffers were re-armed after their copy */
+    cp_curesult r = d->cuMemsetD8Async(b->dptr, 0, b->size,
                                        (cp_custream)(uintptr_t)stream);
     if (r) {
       b->in_use = 0;
       rc = cp_cudadrv_error(r, "clearing a profile buffer");
-    } else {
-      *dptr_out = b->dptr;
     }
+    b->dirty = 0;
   }
+  if (!rc)
+    *dptr_out = b->dptr;
   pthread_mutex_unlock(&lock);
   return rc;
 }
@@ -225,6 +246,7 @@ int cproton_instr_release(uint64_t dptr) {
   buffer *b = find_buffer(dptr);
   if (b) {
     b->in_use = 0;
+    b->dirty = 1; /* the kernel may have written it before failing */
     pthread_cond_broadcast(&freed);
   }
   pthread_mutex_unlock(&lock);
@@ -235,8 +257,49 @@ int cproton_instr_release(uint64_t dptr) {
 
 /* ---- launches and the worker ------------------------------------------------ */
 
+/* An event of context `ctx` from the idle list, else a new one. Caller:
+ * lock. */
+static int event_get(const cp_cudadrv *d, cp_cucontext ctx, cp_cuevent *out) {
+  for (int i = n_idle_events; i-- > 0;)
+    if (idle_events[i].ctx == ctx) {
+      *out = idle_events[i].event;
+      idle_events[i] = idle_events[--n_idle_events];
+      return CPROTON_OK;
+    }
+  cp_curesult r = d->cuEventCreate(out, 2 /* CU_EVENT_DISABLE_TIMING */);
+  return r ? cp_cudadrv_error(r, "creating a copy-back event") : CPROTON_OK;
+}
+
+/* Caller: lock. */
+static void event_put(const cp_cudadrv *d, cp_cucontext ctx, cp_cuevent e) {
+  if (!e)
+    return;
+  if (n_idle_events < MAX_IDLE_EVENTS)
+    idle_events[n_idle_events++] = (idle_event){ctx, e};
+  else
+    d->cuEventDestroy(e);
+}
+
+/* The copy stream of `ctx`, created on first use. Caller: lock. */
+static int copy_stream(const cp_cudadrv *d, cp_cucontext ctx, cp_custream *out) {
+  for (int i = 0; i < n_copy_streams; i++)
+    if (copy_streams[i].ctx == ctx) {
+      *out = copy_streams[i].stream;
+      return CPROTON_OK;
+    }
+  if (n_copy_streams == MAX_CONTEXTS)
+    return cp_error_set(CPROTON_ELIMIT, "more than %d CUDA contexts",
+                        MAX_CONTEXTS);
+  cp_curesult r = d->cuStreamCreate(out, 1 /* CU_STREAM_NON_BLOCKING */);
+  if (r)
+    return cp_cudadrv_error(r, "creating the copy-back stream");
+  copy_streams[n_copy_streams].ctx = ctx;
+  copy_streams[n_copy_streams++].stream = *out;
+  return CPROTON_OK;
+}
+
 static void finish(const cp_cudadrv *d, pending *p) {
-  cp_curesult r = d->cuEventSynchronize(p->event);
+  cp_curesult r = d->cuEventSynchronize(p->copied);
   if (r) {
     cp_cudadrv_error(r, "waiting for a profile buffer copy");
     cp_warn("%s", cp_error_message());
@@ -245,7 +308,6 @@ static void finish(const cp_cudadrv *d, pending *p) {
                               p->device)) {
     cp_warn("kernel %s: %s", p->kernel->name, cp_error_message());
   }
-  d->cuEventDestroy(p->event);
 }
 
 static void *worker_main(void *arg) {
@@ -265,6 +327,8 @@ static void *worker_main(void *arg) {
     d->cuCtxSetCurrent(p->buf->ctx);
     finish(d, p);
     pthread_mutex_lock(&lock);
+    event_put(d, p->buf->ctx, p->after_kernel);
+    event_put(d, p->buf->ctx, p->copied);
     p->buf->in_use = 0;
     pthread_cond_broadcast(&freed);
     free(p);
@@ -287,18 +351,34 @@ static int ensure_worker(const cp_cudadrv *d) {
   return CPROTON_OK;
 }
 
+/* After the kernel (an event on the user's stream), on the copy stream:
+ * copy the buffer to its pinned twin, then re-arm it by zeroing each CTA's
+ * magic word (a strided 2D memset of n_ctas words), then record `copied`.
+ * The user's stream gets one event record, nothing else. Caller: lock. */
 static int enqueue_copy(const cp_cudadrv *d, pending *p, uint64_t stream) {
-  cp_custream s = (cp_custream)(uintptr_t)stream;
-  cp_curesult r = d->cuMemcpyDtoHAsync(p->buf->host, p->buf->dptr, p->size, s);
-  if (r)
-    return cp_cudadrv_error(r, "copying a profile buffer back");
-  if ((r = d->cuEventCreate(&p->event, 2 /* CU_EVENT_DISABLE_TIMING */)))
-    return cp_cudadrv_error(r, "creating a copy-back event");
-  if ((r = d->cuEventRecord(p->event, s))) {
-    d->cuEventDestroy(p->event);
-    return cp_cudadrv_error(r, "recording a copy-back event");
-  }
-  return CPROTON_OK;
+  cp_custream user = (cp_custream)(uintptr_t)stream, cs;
+  cp_cucontext ctx = p->buf->ctx;
+  int rc = copy_stream(d, ctx, &cs);
+  if (!rc)
+    rc = event_get(d, ctx, &p->after_kernel);
+  if (!rc)
+    rc = event_get(d, ctx, &p->copied);
+  if (rc)
+    return rc;
+  uint32_t pitch = p->kernel->layout.per_cta_bytes;
+  size_t n_ctas = pitch ? p->size / pitch : 0;
+  cp_curesult r = d->cuEventRecord(p->after_kernel, user);
+  if (!r)
+    r = d->cuStreamWaitEvent(cs, p->after_kernel, 0);
+  if (!r)
+    r = d->cuMemcpyDtoHAsync(p->buf->host, p->buf->dptr, p->size, cs);
+  if (!r && n_ctas)
+    r = d->cuMemsetD2D32Async(p->buf->dptr, pitch, 0, 1, n_ctas, cs);
+  if (!r)
+    r = d->cuEventRecord(p->copied, cs);
+  if (!r && n_ctas * pitch != p->size)
+    p->buf->dirty = 1; /* a tail the memset did not cover */
+  return r ? cp_cudadrv_error(r, "enqueueing a profile buffer copy") : 0;
 }
 
 int cproton_instr_launch(const cproton_instr_kernel *k, uint64_t dptr,
@@ -336,8 +416,12 @@ int cproton_instr_launch(const cproton_instr_kernel *k, uint64_t dptr,
     tail = p;
     pthread_cond_signal(&work);
   } else {
-    if (p->buf)
+    if (p->buf) {
       p->buf->in_use = 0;
+      p->buf->dirty = 1;
+    }
+    event_put(d, p->buf ? p->buf->ctx : NULL, p->after_kernel);
+    event_put(d, p->buf ? p->buf->ctx : NULL, p->copied);
     free(p);
   }
   pthread_mutex_unlock(&lock);
@@ -390,26 +474,6 @@ static int instr_start(const char *mode) {
   return CPROTON_OK;
 }
 
-static void free_pool(void) {
-  const cp_cudadrv *d;
-  cp_cucontext caller = NULL;
-  if (cp_cudadrv_get(&d) == CPROTON_OK) {
-    d->cuCtxGetCurrent(&caller);
-    for (size_t i = 0; i < n_buffers; i++) {
-      if (!buffers[i].dptr)
-        continue;
-      d->cuCtxSetCurrent(buffers[i].ctx);
-      d->cuMemFree(buffers[i].dptr);
-      d->cuMemFreeHost(buffers[i].host);
-    }
-    d->cuCtxSetCurrent(caller); /* the caller's thread keeps its context */
-  }
-  free(buffers);
-  buffers = NULL;
-  n_buffers = 0;
-  pool_bytes = 0;
-}
-
 static void instr_stop(void) {
   cproton_instr_flush();
   pthread_mutex_lock(&lock);
@@ -422,7 +486,9 @@ static void instr_stop(void) {
   pthread_mutex_lock(&lock);
   worker_running = 0;
   have_current = 0;
-  free_pool();
+  /* The pool (device buffers and their pinned twins), the copy streams and
+   * the idle events stay for the next session: pinning memory is slow, and
+   * the pool is bounded by its cap. */
   pthread_mutex_unlock(&lock);
   cproton_instr_stats st;
   cproton_instr_get_stats(&st);
