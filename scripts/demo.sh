@@ -12,7 +12,7 @@ viewer=$build/tools/viewer/cproton-viewer
 out=$root/out/demo
 mkdir -p "$out"
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-view() { "$viewer" --demangle "$@" | head -40; }
+view() { "$viewer" "$@" | head -40; }
 
 have_gpu() {
   command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1
