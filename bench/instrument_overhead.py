@@ -9,8 +9,9 @@ Proton 3.6 (`pl` = triton.profiler.language, triton.profiler.start(backend=
 cproton emits no marker; Proton's record ops are dropped). Kernels: vector
 add (scopes around the loads), a 4096^3 fp16 matmul with a scope around the
 dot inside the K loop, and a fused attention forward with scopes around both
-dots in the KV loop. Kernel time is measured with CUDA events over ITERS
-launches; variants are interleaved over REPS rounds; medians are reported.
+dots in the KV loop. Kernel time is the median over ITERS launches of a CUDA
+event pair around each launch; variants are interleaved over REPS rounds;
+medians of those are reported.
 
 Targets: cproton's overhead <= Proton's, and <= 5% on the matmul.
 
@@ -74,15 +75,17 @@ def workloads(k):
 
 
 def time_ms(fn, iters):
+    """Median GPU time of one launch: an event pair around each launch, so host
+    work between launches (Python, allocation, queueing) is not counted."""
     fn()
     torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
+    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    for start, end in pairs:
+        start.record()
         fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / iters
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(start.elapsed_time(end) for start, end in pairs)
 
 
 class Variant:
@@ -106,7 +109,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--iters", type=int, default=50)
-    ap.add_argument("--mode", default="default")
+    # 16 KiB of records per CTA: 256 per warp of the 8-warp matmul, so that
+    # neither profiler's circular buffer overflows in the K loop
+    ap.add_argument("--mode", default="default:buffer_size=16384")
     ap.add_argument("--no-proton", action="store_true")
     args = ap.parse_args()
     faulthandler.dump_traceback_later(int(os.environ.get("BENCH_STACKS_AFTER", "240")), exit=False)
@@ -127,7 +132,7 @@ def main():
                 if (v.name, w) in failures:
                     continue
                 try:
-                    t = v.measure(w, args.iters if w != "vadd" else 4 * args.iters)
+                    t = v.measure(w, args.iters)
                     times[(v.name, w)].append(t)
                     print(f"rep {rep} {w} {v.name}: {t:.4f} ms", flush=True)
                 except Exception as e:  # report, keep measuring the others

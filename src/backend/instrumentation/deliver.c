@@ -8,6 +8,7 @@
  * Not a hot path: runs on the worker thread after the GPU finished. */
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/instrumentation/runtime.h"
@@ -47,28 +48,31 @@ static size_t scope_path(const cproton_instr_kernel *k, int32_t s,
 }
 
 /* Counter units per nanosecond, measured: the furthest counter value any
- * warp of a CTA recorded, over the globaltimer time until its finalize. */
+ * warp of a CTA recorded, over the globaltimer time until its finalize,
+ * summed over CTAs. One pass over the warps (launches have 10^4+ warps). */
 static double measured_rate(const cproton_decoded *d, uint32_t counter,
                             uint32_t device) {
   if (counter == CPROTON_COUNTER_GLOBALTIMER)
     return 1.0;
-  double cycles = 0, ns = 0;
   size_t n_ctas = cproton_decoded_n_ctas(d), n_warps = cproton_decoded_n_warps(d);
-  for (size_t c = 0; c < n_ctas; c++) {
+  int64_t *far = calloc(n_ctas ? n_ctas : 1, sizeof *far);
+  double cycles = 0, ns = 0;
+  for (size_t w = 0; far && w < n_warps; w++) {
+    cproton_decoded_warp wp;
+    cproton_decoded_get_warp(d, w, &wp);
+    if (wp.cta < n_ctas && wp.n_events &&
+        wp.events[wp.n_events - 1].end > far[wp.cta])
+      far[wp.cta] = wp.events[wp.n_events - 1].end;
+  }
+  for (size_t c = 0; far && c < n_ctas; c++) {
     cproton_decoded_cta cta;
     cproton_decoded_get_cta(d, c, &cta);
-    int64_t far = 0;
-    for (size_t w = 0; w < n_warps; w++) {
-      cproton_decoded_warp wp;
-      cproton_decoded_get_warp(d, w, &wp);
-      if (wp.cta == c && wp.n_events && wp.events[wp.n_events - 1].end > far)
-        far = wp.events[wp.n_events - 1].end;
-    }
-    if (far > 0 && cta.finalize_time > cta.start_time) {
-      cycles += (double)far;
+    if (far[c] > 0 && cta.finalize_time > cta.start_time) {
+      cycles += (double)far[c];
       ns += (double)(cta.finalize_time - cta.start_time);
     }
   }
+  free(far);
   if (ns > 0 && cycles / ns > 0.1 && cycles / ns < 10.0)
     return cycles / ns;
   cp_device_info devs[CP_MAX_DEVICES];

@@ -2,7 +2,7 @@
  * pool of device profile buffers, asynchronous copy-back, and a worker
  * thread that decodes off the launch path.
  *
- *   launching thread                      worker thread
+ *   launching thread                      decoder threads (4)
  *   cproton_instr_alloc  -> pool buffer
  *   (kernel launch)
  *   cproton_instr_launch -> capture site,
@@ -80,8 +80,11 @@ static pthread_cond_t freed = PTHREAD_COND_INITIALIZER; /* a buffer returned */
 static buffer *buffers;
 static size_t n_buffers, pool_bytes;
 static pending *head, *tail;
-static int busy, worker_running, stopping;
-static pthread_t worker;
+/* Decoder threads: a large launch takes milliseconds to decode, so several
+ * share the queue; deliveries are independent (sessions lock their data). */
+#define N_WORKERS 4
+static int busy, n_workers, stopping; /* busy: workers decoding now */
+static pthread_t workers[N_WORKERS];
 static cproton_ptx_options current;
 static int have_current;
 
@@ -322,7 +325,7 @@ static void *worker_main(void *arg) {
     head = p->next;
     if (!head)
       tail = NULL;
-    busy = 1;
+    busy++;
     pthread_mutex_unlock(&lock);
     d->cuCtxSetCurrent(p->buf->ctx);
     finish(d, p);
@@ -332,8 +335,8 @@ static void *worker_main(void *arg) {
     p->buf->in_use = 0;
     pthread_cond_broadcast(&freed);
     free(p);
-    busy = 0;
-    if (!head)
+    busy--;
+    if (!head && !busy)
       pthread_cond_broadcast(&idle);
   }
   pthread_mutex_unlock(&lock);
@@ -342,13 +345,15 @@ static void *worker_main(void *arg) {
 
 /* Caller holds lock. */
 static int ensure_worker(const cp_cudadrv *d) {
-  if (worker_running)
+  if (n_workers)
     return CPROTON_OK;
   stopping = 0;
-  if (pthread_create(&worker, NULL, worker_main, (void *)d) != 0)
-    return cp_error_set(CPROTON_EBACKEND, "cannot start the decoder thread");
-  worker_running = 1;
-  return CPROTON_OK;
+  while (n_workers < N_WORKERS &&
+         pthread_create(&workers[n_workers], NULL, worker_main, (void *)d) == 0)
+    n_workers++;
+  return n_workers ? CPROTON_OK
+                   : cp_error_set(CPROTON_EBACKEND,
+                                  "cannot start a decoder thread");
 }
 
 /* After the kernel (an event on the user's stream), on the copy stream:
@@ -477,14 +482,14 @@ static int instr_start(const char *mode) {
 static void instr_stop(void) {
   cproton_instr_flush();
   pthread_mutex_lock(&lock);
-  int joined = worker_running;
+  int joined = n_workers;
   stopping = 1;
   pthread_cond_broadcast(&work);
   pthread_mutex_unlock(&lock);
-  if (joined)
-    pthread_join(worker, NULL);
+  for (int i = 0; i < joined; i++)
+    pthread_join(workers[i], NULL);
   pthread_mutex_lock(&lock);
-  worker_running = 0;
+  n_workers = 0;
   have_current = 0;
   /* The pool (device buffers and their pinned twins), the copy streams and
    * the idle events stay for the next session: pinning memory is slow, and
