@@ -28,5 +28,4 @@ run proton_example  "$py" "$here/python/proton_example_check.py"
 run cli             "$py" -m cproton -n cli_profile -k triton "$here/python/cli_example.py"
 run cli_check       "$py" "$here/python/cli_check.py"
 run bench_scope     "$py" "$here/../../bench/python_scope_bench.py" "$out"
-run bench_launch    "$py" "$here/python/launch_overhead.py" "$out"
 exit $fail
