@@ -355,9 +355,14 @@ Test(backend_cupti, graph_kernels_keep_capture_context, .init = setup,
       metric(node_at(p, PATH("step", "build", "layer", "relu")), "time (ns)"),
       2);
   json_decref(p);
-  /* destroying the graphs frees their entries */
+  /* destroyed nodes keep their entries for records not flushed yet, until
+   * CP_GRAPH_DEAD_RING later destroys push them out */
+  size_t kept = cp_graph_count(st.graphs);
   for (uintptr_t n = 11; n <= 22; n++)
     graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING, n, 0);
+  cr_assert_eq(cp_graph_count(st.graphs), kept);
+  for (uintptr_t n = 0; n < CP_GRAPH_DEAD_RING; n++)
+    graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING, 100000 + n, 0);
   cr_assert_eq(cp_graph_count(st.graphs), 0);
 }
 
@@ -374,6 +379,9 @@ Test(backend_cupti, graph_table_is_bounded, .init = setup, .fini = teardown) {
   cr_assert_eq(atomic_load(&st.stats.graph_full), 152);
   for (uintptr_t n = 1; n <= 200; n++)
     graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING, n, 0);
+  cr_assert_eq(cp_graph_count(st.graphs), 48, "kept for late records");
+  for (uintptr_t n = 0; n < CP_GRAPH_DEAD_RING; n++)
+    graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING, 100000 + n, 0);
   cr_assert_eq(cp_graph_count(st.graphs), 0);
   for (uintptr_t n = 1000; n < 1040; n++)
     graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, n, 0);

@@ -80,13 +80,22 @@ static void on_node_cloned(cp_cupti_state *st, CUpti_CallbackId cbid,
     atomic_fetch_add_explicit(&st->stats.graph_clones, 1, memory_order_relaxed);
 }
 
+/* A destroyed node's entry lives on until CP_GRAPH_DEAD_RING more nodes are
+ * destroyed, so records flushed after the destroy still find their capture
+ * context; memory stays bounded by the table and the ring. */
 static void on_node_destroyed(cp_cupti_state *st, CUpti_CallbackId cbid,
                               const void *data) {
   const CUpti_GraphData *g =
       ((const CUpti_ResourceData *)data)->resourceDescriptor;
   uint64_t id;
-  if (g && node_id(st, g->node, &id))
-    cp_graph_remove(st->graphs, id);
+  if (!g || !node_id(st, g->node, &id))
+    return;
+  unsigned pos = atomic_fetch_add_explicit(&st->dead_next, 1,
+                                           memory_order_relaxed);
+  uint64_t old = atomic_exchange_explicit(
+      &st->dead[pos % CP_GRAPH_DEAD_RING], id + 1, memory_order_relaxed);
+  if (old)
+    cp_graph_remove(st->graphs, old - 1);
 }
 
 /* ---- NVTX: ranges become scopes ------------------------------------------ */

@@ -36,9 +36,16 @@ typedef struct cp_cupti_hooks {
   int (*graph_node_id)(void *node, uint64_t *id_out);
 } cp_cupti_hooks;
 
+/* Destroyed graph nodes whose entries are kept a while: their kernels'
+ * records may still be in activity buffers not yet flushed (programs often
+ * destroy a graph right after its last replay). */
+#define CP_GRAPH_DEAD_RING 1024
+
 typedef struct cp_cupti_state {
   cp_corr *corr;
   cp_graph *graphs;
+  _Atomic uint64_t dead[CP_GRAPH_DEAD_RING]; /* node id + 1; 0 = empty */
+  atomic_uint dead_next;
   cp_cupti_hooks hooks;
   _Atomic uint64_t devices_seen; /* bit d: device d registered */
   cp_cupti_stats stats;
