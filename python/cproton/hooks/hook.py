@@ -44,6 +44,27 @@ class HookManager:
     # session id -> (hook -> active)
     session_hooks: Dict[int, Dict[Hook, bool]] = defaultdict(lambda: defaultdict(bool))
     _installed = False
+    # (chain, function) pairs added to Triton's hook chains
+    _chained: list = []
+
+    @staticmethod
+    def _rechain() -> None:
+        """Puts the right functions in Triton's hook chains: with a single
+        active hook, its own enter/exit (a launch then costs one call, not a
+        Python loop over hooks); with several, the manager's fan-out."""
+        rt = _runtime_knobs()
+        for chain, fn in HookManager._chained:
+            chain.remove(fn)
+        HookManager._chained = []
+        if not HookManager._installed:
+            return
+        hooks = HookManager.active_hooks
+        enter, exit_ = ((hooks[0].enter, hooks[0].exit) if len(hooks) == 1 else
+                        (HookManager.enter, HookManager.exit))
+        for chain, fn in ((rt.kernel_load_end_hook, HookManager.init_handle), (rt.launch_enter_hook, enter),
+                          (rt.launch_exit_hook, exit_)):
+            chain.add(fn)
+            HookManager._chained.append((chain, fn))
 
     @staticmethod
     def init_handle(module: Any, function: Any, name: str, metadata_group: Dict[str, str], hash: str) -> None:
@@ -80,6 +101,7 @@ class HookManager:
                     HookManager.active_hooks.append(hook)
                 HookManager.session_hooks[s][hook] = True
         HookManager._sort()
+        HookManager._rechain()
 
     @staticmethod
     def deactivate(session: Optional[int] = None) -> None:
@@ -95,6 +117,7 @@ class HookManager:
             if not any(hooks.get(hook) for hooks in HookManager.session_hooks.values()):
                 hook.deactivate()
                 HookManager.active_hooks.remove(hook)
+        HookManager._rechain()
 
     @staticmethod
     def register(hook: Hook, session: int) -> None:
@@ -103,11 +126,8 @@ class HookManager:
             hook.activate()
             HookManager.active_hooks.append(hook)
         HookManager._sort()
-        rt = _runtime_knobs()
-        rt.kernel_load_end_hook.add(HookManager.init_handle)
-        rt.launch_enter_hook.add(HookManager.enter)
-        rt.launch_exit_hook.add(HookManager.exit)
         HookManager._installed = True
+        HookManager._rechain()
 
     @staticmethod
     def unregister(session: Optional[int] = None) -> None:
@@ -126,8 +146,5 @@ class HookManager:
                     hook.deactivate()
                     HookManager.active_hooks.remove(hook)
         if not HookManager.active_hooks and HookManager._installed:
-            rt = _runtime_knobs()
-            rt.kernel_load_end_hook.remove(HookManager.init_handle)
-            rt.launch_enter_hook.remove(HookManager.enter)
-            rt.launch_exit_hook.remove(HookManager.exit)
             HookManager._installed = False
+        HookManager._rechain()
