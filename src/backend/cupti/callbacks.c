@@ -43,41 +43,40 @@ static int node_id(cp_cupti_state *st, CUgraphNode node, uint64_t *id) {
          st->hooks.graph_node_id(node, id) == 0;
 }
 
+/* Keeps `site` as node `id`'s capture context; a full table is counted. */
+static void remember(cp_cupti_state *st, uint64_t id,
+                     const cp_launch_site *site, atomic_ullong *counter) {
+  atomic_ullong *c = cp_graph_put(st->graphs, id, site) ? counter
+                                                         : &st->stats.graph_full;
+  atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+/* Kernel nodes only: other nodes (copies, memsets) launch no kernels. */
 static void on_node_created(cp_cupti_state *st, CUpti_CallbackId cbid,
                             const void *data) {
   const CUpti_GraphData *g =
       ((const CUpti_ResourceData *)data)->resourceDescriptor;
   uint64_t id;
-  if (!g || !node_id(st, g->node, &id))
+  if (!g || g->nodeType != CU_GRAPH_NODE_TYPE_KERNEL ||
+      !node_id(st, g->node, &id))
     return;
-  cp_debug("cupti: graph node %llu created (type %d)", (unsigned long long)id,
-           (int)g->nodeType);
   cp_launch_site site;
   cp_session_capture(&site);
-  if (!site.sessions)
-    return;
-  if (!cp_graph_put(st->graphs, id, &site))
-    atomic_fetch_add_explicit(&st->stats.graph_full, 1, memory_order_relaxed);
-  else
-    atomic_fetch_add_explicit(&st->stats.graph_nodes, 1, memory_order_relaxed);
+  if (site.sessions)
+    remember(st, id, &site, &st->stats.graph_nodes);
 }
 
+/* Instantiation clones nodes (after a CREATED for the clone, whose context
+ * is the instantiation's): the clone takes the original's capture context. */
 static void on_node_cloned(cp_cupti_state *st, CUpti_CallbackId cbid,
                            const void *data) {
   const CUpti_GraphData *g =
       ((const CUpti_ResourceData *)data)->resourceDescriptor;
-  uint64_t from, to; /* only known (kernel) nodes are copied */
-  if (!g || !node_id(st, g->originalNode, &from) || !node_id(st, g->node, &to))
-    return;
-  cp_debug("cupti: graph node %llu cloned from %llu", (unsigned long long)to,
-           (unsigned long long)from);
+  uint64_t from, to;
   cp_launch_site site;
-  if (!cp_graph_get(st->graphs, from, &site))
-    return;
-  if (!cp_graph_put(st->graphs, to, &site))
-    atomic_fetch_add_explicit(&st->stats.graph_full, 1, memory_order_relaxed);
-  else
-    atomic_fetch_add_explicit(&st->stats.graph_clones, 1, memory_order_relaxed);
+  if (g && node_id(st, g->originalNode, &from) &&
+      node_id(st, g->node, &to) && cp_graph_get(st->graphs, from, &site))
+    remember(st, to, &site, &st->stats.graph_clones);
 }
 
 /* A destroyed node's entry lives on until CP_GRAPH_DEAD_RING more nodes are
