@@ -157,6 +157,12 @@ CPROTON_API int cproton_scope_enter(const char *name, uint64_t *id_out);
  * enter or a name mismatch (the stack is left unchanged). */
 CPROTON_API int cproton_scope_exit(const char *name);
 
+/* Like cproton_scope_enter, and the matching cproton_scope_exit adds the
+ * CPU time between them, in ns, as the exclusive metric "cpu_time (ns)"
+ * (Proton's cpu_timed_scope). Same errors as cproton_scope_enter. */
+CPROTON_API int cproton_cpu_timed_scope_enter(const char *name,
+                                              uint64_t *id_out);
+
 /* Depth of the calling thread's shadow stack. */
 CPROTON_API size_t cproton_scope_depth(void);
 

@@ -100,6 +100,7 @@ int cp_context_push(uint32_t name, unsigned kinds, cp_frame **frame_out) {
     f->node[k] = (kinds >> k) & 1 ? resolve_source((cp_context_kind)k) : NULL;
   f->name = name;
   f->start_ns = 0;
+  f->timed = 0;
   f->id = ((uint64_t)t->tid << 40) | ++t->next_scope;
   t->depth++;
   *frame_out = f;

@@ -25,7 +25,8 @@ typedef enum cp_context_kind {
 
 typedef struct cp_frame {
   uint64_t id;      /* scope id handed to the user */
-  uint64_t start_ns;/* CPU time at enter (trace sessions only, else 0) */
+  uint64_t start_ns;/* CPU time at enter (trace sessions, timed scopes) */
+  int timed;        /* a CPU-timed scope: its exit adds cpu_time (ns) */
   uint32_t name;    /* strtab id */
   cp_node *node[CP_CONTEXT_KINDS];
 } cp_frame;

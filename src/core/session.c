@@ -409,11 +409,32 @@ static void trace_scope(const cp_frame *f) {
   }
 }
 
+static int add_metric(uint64_t scope_id, const char *name, cp_value v);
+
+int cproton_cpu_timed_scope_enter(const char *name, uint64_t *id_out) {
+  uint64_t id;
+  int rc = cproton_scope_enter(name, &id);
+  cp_frame *f = rc ? NULL : (cp_frame *)cp_context_find(0);
+  if (f) {
+    f->timed = 1;
+    if (!f->start_ns)
+      f->start_ns = cp_clock_now_ns();
+  }
+  if (!rc && id_out)
+    *id_out = id;
+  return rc;
+}
+
 int cproton_scope_exit(const char *name) {
   const cp_frame *f;
   int rc = cp_context_pop(name, &f);
-  if (!rc && f->start_ns)
-    trace_scope(f);
+  if (rc || !f->start_ns)
+    return rc;
+  uint64_t now = cp_clock_now_ns();
+  if (f->timed)
+    rc = add_metric(f->id, "cpu_time (ns)(exc)",
+                    (cp_value){CP_VALUE_INT, {.i = (int64_t)(now - f->start_ns)}});
+  trace_scope(f);
   return rc;
 }
 

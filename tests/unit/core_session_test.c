@@ -352,3 +352,21 @@ Test(core_session, ops_name_kernels_and_ignore_states, .init = reset) {
       "\"device_type\":\"CUDA\",\"flops\":2.0,\"time (ns)\":9},"
       "\"children\":[]}]}]},{}]");
 }
+
+Test(core_session, cpu_timed_scopes, .init = reset) {
+  int sid = start(cpt_tmp_path("timed"), NULL, "none");
+  for (int i = 0; i < 2; i++) {
+    cr_assert_eq(cproton_cpu_timed_scope_enter("work", NULL), CPROTON_OK);
+    usleep(2000);
+    cr_assert_eq(cproton_scope_exit("work"), CPROTON_OK);
+  }
+  char *json;
+  cr_assert_eq(cproton_session_data_json(sid, &json, NULL), CPROTON_OK);
+  json_t *j = cpt_parse_json(json);
+  cproton_free(json);
+  json_t *work = json_array_get(json_object_get(json_array_get(j, 0), "children"), 0);
+  json_int_t t = json_integer_value(json_object_get(json_object_get(work, "metrics"), "cpu_time (ns)"));
+  cr_assert(t >= 4000000 && t < 400000000, "two 2 ms sleeps, got %lld ns", (long long)t);
+  json_decref(j);
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+}
