@@ -27,5 +27,11 @@ run triton_instrument "$py" "$here/python/triton_instrument.py"
 run proton_example  "$py" "$here/python/proton_example_check.py"
 run cli             "$py" -m cproton -n cli_profile -k triton "$here/python/cli_example.py"
 run cli_check       "$py" "$here/python/cli_check.py"
+if nvcc -O2 -arch=native "$here/cupti_app.cu" -o "$out/native_app" > "$out/nvcc.log" 2>&1; then
+  run cli_native    "$py" -m cproton -n cli_native -- "$out/native_app" "$out/native_expected"
+  run cli_native_check "$py" "$here/python/cli_native_check.py"
+else
+  echo "FAIL cli_native: nvcc failed (see $out/nvcc.log)"; fail=1
+fi
 run bench_scope     "$py" "$here/../../bench/python_scope_bench.py" "$out"
 exit $fail
