@@ -30,9 +30,14 @@ check basic_trace "$build/examples/example_basic" "$out/basic" trace
 check scope_bench "$build/bench/scope_bench" 2000 2
 if [ -x "$build/tools/viewer/cproton-viewer" ]; then
   for f in "$shared"/reference/proton-3.6-h200/*.hatchet; do
+    m=time/ms,avg_time/us
+    grep -q '"time (ns)"' "$f" || m=normalized_cycles  # instrumentation profile
+    grep -q '"num_samples"' "$f" && m=num_samples,stalled_barrier/%
     check "viewer_$(basename "$f" .hatchet)" "$build/tools/viewer/cproton-viewer" \
-      --no-color -m time/ms "$f"
+      --no-color -m "$m" "$f"
   done
+  check viewer_list "$build/tools/viewer/cproton-viewer" -l \
+    "$shared/reference/proton-3.6-h200/proton_hook.hatchet"
   printf '[{"frame": {"name": "ROOT"' > "$out/truncated.hatchet"
   check_bad viewer_truncated "$build/tools/viewer/cproton-viewer" "$out/truncated.hatchet"
 fi
