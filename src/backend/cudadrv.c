@@ -7,6 +7,7 @@
  * CUPTI backend. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,7 +58,7 @@ int cp_cudadrv_error(cp_curesult r, const char *what) {
                       text ? text : "unknown");
 }
 
-int cp_cudadrv_register_device(cp_cudevice dev) {
+int cp_cudadrv_describe(cp_cudevice dev, cp_device_info *out) {
   const cp_cudadrv *d;
   int rc = cp_cudadrv_get(&d);
   if (rc)
@@ -69,12 +70,26 @@ int cp_cudadrv_register_device(cp_cudevice dev) {
   d->cuDeviceGetAttribute(&clock, CP_CU_ATTR_CLOCK_RATE, dev);
   d->cuDeviceGetAttribute(&mclock, CP_CU_ATTR_MEMORY_CLOCK_RATE, dev);
   d->cuDeviceGetAttribute(&bus, CP_CU_ATTR_GLOBAL_MEMORY_BUS_WIDTH, dev);
-  cp_device_info info = {.type = CP_DEVICE_CUDA, .id = (uint32_t)dev,
-                         .num_sms = (uint32_t)sms,
-                         .clock_rate = (uint64_t)clock,
-                         .memory_clock_rate = (uint64_t)mclock,
-                         .bus_width = (uint32_t)bus};
-  snprintf(info.arch, sizeof info.arch, "%d", major * 10 + minor);
-  cp_device_register(&info);
+  *out = (cp_device_info){.type = CP_DEVICE_CUDA, .id = (uint32_t)dev,
+                          .num_sms = (uint32_t)sms,
+                          .clock_rate = (uint64_t)clock,
+                          .memory_clock_rate = (uint64_t)mclock,
+                          .bus_width = (uint32_t)bus};
+  snprintf(out->arch, sizeof out->arch, "%d", major * 10 + minor);
   return CPROTON_OK;
+}
+
+static atomic_ullong registered; /* bit d: device d registered */
+
+int cp_cudadrv_register_device(cp_cudevice dev) {
+  uint64_t bit = dev >= 0 && dev < 64 ? 1ull << dev : 0;
+  if (bit && (atomic_load(&registered) & bit))
+    return CPROTON_OK;
+  cp_device_info info;
+  int rc = cp_cudadrv_describe(dev, &info);
+  if (!rc) {
+    cp_device_register(&info);
+    atomic_fetch_or(&registered, bit);
+  }
+  return rc;
 }

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/device.h"
+
 typedef int cp_curesult; /* CUresult: 0 = CUDA_SUCCESS */
 typedef uint64_t cp_cudeviceptr;
 typedef void *cp_custream;
@@ -20,6 +22,7 @@ typedef int cp_cudevice;
   X(cuCtxGetCurrent, "cuCtxGetCurrent", (cp_cucontext * ctx))                  \
   X(cuCtxSetCurrent, "cuCtxSetCurrent", (cp_cucontext ctx))                    \
   X(cuCtxGetDevice, "cuCtxGetDevice", (cp_cudevice * dev))                     \
+  X(cuDeviceGet, "cuDeviceGet", (cp_cudevice * dev, int ordinal))              \
   X(cuDeviceGetAttribute, "cuDeviceGetAttribute",                              \
     (int *value, int attrib, cp_cudevice dev))                                 \
   X(cuMemAlloc, "cuMemAlloc_v2", (cp_cudeviceptr * p, size_t size))            \
@@ -66,7 +69,12 @@ int cp_cudadrv_get(const cp_cudadrv **out);
 /* Translates a driver failure into EBACKEND with "<what>: <driver text>". */
 int cp_cudadrv_error(cp_curesult r, const char *what);
 
-/* Registers device `dev` with core/device.c (arch, SMs, clocks, bus). */
+/* Describes device `dev` (arch, SMs, clocks, bus) into `out`, as a CUDA
+ * device with id `dev`. Errors: ENODEVICE. Used by both GPU backends. */
+int cp_cudadrv_describe(cp_cudevice dev, cp_device_info *out);
+
+/* Describes `dev` and registers it with core/device.c, once per device
+ * (later calls return at once). Errors: those of cp_cudadrv_describe. */
 int cp_cudadrv_register_device(cp_cudevice dev);
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/cudadrv.h"
 #include "backend/cupti/callbacks.h"
 #include "backend/cupti/config.h"
 #include "backend/cupti/cupti_backend.h"
@@ -40,25 +41,9 @@ static atomic_int discarding;
 
 static int describe_device(uint32_t id, cp_device_info *d) {
   CUdevice dev;
-  int major = 0, minor = 0, sms = 0, clock = 0, mem_clock = 0, bus = 0;
   if (api.cuDeviceGet(&dev, (int)id) != CUDA_SUCCESS)
     return CPROTON_EBACKEND;
-  api.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                           dev);
-  api.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                           dev);
-  api.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
-  api.cuDeviceGetAttribute(&clock, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev);
-  api.cuDeviceGetAttribute(&mem_clock, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE,
-                           dev);
-  api.cuDeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH,
-                           dev);
-  snprintf(d->arch, sizeof d->arch, "%d%d", major, minor);
-  d->num_sms = (uint32_t)sms;
-  d->clock_rate = (uint64_t)clock;
-  d->memory_clock_rate = (uint64_t)mem_clock;
-  d->bus_width = (uint32_t)bus;
-  return CPROTON_OK;
+  return cp_cudadrv_describe((cp_cudevice)dev, d);
 }
 
 static int graph_node_id(void *node, uint64_t *id) {

@@ -17,7 +17,6 @@
 #define CP_LOADER_CUDA_FUNCS(X)                                                \
   X(cuDriverGetVersion)                                                        \
   X(cuDeviceGet)                                                               \
-  X(cuDeviceGetAttribute)
 
 #define CP_LOADER_CUPTI_FUNCS(X)                                               \
   X(cuptiGetVersion)                                                           \

@@ -402,6 +402,7 @@ int cproton_instr_launch(const cproton_instr_kernel *k, uint64_t dptr,
   cp_cudevice dev = 0;
   d->cuCtxGetDevice(&dev);
   p->device = (uint32_t)dev;
+  cp_cudadrv_register_device(dev); /* device info for the profile, once */
   cp_instr_count_launch();
   pthread_mutex_lock(&lock);
   p->buf = find_buffer(dptr);
