@@ -29,9 +29,10 @@ from . import specs
 from .hooks.launch import COMPUTE_METADATA_SCOPE_NAME, LaunchHook
 
 __all__ = [
-    "FactorDict", "apply_diff_profile", "derivable_metrics", "derive_metrics", "emit_warnings",
-    "filter_frames", "format_frames", "get_min_time_bytes", "get_min_time_flops", "get_raw_metrics",
-    "main", "match_available_metrics", "parse", "print_tree", "read", "remove_frames", "show_metrics"
+    "FactorDict", "apply_diff_profile", "avg_cpu_time_factor_dict", "avg_time_factor_dict", "bytes_factor_dict",
+    "cpu_time_factor_dict", "default_flop_factor_dict", "derivable_metrics", "derive_metrics", "emit_warnings",
+    "filter_frames", "format_frames", "get_min_time_bytes", "get_min_time_flops", "get_raw_metrics", "main",
+    "match_available_metrics", "parse", "print_tree", "read", "remove_frames", "show_metrics", "time_factor_dict"
 ]
 
 # ---------------------------------------------------------------------------
@@ -78,11 +79,18 @@ _TIME_METRICS = {
 }
 
 
+def _flop_factors(width=""):
+    return {f"{prefix}flop{width}/s": scale for prefix, scale in _RATE_PREFIX.items()}
+
+
+default_flop_factor_dict = _flop_factors()
+
+
 def _rate_metrics():
     """Rates (per second of `time`): derived name -> FactorDict(raw metric, scale)."""
     table = {key: bytes_factor_dict for key in bytes_factor_dict.factor}
     for width in ("", *FLOPS_WIDTHS):
-        factors = FactorDict(f"flops{width}", {f"{p}flop{width}/s": v for p, v in _RATE_PREFIX.items()})
+        factors = FactorDict(f"flops{width}", _flop_factors(width))
         table.update({key: factors for key in factors.factor})
     return table
 

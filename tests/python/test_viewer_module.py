@@ -84,6 +84,22 @@ def assert_same_frames(theirs, ours, columns=None):
         assert tree(ours, numeric) == tree(theirs, numeric)
 
 
+def test_same_names():
+    """Every function, class and table of Proton's viewer, with the same parameters
+    (cproton's `main` also takes an optional argv) and the same values."""
+    import inspect
+    for name, theirs in vars(tv).items():
+        if inspect.isfunction(theirs) and theirs.__module__ == tv.__name__:
+            ours = inspect.signature(getattr(cv, name)).parameters
+            expected = inspect.signature(theirs).parameters
+            assert list(ours)[:len(expected)] == list(expected), name
+            assert all(p.default is not p.empty for p in list(ours.values())[len(expected):]), name
+    assert cv.FactorDict._fields == tv.FactorDict._fields
+    for table in ("time_factor_dict", "avg_time_factor_dict", "cpu_time_factor_dict", "avg_cpu_time_factor_dict",
+                  "bytes_factor_dict", "default_flop_factor_dict", "derivable_metrics"):
+        assert getattr(cv, table) == getattr(tv, table), table
+
+
 def both_read(path):
     return tv.read(str(path)), cv.read(str(path))
 
