@@ -160,7 +160,9 @@ def get_raw_metrics(file):
     ones are every other dataframe column."""
     ht = _require("hatchet")
     database = remove_frames(json.load(file))
-    device_info = database.pop(1) if len(database) > 1 else {}
+    if not database or "frame" not in database[0]:
+        raise ValueError(f"{getattr(file, 'name', 'profile')}: no frame with metrics (an empty profile?)")
+    device_info = database.pop(1) if len(database) > 1 else {}  # Proton's files always have it
     gf = ht.GraphFrame.from_literal(database)
     inclusive = gf.show_metric_columns()
     exclusive = [column for column in gf.dataframe.columns if column not in inclusive]

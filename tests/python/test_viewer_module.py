@@ -8,6 +8,7 @@ and the results must agree: metric lists, device tables, dataframe columns
 requests the exception type and message. No GPU is involved. Skips when
 Hatchet, pandas or triton is missing.
 """
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -272,3 +273,20 @@ def test_missing_hatchet(monkeypatch):
     assert "time/ms" in cv.time_factor_dict.factor
     with pytest.raises(ImportError, match="pip install llnl-hatchet"):
         cv.read(str(PROTON / "proton_hook.hatchet"))
+
+
+def test_profile_without_device_table_or_frames(tmp_path):
+    """Deliberate differences (Proton raises IndexError): a profile without the
+    device table reads with an empty one; a profile with no frame left after
+    dropping launch-metadata frames and empty leaves is a ValueError naming it."""
+    root = {"frame": {"name": "ROOT", "type": "function"}, "metrics": {},
+            "children": [{"frame": {"name": "k", "type": "function"}, "metrics": {"time (ns)": 5, "count": 1},
+                          "children": []}]}
+    (tmp_path / "bare.hatchet").write_text(json.dumps([root]))
+    gf, inclusive, _, device_info = cv.read(str(tmp_path / "bare.hatchet"))
+    assert device_info == {} and list(gf.dataframe["name"]) == ["ROOT", "k"]
+    metadata = {"frame": {"name": cv.COMPUTE_METADATA_SCOPE_NAME, "type": "function"}, "metrics": {"count": 1},
+                "children": []}
+    (tmp_path / "empty.hatchet").write_text(json.dumps([dict(root, children=[metadata]), {}]))
+    with pytest.raises(ValueError, match="empty.hatchet: no frame with metrics"):
+        cv.read(str(tmp_path / "empty.hatchet"))
