@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-REF = ROOT.parent / "shared" / "reference" / "proton-3.6-h200"
+REF = ROOT / "tests" / "data" / "proton-3.6"
 INPUTS = ROOT / "tests" / "golden" / "viewer" / "inputs"
 BUILD = Path(os.environ.get("CPROTON_BUILD_DIR", ROOT / "build"))
 VIEWER = BUILD / "tools" / "viewer" / "cproton-viewer"

@@ -7,7 +7,7 @@ viewer=$1
 src=$2
 update=${3:-}
 here=$src/tests/golden/viewer
-ref=$src/../shared/reference/proton-3.6-h200
+ref=$src/tests/data/proton-3.6  # copies of Proton 3.6 outputs (README there)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # a 2 MiB frame name (over the reader's 1 MiB string limit), made here
