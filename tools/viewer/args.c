@@ -128,6 +128,8 @@ static int check_choices(const vw_args *a) {
     return vw_fail("bad --output \"%.200s\"", a->output);
   if (a->include && a->exclude)
     return vw_fail("Cannot specify both include and exclude");
+  if (a->svg && a->diff)
+    return vw_fail("--svg draws one profile; it does not take --diff-profile");
   return 0;
 }
 

@@ -258,8 +258,6 @@ static int draw(FILE *f, layout *L, const char *label,
 
 int vw_svg(const vw_tree *t, int col, const vw_render_opts *o,
            const char *path) {
-  if (t->diff)
-    return vw_fail("--svg draws one profile; it does not take --diff-profile");
   const char *cname = t->cols[col].name, *inc = strstr(cname, " (inc)");
   char label[256]; /* "time (ms) (inc)" -> "time (ms)" */
   snprintf(label, sizeof label, "%.*s",
