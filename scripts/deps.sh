@@ -66,7 +66,8 @@ fi
 log=${CPROTON_DEPS_LOG:-$root/build/deps.log}
 mkdir -p "$(dirname "$log")"
 export DEBIAN_FRONTEND=noninteractive
-echo "cproton: installing ${missing[*]} ${optional[*]} (apt log: $log)"
+all=(${missing[@]+"${missing[@]}"} ${optional[@]+"${optional[@]}"})
+echo "cproton: installing ${all[*]} (apt log: $log)"
 apt_get() { apt-get -y -q --no-install-recommends "$@" >>"$log" 2>&1; }
 if ! apt-get update -q >>"$log" 2>&1; then
   echo "cproton: apt-get update failed; see $log" >&2
