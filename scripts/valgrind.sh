@@ -38,6 +38,8 @@ if [ -x "$build/tools/viewer/cproton-viewer" ]; then
   done
   check viewer_list "$build/tools/viewer/cproton-viewer" -l \
     "$data/proton-3.6-h200/proton_hook.hatchet"
+  check viewer_svg "$build/tools/viewer/cproton-viewer" --no-color --demangle \
+    -m time/us --svg "$out/flame.svg" "$root/examples/results/proton_example.hatchet"
   printf '[{"frame": {"name": "ROOT"' > "$out/truncated.hatchet"
   check_bad viewer_truncated "$build/tools/viewer/cproton-viewer" "$out/truncated.hatchet"
 fi
