@@ -3,14 +3,14 @@
  *
  * Width of a frame = its value of the first -m metric, or the sum of its
  * children's widths when that is larger or the frame has no value (Proton's
- * intra-kernel cycles are exclusive columns, yet a scope's cycles include its
- * nested scopes': adding them up would count twice). Colour = the frame's
- * kind: scope (CPU/Python), kernel, source
- * line (`file:line@func`), intra-kernel scope. A name that does not fit is
- * cut with "..", and each frame's <title> (the browser's tooltip) holds the
- * full name, the value and the share of the total. Frames narrower than
- * MIN_PX are not drawn; the subtitle says how many, so nothing goes missing
- * unannounced. Called once by main.c, after derive and filter. */
+ * intra-kernel cycles are exclusive columns, yet a scope's cycles include
+ * its nested scopes': adding them up would count twice). Colour = the
+ * frame's kind: scope (CPU/Python), kernel, source line (`file:line@func`),
+ * intra-kernel scope. A name that does not fit is cut with an ellipsis, and
+ * each frame's <title> (the browser's tooltip) holds the full name, the
+ * value and the share of the total. Frames narrower than MIN_PX are not
+ * drawn; the subtitle says how many, so nothing goes missing unannounced.
+ * Called once by main.c, after derive and filter. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -116,13 +116,14 @@ static void place(layout *L) {
 }
 
 /* XML text: markup characters escaped, control bytes (invalid in XML 1.0)
- * shown as '?'. At most max_chars code points; "" then ".." when cut. */
+ * shown as '?'. At most max_chars code points, the last one an ellipsis
+ * when the text is cut. */
 static void put_text(FILE *f, const char *s, size_t max_chars) {
   size_t chars = 0, len = strlen(s);
   for (size_t k = 0; k < len; k++)
     chars += ((unsigned char)s[k] & 0xC0) != 0x80;
   int cut = chars > max_chars;
-  size_t keep = cut ? (max_chars >= 2 ? max_chars - 2 : 0) : chars, seen = 0;
+  size_t keep = cut ? (max_chars >= 1 ? max_chars - 1 : 0) : chars, seen = 0;
   for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
     if ((*c & 0xC0) != 0x80 && seen++ == keep)
       break;
@@ -135,7 +136,7 @@ static void put_text(FILE *f, const char *s, size_t max_chars) {
     }
   }
   if (cut)
-    fputs("..", f);
+    fputs("\xe2\x80\xa6", f); /* U+2026 ellipsis in UTF-8 */
 }
 
 static void hsl_hex(double h, double s, double l, char out[8]) {
