@@ -125,7 +125,7 @@ def test_svg_intra_kernel_scopes_and_threshold(tmp_path):
 
 
 def test_svg_source_lines(tmp_path):
-    _, frames = draw(tmp_path, DATA / "proton-3.6-h100" / "pcsampling_lines.hatchet",
+    _, frames = draw(tmp_path, DATA / "proton-3.6" / "pcsampling_lines.hatchet",
                      "num_samples")
     lines = [f for f in frames if f[0] == "line"]
     assert lines and all(re.search(r":\d+@", f[1]) for f in lines)
