@@ -1,18 +1,27 @@
-# Thin wrapper around CMake. `make` builds, `make demo` runs the main job,
-# `make test` runs every test (C units, fuzz corpora, tools, Python), and
-# `make asan` runs the C suite under ASan + UBSan. Missing Debian packages are
-# installed by scripts/deps.sh when run as root.
+# Thin wrapper around CMake. `make` builds the library and tools, `make demo`
+# runs the main job, `make test` runs every test (C units, fuzz corpora,
+# tools, Python), and `make asan` runs the C suite under ASan + UBSan.
+# Each target first checks the Debian packages it needs (scripts/deps.sh
+# build|test|valgrind): as root it installs the missing ones, as anyone else
+# it prints the exact apt-get line. `make` needs only the build packages.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps build test test-c test-python asan demo valgrind bench clean
+.PHONY: all deps deps-test deps-valgrind configure-test build test test-c \
+	test-python asan demo valgrind bench clean
 
 all: build
 
 deps:
-	@scripts/deps.sh
+	@scripts/deps.sh build
+
+deps-test:
+	@scripts/deps.sh test
+
+deps-valgrind:
+	@scripts/deps.sh valgrind
 
 $(BUILD)/CMakeCache.txt: | deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
@@ -20,20 +29,26 @@ $(BUILD)/CMakeCache.txt: | deps
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
+# Re-configures first: test packages installed after the first `make` (e.g.
+# Criterion) are found only by a new cmake run.
+configure-test: deps-test $(BUILD)/CMakeCache.txt
+	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) > $(BUILD)/configure.log || \
+	  { cat $(BUILD)/configure.log; exit 1; }
+
 test: test-c test-python
 
-test-c: build
+test-c: configure-test build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test-python: build
+test-python: configure-test build
 	@scripts/test-python.sh $(BUILD)
 
-asan: deps
+asan: deps-test
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCPROTON_SANITIZE=ON
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 
-valgrind: build
+valgrind: deps-valgrind build
 	@scripts/valgrind.sh $(BUILD)
 
 demo: build

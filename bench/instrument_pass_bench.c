@@ -2,7 +2,8 @@
  * fixtures (MB/s of input PTX) and the code it adds (PTX instructions per
  * record, prologue and finalize). Baseline in the same run: a plain memcpy
  * of the same text, so the ratio shows what parsing and lowering cost.
- * usage: instrument_pass_bench [FIXTURE_DIR] [ITERATIONS] */
+ * usage: instrument_pass_bench [FIXTURE_DIR] [ITERATIONS]
+ * (FIXTURE_DIR defaults to the repository's tests/data/ptx). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,7 @@ static char *slurp(const char *path, size_t *n) {
 }
 
 int main(int argc, char **argv) {
-  const char *dir = argc > 1 ? argv[1] : "../shared/reference/ptx";
+  const char *dir = argc > 1 ? argv[1] : CP_DATA_DIR "/ptx";
   int iters = argc > 2 ? atoi(argv[2]) : 2000;
   static const char *const fx[] = {"vadd_sm90", "softmax_sm90", "mm_pipelined_sm90"};
   printf("%-20s %8s %10s %10s %8s %8s %8s %8s\n", "fixture", "bytes", "pass MB/s", "copy MB/s", "records",

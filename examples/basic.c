@@ -35,15 +35,15 @@ int main(int argc, char **argv) {
     return 1;
   }
   for (int step = 0; step < 3; step++) {
-    uint64_t id;
+    uint64_t id, fwd;
     cproton_scope_enter("step", &id);
-    cproton_scope_enter("forward", NULL);
+    cproton_scope_enter("forward", &fwd); /* as in the README */
     work(100);
+    cproton_metric_add_double(fwd, "flops", 1.5e9);
     cproton_scope_exit("forward");
     cproton_state_enter("backward");
     work(50);
     cproton_state_exit();
-    cproton_metric_add_double(id, "flops", 1.5e9);
     cproton_metric_add_double(id, "loss (pty)", 1.0 / (step + 1));
     cproton_scope_exit("step");
   }

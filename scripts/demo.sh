@@ -4,7 +4,9 @@
 # CUDA program through CUDA's injection (no rebuild), a Triton + PyTorch
 # script through the Python API, and intra-kernel scopes of a Triton kernel.
 # Without one it profiles CPU scopes (examples/basic.c) and shows bundled
-# results recorded on an H200, and says so.
+# results recorded on an H200, and says so. Each profile is also drawn as an
+# icicle flame graph (cproton-viewer --svg) under out/demo/; the closing lines
+# list them.
 set -uo pipefail
 build=${1:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,7 +14,13 @@ viewer=$build/tools/viewer/cproton-viewer
 out=$root/out/demo
 mkdir -p "$out"
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-view() { "$viewer" "$@" | head -40; }
+svgs=()
+# view NAME VIEWER-ARGS...: the tree (first 40 lines) and $out/NAME.svg.
+view() {
+  local name=$1; shift
+  "$viewer" --svg "$out/$name.svg" "$@" | head -40
+  [ -s "$out/$name.svg" ] && svgs+=("$out/$name.svg")
+}
 
 have_gpu() {
   command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1
@@ -21,7 +29,7 @@ have_gpu() {
 cpu_scopes() {
   say "CPU scopes through the C API (examples/basic.c)"
   "$build/examples/example_basic" "$out/basic" tree
-  view -m flops,items "$out/basic.hatchet"
+  view basic -m flops,items "$out/basic.hatchet"
 }
 
 gpu_demo() {
@@ -31,17 +39,17 @@ gpu_demo() {
   if nvcc -O2 -arch=native "$root/tests/gpu/cupti_app.cu" -o "$out/cuda_app" 2>"$out/nvcc.log"; then
     (cd "$out" && CUDA_INJECTION64_PATH=$build/libcproton.so CPROTON_NAME=$out/native \
        ./cuda_app "$out/native_expected" >/dev/null) &&
-      view -m time/ms,avg_time/us,count "$out/native.hatchet"
+      view native -m time/ms,avg_time/us,count "$out/native.hatchet"
   else
     echo "(nvcc failed; see $out/nvcc.log)"
   fi
   if $py -c "import torch, triton" 2>/dev/null; then
     say "Triton + PyTorch with scopes and launch metadata (examples/python/matmul_profile.py)"
     (cd "$out" && $py "$root/examples/python/matmul_profile.py") &&
-      view -m time/ms,tflop16/s,util "$out/matmul.hatchet"
+      view matmul -m time/ms,tflop16/s,util "$out/matmul.hatchet"
     say "Intra-kernel scopes of a Triton kernel (examples/python/intra_kernel.py)"
     (cd "$out" && $py "$root/examples/python/intra_kernel.py") &&
-      view -m normalized_cycles,count "$out/intra_kernel.hatchet"
+      view intra_kernel -m normalized_cycles,count "$out/intra_kernel.hatchet"
     echo "timeline: $out/intra_kernel_trace.chrome_trace (open in https://ui.perfetto.dev)"
   else
     echo "(no torch/triton in $py: Python demos skipped)"
@@ -52,13 +60,15 @@ bundled() {
   local r=$root/examples/results
   say "No GPU here: bundled results recorded by cproton on an H200 (examples/results/README.md)"
   say "native CUDA program through injection"
-  view -m time/ms,avg_time/us,count "$r/native_injection.hatchet"
+  view native_injection -m time/ms,avg_time/us,count "$r/native_injection.hatchet"
   say "a Proton script run with 'import cproton as proton'"
-  view -m time/us,count "$r/proton_example.hatchet"
+  view proton_example -m time/us,count "$r/proton_example.hatchet"
+  say "Python context: frames named file:line@function, launches from two threads"
+  view python_context -m time/us,count "$r/python_context.hatchet"
   say "launch metadata: FLOP/s and bandwidth"
-  view -m time/us,gflop32/s,gbyte/s "$r/triton_hook.hatchet"
+  view triton_hook -m time/us,gflop32/s,gbyte/s "$r/triton_hook.hatchet"
   say "intra-kernel scopes: cycles per warp"
-  view -m normalized_cycles,count "$r/triton_instrumentation.hatchet"
+  view triton_instrumentation -m normalized_cycles,count "$r/triton_instrumentation.hatchet"
 }
 
 cpu_scopes
@@ -69,3 +79,5 @@ else
 fi
 echo
 echo "profiles written under $out"
+echo "flame graphs (open in a browser):"
+printf '  %s\n' "${svgs[@]}"

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# Runs the Python tests: makes .venv (scripts/venv.sh), installs this tree's
-# cproton package into it offline, and runs pytest over tests/python.
+# Runs the Python tests: makes .venv (scripts/venv.sh), builds and installs
+# this tree's cproton package into it offline (pyproject.toml: CMake through
+# scikit-build-core, building in <build>/skbuild/), and runs pytest over
+# tests/python against that installed package and its tools.
+# usage: scripts/test-python.sh   (the C build folder argument of old is ignored)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-build}
-if [ ! -f "$root/pyproject.toml" ]; then
-  echo "cproton: no Python package yet; Python tests skipped"
-  exit 0
-fi
 "$root/scripts/venv.sh"
 venv=${CPROTON_VENV:-$root/.venv}
-"$venv/bin/pip" install -q --no-build-isolation --no-deps "$root"
+echo "cproton: building the Python package (log: $root/build/pip-install.log)"
+mkdir -p "$root/build"
+if ! "$venv/bin/pip" install --no-build-isolation --no-deps "$root" \
+    > "$root/build/pip-install.log" 2>&1; then
+  tail -40 "$root/build/pip-install.log"
+  exit 1
+fi
 cd "$root"
-CPROTON_BUILD_DIR="$root/$build" "$venv/bin/python" -m pytest -q tests/python
+"$venv/bin/python" -m pytest -q tests/python

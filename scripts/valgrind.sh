@@ -5,7 +5,7 @@
 set -euo pipefail
 build=${1:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
-shared=$root/../shared
+data=$root/tests/data
 out=$(mktemp -d)
 vg=(valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect
     --error-exitcode=9)
@@ -29,7 +29,7 @@ check basic_tree "$build/examples/example_basic" "$out/basic" tree
 check basic_trace "$build/examples/example_basic" "$out/basic" trace
 check scope_bench "$build/bench/scope_bench" 2000 2
 if [ -x "$build/tools/viewer/cproton-viewer" ]; then
-  for f in "$shared"/reference/proton-3.6-h200/*.hatchet; do
+  for f in "$data"/proton-3.6/*.hatchet; do
     m=time/ms,avg_time/us
     grep -q '"time (ns)"' "$f" || m=normalized_cycles  # instrumentation profile
     grep -q '"num_samples"' "$f" && m=num_samples,stalled_barrier/%
@@ -37,12 +37,14 @@ if [ -x "$build/tools/viewer/cproton-viewer" ]; then
       --no-color -m "$m" "$f"
   done
   check viewer_list "$build/tools/viewer/cproton-viewer" -l \
-    "$shared/reference/proton-3.6-h200/proton_hook.hatchet"
+    "$data/proton-3.6/proton_hook.hatchet"
+  check viewer_svg "$build/tools/viewer/cproton-viewer" --no-color --demangle \
+    -m time/us --svg "$out/flame.svg" "$root/examples/results/proton_example.hatchet"
   printf '[{"frame": {"name": "ROOT"' > "$out/truncated.hatchet"
   check_bad viewer_truncated "$build/tools/viewer/cproton-viewer" "$out/truncated.hatchet"
 fi
 if [ -x "$build/tools/instrument/cproton-instrument" ]; then
-  for f in "$shared"/reference/ptx/*.ptx; do
+  for f in "$data"/ptx/*.ptx; do
     check "instrument_$(basename "$f" .ptx)" \
       "$build/tools/instrument/cproton-instrument" "$f" -o "$out/$(basename "$f")"
   done

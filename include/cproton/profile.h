@@ -2,7 +2,7 @@
  * Included by <cproton/cproton.h>.
  *
  * A profile is the tree a session writes as `<name>.hatchet`: a JSON list
- * `[root_node, device_info]` (docs/viewer.md, design FORMATS.md). Opening one
+ * `[root_node, device_info]` (docs/formats.md, docs/viewer.md). Opening one
  * parses and validates the whole file into a compact, read-only object:
  *
  *   cproton_profile *p;

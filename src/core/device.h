@@ -1,5 +1,5 @@
 /* core/device.h -- the devices seen by backends (cp_device_*). Device info
- * goes into every tree profile (FORMATS.md) and feeds the viewer's `util`. */
+ * goes into every tree profile (docs/formats.md) and feeds the viewer's `util`. */
 #ifndef CP_CORE_DEVICE_H
 #define CP_CORE_DEVICE_H
 

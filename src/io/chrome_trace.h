@@ -1,5 +1,5 @@
 /* io/chrome_trace.h -- a session's timeline as Chrome trace-event JSON
- * (FORMATS.md), readable by Perfetto and chrome://tracing
+ * (docs/formats.md), readable by Perfetto and chrome://tracing
  * (cp_chrome_trace_*). */
 #ifndef CP_IO_CHROME_TRACE_H
 #define CP_IO_CHROME_TRACE_H

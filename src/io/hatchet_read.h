@@ -1,5 +1,5 @@
 /* io/hatchet_read.h -- the Hatchet ("literal" JSON) tree reader
- * (cp_hatchet_read_*). Schema in docs/viewer.md and design FORMATS.md. */
+ * (cp_hatchet_read_*). Schema in docs/formats.md, limits in docs/viewer.md. */
 #ifndef CP_IO_HATCHET_READ_H
 #define CP_IO_HATCHET_READ_H
 

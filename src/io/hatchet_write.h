@@ -1,5 +1,5 @@
 /* io/hatchet_write.h -- a session's tree as a Hatchet "literal" JSON
- * profile, the format Proton writes (FORMATS.md) (cp_hatchet_*). */
+ * profile, the format Proton writes (docs/formats.md) (cp_hatchet_*). */
 #ifndef CP_IO_HATCHET_WRITE_H
 #define CP_IO_HATCHET_WRITE_H
 

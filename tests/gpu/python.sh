@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # GPU tests of the cproton Python package (run by the lead on an H100/H200).
 # usage: tests/gpu/python.sh [OUT_DIR]   (default: $OUT or ./out/gpu-python)
-# Needs: the package installed (pip install --no-build-isolation .), triton
-# 3.6 and torch with CUDA. Writes one log and the profiles per case under
-# OUT_DIR; exits non-zero if any case fails.
+# Needs: cproton importable (tests/gpu/run.sh puts the CMake build's
+# python/ folder on PYTHONPATH; or `pip install --no-build-isolation .`,
+# which needs scikit-build-core), triton 3.6 and torch with CUDA. Writes one
+# log and the profiles per case under OUT_DIR; exits non-zero if any case
+# fails.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-${OUT:-out/gpu-python}}

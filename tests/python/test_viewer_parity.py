@@ -2,10 +2,10 @@
 
 Runs both on the Proton 3.6 reference profiles and on the golden inputs and
 compares every number printed (same tree order, same values at the printed
-precision). Skips cleanly when the binary (CPROTON_BUILD_DIR, default build/)
-or triton/hatchet/pandas are missing.
+precision). The binary is the one the package installed (the wheel's
+cproton-viewer, beside sys.executable); the reference profiles are in
+tests/data/. Skips only when triton/hatchet/pandas are missing.
 """
-import os
 import re
 import subprocess
 import sys
@@ -16,14 +16,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 REF = ROOT / "tests" / "data" / "proton-3.6"
 INPUTS = ROOT / "tests" / "golden" / "viewer" / "inputs"
-BUILD = Path(os.environ.get("CPROTON_BUILD_DIR", ROOT / "build"))
-VIEWER = BUILD / "tools" / "viewer" / "cproton-viewer"
+VIEWER = Path(sys.executable).parent / "cproton-viewer"
 
 pytest.importorskip("pandas")
 pytest.importorskip("hatchet")
 pytest.importorskip("triton.profiler.viewer")
-if not VIEWER.exists():
-    pytest.skip(f"{VIEWER} not built", allow_module_level=True)
+assert VIEWER.exists(), f"{VIEWER} missing: the package must install cproton-viewer"
+assert REF.is_dir(), f"{REF} missing"
 
 REF_CASES = [
     ("proton_python.hatchet", ["-m", "time/ms"]),
@@ -66,8 +65,7 @@ def numbers(text):
 @pytest.mark.parametrize("file,args", [(REF / f, a) for f, a in REF_CASES] +
                          [(INPUTS / f, a) for f, a in INPUT_CASES])
 def test_same_output(file, args):
-    if not file.exists():
-        pytest.skip(f"{file} missing")
+    assert file.exists(), f"{file} missing"
     rc_py, out_py = run([sys.executable, "-m", "triton.profiler.viewer", *args, file.name],
                         file.parent)
     rc_c, out_c = run([str(VIEWER), "--no-color", *args, file.name], file.parent)
@@ -84,8 +82,7 @@ def test_same_output(file, args):
 
 def test_unknown_metric_fails_in_both():
     f = REF / "proton_hook.hatchet"
-    if not f.exists():
-        pytest.skip("reference missing")
+    assert f.exists(), f"{f} missing"
     rc_py, _ = run([sys.executable, "-m", "triton.profiler.viewer", "-m", "nope", f.name], f.parent)
     rc_c, _ = run([str(VIEWER), "-m", "nope", f.name], f.parent)
     assert rc_py != 0 and rc_c != 0

@@ -372,7 +372,7 @@ Test(backend_cupti, graph_table_is_bounded, .init = setup, .fini = teardown) {
   graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, 999, 0);
   cr_assert_eq(cp_graph_count(st.graphs), 0,
                "no session: no capture context to keep");
-  int sid = start("bounded", "tree");
+  int sid = start(cpt_tmp_path("cupti_bounded"), "tree");
   for (uintptr_t n = 1; n <= 200; n++)
     graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, n, 0);
   cr_assert_eq(cp_graph_count(st.graphs), 48);

@@ -9,7 +9,7 @@
 #include "cproton/cproton.h"
 #include "testutil/testutil.h"
 
-#define FIX CP_SHARED_DIR "/reference/ptx/"
+#define FIX CP_DATA_DIR "/ptx/"
 #define GOLDEN CP_SOURCE_DIR "/tests/data/instrument/"
 
 static char *fixture(const char *name, size_t *n) {

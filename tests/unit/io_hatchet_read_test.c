@@ -9,7 +9,7 @@
 #include "cproton/cproton.h"
 #include "testutil/testutil.h"
 
-#define REF CP_SHARED_DIR "/reference/proton-3.6-h200/"
+#define REF CP_DATA_DIR "/proton-3.6/"
 
 static cproton_profile *parse_ok(const char *text) {
   cproton_profile *p = NULL;

@@ -42,11 +42,13 @@ void vw_usage(FILE *f) {
       "      --no-color          never color (default: color on a terminal)\n"
       "      --color             always color\n"
       "      --demangle          demangle C++ kernel names\n"
-      "  -o, --output K          tree (default), folded, json or csv\n",
+      "  -o, --output K          tree (default), folded, json or csv\n"
+      "      --svg OUT.svg       also draw an icicle flame graph: width = the\n"
+      "                          first metric, colour = frame kind\n",
       f);
 }
 
-enum { O_SORTED = 256, O_DIFF, O_NOCOLOR, O_COLOR, O_DEMANGLE };
+enum { O_SORTED = 256, O_DIFF, O_NOCOLOR, O_COLOR, O_DEMANGLE, O_SVG };
 
 static const struct option long_opts[] = {
     {"list", no_argument, 0, 'l'},
@@ -62,6 +64,7 @@ static const struct option long_opts[] = {
     {"no-color", no_argument, 0, O_NOCOLOR},
     {"color", no_argument, 0, O_COLOR},
     {"demangle", no_argument, 0, O_DEMANGLE},
+    {"svg", required_argument, 0, O_SVG},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 
@@ -102,6 +105,7 @@ static int one_option(int c, char **argv, vw_args *a) {
   case O_NOCOLOR: a->no_color = 1; return 0;
   case O_COLOR: a->force_color = 1; return 0;
   case O_DEMANGLE: a->demangle = 1; return 0;
+  case O_SVG: a->svg = optarg; return 0;
   case 't':
   case 'd': return number_option(c, optarg, a);
   case 'h': return 1;
@@ -124,6 +128,8 @@ static int check_choices(const vw_args *a) {
     return vw_fail("bad --output \"%.200s\"", a->output);
   if (a->include && a->exclude)
     return vw_fail("Cannot specify both include and exclude");
+  if (a->svg && a->diff)
+    return vw_fail("--svg draws one profile; it does not take --diff-profile");
   return 0;
 }
 

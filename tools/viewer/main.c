@@ -2,7 +2,8 @@
  *
  *   cproton-viewer [-l] [-m a,b] [-i RE | -e RE] [-t X] [-d N] [-f FMT]
  *                  [--print-sorted] [--diff-profile OTHER] [--no-color]
- *                  [--demangle] [--output tree|folded|json|csv] FILE
+ *                  [--demangle] [--output tree|folded|json|csv]
+ *                  [--svg OUT.svg] FILE
  *
  * Concern: command line and the order of steps (load, derive, filter, diff,
  * render), which follows triton/profiler/viewer.py. The environment is read
@@ -108,6 +109,8 @@ static int run(vw_args *a) {
   vw_render_opts o = {a->depth, a->format, color, a->print_sorted,
                       a->demangle, a->output};
   rc = vw_render(&t, cols, n, &o, stdout);
+  if (rc == 0 && a->svg)
+    rc = vw_svg(&t, cols[0], &o, a->svg);
   warn_negative_bytes(&t, cols, n);
 out:
   free(spec);

@@ -45,6 +45,7 @@ typedef struct vw_tree {
 typedef struct vw_args {
   int list, print_sorted, no_color, force_color, demangle, depth;
   char *metrics, *include, *exclude, *format, *diff, *output, *file;
+  char *svg; /* --svg FILE: also write an icicle flame graph there */
   double threshold;
 } vw_args;
 
@@ -99,5 +100,10 @@ typedef struct vw_render_opts {
 } vw_render_opts;
 int vw_render(vw_tree *t, const int *cols, int n_cols,
               const vw_render_opts *o, FILE *out);
+
+/* svg.c: writes the tree as a static icicle flame graph to `path`, frame
+ * widths from column `col`; o->depth and o->demangle apply. 0 or -1. */
+int vw_svg(const vw_tree *t, int col, const vw_render_opts *o,
+           const char *path);
 
 #endif

@@ -6,7 +6,7 @@
  * Invariant: a handler never calls back into CUPTI except to read a graph
  * node id, and never blocks a launch.
  * Hot path: on_launch runs inside every kernel launch of the program.
- * Called by CUPTI (through cupti.c's subscription) and by unit tests. */
+ * Called by CUPTI (through cupti_backend.c's subscription) and by unit tests. */
 #include <generated_nvtx_meta.h>
 #include <nvtx3/nvToolsExt.h>
 #include <stdatomic.h>

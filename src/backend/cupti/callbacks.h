@@ -1,7 +1,7 @@
 /* backend/cupti/callbacks.h -- CUPTI callbacks -> launch sites, graph
  * capture contexts and NVTX scopes (cp_callbacks_*). Pure: a table maps
  * (domain, callback id) to a handler, and the dispatcher is called by CUPTI
- * through cupti.c, or directly by tests with synthetic callback data. */
+ * through cupti_backend.c, or directly by tests with synthetic callback data. */
 #ifndef CP_BACKEND_CUPTI_CALLBACKS_H
 #define CP_BACKEND_CUPTI_CALLBACKS_H
 
@@ -10,7 +10,7 @@
 
 #include "backend/cupti/state.h"
 
-/* One callback CUPTI should deliver: cupti.c enables exactly these. */
+/* One callback CUPTI should deliver: cupti_backend.c enables exactly these. */
 typedef struct cp_callbacks_id {
   CUpti_CallbackDomain domain;
   CUpti_CallbackId cbid;

@@ -2,7 +2,7 @@
  * Invariant: `api` is either fully resolved (return 0) or the caller must
  * treat it as unusable; no vendor symbol is reached any other way.
  * Not a hot path: called once per process, at the first backend start or
- * availability probe. Called by backend/cupti/cupti.c. */
+ * availability probe. Called by backend/cupti/cupti_backend.c. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* backend/cupti/pool.c -- a mutex-protected stack of equal-size buffers.
  * Invariant: n_free + n_out == n_allocated <= n_max.
  * Not a hot path: one take/give per filled activity buffer (megabytes).
- * Called by backend/cupti/cupti.c's buffer callbacks. */
+ * Called by backend/cupti/cupti_backend.c's buffer callbacks. */
 #include <pthread.h>
 #include <stdlib.h>
 

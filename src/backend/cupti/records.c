@@ -5,7 +5,7 @@
  * launch, or delivered under ROOT and counted as unattributed: never lost
  * silently.
  * Hot-ish path: runs per record on CUPTI's thread (buffer completion) or on
- * the thread that flushes. Called by backend/cupti/cupti.c. */
+ * the thread that flushes. Called by backend/cupti/cupti_backend.c. */
 #include <stdint.h>
 
 #include "backend/cupti/records.h"

@@ -12,7 +12,7 @@
 #include "backend/cupti/state.h"
 
 /* Walks a buffer: stores the next record in `*rec` and returns 1, returns 0
- * at the end, a negative value on a malformed buffer (cupti.c wraps
+ * at the end, a negative value on a malformed buffer (cupti_backend.c wraps
  * cuptiActivityGetNextRecord; tests walk their own layout). */
 typedef int (*cp_records_next_fn)(uint8_t *buf, size_t valid,
                                   CUpti_Activity **rec);

@@ -3,7 +3,7 @@
  * they reach the vendor libraries, and the counters reported at stop.
  *
  * The hooks are what makes records.c and callbacks.c callable without
- * libcupti: backend/cupti/cupti.c points them at dlsym'd functions, unit
+ * libcupti: backend/cupti/cupti_backend.c points them at dlsym'd functions, unit
  * tests at fakes. */
 #ifndef CP_BACKEND_CUPTI_STATE_H
 #define CP_BACKEND_CUPTI_STATE_H

@@ -1,7 +1,7 @@
 /* backend/cupti/stats.c -- formats the CUPTI backend's counters into the
  * single end-of-run warning.
  * Invariant: a non-zero problem counter always produces the warning.
- * Not a hot path: called at backend stop. Called by cupti.c and tests. */
+ * Not a hot path: called at backend stop. Called by cupti_backend.c and tests. */
 #include <stdio.h>
 #include <string.h>
 
