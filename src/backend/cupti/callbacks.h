@@ -10,10 +10,20 @@
 
 #include "backend/cupti/state.h"
 
-/* One callback CUPTI should deliver: cupti_backend.c enables exactly these. */
+/* Which CUPTI feature (features.c) a callback serves: each feature enables
+ * its own group. */
+typedef enum cp_callbacks_group {
+  CP_CB_KERNELS = 1, /* launches */
+  CP_CB_GRAPHS = 2,  /* graph-node capture contexts */
+  CP_CB_NVTX = 4,    /* NVTX ranges */
+  CP_CB_PCS = 8      /* module loads (cubins), contexts (PC sampling) */
+} cp_callbacks_group;
+
+/* One callback CUPTI should deliver: features.c enables exactly these. */
 typedef struct cp_callbacks_id {
   CUpti_CallbackDomain domain;
   CUpti_CallbackId cbid;
+  cp_callbacks_group group;
 } cp_callbacks_id;
 
 /* The callbacks the backend subscribes to; `*n_out` receives the count.

@@ -7,6 +7,7 @@
 
 #include <cuda.h>
 #include <cupti.h>
+#include <cupti_pcsampling.h>
 #include <limits.h>
 
 #include "backend/cupti/config.h"
@@ -17,6 +18,7 @@
 #define CP_LOADER_CUDA_FUNCS(X)                                                \
   X(cuDriverGetVersion)                                                        \
   X(cuDeviceGet)                                                               \
+  X(cuCtxGetCurrent)
 
 #define CP_LOADER_CUPTI_FUNCS(X)                                               \
   X(cuptiGetVersion)                                                           \
@@ -35,7 +37,16 @@
 
 /* Resolved when present (NULL otherwise): newer than the oldest CUPTI we
  * accept. */
-#define CP_LOADER_CUPTI_OPTIONAL(X) X(cuptiActivityRegisterTimestampCallback)
+#define CP_LOADER_CUPTI_OPTIONAL(X)                                            \
+  X(cuptiActivityRegisterTimestampCallback)                                    \
+  X(cuptiPCSamplingSetConfigurationAttribute)                                  \
+  X(cuptiPCSamplingEnable)                                                     \
+  X(cuptiPCSamplingDisable)                                                    \
+  X(cuptiPCSamplingGetData)                                                    \
+  X(cuptiPCSamplingGetNumStallReasons)                                         \
+  X(cuptiPCSamplingGetStallReasons)                                            \
+  X(cuptiGetSassToSourceCorrelation)                                           \
+  X(cuptiGetCubinCrc)
 
 typedef struct cp_loader_api {
   void *cuda_handle, *cupti_handle;
