@@ -44,6 +44,8 @@ static int n_ctx;
 static _Atomic(void *) last_ctx;
 static atomic_int on, warned;
 static atomic_ullong drain_errors, dropped_reported;
+/* diagnostics: cuptiPCSamplingGetData calls, PC records and samples seen */
+static atomic_ullong n_gets, n_pcs, n_total, n_at_disable;
 static pthread_t drainer;
 static int drainer_running, drainer_stop;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
@@ -110,6 +112,8 @@ static CUptiResult read_stalls(CUcontext c) {
   if ((r = api->cuptiPCSamplingGetStallReasons(&sp)) != CUPTI_SUCCESS)
     return r;
   cp_pcs_stalls_build((const char *const *)names, idx, n, &stalls);
+  cp_info("pcsampling: %zu stall reasons, %zu kept (first: %s)", n, stalls.n,
+          n ? names[0] : "-");
   memcpy(stall_ids, stalls.index, stalls.n * sizeof *stall_ids);
   return CUPTI_SUCCESS;
 }
@@ -187,6 +191,8 @@ static void add_context(CUcontext c) {
     return warn_once("cuptiPCSamplingSetConfigurationAttribute", r);
   }
   s->ok = 1;
+  cp_info("pcsampling: context %p sampled every 2^%u cycles, %s collection",
+          (void *)c, opt.period_log2, opt.exact ? "serialised" : "continuous");
 }
 
 /* Launch path: a relaxed compare with the last context seen. */
@@ -217,10 +223,13 @@ static void drain_ctx(sampled_ctx *s) {
     CUptiResult r = api->cuptiPCSamplingGetData(&p);
     if (r != CUPTI_SUCCESS) {
       if (atomic_fetch_add(&drain_errors, 1) == 0)
-        cp_debug("pcsampling: cuptiPCSamplingGetData: %s",
+        cp_info("pcsampling: cuptiPCSamplingGetData: %s",
                  cp_loader_cupti_error(api, r));
       return;
     }
+    atomic_fetch_add(&n_gets, 1);
+    atomic_fetch_add(&n_pcs, s->data.totalNumPcs);
+    atomic_fetch_add(&n_total, s->data.totalSamples);
     cp_pcs_add(pcs, &s->data, &stalls);
     if (!s->data.remainingNumPcs)
       return;
@@ -295,6 +304,8 @@ int cp_pcsampling_enable(const cp_loader_api *a, cp_cupti_state *st,
   cp_pcs_clear(pcs);
   atomic_store(&drain_errors, 0);
   atomic_store(&dropped_reported, 0);
+  atomic_store(&n_gets, 0), atomic_store(&n_pcs, 0), atomic_store(&n_total, 0);
+  atomic_store(&n_at_disable, 0);
   st->hooks.module_loaded = module_loaded;
   atomic_store(&st->hooks.kernel_ran, opt.exact ? NULL : kernel_ran);
   atomic_store(&on, 1);
@@ -339,9 +350,13 @@ static void report(void) {
   cp_pcs_lines_stats l;
   cp_pcs_get_stats(pcs, &s);
   cp_pcs_lines_get_stats(lines, &l);
-  cp_info("pcsampling: %llu samples, %llu with a source line, %llu cubins",
+  cp_info("pcsampling: %llu samples, %llu with a source line, %llu cubins; "
+          "%llu fetches gave %llu PC records (CUPTI counted %llu samples); "
+          "%llu samples left at disable",
           (unsigned long long)s.samples, (unsigned long long)s.with_line,
-          (unsigned long long)l.cubins);
+          (unsigned long long)l.cubins, (unsigned long long)n_gets,
+          (unsigned long long)n_pcs, (unsigned long long)n_total,
+          (unsigned long long)n_at_disable);
   if (s.dropped || s.lost || s.unattributed || s.buffer_full ||
       s.sites_full || s.unknown_stall || l.refused || drain_errors)
     cp_warn("pcsampling: %llu samples dropped by CUPTI (hardware buffer full "
@@ -374,7 +389,14 @@ void cp_pcsampling_disable(void) {
     if (ctxs[i].ok) {
       CUpti_PCSamplingDisableParams p = {
           .size = CUpti_PCSamplingDisableParamsSize, .ctx = ctxs[i].ctx};
+      ctxs[i].data.totalNumPcs = 0;
       api->cuptiPCSamplingDisable(&p);
+      /* CUPTI leaves what it still held in the configured buffer: no
+       * session is left to take it, so it is counted, not delivered */
+      for (size_t k = 0; k < ctxs[i].data.totalNumPcs; k++)
+        for (size_t j = 0; j < ctxs[i].data.pPcData[k].stallReasonCount; j++)
+          atomic_fetch_add(&n_at_disable,
+                           ctxs[i].data.pPcData[k].stallReason[j].samples);
     }
     free_data(&ctxs[i].data);
   }

@@ -1,7 +1,7 @@
 """A Triton kernel under cproton PC sampling with hook="triton".
 usage: triton_pcs.py OUT_NAME MODE WHEN   (MODE: a cproton mode string;
 WHEN: cold = compiled and loaded under the session, warm = before start).
-The dependent-load loop is on line 17, the FMA loop on line 19."""
+The dependent-load loop is on line 16, the FMA loop on line 18."""
 import sys
 import torch, triton, triton.language as tl
 import cproton as proton
@@ -20,6 +20,8 @@ def chase_kernel(x, y, n, ITERS: tl.constexpr, BLOCK: tl.constexpr):
 
 
 def main(name, mode, when):
+    import logging
+    logging.basicConfig(level=logging.INFO)
     n = 1 << 20
     x = torch.randint(0, n, (n,), device="cuda", dtype=torch.int32)
     y = torch.empty(n, device="cuda")
