@@ -18,7 +18,8 @@
 #define CP_LOADER_CUDA_FUNCS(X)                                                \
   X(cuDriverGetVersion)                                                        \
   X(cuDeviceGet)                                                               \
-  X(cuCtxGetCurrent)
+  X(cuCtxGetCurrent)                                                           \
+  X(cuCtxSetCurrent)
 
 #define CP_LOADER_CUPTI_FUNCS(X)                                               \
   X(cuptiGetVersion)                                                           \

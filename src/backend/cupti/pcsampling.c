@@ -236,11 +236,19 @@ static void drain_ctx(sampled_ctx *s) {
   }
 }
 
+/* CUPTI reads a context's samples with that context current on the calling
+ * thread; the caller's own context is restored. */
 static void drain_all(void) {
+  CUcontext mine = NULL;
+  api->cuCtxGetCurrent(&mine);
   pthread_mutex_lock(&lock);
-  for (int i = 0; i < n_ctx; i++)
+  for (int i = 0; i < n_ctx; i++) {
+    if (ctxs[i].ok && ctxs[i].ctx != mine)
+      api->cuCtxSetCurrent(ctxs[i].ctx);
     drain_ctx(&ctxs[i]);
+  }
   pthread_mutex_unlock(&lock);
+  api->cuCtxSetCurrent(mine);
 }
 
 /* Every DRAIN_MS: kernel records first (their sites weigh the concurrent
