@@ -14,8 +14,9 @@ samples with a line, and for the chase kernel the share on its two loop
 lines and their dominant stall reasons."""
 import json, os, statistics, subprocess, sys, time
 
-LOAD_LINE = 41  # the dependent-load line of chase_kernel below
-FMA_LINE = 43   # the FMA line
+CPROTON_MODES = {"cproton": "pcsampling", "drain20": "pcsampling:drain=20", "exact": "pcsampling:exact"}
+LOAD_LINE = 42  # the dependent-load line of chase_kernel below
+FMA_LINE = 44   # the FMA line
 
 
 def worker(mode, out):
@@ -59,10 +60,9 @@ def worker(mode, out):
     work(); torch.cuda.synchronize()
     prof = None
     name = os.path.join(out, f"pcs_{mode}_{os.getpid()}")
-    if mode in ("cproton", "exact"):
+    if mode in CPROTON_MODES:
         import cproton as prof
-        prof.start(name, hook="triton", backend="cupti",
-                   mode="pcsampling" if mode == "cproton" else "pcsampling:exact")
+        prof.start(name, hook="triton", backend="cupti", mode=CPROTON_MODES[mode])
     elif mode == "proton":
         import triton.profiler as prof
         prof.start(name, hook="triton", backend="cupti", mode="pcsampling")
@@ -114,7 +114,7 @@ def summarise(path, seconds):
 
 def driver(out, rounds):
     os.makedirs(out, exist_ok=True)
-    modes = ["plain", "cproton", "exact", "proton"]
+    modes = ["plain"] + list(CPROTON_MODES) + ["proton"]
     res = {m: [] for m in modes}
     for r in range(rounds):
         for m in modes:

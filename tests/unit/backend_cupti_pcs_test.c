@@ -40,6 +40,9 @@ Test(pcs_mode, valid) {
   cr_assert_eq(cp_pcs_mode_parse("pcsampling:interval=3000:buffer=64", &o), 0);
   cr_assert_eq(o.period_log2, 11); /* 3000 is nearer 2048 than 4096 */
   cr_assert_eq(o.buffer_pcs, 64);
+  cr_assert_eq(o.drain_ms, 0);
+  cr_assert_eq(cp_pcs_mode_parse("pcsampling:drain=20", &o), 0);
+  cr_assert_eq(o.drain_ms, 20);
 }
 
 Test(pcs_mode, refused_with_range) {
@@ -47,7 +50,8 @@ Test(pcs_mode, refused_with_range) {
                               "pcsampling:interval=2147483649",
                               "pcsampling:interval=", "pcsampling:buffer=1",
                               "pcsampling:exact=1", "pcsampling:",
-                              "pcsamplingx", "default", "pcsampling:interval=-5"};
+                              "pcsamplingx", "default", "pcsampling:interval=-5",
+                              "pcsampling:drain=60001"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     cp_pcs_options o;
     cr_assert_eq(cp_pcs_mode_parse(bad[i], &o), CPROTON_EINVAL, "%s", bad[i]);
@@ -328,7 +332,7 @@ Test(pcs_attr, concurrent_split_by_time, .init = setup, .fini = teardown) {
   add_pc(&x, FN, CRC, 48, 0, 0, 0, 80);     /* line 4 */
   add_pc(&x, FN, 999, 48, 0, 8, 0, 0);      /* cubin unknown: no line */
   x.d.droppedSamples = 5;
-  cp_pcs_add(pcs, &x.d, &stalls);
+  cp_pcs_add(pcs, &x.d, &stalls, 0);
   cr_assert_eq(cp_pcs_attribute(pcs, 0), 0);
   json_t *j = finish(sid, path), *root = json_array_get(j, 0);
   json_t *ka = child(child(root, "a"), FN), *kb = child(child(root, "b"), FN);
@@ -369,7 +373,7 @@ Test(pcs_attr, pending_until_record, .init = setup, .fini = teardown) {
   init_buf(&x);
   add_pc(&x, FN, CRC, 0, 0, 10, 0, 0);
   add_pc(&x, "other", CRC, 0, 0, 7, 0, 0);
-  cp_pcs_add(pcs, &x.d, &stalls);
+  cp_pcs_add(pcs, &x.d, &stalls, 0);
   cr_assert_eq(cp_pcs_attribute(pcs, 0), 0); /* nothing to attribute yet */
   cp_launch_site s;
   cproton_scope_enter("late", NULL);
@@ -404,7 +408,7 @@ Test(pcs_attr, exact_by_correlation, .init = setup, .fini = teardown) {
   add_pc(&x, FN, CRC, 16, 11, 9, 0, 0);
   add_pc(&x, FN, CRC, 16, 12, 0, 0, 4);
   add_pc(&x, FN, CRC, 16, 99, 1, 0, 0); /* unknown launch */
-  cp_pcs_add(pcs, &x.d, &stalls);
+  cp_pcs_add(pcs, &x.d, &stalls, 0);
   cr_assert_eq(cp_pcs_attribute(pcs, 0), 0);
   json_t *j = finish(sid, path), *root = json_array_get(j, 0);
   cr_assert_eq(m(child(child(child(root, "a"), FN), "/src/k.py:2@" FN), "stalled_long_scoreboard"), 9);

@@ -28,8 +28,13 @@ void cp_callbacks_set_nvtx(int enabled) {
 static void on_launch(cp_cupti_state *st, CUpti_CallbackId cbid,
                       const void *data) {
   const CUpti_CallbackData *d = data;
-  if (d->callbackSite != CUPTI_API_ENTER)
+  void (*bracket)(void *, uint32_t, int) =
+      atomic_load_explicit(&st->hooks.launch_bracket, memory_order_relaxed);
+  if (d->callbackSite != CUPTI_API_ENTER) {
+    if (bracket)
+      bracket(d->context, d->correlationId, 0);
     return;
+  }
   cp_launch_site site;
   cp_session_capture(&site);
   if (cp_corr_put(st->corr, d->correlationId, &site))
@@ -39,6 +44,8 @@ static void on_launch(cp_cupti_state *st, CUpti_CallbackId cbid,
       atomic_load_explicit(&st->hooks.launch_context, memory_order_relaxed);
   if (ctx_hook)
     ctx_hook(d->context);
+  if (bracket)
+    bracket(d->context, d->correlationId, 1);
 }
 
 /* ---- resource domain: modules and contexts (PC sampling) ------------------ */

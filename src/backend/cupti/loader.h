@@ -19,7 +19,8 @@
   X(cuDriverGetVersion)                                                        \
   X(cuDeviceGet)                                                               \
   X(cuCtxGetCurrent)                                                           \
-  X(cuCtxSetCurrent)
+  X(cuCtxSetCurrent)                                                           \
+  X(cuCtxSynchronize)
 
 #define CP_LOADER_CUPTI_FUNCS(X)                                               \
   X(cuptiGetVersion)                                                           \
@@ -43,6 +44,8 @@
   X(cuptiPCSamplingSetConfigurationAttribute)                                  \
   X(cuptiPCSamplingEnable)                                                     \
   X(cuptiPCSamplingDisable)                                                    \
+  X(cuptiPCSamplingStart)                                                      \
+  X(cuptiPCSamplingStop)                                                       \
   X(cuptiPCSamplingGetData)                                                    \
   X(cuptiPCSamplingGetNumStallReasons)                                         \
   X(cuptiPCSamplingGetStallReasons)                                            \

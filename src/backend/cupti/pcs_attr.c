@@ -225,7 +225,7 @@ static pending *pend_slot(cp_pcs *p, uint32_t fn, uint32_t line,
 }
 
 static void add_pc(cp_pcs *p, const CUpti_PCSamplingPCData *pc,
-                   const cp_pcs_stalls *st) {
+                   const cp_pcs_stalls *st, uint32_t corr) {
   uint64_t c[CP_PCS_N_METRICS] = {0};
   for (size_t j = 0; pc->stallReason && j < pc->stallReasonCount; j++) {
     uint32_t s = pc->stallReason[j].samples;
@@ -248,7 +248,7 @@ static void add_pc(cp_pcs *p, const CUpti_PCSamplingPCData *pc,
     line = cp_pcs_lines_resolve(p->lines, pc->cubinCrc, pc->functionName,
                                 pc->pcOffset);
   p->stats.with_line += line ? c[0] : 0;
-  pending *e = pend_slot(p, fn, line, pc->correlationId);
+  pending *e = pend_slot(p, fn, line, corr ? corr : pc->correlationId);
   if (!e) {
     p->stats.lost += c[0];
     return;
@@ -258,10 +258,10 @@ static void add_pc(cp_pcs *p, const CUpti_PCSamplingPCData *pc,
 }
 
 void cp_pcs_add(cp_pcs *p, const CUpti_PCSamplingData *d,
-                const cp_pcs_stalls *stalls) {
+                const cp_pcs_stalls *stalls, uint32_t corr) {
   pthread_mutex_lock(&p->lock);
   for (size_t i = 0; d->pPcData && i < d->totalNumPcs; i++)
-    add_pc(p, &d->pPcData[i], stalls);
+    add_pc(p, &d->pPcData[i], stalls, corr);
   p->stats.dropped += d->droppedSamples;
   p->stats.non_user += d->nonUsrKernelsTotalSamples;
   p->stats.buffer_full += d->hardwareBufferFull != 0;

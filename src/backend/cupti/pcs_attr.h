@@ -89,9 +89,11 @@ void cp_pcs_note_kernel(cp_pcs *p, const char *name,
                         const cp_launch_site *site, uint64_t ns);
 
 /* Accumulates one CUpti_PCSamplingData filled by cuptiPCSamplingGetData:
- * totalNumPcs records, each with stallReasonCount reasons. */
+ * totalNumPcs records, each with stallReasonCount reasons. `corr` non-zero:
+ * every record belongs to that launch (exact mode brackets one launch with
+ * start/stop); 0: the records' own correlationId (0 in continuous mode). */
 void cp_pcs_add(cp_pcs *p, const CUpti_PCSamplingData *d,
-                const cp_pcs_stalls *stalls);
+                const cp_pcs_stalls *stalls, uint32_t corr);
 
 /* Delivers what can be attributed (rules above). Errors: the first
  * delivery error (counted as lost; the rest is still delivered). */

@@ -19,7 +19,7 @@
 #include "cproton/cproton.h"
 
 #define MAX_CTX 64
-#define DRAIN_MS 10
+#define DRAIN_MS 10 /* attribution period; fetches: the mode's drain */
 #define SCRATCH_BYTES (16u << 20)
 #define HARDWARE_BYTES (128u << 20)
 #define CUBIN_BYTES (1ull << 30)
@@ -27,7 +27,8 @@
 
 typedef struct sampled_ctx {
   CUcontext ctx;
-  int ok; /* configured; 0 = refused (kernel level only) */
+  int ok;      /* configured; 0 = refused (kernel level only) */
+  int started; /* inside a cuptiPCSamplingStart/Stop range */
   CUpti_PCSamplingData data;
 } sampled_ctx;
 
@@ -154,17 +155,40 @@ static CUptiResult configure(CUcontext c, CUpti_PCSamplingData *d) {
   a[3].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE;
   a[3].attributeData.hardwareBufferSizeData.hardwareBufferSize = HARDWARE_BYTES;
   a[4].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
+  /* Continuous collection in ranges: CUPTI hands samples over only when a
+   * range ends (GetData inside an open range gives none; measured on an
+   * H100), and KERNEL_SERIALIZED gave no samples at all there. */
   a[4].attributeData.collectionModeData.collectionMode =
-      opt.exact ? CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED
-                : CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
+      CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
   a[5].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
   a[5].attributeData.samplingDataBufferData.samplingDataBuffer = d;
   a[6].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL;
-  a[6].attributeData.enableStartStopControlData.enableStartStopControl = 0;
+  a[6].attributeData.enableStartStopControlData.enableStartStopControl = 1;
   CUpti_PCSamplingConfigurationInfoParams p = {
       .size = CUpti_PCSamplingConfigurationInfoParamsSize, .ctx = c,
       .numAttributes = 7, .pPCSamplingConfigurationInfo = a};
   return api->cuptiPCSamplingSetConfigurationAttribute(&p);
+}
+
+/* Opens (`start`) or closes a sampling range on `s`; caller holds `lock`. */
+static void range(sampled_ctx *s, int start) {
+  if (!s->ok || s->started == start)
+    return;
+  CUptiResult r;
+  if (start) {
+    CUpti_PCSamplingStartParams p = {
+        .size = CUpti_PCSamplingStartParamsSize, .ctx = s->ctx};
+    r = api->cuptiPCSamplingStart(&p);
+  } else {
+    CUpti_PCSamplingStopParams p = {.size = CUpti_PCSamplingStopParamsSize,
+                                    .ctx = s->ctx};
+    r = api->cuptiPCSamplingStop(&p);
+  }
+  if (r == CUPTI_SUCCESS)
+    s->started = start;
+  else if (atomic_fetch_add(&drain_errors, 1) == 0)
+    cp_info("pcsampling: cuptiPCSampling%s: %s", start ? "Start" : "Stop",
+            cp_loader_cupti_error(api, r));
 }
 
 /* Enables and configures sampling on `c`; caller holds `lock`. */
@@ -191,8 +215,11 @@ static void add_context(CUcontext c) {
     return warn_once("cuptiPCSamplingSetConfigurationAttribute", r);
   }
   s->ok = 1;
-  cp_info("pcsampling: context %p sampled every 2^%u cycles, %s collection",
-          (void *)c, opt.period_log2, opt.exact ? "serialised" : "continuous");
+  if (!opt.exact)
+    range(s, 1);
+  cp_info("pcsampling: context %p sampled every 2^%u cycles, %s",
+          (void *)c, opt.period_log2,
+          opt.exact ? "one range per launch (exact)" : "concurrent");
 }
 
 /* Launch path: a relaxed compare with the last context seen. */
@@ -212,8 +239,9 @@ static void ctx_seen(void *c) {
 
 /* ---- drain ----------------------------------------------------------------- */
 
-/* Fetches everything CUPTI holds for `s`; caller holds `lock`. */
-static void drain_ctx(sampled_ctx *s) {
+/* Fetches everything CUPTI holds for `s` (records of launch `corr`, or 0);
+ * caller holds `lock` and closed the range. */
+static void fetch(sampled_ctx *s, uint32_t corr) {
   for (int rounds = 0; s->ok && rounds < 1024; rounds++) {
     s->data.totalNumPcs = 0;
     s->data.remainingNumPcs = 0;
@@ -230,25 +258,55 @@ static void drain_ctx(sampled_ctx *s) {
     atomic_fetch_add(&n_gets, 1);
     atomic_fetch_add(&n_pcs, s->data.totalNumPcs);
     atomic_fetch_add(&n_total, s->data.totalSamples);
-    cp_pcs_add(pcs, &s->data, &stalls);
+    cp_pcs_add(pcs, &s->data, &stalls, corr);
     if (!s->data.remainingNumPcs)
       return;
   }
 }
 
-/* CUPTI reads a context's samples with that context current on the calling
- * thread; the caller's own context is restored. */
+/* Concurrent mode: close each context's range, fetch, reopen (samples of
+ * the moment between are not taken). The context is made current for
+ * CUPTI; the caller's own is restored. Exact mode fetches per launch. */
 static void drain_all(void) {
+  if (opt.exact)
+    return;
   CUcontext mine = NULL;
   api->cuCtxGetCurrent(&mine);
   pthread_mutex_lock(&lock);
   for (int i = 0; i < n_ctx; i++) {
-    if (ctxs[i].ok && ctxs[i].ctx != mine)
+    if (!ctxs[i].ok)
+      continue;
+    if (ctxs[i].ctx != mine)
       api->cuCtxSetCurrent(ctxs[i].ctx);
-    drain_ctx(&ctxs[i]);
+    range(&ctxs[i], 0);
+    fetch(&ctxs[i], 0);
+    range(&ctxs[i], 1);
   }
   pthread_mutex_unlock(&lock);
   api->cuCtxSetCurrent(mine);
+}
+
+/* Exact mode, on the launching thread: a range brackets each launch, after
+ * the context's earlier work finished (Proton's semantics: every sample
+ * belongs to this launch). Samples are only copied into the pending table
+ * here; lines were resolved once per PC and delivery runs on the drain
+ * thread, so the launch pays for the serialisation, not the processing. */
+static void bracket(void *c, uint32_t corr, int enter) {
+  if (!c || !atomic_load_explicit(&on, memory_order_relaxed))
+    return;
+  pthread_mutex_lock(&lock);
+  sampled_ctx *s = NULL;
+  for (int i = 0; i < n_ctx && !s; i++)
+    if (ctxs[i].ctx == c && ctxs[i].ok)
+      s = &ctxs[i];
+  if (s && enter) {
+    api->cuCtxSynchronize();
+    range(s, 1);
+  } else if (s && s->started) {
+    range(s, 0);
+    fetch(s, corr);
+  }
+  pthread_mutex_unlock(&lock);
 }
 
 /* Every DRAIN_MS: kernel records first (their sites weigh the concurrent
@@ -259,7 +317,9 @@ static void *drain_main(void *arg) {
   while (!drainer_stop) {
     struct timespec t;
     clock_gettime(CLOCK_REALTIME, &t);
-    t.tv_nsec += DRAIN_MS * 1000000L;
+    long ms = opt.drain_ms ? (long)opt.drain_ms : DRAIN_MS;
+    t.tv_sec += ms / 1000;
+    t.tv_nsec += (ms % 1000) * 1000000L;
     if (t.tv_nsec >= 1000000000L)
       t.tv_sec++, t.tv_nsec -= 1000000000L;
     pthread_cond_timedwait(&wake, &lock, &t);
@@ -267,7 +327,8 @@ static void *drain_main(void *arg) {
       break;
     pthread_mutex_unlock(&lock);
     api->cuptiActivityFlushAll(0);
-    drain_all();
+    if (opt.drain_ms)
+      drain_all();
     cp_pcs_attribute(pcs, 0);
     pthread_mutex_lock(&lock);
   }
@@ -318,6 +379,7 @@ int cp_pcsampling_enable(const cp_loader_api *a, cp_cupti_state *st,
   atomic_store(&st->hooks.kernel_ran, opt.exact ? NULL : kernel_ran);
   atomic_store(&on, 1);
   atomic_store(&st->hooks.launch_context, ctx_seen);
+  atomic_store(&st->hooks.launch_bracket, opt.exact ? bracket : NULL);
   CUcontext cur = NULL;
   if (api->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur)
     ctx_seen(cur);
@@ -383,6 +445,7 @@ void cp_pcsampling_disable(void) {
   if (!atomic_exchange(&on, 0))
     return;
   atomic_store(&state->hooks.launch_context, NULL);
+  atomic_store(&state->hooks.launch_bracket, NULL);
   atomic_store(&state->hooks.kernel_ran, NULL);
   if (drainer_running) {
     pthread_mutex_lock(&lock);
@@ -394,6 +457,7 @@ void cp_pcsampling_disable(void) {
   }
   pthread_mutex_lock(&lock);
   for (int i = 0; i < n_ctx; i++) {
+    range(&ctxs[i], 0);
     if (ctxs[i].ok) {
       CUpti_PCSamplingDisableParams p = {
           .size = CUpti_PCSamplingDisableParamsSize, .ctx = ctxs[i].ctx};

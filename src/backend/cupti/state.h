@@ -40,6 +40,10 @@ typedef struct cp_cupti_hooks {
    * sampling is configured once per context. */
   void (*module_loaded)(const void *cubin, size_t size);
   void (*_Atomic launch_context)(void *cu_context);
+  /* PC sampling, exact mode: called at a launch's API enter (`enter` 1)
+   * and exit (0) on the launching thread, to bracket it. NULL when off. */
+  void (*_Atomic launch_bracket)(void *cu_context, uint32_t correlation,
+                                 int enter);
   /* PC sampling: a kernel record with its final site (concurrent mode
    * weights). NULL when off. */
   void (*_Atomic kernel_ran)(const char *name, const void *site,
