@@ -14,7 +14,8 @@ samples with a line, and for the chase kernel the share on its two loop
 lines and their dominant stall reasons."""
 import json, os, statistics, subprocess, sys, time
 
-CPROTON_MODES = {"cproton": "pcsampling", "drain20": "pcsampling:drain=20", "exact": "pcsampling:exact"}
+CPROTON_MODES = {"cproton": "pcsampling", "drain20": "pcsampling:drain=20",
+                 "sparse": "pcsampling:interval=16384", "exact": "pcsampling:exact"}
 LOAD_LINE = 42  # the dependent-load line of chase_kernel below
 FMA_LINE = 44   # the FMA line
 
