@@ -48,6 +48,23 @@ static void on_launch(cp_cupti_state *st, CUpti_CallbackId cbid,
     bracket(d->context, d->correlationId, 1);
 }
 
+/* ---- stream capture (exact PC sampling skips captured launches) ------------ */
+
+static _Thread_local int capturing;
+
+int cp_callbacks_capturing(void) { return capturing; }
+
+static void on_capture(cp_cupti_state *st, CUpti_CallbackId cbid,
+                       const void *data) {
+  const CUpti_CallbackData *d = data;
+  int begin = cbid != CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture &&
+              cbid != CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz;
+  if (begin && d->callbackSite == CUPTI_API_EXIT)
+    capturing = 1;
+  else if (!begin && d->callbackSite == CUPTI_API_ENTER)
+    capturing = 0;
+}
+
 /* ---- resource domain: modules and contexts (PC sampling) ------------------ */
 
 static void on_module(cp_cupti_state *st, CUpti_CallbackId cbid,
@@ -191,6 +208,14 @@ static const struct {
     {NVTX(nvtxRangePushEx), on_push, N},
     {NVTX(nvtxRangePop), on_pop, N},
     {RESOURCE(MODULE_LOADED), on_module, P},
+    {DRIVER(cuStreamBeginCapture), on_capture, P},
+    {DRIVER(cuStreamBeginCapture_ptsz), on_capture, P},
+    {DRIVER(cuStreamBeginCapture_v2), on_capture, P},
+    {DRIVER(cuStreamBeginCapture_v2_ptsz), on_capture, P},
+    {DRIVER(cuStreamBeginCaptureToGraph), on_capture, P},
+    {DRIVER(cuStreamBeginCaptureToGraph_ptsz), on_capture, P},
+    {DRIVER(cuStreamEndCapture), on_capture, P},
+    {DRIVER(cuStreamEndCapture_ptsz), on_capture, P},
     {RESOURCE(CONTEXT_CREATED), on_context, P},
 };
 #define N_TABLE (sizeof table / sizeof *table)

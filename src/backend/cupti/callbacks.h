@@ -30,6 +30,10 @@ typedef struct cp_callbacks_id {
  * Static storage. */
 const cp_callbacks_id *cp_callbacks_list(size_t *n_out);
 
+/* Whether the calling thread is inside cuStreamBeginCapture .. EndCapture
+ * (its launches only record graph nodes). Hot path: a thread-local read. */
+int cp_callbacks_capturing(void);
+
 /* Whether NVTX ranges should become scopes (default on). Not a hot path. */
 void cp_callbacks_set_nvtx(int enabled);
 

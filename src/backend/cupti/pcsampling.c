@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend/cupti/callbacks.h"
 #include "backend/cupti/pcs_attr.h"
 #include "backend/cupti/pcs_lines.h"
 #include "backend/cupti/pcsampling.h"
@@ -239,11 +240,27 @@ static void ctx_seen(void *c) {
 
 /* ---- drain ----------------------------------------------------------------- */
 
+/* Takes the records in `s`'s configured buffer, then empties it. */
+static void consume(sampled_ctx *s, uint32_t corr) {
+  atomic_fetch_add(&n_pcs, s->data.totalNumPcs);
+  atomic_fetch_add(&n_total, s->data.totalSamples);
+  cp_pcs_add(pcs, &s->data, &stalls, corr);
+  s->data.totalNumPcs = 0;
+  s->data.totalSamples = 0;
+  s->data.droppedSamples = 0;
+  s->data.nonUsrKernelsTotalSamples = 0;
+  s->data.hardwareBufferFull = 0;
+}
+
 /* Fetches everything CUPTI holds for `s` (records of launch `corr`, or 0);
- * caller holds `lock` and closed the range. */
+ * caller holds `lock` and closed the range. Closing a range (or disabling)
+ * leaves its first records in the buffer given at configuration; GetData
+ * hands over the rest (remainingNumPcs), as Proton reads them. */
 static void fetch(sampled_ctx *s, uint32_t corr) {
-  for (int rounds = 0; s->ok && rounds < 1024; rounds++) {
-    s->data.totalNumPcs = 0;
+  if (!s->ok)
+    return;
+  consume(s, corr);
+  for (int rounds = 0; rounds < 1024; rounds++) {
     s->data.remainingNumPcs = 0;
     CUpti_PCSamplingGetDataParams p = {
         .size = CUpti_PCSamplingGetDataParamsSize, .ctx = s->ctx,
@@ -252,13 +269,11 @@ static void fetch(sampled_ctx *s, uint32_t corr) {
     if (r != CUPTI_SUCCESS) {
       if (atomic_fetch_add(&drain_errors, 1) == 0)
         cp_info("pcsampling: cuptiPCSamplingGetData: %s",
-                 cp_loader_cupti_error(api, r));
+                cp_loader_cupti_error(api, r));
       return;
     }
     atomic_fetch_add(&n_gets, 1);
-    atomic_fetch_add(&n_pcs, s->data.totalNumPcs);
-    atomic_fetch_add(&n_total, s->data.totalSamples);
-    cp_pcs_add(pcs, &s->data, &stalls, corr);
+    consume(s, corr);
     if (!s->data.remainingNumPcs)
       return;
   }
@@ -292,7 +307,10 @@ static void drain_all(void) {
  * here; lines were resolved once per PC and delivery runs on the drain
  * thread, so the launch pays for the serialisation, not the processing. */
 static void bracket(void *c, uint32_t corr, int enter) {
-  if (!c || !atomic_load_explicit(&on, memory_order_relaxed))
+  /* a launch into a capturing stream runs nothing, and synchronising would
+   * invalidate the capture */
+  if (!c || !atomic_load_explicit(&on, memory_order_relaxed) ||
+      cp_callbacks_capturing())
     return;
   pthread_mutex_lock(&lock);
   sampled_ctx *s = NULL;
@@ -457,11 +475,11 @@ void cp_pcsampling_disable(void) {
   }
   pthread_mutex_lock(&lock);
   for (int i = 0; i < n_ctx; i++) {
-    range(&ctxs[i], 0);
     if (ctxs[i].ok) {
+      ctxs[i].data.totalNumPcs = 0;
+      range(&ctxs[i], 0);
       CUpti_PCSamplingDisableParams p = {
           .size = CUpti_PCSamplingDisableParamsSize, .ctx = ctxs[i].ctx};
-      ctxs[i].data.totalNumPcs = 0;
       api->cuptiPCSamplingDisable(&p);
       /* CUPTI leaves what it still held in the configured buffer: no
        * session is left to take it, so it is counted, not delivered */
