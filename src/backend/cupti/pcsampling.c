@@ -261,7 +261,6 @@ static void fetch(sampled_ctx *s, uint32_t corr) {
     return;
   consume(s, corr);
   for (int rounds = 0; rounds < 1024; rounds++) {
-    s->data.remainingNumPcs = 0;
     CUpti_PCSamplingGetDataParams p = {
         .size = CUpti_PCSamplingGetDataParamsSize, .ctx = s->ctx,
         .pcSamplingData = &s->data};
