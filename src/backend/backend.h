@@ -28,6 +28,11 @@ typedef struct cp_backend_ops {
    * session only, so later sessions are checked here and refused with a
    * message when they differ, never silently ignored. */
   int (*mode_compatible)(const char *a, const char *b);
+  /* Validates a mode without starting anything (NULL: any mode is left to
+   * `start`). Called for every session, also when the backend is not
+   * available here, so a bad mode is refused everywhere. 0 or EINVAL with
+   * the message. */
+  int (*check_mode)(const char *mode);
 } cp_backend_ops;
 
 /* The backend named `name`, or NULL (message lists the valid names). */

@@ -154,6 +154,8 @@ static int check_mode(const session *s, const char *mode) {
 }
 
 static int start_backend(session *s, const char *mode) {
+  if (s->backend->check_mode && s->backend->check_mode(mode))
+    return CPROTON_EINVAL;
   if (backend_users(s->backend) > 0)
     return check_mode(s, mode);
   if (!s->backend->available()) {

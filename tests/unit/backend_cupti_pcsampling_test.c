@@ -69,6 +69,7 @@ static CUptiResult f_stop(CUpti_PCSamplingStopParams *p) {
   configured->totalNumPcs = 0;
   put(configured, 0, 30);
   configured->remainingNumPcs = 1;
+  configured->droppedSamples = 3; /* the hardware buffer overflowed */
   return CUPTI_SUCCESS;
 }
 /* GetData: nothing while a range is open; after a stop, the remaining one. */
@@ -192,7 +193,12 @@ Test(pcsampling, concurrent_reads_buffer_and_getdata, .init = setup, .fini = tea
   json_t *j = finish(sid, path), *root = json_array_get(j, 0);
   cr_assert_eq(samples(line_node(root, "work", "src/k.py:5@kern")), 30); /* left by Stop */
   cr_assert_eq(samples(line_node(root, "work", "src/k.py:6@kern")), 12); /* from GetData */
+  cr_assert_eq(json_integer_value(json_object_get(json_object_get(root, "metrics"),
+                                                  "num_dropped_samples")), 3);
+  cr_assert_eq(samples(root), 0); /* Proton's zeroed ROOT metrics */
   cr_assert_eq(n_warnings, 0);
+  cp_pcsampling_disable();
+  cr_assert_eq(n_warnings, 1, "dropped samples are reported once at stop");
   json_decref(j);
 }
 

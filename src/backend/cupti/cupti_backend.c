@@ -220,4 +220,5 @@ const cp_backend_ops cp_cupti_backend = {
     .stop = cupti_stop,
     .is_default_candidate = 1,
     .mode_compatible = cp_pcs_mode_same,
+    .check_mode = cp_pcs_mode_check,
 };

@@ -97,6 +97,11 @@ int cp_pcs_mode_parse(const char *mode, cp_pcs_options *o) {
   return CPROTON_OK;
 }
 
+int cp_pcs_mode_check(const char *mode) {
+  cp_pcs_options o;
+  return cp_pcs_mode_parse(mode, &o);
+}
+
 int cp_pcs_mode_same(const char *a, const char *b) {
   cp_pcs_options x, y;
   if (cp_pcs_mode_parse(a, &x) || cp_pcs_mode_parse(b, &y))

@@ -39,6 +39,9 @@ typedef struct cp_pcs_options {
  * integer in 32..2147483648 (cycles)". */
 int cp_pcs_mode_parse(const char *mode, cp_pcs_options *out);
 
+/* cp_pcs_mode_parse, discarding the options (the backend's check_mode). */
+int cp_pcs_mode_check(const char *mode);
+
 /* Whether two mode strings ask for the same collection (NULL == "";
  * "pcsampling" == "pcsampling:interval=1000"). 0 when either is invalid. */
 int cp_pcs_mode_same(const char *a, const char *b);

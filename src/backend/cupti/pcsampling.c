@@ -20,7 +20,7 @@
 #include "cproton/cproton.h"
 
 #define MAX_CTX 64
-#define DRAIN_MS 10 /* attribution period; fetches: the mode's drain */
+#define DRAIN_MS 10 /* exact mode: delivery period */
 #define SCRATCH_BYTES (16u << 20)
 #define HARDWARE_BYTES (128u << 20)
 #define CUBIN_BYTES (1ull << 30)
@@ -326,15 +326,17 @@ static void bracket(void *c, uint32_t corr, int enter) {
   pthread_mutex_unlock(&lock);
 }
 
-/* Every DRAIN_MS: kernel records first (their sites weigh the concurrent
- * attribution), then samples. */
+/* Concurrent mode with drain=MS: every MS ms, kernel records first (their
+ * sites weigh the attribution), then samples. Exact mode: every DRAIN_MS,
+ * the launches' pending samples are delivered (bounding the pending table).
+ * Concurrent mode without drain has no thread: everything waits for flush. */
 static void *drain_main(void *arg) {
   (void)arg;
   pthread_mutex_lock(&lock);
   while (!drainer_stop) {
     struct timespec t;
     clock_gettime(CLOCK_REALTIME, &t);
-    long ms = opt.drain_ms ? (long)opt.drain_ms : DRAIN_MS;
+    long ms = opt.exact ? DRAIN_MS : (long)opt.drain_ms;
     t.tv_sec += ms / 1000;
     t.tv_nsec += (ms % 1000) * 1000000L;
     if (t.tv_nsec >= 1000000000L)
@@ -343,9 +345,10 @@ static void *drain_main(void *arg) {
     if (drainer_stop)
       break;
     pthread_mutex_unlock(&lock);
-    api->cuptiActivityFlushAll(0);
-    if (opt.drain_ms)
+    if (!opt.exact) {
+      api->cuptiActivityFlushAll(0);
       drain_all();
+    }
     cp_pcs_attribute(pcs, 0);
     pthread_mutex_lock(&lock);
   }
@@ -401,8 +404,9 @@ int cp_pcsampling_enable(const cp_loader_api *a, cp_cupti_state *st,
   if (api->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur)
     ctx_seen(cur);
   drainer_stop = 0;
-  drainer_running = pthread_create(&drainer, NULL, drain_main, NULL) == 0;
-  if (!drainer_running)
+  drainer_running = (opt.exact || opt.drain_ms) &&
+                    pthread_create(&drainer, NULL, drain_main, NULL) == 0;
+  if (!drainer_running && (opt.exact || opt.drain_ms))
     cp_warn("pcsampling: no drain thread; samples are fetched at flush only");
   return CPROTON_OK;
 }
