@@ -156,9 +156,10 @@ static CUptiResult configure(CUcontext c, CUpti_PCSamplingData *d) {
   a[3].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE;
   a[3].attributeData.hardwareBufferSizeData.hardwareBufferSize = HARDWARE_BYTES;
   a[4].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
-  /* Continuous collection in ranges: CUPTI hands samples over only when a
-   * range ends (GetData inside an open range gives none; measured on an
-   * H100), and KERNEL_SERIALIZED gave no samples at all there. */
+  /* Continuous collection in start/stop ranges: without ranges GetData gave
+   * no records while sampling ran (they all appeared at Disable, measured on
+   * an H100), so ranges are closed to hand samples over; KERNEL_SERIALIZED
+   * gave no samples at all there. */
   a[4].attributeData.collectionModeData.collectionMode =
       CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
   a[5].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
