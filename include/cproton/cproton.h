@@ -143,6 +143,14 @@ CPROTON_API void cproton_free(void *ptr);
 /* Number of sessions that exist (active or not). */
 CPROTON_API int cproton_session_count(void);
 
+/* PC sampling (mode "pcsampling"): hands the profiler the cubin of a module
+ * loaded before the session started (Triton keeps each compiled kernel's
+ * cubin), so its samples get source lines. The image is copied; duplicates
+ * (same CRC) are ignored. Errors: ESTATE (no session samples PCs), ELIMIT
+ * (the cubin store's 1 GiB is full), EUNSUPPORTED (built without CUPTI).
+ * Any thread. */
+CPROTON_API int cproton_pcsampling_add_cubin(const void *cubin, size_t size);
+
 /* ---- scopes, metrics and states ---------------------------------------- */
 
 /* Pushes a scope named `name` on the calling thread's shadow stack; every

@@ -506,6 +506,17 @@ static PyObject *py_launch_exit(PyObject *m, PyObject *lazy) {
   Py_RETURN_NONE;
 }
 
+/* pcsampling_add_cubin(bytes): a module loaded before start (Triton's
+ * kept cubin) gets source lines. Returns False when no session samples. */
+static PyObject *py_pcsampling_add_cubin(PyObject *m, PyObject *arg) {
+  Py_buffer b;
+  if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0)
+    return NULL;
+  int rc = cproton_pcsampling_add_cubin(b.buf, (size_t)b.len);
+  PyBuffer_Release(&b);
+  return PyBool_FromLong(rc == CPROTON_OK);
+}
+
 static PyObject *py_set_launch_filter(PyObject *m, PyObject *fn) {
   if (fn != Py_None && !PyCallable_Check(fn)) {
     PyErr_SetString(PyExc_TypeError, "the launch filter must be callable");
@@ -672,6 +683,8 @@ static PyMethodDef methods[] = {
     {"enter_op", py_enter_op, METH_VARARGS, "enter_op(name, metrics=None)"},
     {"exit_op", py_exit_op, METH_NOARGS, "exit_op()"},
     {"launch_enter", py_launch_enter, METH_O, "Triton launch-enter hook"},
+    {"pcsampling_add_cubin", py_pcsampling_add_cubin, METH_O,
+     "pcsampling_add_cubin(bytes) -> bool"},
     {"launch_exit", py_launch_exit, METH_O, "Triton launch-exit hook"},
     {"set_launch_filter", py_set_launch_filter, METH_O,
      "set_launch_filter(callable or None)"},

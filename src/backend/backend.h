@@ -23,6 +23,16 @@ typedef struct cp_backend_ops {
   void (*stop)(void);
   /* Non-zero for the backend a session gets when it names none (CUPTI). */
   int is_default_candidate;
+  /* Whether a session with mode `b` can join the running mode `a` (NULL:
+   * the strings must be equal; NULL == ""). `start` runs for the first
+   * session only, so later sessions are checked here and refused with a
+   * message when they differ, never silently ignored. */
+  int (*mode_compatible)(const char *a, const char *b);
+  /* Validates a mode without starting anything (NULL: any mode is left to
+   * `start`). Called for every session, also when the backend is not
+   * available here, so a bad mode is refused everywhere. 0 or EINVAL with
+   * the message. */
+  int (*check_mode)(const char *mode);
 } cp_backend_ops;
 
 /* The backend named `name`, or NULL (message lists the valid names). */

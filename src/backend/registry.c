@@ -36,6 +36,16 @@ const cp_backend_ops *cp_backend_find(const char *name) {
   return NULL;
 }
 
+#ifndef CPROTON_HAVE_CUPTI
+#include "cproton/cproton.h"
+/* Without CUPTI there is no PC sampling to hand cubins to. */
+int cproton_pcsampling_add_cubin(const void *cubin, size_t size) {
+  (void)cubin, (void)size;
+  return cp_error_set(CPROTON_EUNSUPPORTED,
+                      "cproton was built without CUPTI: no PC sampling");
+}
+#endif
+
 const cp_backend_ops *cp_backend_default(void) {
   for (size_t i = 0; i < N_BACKENDS; i++)
     if (backends[i]->is_default_candidate && backends[i]->available())

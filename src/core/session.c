@@ -131,9 +131,33 @@ static int backend_users(const cp_backend_ops *b) {
   return n;
 }
 
-static int start_backend(session *s, const char *mode) {
-  if (backend_users(s->backend) > 0)
+/* A second session on a running backend must ask for the same mode: the
+ * backend serves every session with the collection the first one set up. */
+static int check_mode(const session *s, const char *mode) {
+  const char *running = NULL;
+  for (int i = 0; i < CP_MAX_SESSIONS; i++)
+    if (slots[i].in_use && slots[i].backend == s->backend) {
+      running = slots[i].mode;
+      break;
+    }
+  const char *a = running ? running : "", *b = mode ? mode : "";
+  int same = s->backend->mode_compatible ? s->backend->mode_compatible(a, b)
+                                         : strcmp(a, b) == 0;
+  if (same)
     return CPROTON_OK;
+  return cp_error_set(CPROTON_EINVAL,
+                      "Cannot add a session with the same profiler but a "
+                      "different mode than existing sessions: backend '%s' "
+                      "runs mode '%s', this session asks for '%s' (finalize "
+                      "the other sessions first)",
+                      s->backend->name, a, b);
+}
+
+static int start_backend(session *s, const char *mode) {
+  if (s->backend->check_mode && s->backend->check_mode(mode))
+    return CPROTON_EINVAL;
+  if (backend_users(s->backend) > 0)
+    return check_mode(s, mode);
   if (!s->backend->available()) {
     cp_warn("backend '%s' is not available here (%s); recording CPU scopes "
             "only", s->backend->name, cp_error_message());

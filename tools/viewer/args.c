@@ -42,13 +42,15 @@ void vw_usage(FILE *f) {
       "      --no-color          never color (default: color on a terminal)\n"
       "      --color             always color\n"
       "      --demangle          demangle C++ kernel names\n"
+      "      --lines[=N]         the N (20) hottest source lines of a PC-sampling\n"
+      "                          profile, with their main stall reasons\n"
       "  -o, --output K          tree (default), folded, json or csv\n"
       "      --svg OUT.svg       also draw an icicle flame graph: width = the\n"
       "                          first metric, colour = frame kind\n",
       f);
 }
 
-enum { O_SORTED = 256, O_DIFF, O_NOCOLOR, O_COLOR, O_DEMANGLE, O_SVG };
+enum { O_SORTED = 256, O_DIFF, O_NOCOLOR, O_COLOR, O_DEMANGLE, O_SVG, O_LINES };
 
 static const struct option long_opts[] = {
     {"list", no_argument, 0, 'l'},
@@ -65,6 +67,7 @@ static const struct option long_opts[] = {
     {"color", no_argument, 0, O_COLOR},
     {"demangle", no_argument, 0, O_DEMANGLE},
     {"svg", required_argument, 0, O_SVG},
+    {"lines", optional_argument, 0, O_LINES},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 
@@ -74,6 +77,16 @@ static int bad_option(int c, char *arg) {
   if (optopt && optopt < 256 && !(arg && !strncmp(arg, "--", 2)))
     return vw_fail("option '-%c' %s (see --help)", optopt, what);
   return vw_fail("option '%.200s' %s (see --help)", arg ? arg : "?", what);
+}
+
+/* --lines[=N]: N in 1..1000000, 20 without a value. */
+static int lines_option(const char *v, vw_args *a) {
+  char *end;
+  long n = v ? strtol(v, &end, 10) : 20;
+  if (v && (end == v || *end || n < 1 || n > 1000000))
+    return vw_fail("bad --lines value '%s' (valid: 1..1000000)", v);
+  a->lines = (int)n;
+  return 0;
 }
 
 static int number_option(int c, const char *v, vw_args *a) {
@@ -106,6 +119,7 @@ static int one_option(int c, char **argv, vw_args *a) {
   case O_COLOR: a->force_color = 1; return 0;
   case O_DEMANGLE: a->demangle = 1; return 0;
   case O_SVG: a->svg = optarg; return 0;
+  case O_LINES: return lines_option(optarg, a);
   case 't':
   case 'd': return number_option(c, optarg, a);
   case 'h': return 1;

@@ -96,6 +96,11 @@ static int run(vw_args *a) {
     vw_tree_free(&t);
     return 0;
   }
+  if (a->lines) {
+    rc = vw_lines(&t, a->lines, stdout);
+    vw_tree_free(&t);
+    return rc;
+  }
   char *spec = a->metrics ? strdup(a->metrics) : NULL;
   if ((n = split_metrics(&t, spec, metrics)) < 0 ||
       prepare(a, metrics, n, &t, cols))

@@ -44,6 +44,7 @@ typedef struct vw_tree {
 /* args.c: the command line. */
 typedef struct vw_args {
   int list, print_sorted, no_color, force_color, demangle, depth;
+  int lines; /* --lines[=N]: the N hottest source lines (0: off) */
   char *metrics, *include, *exclude, *format, *diff, *output, *file;
   char *svg; /* --svg FILE: also write an icicle flame graph there */
   double threshold;
@@ -90,6 +91,10 @@ int vw_diff(vw_tree *left, vw_tree *right, const int *cols, int n_cols);
 
 /* demangle.c */
 const char *vw_demangle(const char *name, char **buf, size_t *cap);
+
+/* lines.c: the --lines view (hottest source lines of a PC-sampling
+ * profile, with their main stall reasons). 0 or -1 (vw_errmsg). */
+int vw_lines(vw_tree *t, int top, FILE *out);
 
 /* render.c */
 typedef struct vw_render_opts {

@@ -28,12 +28,58 @@ void cp_callbacks_set_nvtx(int enabled) {
 static void on_launch(cp_cupti_state *st, CUpti_CallbackId cbid,
                       const void *data) {
   const CUpti_CallbackData *d = data;
-  if (d->callbackSite != CUPTI_API_ENTER)
+  void (*bracket)(void *, uint32_t, int) =
+      atomic_load_explicit(&st->hooks.launch_bracket, memory_order_relaxed);
+  if (d->callbackSite != CUPTI_API_ENTER) {
+    if (bracket)
+      bracket(d->context, d->correlationId, 0);
     return;
+  }
   cp_launch_site site;
   cp_session_capture(&site);
   if (cp_corr_put(st->corr, d->correlationId, &site))
     atomic_fetch_add_explicit(&st->stats.collisions, 1, memory_order_relaxed);
+  /* PC sampling: one relaxed load per launch when off */
+  void (*ctx_hook)(void *) =
+      atomic_load_explicit(&st->hooks.launch_context, memory_order_relaxed);
+  if (ctx_hook)
+    ctx_hook(d->context);
+  if (bracket)
+    bracket(d->context, d->correlationId, 1);
+}
+
+/* ---- stream capture (exact PC sampling skips captured launches) ------------ */
+
+static _Thread_local int capturing;
+
+int cp_callbacks_capturing(void) { return capturing; }
+
+static void on_capture(cp_cupti_state *st, CUpti_CallbackId cbid,
+                       const void *data) {
+  const CUpti_CallbackData *d = data;
+  int begin = cbid != CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture &&
+              cbid != CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz;
+  if (begin && d->callbackSite == CUPTI_API_EXIT)
+    capturing = 1;
+  else if (!begin && d->callbackSite == CUPTI_API_ENTER)
+    capturing = 0;
+}
+
+/* ---- resource domain: modules and contexts (PC sampling) ------------------ */
+
+static void on_module(cp_cupti_state *st, CUpti_CallbackId cbid,
+                      const void *data) {
+  const CUpti_ModuleResourceData *m =
+      ((const CUpti_ResourceData *)data)->resourceDescriptor;
+  if (m && m->pCubin && m->cubinSize && st->hooks.module_loaded)
+    st->hooks.module_loaded(m->pCubin, m->cubinSize);
+}
+
+static void on_context(cp_cupti_state *st, CUpti_CallbackId cbid,
+                       const void *data) {
+  void (*ctx_hook)(void *) = atomic_load(&st->hooks.launch_context);
+  if (ctx_hook)
+    ctx_hook(((const CUpti_ResourceData *)data)->context);
 }
 
 /* ---- resource domain: graph nodes --------------------------------------- */
@@ -132,36 +178,52 @@ static void on_pop(cp_cupti_state *st, CUpti_CallbackId cbid,
 #define RESOURCE(name) CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_##name
 #define NVTX(name) CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_##name
 
+#define K CP_CB_KERNELS
+#define G CP_CB_GRAPHS
+#define N CP_CB_NVTX
+#define P CP_CB_PCS
+
 static const struct {
   CUpti_CallbackDomain domain;
   CUpti_CallbackId cbid;
   handler_fn fn;
+  cp_callbacks_group group;
 } table[] = {
-    {DRIVER(cuLaunch), on_launch},
-    {DRIVER(cuLaunchGrid), on_launch},
-    {DRIVER(cuLaunchGridAsync), on_launch},
-    {DRIVER(cuLaunchKernel), on_launch},
-    {DRIVER(cuLaunchKernel_ptsz), on_launch},
-    {DRIVER(cuLaunchKernelEx), on_launch},
-    {DRIVER(cuLaunchKernelEx_ptsz), on_launch},
-    {DRIVER(cuLaunchCooperativeKernel), on_launch},
-    {DRIVER(cuLaunchCooperativeKernel_ptsz), on_launch},
-    {DRIVER(cuLaunchCooperativeKernelMultiDevice), on_launch},
-    {DRIVER(cuGraphLaunch), on_launch},
-    {DRIVER(cuGraphLaunch_ptsz), on_launch},
-    {RESOURCE(GRAPHNODE_CREATED), on_node_created},
-    {RESOURCE(GRAPHNODE_CLONED), on_node_cloned},
-    {RESOURCE(GRAPHNODE_DESTROY_STARTING), on_node_destroyed},
-    {NVTX(nvtxRangePushA), on_push},
-    {NVTX(nvtxRangePushEx), on_push},
-    {NVTX(nvtxRangePop), on_pop},
+    {DRIVER(cuLaunch), on_launch, K},
+    {DRIVER(cuLaunchGrid), on_launch, K},
+    {DRIVER(cuLaunchGridAsync), on_launch, K},
+    {DRIVER(cuLaunchKernel), on_launch, K},
+    {DRIVER(cuLaunchKernel_ptsz), on_launch, K},
+    {DRIVER(cuLaunchKernelEx), on_launch, K},
+    {DRIVER(cuLaunchKernelEx_ptsz), on_launch, K},
+    {DRIVER(cuLaunchCooperativeKernel), on_launch, K},
+    {DRIVER(cuLaunchCooperativeKernel_ptsz), on_launch, K},
+    {DRIVER(cuLaunchCooperativeKernelMultiDevice), on_launch, K},
+    {DRIVER(cuGraphLaunch), on_launch, K},
+    {DRIVER(cuGraphLaunch_ptsz), on_launch, K},
+    {RESOURCE(GRAPHNODE_CREATED), on_node_created, G},
+    {RESOURCE(GRAPHNODE_CLONED), on_node_cloned, G},
+    {RESOURCE(GRAPHNODE_DESTROY_STARTING), on_node_destroyed, G},
+    {NVTX(nvtxRangePushA), on_push, N},
+    {NVTX(nvtxRangePushEx), on_push, N},
+    {NVTX(nvtxRangePop), on_pop, N},
+    {RESOURCE(MODULE_LOADED), on_module, P},
+    {DRIVER(cuStreamBeginCapture), on_capture, P},
+    {DRIVER(cuStreamBeginCapture_ptsz), on_capture, P},
+    {DRIVER(cuStreamBeginCapture_v2), on_capture, P},
+    {DRIVER(cuStreamBeginCapture_v2_ptsz), on_capture, P},
+    {DRIVER(cuStreamBeginCaptureToGraph), on_capture, P},
+    {DRIVER(cuStreamBeginCaptureToGraph_ptsz), on_capture, P},
+    {DRIVER(cuStreamEndCapture), on_capture, P},
+    {DRIVER(cuStreamEndCapture_ptsz), on_capture, P},
+    {RESOURCE(CONTEXT_CREATED), on_context, P},
 };
 #define N_TABLE (sizeof table / sizeof *table)
 
 const cp_callbacks_id *cp_callbacks_list(size_t *n_out) {
   static cp_callbacks_id ids[N_TABLE];
   for (size_t i = 0; i < N_TABLE; i++)
-    ids[i] = (cp_callbacks_id){table[i].domain, table[i].cbid};
+    ids[i] = (cp_callbacks_id){table[i].domain, table[i].cbid, table[i].group};
   *n_out = N_TABLE;
   return ids;
 }

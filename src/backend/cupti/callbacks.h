@@ -10,15 +10,29 @@
 
 #include "backend/cupti/state.h"
 
-/* One callback CUPTI should deliver: cupti_backend.c enables exactly these. */
+/* Which CUPTI feature (features.c) a callback serves: each feature enables
+ * its own group. */
+typedef enum cp_callbacks_group {
+  CP_CB_KERNELS = 1, /* launches */
+  CP_CB_GRAPHS = 2,  /* graph-node capture contexts */
+  CP_CB_NVTX = 4,    /* NVTX ranges */
+  CP_CB_PCS = 8      /* module loads (cubins), contexts (PC sampling) */
+} cp_callbacks_group;
+
+/* One callback CUPTI should deliver: features.c enables exactly these. */
 typedef struct cp_callbacks_id {
   CUpti_CallbackDomain domain;
   CUpti_CallbackId cbid;
+  cp_callbacks_group group;
 } cp_callbacks_id;
 
 /* The callbacks the backend subscribes to; `*n_out` receives the count.
  * Static storage. */
 const cp_callbacks_id *cp_callbacks_list(size_t *n_out);
+
+/* Whether the calling thread is inside cuStreamBeginCapture .. EndCapture
+ * (its launches only record graph nodes). Hot path: a thread-local read. */
+int cp_callbacks_capturing(void);
 
 /* Whether NVTX ranges should become scopes (default on). Not a hot path. */
 void cp_callbacks_set_nvtx(int enabled);

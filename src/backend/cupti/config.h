@@ -49,6 +49,7 @@ typedef struct cp_inject_config {
   char name[PATH_MAX]; /* CPROTON_NAME, default "proton" */
   char data[16];       /* CPROTON_DATA: tree | trace */
   char context[16];    /* CPROTON_CONTEXT: shadow */
+  char mode[128];      /* CPROTON_MODE: "" or pcsampling[:options] */
   int gzip;            /* CPROTON_GZIP=1 */
   int rank;            /* RANK, else -1 */
   int local_rank;      /* LOCAL_RANK, else -1 */

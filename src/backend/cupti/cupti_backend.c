@@ -13,7 +13,9 @@
 
 #include "backend/cudadrv.h"
 #include "backend/cupti/callbacks.h"
+#include "backend/cupti/pcs_mode.h"
 #include "backend/cupti/config.h"
+#include "backend/cupti/features.h"
 #include "backend/cupti/cupti_backend.h"
 #include "backend/cupti/loader.h"
 #include "backend/cupti/pool.h"
@@ -124,30 +126,7 @@ static int alloc_state(void) {
 
 /* ---- start / flush / stop ------------------------------------------------ */
 
-static int fail(CUptiResult r, const char *what) {
-  const char *hint = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
-                         ? " (another CUPTI tool is attached: Proton, "
-                           "torch.profiler, Nsight?)"
-                         : "";
-  return cp_error_set(CPROTON_EBACKEND, "cupti: %s failed: %s%s", what,
-                      cp_loader_cupti_error(&api, r), hint);
-}
-
-static int enable_callbacks(void) {
-  size_t n;
-  const cp_callbacks_id *ids = cp_callbacks_list(&n);
-  for (size_t i = 0; i < n; i++) {
-    if (ids[i].domain == CUPTI_CB_DOMAIN_NVTX && !config.nvtx)
-      continue;
-    CUptiResult r =
-        api.cuptiEnableCallback(1, subscriber, ids[i].domain, ids[i].cbid);
-    if (r != CUPTI_SUCCESS && ids[i].domain == CUPTI_CB_DOMAIN_NVTX)
-      r = api.cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_NVTX);
-    if (r != CUPTI_SUCCESS)
-      return fail(r, "cuptiEnableCallback");
-  }
-  return CPROTON_OK;
-}
+static cp_features_env env;
 
 static int subscribe(void) {
   CUptiResult r = api.cuptiActivityRegisterTimestampCallback
@@ -159,38 +138,45 @@ static int subscribe(void) {
             cp_loader_cupti_error(&api, r));
   if ((r = api.cuptiActivityRegisterCallbacks(buffer_requested,
                                               buffer_completed)))
-    return fail(r, "cuptiActivityRegisterCallbacks");
+    return cp_features_fail(&api, r, "cuptiActivityRegisterCallbacks");
   if ((r = api.cuptiSubscribe(&subscriber, cp_callbacks_dispatch, &state)))
-    return fail(r, "cuptiSubscribe");
-  int rc = enable_callbacks();
-  if (!rc &&
-      (r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)))
-    rc = fail(r, "cuptiActivityEnable(CONCURRENT_KERNEL)");
+    return cp_features_fail(&api, r, "cuptiSubscribe");
+  env.api = &api;
+  env.subscriber = subscriber;
+  env.state = &state;
+  env.config = &config;
+  int rc = cp_features_enable(&env);
   if (rc)
     api.cuptiUnsubscribe(subscriber);
   return rc;
 }
 
+static int start_locked(const cp_pcs_options *mode) {
+  int rc = alloc_state();
+  if (rc)
+    return rc;
+  cp_corr_clear(state.corr);
+  cp_graph_clear(state.graphs);
+  cp_stats_reset(&state.stats);
+  atomic_store(&state.devices_seen, 0);
+  atomic_store(&discarding, 0);
+  env.mode = *mode;
+  return subscribe();
+}
+
+/* Called for every session: the first one starts the features its mode
+ * wants; core/session.c refuses later sessions whose mode differs. */
 static int cupti_start(const char *mode) {
-  if (mode && *mode)
-    return cp_error_set(CPROTON_EUNSUPPORTED,
-                        "the cupti backend has no mode '%s' (valid: none)",
-                        mode);
+  cp_pcs_options o;
+  int rc = cp_pcs_mode_parse(mode, &o);
+  if (rc)
+    return rc;
   pthread_mutex_lock(&lock);
-  int rc = atomic_load(&torn_down)
-               ? cp_error_set(CPROTON_ESTATE, "cupti: process is exiting")
-               : load_locked();
+  rc = atomic_load(&torn_down)
+           ? cp_error_set(CPROTON_ESTATE, "cupti: process is exiting")
+           : load_locked();
   if (!rc && !atomic_load(&running)) {
-    rc = alloc_state();
-    if (!rc) {
-      cp_corr_clear(state.corr);
-      cp_graph_clear(state.graphs);
-      cp_stats_reset(&state.stats);
-      atomic_store(&state.devices_seen, 0);
-      cp_callbacks_set_nvtx(config.nvtx);
-      atomic_store(&discarding, 0);
-      rc = subscribe();
-    }
+    rc = start_locked(&o);
     if (!rc)
       atomic_store(&running, 1);
   }
@@ -203,8 +189,7 @@ static int cupti_start(const char *mode) {
 static int cupti_flush(void) {
   if (!atomic_load(&running) || atomic_load(&torn_down))
     return CPROTON_OK;
-  CUptiResult r = api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  return r == CUPTI_SUCCESS ? CPROTON_OK : fail(r, "cuptiActivityFlushAll");
+  return cp_features_flush(&env);
 }
 
 static void cupti_stop(void) {
@@ -212,8 +197,7 @@ static void cupti_stop(void) {
     return;
   atomic_store(&discarding, 1);
   if (!atomic_load(&torn_down)) {
-    api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    cp_features_disable(&env);
     api.cuptiUnsubscribe(subscriber);
   }
   atomic_store(&running, 0);
@@ -235,4 +219,6 @@ const cp_backend_ops cp_cupti_backend = {
     .flush = cupti_flush,
     .stop = cupti_stop,
     .is_default_candidate = 1,
+    .mode_compatible = cp_pcs_mode_same,
+    .check_mode = cp_pcs_mode_check,
 };

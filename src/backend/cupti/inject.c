@@ -41,6 +41,7 @@ int InitializeInjection(void) {
   o.data = c.data;
   o.context = c.context;
   o.backend = "cupti";
+  o.mode = c.mode[0] ? c.mode : NULL;
   o.gzip = c.gzip;
   o.rank = c.rank;
   o.local_rank = c.local_rank;

@@ -7,6 +7,7 @@
 
 #include <cuda.h>
 #include <cupti.h>
+#include <cupti_pcsampling.h>
 #include <limits.h>
 
 #include "backend/cupti/config.h"
@@ -17,6 +18,9 @@
 #define CP_LOADER_CUDA_FUNCS(X)                                                \
   X(cuDriverGetVersion)                                                        \
   X(cuDeviceGet)                                                               \
+  X(cuCtxGetCurrent)                                                           \
+  X(cuCtxSetCurrent)                                                           \
+  X(cuCtxSynchronize)
 
 #define CP_LOADER_CUPTI_FUNCS(X)                                               \
   X(cuptiGetVersion)                                                           \
@@ -35,7 +39,18 @@
 
 /* Resolved when present (NULL otherwise): newer than the oldest CUPTI we
  * accept. */
-#define CP_LOADER_CUPTI_OPTIONAL(X) X(cuptiActivityRegisterTimestampCallback)
+#define CP_LOADER_CUPTI_OPTIONAL(X)                                            \
+  X(cuptiActivityRegisterTimestampCallback)                                    \
+  X(cuptiPCSamplingSetConfigurationAttribute)                                  \
+  X(cuptiPCSamplingEnable)                                                     \
+  X(cuptiPCSamplingDisable)                                                    \
+  X(cuptiPCSamplingStart)                                                      \
+  X(cuptiPCSamplingStop)                                                       \
+  X(cuptiPCSamplingGetData)                                                    \
+  X(cuptiPCSamplingGetNumStallReasons)                                         \
+  X(cuptiPCSamplingGetStallReasons)                                            \
+  X(cuptiGetSassToSourceCorrelation)                                           \
+  X(cuptiGetCubinCrc)
 
 typedef struct cp_loader_api {
   void *cuda_handle, *cupti_handle;

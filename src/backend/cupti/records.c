@@ -78,6 +78,10 @@ static void on_kernel(cp_cupti_state *st, const CUpti_Activity *rec) {
                         .stream_id = k->streamId,
                         .correlation_id = k->correlationId,
                         .device_type = CP_DEVICE_CUDA};
+  void (*ran)(const char *, const void *, uint64_t) =
+      atomic_load_explicit(&st->hooks.kernel_ran, memory_order_relaxed);
+  if (ran)
+    ran(k->name, &site, k->end > k->start ? k->end - k->start : 0);
   if (cp_session_deliver_kernel(&site, &r) != 0)
     atomic_fetch_add_explicit(&st->stats.deliver_errors, 1,
                               memory_order_relaxed);

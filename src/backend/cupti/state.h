@@ -9,6 +9,7 @@
 #define CP_BACKEND_CUPTI_STATE_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "backend/cupti/corr.h"
@@ -34,6 +35,19 @@ typedef struct cp_cupti_hooks {
   int (*describe_device)(uint32_t id, cp_device_info *out);
   /* The CUPTI id of a graph node (cuptiGetGraphNodeId). 0 or an error. */
   int (*graph_node_id)(void *node, uint64_t *id_out);
+  /* PC sampling (NULL when off): a cubin was loaded (module-load
+   * callback); a launch or a new context names a CUDA context, so that
+   * sampling is configured once per context. */
+  void (*module_loaded)(const void *cubin, size_t size);
+  void (*_Atomic launch_context)(void *cu_context);
+  /* PC sampling, exact mode: called at a launch's API enter (`enter` 1)
+   * and exit (0) on the launching thread, to bracket it. NULL when off. */
+  void (*_Atomic launch_bracket)(void *cu_context, uint32_t correlation,
+                                 int enter);
+  /* PC sampling: a kernel record with its final site (concurrent mode
+   * weights). NULL when off. */
+  void (*_Atomic kernel_ran)(const char *name, const void *site,
+                             uint64_t ns);
 } cp_cupti_hooks;
 
 /* Destroyed graph nodes whose entries are kept a while: their kernels'

@@ -1,0 +1,136 @@
+/* backend/cupti/features.c -- the feature table {name, wanted, enable,
+ * flush, disable}. Invariant: a row is disabled only if it was enabled, and
+ * flushed rows deliver kernel records before PC samples (the concurrent
+ * sampler weighs its attribution with them). Not a hot path. Called by
+ * cupti_backend.c. */
+#include <stddef.h>
+
+#include "backend/cupti/callbacks.h"
+#include "backend/cupti/features.h"
+#include "backend/cupti/pcsampling.h"
+#include "core/error.h"
+
+int cp_features_fail(const cp_loader_api *api, CUptiResult r,
+                     const char *what) {
+  const char *hint = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                         ? " (another CUPTI tool is attached: Proton, "
+                           "torch.profiler, Nsight?)"
+                         : "";
+  return cp_error_set(CPROTON_EBACKEND, "cupti: %s failed: %s%s", what,
+                      cp_loader_cupti_error(api, r), hint);
+}
+
+static int callbacks(cp_features_env *e, cp_callbacks_group g, int on) {
+  size_t n;
+  const cp_callbacks_id *ids = cp_callbacks_list(&n);
+  for (size_t i = 0; i < n; i++) {
+    if (ids[i].group != g)
+      continue;
+    CUptiResult r = e->api->cuptiEnableCallback((uint32_t)on, e->subscriber,
+                                                ids[i].domain, ids[i].cbid);
+    if (r != CUPTI_SUCCESS && ids[i].domain == CUPTI_CB_DOMAIN_NVTX)
+      r = e->api->cuptiEnableDomain((uint32_t)on, e->subscriber,
+                                    CUPTI_CB_DOMAIN_NVTX);
+    if (r != CUPTI_SUCCESS && on)
+      return cp_features_fail(e->api, r, "cuptiEnableCallback");
+  }
+  return CPROTON_OK;
+}
+
+/* ---- rows ------------------------------------------------------------------ */
+
+static int always(const cp_features_env *e) { return (void)e, 1; }
+static int nvtx_wanted(const cp_features_env *e) { return e->config->nvtx; }
+static int pcs_wanted(const cp_features_env *e) { return e->mode.enabled; }
+
+static int kernels_on(cp_features_env *e) {
+  int rc = callbacks(e, CP_CB_KERNELS, 1);
+  CUptiResult r;
+  if (!rc && (r = e->api->cuptiActivityEnable(
+                  CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) != CUPTI_SUCCESS)
+    rc = cp_features_fail(e->api, r, "cuptiActivityEnable(CONCURRENT_KERNEL)");
+  return rc;
+}
+static int kernels_flush(cp_features_env *e) {
+  CUptiResult r =
+      e->api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  return r == CUPTI_SUCCESS ? CPROTON_OK
+                            : cp_features_fail(e->api, r, "cuptiActivityFlushAll");
+}
+static void kernels_off(cp_features_env *e) {
+  e->api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  e->api->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  callbacks(e, CP_CB_KERNELS, 0);
+}
+
+static int graphs_on(cp_features_env *e) { return callbacks(e, CP_CB_GRAPHS, 1); }
+static void graphs_off(cp_features_env *e) { callbacks(e, CP_CB_GRAPHS, 0); }
+
+static int nvtx_on(cp_features_env *e) {
+  cp_callbacks_set_nvtx(1);
+  return callbacks(e, CP_CB_NVTX, 1);
+}
+static void nvtx_off(cp_features_env *e) {
+  cp_callbacks_set_nvtx(0);
+  callbacks(e, CP_CB_NVTX, 0);
+}
+
+static int pcs_on(cp_features_env *e) {
+  int rc = callbacks(e, CP_CB_PCS, 1);
+  return rc ? rc : cp_pcsampling_enable(e->api, e->state, &e->mode);
+}
+static int pcs_flush(cp_features_env *e) {
+  return (void)e, cp_pcsampling_flush(1);
+}
+static void pcs_off(cp_features_env *e) {
+  cp_pcsampling_disable();
+  callbacks(e, CP_CB_PCS, 0);
+}
+
+static const struct {
+  const char *name;
+  int (*wanted)(const cp_features_env *);
+  int (*enable)(cp_features_env *);
+  int (*flush)(cp_features_env *); /* NULL: nothing buffered */
+  void (*disable)(cp_features_env *);
+} rows[] = {
+    {"kernels", always, kernels_on, kernels_flush, kernels_off},
+    {"graphs", always, graphs_on, NULL, graphs_off},
+    {"nvtx", nvtx_wanted, nvtx_on, NULL, nvtx_off},
+    {"pcsampling", pcs_wanted, pcs_on, pcs_flush, pcs_off},
+};
+#define N_ROWS (sizeof rows / sizeof *rows)
+
+static unsigned enabled; /* bit i: row i enabled */
+
+int cp_features_enable(cp_features_env *e) {
+  enabled = 0;
+  for (size_t i = 0; i < N_ROWS; i++) {
+    if (!rows[i].wanted(e))
+      continue;
+    int rc = rows[i].enable(e);
+    if (rc) {
+      cp_features_disable(e);
+      return rc;
+    }
+    enabled |= 1u << i;
+  }
+  return CPROTON_OK;
+}
+
+int cp_features_flush(cp_features_env *e) {
+  int rc = CPROTON_OK;
+  for (size_t i = 0; i < N_ROWS; i++)
+    if ((enabled >> i & 1) && rows[i].flush) {
+      int r = rows[i].flush(e);
+      rc = rc ? rc : r;
+    }
+  return rc;
+}
+
+void cp_features_disable(cp_features_env *e) {
+  for (size_t i = N_ROWS; i-- > 0;)
+    if (enabled >> i & 1)
+      rows[i].disable(e);
+  enabled = 0;
+}

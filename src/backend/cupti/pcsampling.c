@@ -1,0 +1,508 @@
+/* backend/cupti/pcsampling.c -- CUPTI's PC Sampling API: per-context
+ * configuration (stall reasons by name, period 2^k cycles, buffers sized by
+ * the mode), a drain thread, module-load cubins. Invariant: every vendor
+ * call goes through the loader's table; a context whose configuration CUPTI
+ * refuses is profiled at kernel level only, with one warning for the run.
+ * Not a hot path except ctx_seen (per launch, one relaxed load). Called by
+ * features.c. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/cupti/callbacks.h"
+#include "backend/cupti/pcs_attr.h"
+#include "backend/cupti/pcs_lines.h"
+#include "backend/cupti/pcsampling.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "cproton/cproton.h"
+
+#define MAX_CTX 64
+#define DRAIN_MS 10 /* exact mode: delivery period */
+#define SCRATCH_BYTES (16u << 20)
+#define HARDWARE_BYTES (128u << 20)
+#define CUBIN_BYTES (1ull << 30)
+#define MIN_CUPTI_VERSION 22 /* CUPTI 12.4: PC records carry correlationId */
+
+typedef struct sampled_ctx {
+  CUcontext ctx;
+  int ok;      /* configured; 0 = refused (kernel level only) */
+  int started; /* inside a cuptiPCSamplingStart/Stop range */
+  CUpti_PCSamplingData data;
+} sampled_ctx;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* contexts, data */
+static const cp_loader_api *api;
+static cp_cupti_state *state;
+static cp_pcs_options opt;
+static cp_pcs_stalls stalls;
+static uint32_t stall_ids[CP_PCS_MAX_STALLS];
+static cp_pcs *pcs;
+static cp_pcs_lines *lines;
+static sampled_ctx ctxs[MAX_CTX];
+static int n_ctx;
+static _Atomic(void *) last_ctx;
+static atomic_int on, warned;
+static atomic_ullong drain_errors, dropped_reported;
+/* diagnostics: cuptiPCSamplingGetData calls, PC records and samples seen */
+static atomic_ullong n_gets, n_pcs, n_total, n_at_disable;
+static pthread_t drainer;
+static int drainer_running, drainer_stop;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+
+static void warn_once(const char *what, CUptiResult r) {
+  if (!atomic_exchange(&warned, 1))
+    cp_warn("pcsampling: %s failed (%s); this GPU or driver gives no PC "
+            "samples here, profiling kernels only",
+            what, cp_loader_cupti_error(api, r));
+}
+
+/* ---- hooks for pcs_lines --------------------------------------------------- */
+
+static int cubin_crc(const void *cubin, size_t size, uint64_t *crc) {
+  CUpti_GetCubinCrcParams p = {.size = CUpti_GetCubinCrcParamsSize,
+                               .cubinSize = size, .cubin = cubin};
+  if (api->cuptiGetCubinCrc(&p) != CUPTI_SUCCESS)
+    return CPROTON_EBACKEND;
+  *crc = p.cubinCrc;
+  return CPROTON_OK;
+}
+
+static int cubin_source(const void *cubin, size_t size, const char *fn,
+                        uint64_t pc, uint32_t *line, char **file, char **dir) {
+  CUpti_GetSassToSourceCorrelationParams p = {
+      .size = CUpti_GetSassToSourceCorrelationParamsSize, .cubin = cubin,
+      .functionName = fn, .cubinSize = size, .pcOffset = pc};
+  if (api->cuptiGetSassToSourceCorrelation(&p) != CUPTI_SUCCESS)
+    return CPROTON_EBACKEND;
+  *line = p.lineNumber;
+  *file = p.fileName;
+  *dir = p.dirName;
+  return CPROTON_OK;
+}
+
+static void module_loaded(const void *cubin, size_t size) {
+  if (lines)
+    cp_pcs_lines_add(lines, cubin, size);
+}
+
+static void kernel_ran(const char *name, const void *site, uint64_t ns) {
+  cp_pcs_note_kernel(pcs, name, site, ns);
+}
+
+/* ---- per-context configuration ----------------------------------------------- */
+
+static CUptiResult read_stalls(CUcontext c) {
+  size_t n = 0;
+  CUpti_PCSamplingGetNumStallReasonsParams np = {
+      .size = CUpti_PCSamplingGetNumStallReasonsParamsSize, .ctx = c,
+      .numStallReasons = &n};
+  CUptiResult r = api->cuptiPCSamplingGetNumStallReasons(&np);
+  if (r != CUPTI_SUCCESS)
+    return r;
+  if (n > 256)
+    n = 256;
+  char *names[256], store[256][CUPTI_STALL_REASON_STRING_SIZE];
+  uint32_t idx[256];
+  for (size_t i = 0; i < n; i++)
+    names[i] = store[i];
+  CUpti_PCSamplingGetStallReasonsParams sp = {
+      .size = CUpti_PCSamplingGetStallReasonsParamsSize, .ctx = c,
+      .numStallReasons = n, .stallReasonIndex = idx, .stallReasons = names};
+  if ((r = api->cuptiPCSamplingGetStallReasons(&sp)) != CUPTI_SUCCESS)
+    return r;
+  cp_pcs_stalls_build((const char *const *)names, idx, n, &stalls);
+  cp_info("pcsampling: %zu stall reasons, %zu kept (first: %s)", n, stalls.n,
+          n ? names[0] : "-");
+  memcpy(stall_ids, stalls.index, stalls.n * sizeof *stall_ids);
+  return CUPTI_SUCCESS;
+}
+
+static int alloc_data(CUpti_PCSamplingData *d) {
+  memset(d, 0, sizeof *d);
+  d->size = sizeof *d;
+  d->collectNumPcs = opt.buffer_pcs;
+  d->pPcData = calloc(opt.buffer_pcs, sizeof *d->pPcData);
+  if (!d->pPcData)
+    return CPROTON_ENOMEM;
+  for (size_t i = 0; i < opt.buffer_pcs; i++)
+    if (!(d->pPcData[i].stallReason =
+              calloc(stalls.n ? stalls.n : 1, sizeof(CUpti_PCSamplingStallReason))))
+      return CPROTON_ENOMEM;
+  return CPROTON_OK;
+}
+
+static void free_data(CUpti_PCSamplingData *d) {
+  for (size_t i = 0; d->pPcData && i < d->collectNumPcs; i++)
+    free(d->pPcData[i].stallReason);
+  free(d->pPcData);
+  memset(d, 0, sizeof *d);
+}
+
+typedef CUpti_PCSamplingConfigurationInfo attr;
+
+static CUptiResult configure(CUcontext c, CUpti_PCSamplingData *d) {
+  attr a[7];
+  memset(a, 0, sizeof a);
+  a[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON;
+  a[0].attributeData.stallReasonData.stallReasonCount = stalls.n;
+  a[0].attributeData.stallReasonData.pStallReasonIndex = stall_ids;
+  a[1].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
+  a[1].attributeData.samplingPeriodData.samplingPeriod = opt.period_log2;
+  a[2].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE;
+  a[2].attributeData.scratchBufferSizeData.scratchBufferSize = SCRATCH_BYTES;
+  a[3].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE;
+  a[3].attributeData.hardwareBufferSizeData.hardwareBufferSize = HARDWARE_BYTES;
+  a[4].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
+  /* Continuous collection in start/stop ranges: without ranges GetData gave
+   * no records while sampling ran (they all appeared at Disable, measured on
+   * an H100), so ranges are closed to hand samples over; KERNEL_SERIALIZED
+   * gave no samples at all there. */
+  a[4].attributeData.collectionModeData.collectionMode =
+      CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
+  a[5].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER;
+  a[5].attributeData.samplingDataBufferData.samplingDataBuffer = d;
+  a[6].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL;
+  a[6].attributeData.enableStartStopControlData.enableStartStopControl = 1;
+  CUpti_PCSamplingConfigurationInfoParams p = {
+      .size = CUpti_PCSamplingConfigurationInfoParamsSize, .ctx = c,
+      .numAttributes = 7, .pPCSamplingConfigurationInfo = a};
+  return api->cuptiPCSamplingSetConfigurationAttribute(&p);
+}
+
+/* Opens (`start`) or closes a sampling range on `s`; caller holds `lock`. */
+static void range(sampled_ctx *s, int start) {
+  if (!s->ok || s->started == start)
+    return;
+  CUptiResult r;
+  if (start) {
+    CUpti_PCSamplingStartParams p = {
+        .size = CUpti_PCSamplingStartParamsSize, .ctx = s->ctx};
+    r = api->cuptiPCSamplingStart(&p);
+  } else {
+    CUpti_PCSamplingStopParams p = {.size = CUpti_PCSamplingStopParamsSize,
+                                    .ctx = s->ctx};
+    r = api->cuptiPCSamplingStop(&p);
+  }
+  if (r == CUPTI_SUCCESS)
+    s->started = start;
+  else if (atomic_fetch_add(&drain_errors, 1) == 0)
+    cp_info("pcsampling: cuptiPCSampling%s: %s", start ? "Start" : "Stop",
+            cp_loader_cupti_error(api, r));
+}
+
+/* Enables and configures sampling on `c`; caller holds `lock`. */
+static void add_context(CUcontext c) {
+  if (n_ctx == MAX_CTX) {
+    warn_once("a 65th CUDA context", CUPTI_ERROR_MAX_LIMIT_REACHED);
+    return;
+  }
+  sampled_ctx *s = &ctxs[n_ctx++];
+  *s = (sampled_ctx){.ctx = c};
+  CUpti_PCSamplingEnableParams ep = {.size = CUpti_PCSamplingEnableParamsSize,
+                                     .ctx = c};
+  CUptiResult r = api->cuptiPCSamplingEnable(&ep);
+  if (r != CUPTI_SUCCESS)
+    return warn_once("cuptiPCSamplingEnable", r);
+  if (!stalls.n && (r = read_stalls(c)) != CUPTI_SUCCESS)
+    return warn_once("cuptiPCSamplingGetStallReasons", r);
+  if (alloc_data(&s->data)) {
+    free_data(&s->data);
+    return warn_once("allocating the sample buffer", CUPTI_ERROR_OUT_OF_MEMORY);
+  }
+  if ((r = configure(c, &s->data)) != CUPTI_SUCCESS) {
+    free_data(&s->data);
+    return warn_once("cuptiPCSamplingSetConfigurationAttribute", r);
+  }
+  s->ok = 1;
+  if (!opt.exact)
+    range(s, 1);
+  cp_info("pcsampling: context %p sampled every 2^%u cycles, %s",
+          (void *)c, opt.period_log2,
+          opt.exact ? "one range per launch (exact)" : "concurrent");
+}
+
+/* Launch path: a relaxed compare with the last context seen. */
+static void ctx_seen(void *c) {
+  if (!c || atomic_load_explicit(&last_ctx, memory_order_relaxed) == c ||
+      !atomic_load_explicit(&on, memory_order_relaxed))
+    return;
+  pthread_mutex_lock(&lock);
+  int known = 0;
+  for (int i = 0; i < n_ctx && !known; i++)
+    known = ctxs[i].ctx == c;
+  if (!known)
+    add_context(c);
+  atomic_store(&last_ctx, c);
+  pthread_mutex_unlock(&lock);
+}
+
+/* ---- drain ----------------------------------------------------------------- */
+
+/* Takes the records in `s`'s configured buffer, then empties it. */
+static void consume(sampled_ctx *s, uint32_t corr) {
+  atomic_fetch_add(&n_pcs, s->data.totalNumPcs);
+  atomic_fetch_add(&n_total, s->data.totalSamples);
+  cp_pcs_add(pcs, &s->data, &stalls, corr);
+  s->data.totalNumPcs = 0;
+  s->data.totalSamples = 0;
+  s->data.droppedSamples = 0;
+  s->data.nonUsrKernelsTotalSamples = 0;
+  s->data.hardwareBufferFull = 0;
+}
+
+/* Fetches everything CUPTI holds for `s` (records of launch `corr`, or 0);
+ * caller holds `lock` and closed the range. Closing a range (or disabling)
+ * leaves its first records in the buffer given at configuration; GetData
+ * hands over the rest (remainingNumPcs), as Proton reads them. */
+static void fetch(sampled_ctx *s, uint32_t corr) {
+  if (!s->ok)
+    return;
+  consume(s, corr);
+  for (int rounds = 0; rounds < 1024; rounds++) {
+    CUpti_PCSamplingGetDataParams p = {
+        .size = CUpti_PCSamplingGetDataParamsSize, .ctx = s->ctx,
+        .pcSamplingData = &s->data};
+    CUptiResult r = api->cuptiPCSamplingGetData(&p);
+    if (r != CUPTI_SUCCESS) {
+      if (atomic_fetch_add(&drain_errors, 1) == 0)
+        cp_info("pcsampling: cuptiPCSamplingGetData: %s",
+                cp_loader_cupti_error(api, r));
+      return;
+    }
+    atomic_fetch_add(&n_gets, 1);
+    consume(s, corr);
+    if (!s->data.remainingNumPcs)
+      return;
+  }
+}
+
+/* Concurrent mode: close each context's range, fetch, reopen (samples of
+ * the moment between are not taken). The context is made current for
+ * CUPTI; the caller's own is restored. Exact mode fetches per launch. */
+static void drain_all(void) {
+  if (opt.exact)
+    return;
+  CUcontext mine = NULL;
+  api->cuCtxGetCurrent(&mine);
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < n_ctx; i++) {
+    if (!ctxs[i].ok)
+      continue;
+    if (ctxs[i].ctx != mine)
+      api->cuCtxSetCurrent(ctxs[i].ctx);
+    range(&ctxs[i], 0);
+    fetch(&ctxs[i], 0);
+    range(&ctxs[i], 1);
+  }
+  pthread_mutex_unlock(&lock);
+  api->cuCtxSetCurrent(mine);
+}
+
+/* Exact mode, on the launching thread: a range brackets each launch, after
+ * the context's earlier work finished (Proton's semantics: every sample
+ * belongs to this launch). Samples are only copied into the pending table
+ * here; lines were resolved once per PC and delivery runs on the drain
+ * thread, so the launch pays for the serialisation, not the processing. */
+static void bracket(void *c, uint32_t corr, int enter) {
+  /* a launch into a capturing stream runs nothing, and synchronising would
+   * invalidate the capture */
+  if (!c || !atomic_load_explicit(&on, memory_order_relaxed) ||
+      cp_callbacks_capturing())
+    return;
+  pthread_mutex_lock(&lock);
+  sampled_ctx *s = NULL;
+  for (int i = 0; i < n_ctx && !s; i++)
+    if (ctxs[i].ctx == c && ctxs[i].ok)
+      s = &ctxs[i];
+  if (s && enter) {
+    api->cuCtxSynchronize();
+    range(s, 1);
+  } else if (s && s->started) {
+    range(s, 0);
+    fetch(s, corr);
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+/* Concurrent mode with drain=MS: every MS ms, kernel records first (their
+ * sites weigh the attribution), then samples. Exact mode: every DRAIN_MS,
+ * the launches' pending samples are delivered (bounding the pending table).
+ * Concurrent mode without drain has no thread: everything waits for flush. */
+static void *drain_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&lock);
+  while (!drainer_stop) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    long ms = opt.exact ? DRAIN_MS : (long)opt.drain_ms;
+    t.tv_sec += ms / 1000;
+    t.tv_nsec += (ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L)
+      t.tv_sec++, t.tv_nsec -= 1000000000L;
+    pthread_cond_timedwait(&wake, &lock, &t);
+    if (drainer_stop)
+      break;
+    pthread_mutex_unlock(&lock);
+    if (!opt.exact) {
+      api->cuptiActivityFlushAll(0);
+      drain_all();
+    }
+    cp_pcs_attribute(pcs, 0);
+    pthread_mutex_lock(&lock);
+  }
+  pthread_mutex_unlock(&lock);
+  return NULL;
+}
+
+/* ---- enable / flush / disable ---------------------------------------------- */
+
+static int supported(void) {
+  uint32_t v = 0;
+  if (!api->cuptiPCSamplingEnable || !api->cuptiPCSamplingGetData ||
+      !api->cuptiGetSassToSourceCorrelation || !api->cuptiGetCubinCrc ||
+      api->cuptiGetVersion(&v) != CUPTI_SUCCESS || v < MIN_CUPTI_VERSION) {
+    warn_once("loading CUPTI's PC Sampling API (CUPTI 12.4 or newer needed)",
+              CUPTI_ERROR_NOT_SUPPORTED);
+    return 0;
+  }
+  return 1;
+}
+
+static int alloc_tables(cp_cupti_state *st) {
+  static const cp_pcs_line_hooks hooks = {cubin_crc, cubin_source};
+  if (!lines && !(lines = cp_pcs_lines_new(&hooks, CUBIN_BYTES)))
+    return CPROTON_ENOMEM;
+  if (!pcs && !(pcs = cp_pcs_new(1 << 16, 1 << 14, st->corr, lines)))
+    return CPROTON_ENOMEM;
+  return CPROTON_OK;
+}
+
+int cp_pcsampling_enable(const cp_loader_api *a, cp_cupti_state *st,
+                         const cp_pcs_options *o) {
+  api = a;
+  state = st;
+  atomic_store(&warned, 0);
+  if (!supported())
+    return CPROTON_OK;
+  int rc = alloc_tables(st);
+  if (rc)
+    return cp_error_set(rc, "out of memory starting PC sampling");
+  opt = *o;
+  cp_pcs_clear(pcs);
+  atomic_store(&drain_errors, 0);
+  atomic_store(&dropped_reported, 0);
+  atomic_store(&n_gets, 0), atomic_store(&n_pcs, 0), atomic_store(&n_total, 0);
+  atomic_store(&n_at_disable, 0);
+  st->hooks.module_loaded = module_loaded;
+  atomic_store(&st->hooks.kernel_ran, opt.exact ? NULL : kernel_ran);
+  atomic_store(&on, 1);
+  atomic_store(&st->hooks.launch_context, ctx_seen);
+  atomic_store(&st->hooks.launch_bracket, opt.exact ? bracket : NULL);
+  CUcontext cur = NULL;
+  if (api->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur)
+    ctx_seen(cur);
+  drainer_stop = 0;
+  drainer_running = (opt.exact || opt.drain_ms) &&
+                    pthread_create(&drainer, NULL, drain_main, NULL) == 0;
+  if (!drainer_running && (opt.exact || opt.drain_ms))
+    cp_warn("pcsampling: no drain thread; samples are fetched at flush only");
+  return CPROTON_OK;
+}
+
+/* Dropped samples, as a ROOT metric of every live session (once per new
+ * count) and in the log at disable. */
+static void report_dropped(uint64_t dropped) {
+  uint64_t before = atomic_exchange(&dropped_reported, dropped);
+  if (dropped <= before)
+    return;
+  cp_launch_site root = {.sessions = UINT32_MAX, .epoch = UINT32_MAX};
+  for (int k = 0; k < CP_CONTEXT_KINDS; k++)
+    root.is_op[k] = 1;
+  cp_session_deliver_metric(&root, NULL, "num_dropped_samples",
+                            (cp_value){.kind = CP_VALUE_INT,
+                                       .u.i = (int64_t)(dropped - before)});
+}
+
+int cp_pcsampling_flush(int final) {
+  if (!atomic_load(&on))
+    return CPROTON_OK;
+  drain_all();
+  int rc = cp_pcs_attribute(pcs, final);
+  cp_pcs_stats s;
+  cp_pcs_get_stats(pcs, &s);
+  report_dropped(s.dropped);
+  return rc;
+}
+
+static void report(void) {
+  cp_pcs_stats s;
+  cp_pcs_lines_stats l;
+  cp_pcs_get_stats(pcs, &s);
+  cp_pcs_lines_get_stats(lines, &l);
+  cp_info("pcsampling: %llu samples, %llu with a source line, %llu cubins; "
+          "%llu fetches gave %llu PC records (CUPTI counted %llu samples); "
+          "%llu samples left at disable",
+          (unsigned long long)s.samples, (unsigned long long)s.with_line,
+          (unsigned long long)l.cubins, (unsigned long long)n_gets,
+          (unsigned long long)n_pcs, (unsigned long long)n_total,
+          (unsigned long long)n_at_disable);
+  if (s.dropped || s.lost || s.unattributed || s.buffer_full ||
+      s.sites_full || s.unknown_stall || l.refused || drain_errors)
+    cp_warn("pcsampling: %llu samples dropped by CUPTI (hardware buffer full "
+            "%llu times), %llu lost (tables full), %llu unattributed, %llu "
+            "with unknown stall reasons, %llu sites not kept, %llu cubins "
+            "not kept, %llu failed drains (of %llu samples)",
+            (unsigned long long)s.dropped, (unsigned long long)s.buffer_full,
+            (unsigned long long)s.lost, (unsigned long long)s.unattributed,
+            (unsigned long long)s.unknown_stall,
+            (unsigned long long)s.sites_full, (unsigned long long)l.refused,
+            (unsigned long long)atomic_load(&drain_errors),
+            (unsigned long long)s.samples);
+}
+
+void cp_pcsampling_disable(void) {
+  if (!atomic_exchange(&on, 0))
+    return;
+  atomic_store(&state->hooks.launch_context, NULL);
+  atomic_store(&state->hooks.launch_bracket, NULL);
+  atomic_store(&state->hooks.kernel_ran, NULL);
+  if (drainer_running) {
+    pthread_mutex_lock(&lock);
+    drainer_stop = 1;
+    pthread_cond_signal(&wake);
+    pthread_mutex_unlock(&lock);
+    pthread_join(drainer, NULL);
+    drainer_running = 0;
+  }
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < n_ctx; i++) {
+    if (ctxs[i].ok) {
+      ctxs[i].data.totalNumPcs = 0;
+      range(&ctxs[i], 0);
+      CUpti_PCSamplingDisableParams p = {
+          .size = CUpti_PCSamplingDisableParamsSize, .ctx = ctxs[i].ctx};
+      api->cuptiPCSamplingDisable(&p);
+      /* CUPTI leaves what it still held in the configured buffer: no
+       * session is left to take it, so it is counted, not delivered */
+      for (size_t k = 0; k < ctxs[i].data.totalNumPcs; k++)
+        for (size_t j = 0; j < ctxs[i].data.pPcData[k].stallReasonCount; j++)
+          atomic_fetch_add(&n_at_disable,
+                           ctxs[i].data.pPcData[k].stallReason[j].samples);
+    }
+    free_data(&ctxs[i].data);
+  }
+  n_ctx = 0;
+  atomic_store(&last_ctx, NULL);
+  pthread_mutex_unlock(&lock);
+  report();
+}
+
+int cproton_pcsampling_add_cubin(const void *cubin, size_t size) {
+  if (!atomic_load(&on) || !lines)
+    return cp_error_set(CPROTON_ESTATE,
+                        "no session samples PCs (mode 'pcsampling')");
+  return cp_pcs_lines_add(lines, cubin, size);
+}

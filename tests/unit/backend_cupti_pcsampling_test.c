@@ -1,0 +1,251 @@
+/* backend_cupti_pcsampling_test.c -- pcsampling.c (the vendor side of PC
+ * sampling) against a fake CUPTI that behaves as CUPTI 13 did on an H100:
+ * samples of an open range are not handed out by GetData; closing the range
+ * leaves its first records in the buffer given at configuration and GetData
+ * hands over the rest. Checks that both parts reach the profile once, in
+ * concurrent and exact modes, and that a refused configuration leaves a
+ * kernel-level profile with one warning. */
+#include <criterion/criterion.h>
+
+#ifdef CPROTON_HAVE_CUPTI
+#include <string.h>
+
+#include "backend/cupti/loader.h"
+#include "backend/cupti/pcsampling.h"
+#include "core/session.h"
+#include "cproton/cproton.h"
+#include "testutil.h"
+
+#define CTX ((CUcontext)0x1000)
+
+static CUpti_PCSamplingData *configured; /* the buffer given at configure */
+static int open_range, enable_fails, n_warnings, n_stops;
+static uint32_t stall_index = 7;
+
+static CUptiResult f_version(uint32_t *v) { *v = 130000; return CUPTI_SUCCESS; }
+static CUptiResult f_enable(CUpti_PCSamplingEnableParams *p) {
+  (void)p;
+  return enable_fails ? CUPTI_ERROR_NOT_SUPPORTED : CUPTI_SUCCESS;
+}
+static CUptiResult f_disable(CUpti_PCSamplingDisableParams *p) { (void)p; return CUPTI_SUCCESS; }
+static CUptiResult f_nstalls(CUpti_PCSamplingGetNumStallReasonsParams *p) {
+  *p->numStallReasons = 1;
+  return CUPTI_SUCCESS;
+}
+static CUptiResult f_stalls(CUpti_PCSamplingGetStallReasonsParams *p) {
+  strcpy(p->stallReasons[0], "smsp__pcsamp_warps_issue_stalled_long_scoreboard");
+  p->stallReasonIndex[0] = stall_index;
+  return CUPTI_SUCCESS;
+}
+static CUptiResult f_config(CUpti_PCSamplingConfigurationInfoParams *p) {
+  for (size_t i = 0; i < p->numAttributes; i++)
+    if (p->pPCSamplingConfigurationInfo[i].attributeType ==
+        CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
+      configured = p->pPCSamplingConfigurationInfo[i]
+                       .attributeData.samplingDataBufferData.samplingDataBuffer;
+  return CUPTI_SUCCESS;
+}
+static CUptiResult f_start(CUpti_PCSamplingStartParams *p) {
+  (void)p;
+  open_range = 1;
+  return CUPTI_SUCCESS;
+}
+
+/* One PC record of `samples` long-scoreboard samples at `pc`. */
+static void put(CUpti_PCSamplingData *d, uint64_t pc, uint32_t samples) {
+  CUpti_PCSamplingPCData *r = &d->pPcData[d->totalNumPcs++];
+  r->cubinCrc = 1;
+  r->pcOffset = pc;
+  r->functionName = "kern";
+  r->stallReasonCount = 1;
+  r->stallReason[0] = (CUpti_PCSamplingStallReason){stall_index, samples};
+}
+
+/* Closing a range: its first record lands in the configured buffer. */
+static CUptiResult f_stop(CUpti_PCSamplingStopParams *p) {
+  (void)p;
+  open_range = 0;
+  n_stops++;
+  configured->totalNumPcs = 0;
+  put(configured, 0, 30);
+  configured->remainingNumPcs = 1;
+  configured->droppedSamples = 3; /* the hardware buffer overflowed */
+  return CUPTI_SUCCESS;
+}
+/* GetData: nothing while a range is open; after a stop, the remaining one. */
+static CUptiResult f_getdata(CUpti_PCSamplingGetDataParams *p) {
+  CUpti_PCSamplingData *d = p->pcSamplingData;
+  d->totalNumPcs = 0;
+  if (!open_range && d->remainingNumPcs) {
+    put(d, 16, 12);
+    d->remainingNumPcs = 0;
+  }
+  return CUPTI_SUCCESS;
+}
+static CUptiResult f_crc(CUpti_GetCubinCrcParams *p) { p->cubinCrc = 1; return CUPTI_SUCCESS; }
+static CUptiResult f_s2s(CUpti_GetSassToSourceCorrelationParams *p) {
+  p->lineNumber = (uint32_t)p->pcOffset / 16 + 5;
+  p->fileName = strdup("k.py");
+  p->dirName = strdup("src");
+  return CUPTI_SUCCESS;
+}
+static CUresult f_getctx(CUcontext *c) { *c = CTX; return CUDA_SUCCESS; }
+static CUresult f_setctx(CUcontext c) { (void)c; return CUDA_SUCCESS; }
+static CUresult f_sync(void) { return CUDA_SUCCESS; }
+static CUptiResult f_flush(uint32_t flag) { (void)flag; return CUPTI_SUCCESS; }
+
+static cp_loader_api api;
+static cp_cupti_state st;
+
+static void on_log(void *u, cproton_log_level level, const char *m) {
+  (void)u, (void)m;
+  n_warnings += level >= CPROTON_LOG_WARN;
+}
+
+static void setup(void) {
+  cp_session_reset_all();
+  memset(&api, 0, sizeof api);
+  api.cuptiGetVersion = f_version;
+  api.cuptiPCSamplingEnable = f_enable;
+  api.cuptiPCSamplingDisable = f_disable;
+  api.cuptiPCSamplingGetNumStallReasons = f_nstalls;
+  api.cuptiPCSamplingGetStallReasons = f_stalls;
+  api.cuptiPCSamplingSetConfigurationAttribute = f_config;
+  api.cuptiPCSamplingStart = f_start;
+  api.cuptiPCSamplingStop = f_stop;
+  api.cuptiPCSamplingGetData = f_getdata;
+  api.cuptiGetCubinCrc = f_crc;
+  api.cuptiGetSassToSourceCorrelation = f_s2s;
+  api.cuCtxGetCurrent = f_getctx;
+  api.cuCtxSetCurrent = f_setctx;
+  api.cuCtxSynchronize = f_sync;
+  api.cuptiActivityFlushAll = f_flush;
+  memset(&st, 0, sizeof st);
+  st.corr = cp_corr_new(64);
+  configured = NULL;
+  open_range = enable_fails = n_warnings = n_stops = 0;
+  cproton_log_set_handler(on_log, NULL, CPROTON_LOG_DEBUG);
+}
+
+static void teardown(void) {
+  cp_pcsampling_disable();
+  cp_corr_free(st.corr);
+  cp_session_reset_all();
+  cproton_log_set_handler(NULL, NULL, CPROTON_LOG_WARN);
+}
+
+static int start(const char *path, const char *mode) {
+  cproton_session_options o;
+  cproton_session_options_init(&o);
+  o.name = path;
+  o.backend = "fake";
+  o.mode = mode;
+  int sid = -1;
+  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK, "%s", cproton_last_error());
+  return sid;
+}
+
+static json_t *line_node(json_t *root, const char *scope, const char *line) {
+  json_t *n = root;
+  const char *path[] = {scope, "kern", line};
+  for (int k = 0; k < 3 && n; k++) {
+    json_t *c, *found = NULL;
+    size_t i;
+    json_array_foreach(json_object_get(n, "children"), i, c) {
+      if (!strcmp(json_string_value(json_object_get(json_object_get(c, "frame"), "name")), path[k]))
+        found = c;
+    }
+    n = found;
+  }
+  cr_assert_not_null(n, "no %s/kern/%s", scope, line);
+  return n;
+}
+
+static long long samples(json_t *n) {
+  return json_integer_value(json_object_get(json_object_get(n, "metrics"), "num_samples"));
+}
+
+static json_t *finish(int sid, const char *path) {
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  char full[512];
+  snprintf(full, sizeof full, "%s.hatchet", path);
+  return cpt_load_json(full);
+}
+
+Test(pcsampling, concurrent_reads_buffer_and_getdata, .init = setup, .fini = teardown) {
+  const char *path = cpt_tmp_path("pcsv_conc");
+  int sid = start(path, "pcsampling");
+  cp_pcs_options o;
+  cp_pcs_mode_parse("pcsampling", &o);
+  cr_assert_eq(cp_pcsampling_enable(&api, &st, &o), 0);
+  cr_assert_eq(cproton_pcsampling_add_cubin("cubin", 5), 0); /* crc 1 */
+  cr_assert_not_null(configured, "the context was not configured at enable");
+  cr_assert(open_range, "concurrent mode keeps a range open");
+  cproton_scope_enter("work", NULL);
+  cp_launch_site site;
+  cp_session_capture(&site);
+  cproton_scope_exit("work");
+  void (*ran)(const char *, const void *, uint64_t) = atomic_load(&st.hooks.kernel_ran);
+  cr_assert_not_null(ran);
+  ran("kern", &site, 100);
+  cr_assert_eq(cp_pcsampling_flush(1), 0);
+  cr_assert(open_range, "the range is reopened after the drain");
+  json_t *j = finish(sid, path), *root = json_array_get(j, 0);
+  cr_assert_eq(samples(line_node(root, "work", "src/k.py:5@kern")), 30); /* left by Stop */
+  cr_assert_eq(samples(line_node(root, "work", "src/k.py:6@kern")), 12); /* from GetData */
+  cr_assert_eq(json_integer_value(json_object_get(json_object_get(root, "metrics"),
+                                                  "num_dropped_samples")), 3);
+  cr_assert_eq(samples(root), 0); /* Proton's zeroed ROOT metrics */
+  cr_assert_eq(n_warnings, 0);
+  cp_pcsampling_disable();
+  cr_assert_eq(n_warnings, 1, "dropped samples are reported once at stop");
+  json_decref(j);
+}
+
+Test(pcsampling, exact_brackets_each_launch, .init = setup, .fini = teardown) {
+  const char *path = cpt_tmp_path("pcsv_exact");
+  int sid = start(path, "pcsampling:exact");
+  cp_pcs_options o;
+  cp_pcs_mode_parse("pcsampling:exact", &o);
+  cr_assert_eq(cp_pcsampling_enable(&api, &st, &o), 0);
+  cr_assert_eq(cproton_pcsampling_add_cubin("cubin", 5), 0);
+  cr_assert_not(open_range, "exact mode opens ranges per launch only");
+  void (*bracket)(void *, uint32_t, int) = atomic_load(&st.hooks.launch_bracket);
+  cr_assert_not_null(bracket);
+  const char *scopes[] = {"first", "second"};
+  for (uint32_t k = 0; k < 2; k++) {
+    cproton_scope_enter(scopes[k], NULL);
+    cp_launch_site site;
+    cp_session_capture(&site);
+    cp_corr_put(st.corr, 40 + k, &site);
+    bracket(CTX, 40 + k, 1);
+    cr_assert(open_range);
+    bracket(CTX, 40 + k, 0);
+    cr_assert_not(open_range);
+    cproton_scope_exit(scopes[k]);
+  }
+  cr_assert_eq(n_stops, 2);
+  cr_assert_eq(cp_pcsampling_flush(1), 0);
+  json_t *j = finish(sid, path), *root = json_array_get(j, 0);
+  for (int k = 0; k < 2; k++) {
+    cr_assert_eq(samples(line_node(root, scopes[k], "src/k.py:5@kern")), 30);
+    cr_assert_eq(samples(line_node(root, scopes[k], "src/k.py:6@kern")), 12);
+  }
+  json_decref(j);
+}
+
+Test(pcsampling, refused_gives_one_warning, .init = setup, .fini = teardown) {
+  enable_fails = 1;
+  cp_pcs_options o;
+  cp_pcs_mode_parse("pcsampling", &o);
+  cr_assert_eq(cp_pcsampling_enable(&api, &st, &o), 0);
+  void (*seen)(void *) = atomic_load(&st.hooks.launch_context);
+  seen((void *)0x2000);
+  seen((void *)0x3000);
+  cr_assert_eq(n_warnings, 1);
+  cr_assert_null(configured);
+}
+
+#else
+Test(pcsampling, no_cupti) { cr_skip_test("built without CUPTI headers"); }
+#endif
