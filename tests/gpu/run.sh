@@ -12,7 +12,9 @@ final=${OUT:-/tmp/cproton-gpu-out}
 parts=${*:-"build cupti instrument python bench"}
 out=/tmp/cproton-gpu-logs
 rm -rf "$out"; mkdir -p "$out" "$final"
-build=/tmp/cproton-build
+# One build folder per source tree: several checkouts (a lead's and its
+# helpers' copies under .carry/) may share one warm machine.
+build=${BUILD:-/tmp/cproton-build-$(printf '%s' "$root" | cksum | cut -d' ' -f1)}
 export BUILD=$build
 # The CMake build makes the Python package importable from the build tree,
 # and libcproton.so is the injection library for `cproton -- ./program`.
