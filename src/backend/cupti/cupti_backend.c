@@ -187,6 +187,9 @@ static int cupti_start(const char *mode) {
       cp_graph_clear(state.graphs);
       cp_stats_reset(&state.stats);
       atomic_store(&state.devices_seen, 0);
+      config.nvtx = cp_cupti_config_nvtx_from_env();
+      if (config.nvtx)
+        cp_inject_set_nvtx_path(api.cupti_path);
       cp_callbacks_set_nvtx(config.nvtx);
       atomic_store(&discarding, 0);
       rc = subscribe();
