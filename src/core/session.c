@@ -254,11 +254,12 @@ static int kernel_root(const session *s) {
 
 static int write_output(session *s, const char *format) {
   char path[PATH_MAX + 32];
-  int trace = strcmp(format, "chrome_trace") == 0;
+  int timeline = strcmp(format, "chrome_timeline") == 0;
+  int trace = timeline || strcmp(format, "chrome_trace") == 0;
   if (!trace && strcmp(format, "hatchet") != 0)
     return cp_error_set(CPROTON_EINVAL,
                         "unknown output format '%s' (valid: hatchet, "
-                        "chrome_trace)", format);
+                        "chrome_trace, chrome_timeline)", format);
   const char *ext = trace ? (s->gzip ? ".chrome_trace.gz" : ".chrome_trace")
                           : ".hatchet";
   size_t n = strlen(s->path), k = strlen(ext);
@@ -268,8 +269,9 @@ static int write_output(session *s, const char *format) {
   int rc = cp_sink_file(path, trace && s->gzip, &sink);
   if (rc)
     return rc;
-  rc = trace ? cp_chrome_trace_write(sink, s->trace, s->data)
-             : cp_hatchet_write(sink, s->data, kernel_root(s));
+  rc = timeline ? cp_chrome_trace_write_timeline(sink, s->trace, s->data)
+       : trace  ? cp_chrome_trace_write(sink, s->trace, s->data)
+                : cp_hatchet_write(sink, s->data, kernel_root(s));
   int close_rc = cp_sink_close(sink, rc != CPROTON_OK, NULL, NULL);
   return rc ? rc : close_rc;
 }

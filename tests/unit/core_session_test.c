@@ -165,7 +165,7 @@ Test(core_session, metric_suffix_rules, .init = reset) {
   cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
   assert_profile(path,
       "[{\"frame\":{\"name\":\"ROOT\",\"type\":\"function\"},"
-      "\"metrics\":{\"count\":0,\"root\":1.0,\"time (ns)\":0},\"children\":["
+      "\"metrics\":{\"root\":1.0},\"children\":["
       "{\"frame\":{\"name\":\"s\",\"type\":\"function\"},\"metrics\":"
       "{\"late\":3,\"p\":12,\"sum\":6,\"t\":1.5},"
       "\"children\":[]}]},{}]");
@@ -299,7 +299,7 @@ Test(core_session, trace_has_lanes_and_flows, .init = reset) {
   cp_fake_launch("k1", 100, 0, 7);
   cp_fake_launch("k2", 100, 1, 9);
   cproton_scope_exit("step");
-  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  cr_assert_eq(cproton_session_finalize(sid, "chrome_timeline"), CPROTON_OK);
   char full[512];
   snprintf(full, sizeof full, "%s.chrome_trace", path);
   json_t *j = cpt_load_json(full);
@@ -325,6 +325,31 @@ Test(core_session, trace_has_lanes_and_flows, .init = reset) {
   cr_assert_eq(starts, 2);
   cr_assert_eq(ends, 2);
   cr_assert_eq(lanes, 3, "one CPU thread and two GPU streams");
+  json_decref(j);
+}
+
+Test(core_session, trace_is_protons_layout_by_default, .init = reset) {
+  const char *path = cpt_tmp_path("pl");
+  int sid = start(path, "trace", "fake");
+  cproton_scope_enter("step", NULL);
+  cp_fake_launch("k1", 100, 0, 7);
+  cproton_scope_exit("step");
+  cp_fake_launch("k2", 100, 1, 9);
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  char full[512];
+  snprintf(full, sizeof full, "%s.chrome_trace", path);
+  json_t *j = cpt_load_json(full);
+  cr_assert_not_null(j);
+  json_t *events = json_object_get(j, "traceEvents"), *e;
+  cr_assert_eq(json_array_size(events), 2, "kernel events only");
+  const char *want[2][3] = {{"ROOT", "step", "k1"}, {"ROOT", "k2", NULL}};
+  size_t i;
+  json_array_foreach(events, i, e) {
+    cr_assert_str_eq(json_string_value(json_object_get(e, "cat")), "kernel");
+    json_t *stack = json_object_get(json_object_get(e, "args"), "call_stack");
+    for (size_t k = 0; k < 3 && want[i][k]; k++)
+      cr_assert_str_eq(json_string_value(json_array_get(stack, k)), want[i][k]);
+  }
   json_decref(j);
 }
 
