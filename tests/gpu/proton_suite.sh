@@ -10,8 +10,8 @@
 #   WORK_DIR (default: a temporary folder) receives the two copies, one pytest
 #   log and one JUnit XML per file and profiler, and summary.txt.
 # Environment: PYTHON (default python3), PROTON_SUITE_FILES (default: the five
-#   files below), PROTON_SUITE_PROFILERS (default "proton cproton"),
-#   PROTON_SUITE_TIMEOUT (seconds per file, default 300).
+#   files below), PROTON_SUITE_PROFILERS (default "proton cproton"; they run
+#   concurrently), PROTON_SUITE_TIMEOUT (seconds per file, default 300).
 #
 # The cproton copy differs from Proton's only in its imports:
 #   triton.profiler... -> cproton...,  "-m triton.profiler.proton" -> "-m cproton",
@@ -68,14 +68,23 @@ PY
 }
 
 : > "$work/summary.txt"
-for f in $files; do
-  line="RESULT $f"
-  for p in $profilers; do
-    [ -f "$work/$p/$f" ] || { line+=" $p=absent"; continue; }
+# The two profilers run side by side (separate processes: CUPTI is per
+# process), each over the files in turn.
+run_files() {
+  local p=$1 f
+  for f in $files; do
+    [ -f "$work/$p/$f" ] || continue
     (cd "$work/$p" && PATH="$shims:$PATH" timeout -k 10 "${PROTON_SUITE_TIMEOUT:-300}" \
       "$py" -m pytest -q -p no:cacheprovider -o addopts="" "$f" --junitxml="$work/$p.$f.xml") \
       > "$work/$p.$f.log" 2>&1
-    line+=" $p=$(count "$work/$p.$f.xml")"
+  done
+}
+for p in $profilers; do run_files "$p" & done
+wait
+for f in $files; do
+  line="RESULT $f"
+  for p in $profilers; do
+    if [ -f "$work/$p/$f" ]; then line+=" $p=$(count "$work/$p.$f.xml")"; else line+=" $p=absent"; fi
   done
   echo "$line" | tee -a "$work/summary.txt"
 done
