@@ -110,6 +110,11 @@ void cp_context_set_main(void) {
   publish_top(t);
 }
 
+void cp_context_clear_main(void) {
+  atomic_store(&main_tid, 0);
+  atomic_store(&main_top, NULL);
+}
+
 int cp_context_push(uint32_t name, unsigned kinds, cp_frame **frame_out) {
   cp_thread *t = thread_get();
   if (!t)

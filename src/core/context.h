@@ -80,6 +80,10 @@ int cp_context_op_set(uint32_t name); /* 0 clears */
  * at session start. */
 void cp_context_set_main(void);
 
+/* No main thread until the next cp_context_set_main: threads without scopes
+ * launch under ROOT. */
+void cp_context_clear_main(void);
+
 /* A small id for the calling thread (1, 2, ...), for trace lanes. */
 uint32_t cp_context_thread_id(void);
 

@@ -371,6 +371,8 @@ void cp_session_reset_all(void) {
   pthread_mutex_unlock(&table_lock);
 }
 
+void cp_session_threads_independent(void) { cp_context_clear_main(); }
+
 /* ---- scopes, metrics, states ---------------------------------------------- */
 
 static int intern(const char *name, const char *what, uint32_t *id) {

@@ -395,3 +395,43 @@ Test(core_session, cpu_timed_scopes, .init = reset) {
   json_decref(j);
   cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
 }
+
+/* ---- other threads --------------------------------------------------------- */
+
+static void *launch_once(void *name) {
+  cp_fake_launch(name, 5, 0, 0);
+  return NULL;
+}
+
+static void launch_in_thread(const char *name) {
+  pthread_t th;
+  pthread_create(&th, NULL, launch_once, (void *)name);
+  pthread_join(th, NULL);
+}
+
+/* A thread without scopes follows the starting thread's live stack (not a
+ * copy taken at its first use); after cp_session_threads_independent (the
+ * injection mode) it launches under ROOT. */
+Test(core_session, threads_follow_main_live_stack, .init = reset) {
+  const char *path = cpt_tmp_path("threads_main");
+  int sid = start(path, NULL, "fake");
+  cproton_scope_enter("iter1", NULL);
+  launch_in_thread("a");
+  cproton_scope_exit("iter1");
+  cproton_scope_enter("iter2", NULL);
+  launch_in_thread("b");
+  cp_session_threads_independent();
+  launch_in_thread("c");
+  cproton_scope_exit("iter2");
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  char full[512];
+  snprintf(full, sizeof full, "%s.hatchet", path);
+  assert_profile(full,
+      "[{\"frame\":{\"name\":\"ROOT\",\"type\":\"function\"},"
+      "\"metrics\":{\"count\":0,\"time (ns)\":0},\"children\":["
+      KERNEL("c", 1, 5) ","
+      "{\"frame\":{\"name\":\"iter1\",\"type\":\"function\"},\"metrics\":{},"
+      "\"children\":[" KERNEL("a", 1, 5) "]},"
+      "{\"frame\":{\"name\":\"iter2\",\"type\":\"function\"},\"metrics\":{},"
+      "\"children\":[" KERNEL("b", 1, 5) "]}]},{}]");
+}
