@@ -604,6 +604,43 @@ Test(backend_cupti, search_order, .init = setup, .fini = teardown) {
   cr_assert_gt(c.ring_slots, 1000);
 }
 
+/* Proton's variables: TRITON_CUPTI_LIB_PATH first in the search,
+ * TRITON_ENABLE_NVTX and TRITON_PROTON_DISABLE with Proton's booleans. */
+Test(backend_cupti, triton_environment, .init = setup, .fini = teardown) {
+  setenv("TRITON_CUPTI_LIB_PATH", "/triton/cupti", 1);
+  cp_cupti_config c;
+  cp_cupti_config_from_env(&c);
+  cr_assert_str_eq(c.dirs[0], "/triton/cupti");
+  unsetenv("TRITON_CUPTI_LIB_PATH");
+  static const struct {
+    const char *triton, *cproton;
+    int nvtx;
+  } cases[] = {{NULL, NULL, 1},   {"On", NULL, 1},  {"TRUE", NULL, 1},
+               {"1", NULL, 1},    {"0", NULL, 0},   {"false", NULL, 0},
+               {"off", NULL, 0},  {NULL, "0", 0},   {"1", "0", 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    if (cases[i].triton)
+      setenv("TRITON_ENABLE_NVTX", cases[i].triton, 1);
+    else
+      unsetenv("TRITON_ENABLE_NVTX");
+    if (cases[i].cproton)
+      setenv("CPROTON_NVTX", cases[i].cproton, 1);
+    else
+      unsetenv("CPROTON_NVTX");
+    cr_assert_eq(cp_cupti_config_nvtx_from_env(), cases[i].nvtx, "case %zu", i);
+  }
+  unsetenv("TRITON_ENABLE_NVTX");
+  unsetenv("CPROTON_NVTX");
+  cp_inject_config ic;
+  setenv("TRITON_PROTON_DISABLE", "on", 1);
+  cp_inject_config_from_env(&ic);
+  cr_assert(ic.disabled);
+  setenv("TRITON_PROTON_DISABLE", "no", 1);
+  cp_inject_config_from_env(&ic);
+  cr_assert_not(ic.disabled);
+  unsetenv("TRITON_PROTON_DISABLE");
+}
+
 Test(backend_cupti, no_driver_is_a_clear_error, .init = setup,
      .fini = teardown) {
   cp_cupti_config c;
