@@ -109,7 +109,8 @@ CPROTON_API void cproton_session_options_init(cproton_session_options *o);
  * data or backend strings (the message lists the valid ones), ELIMIT when
  * too many sessions exist, ENODEVICE is never returned: a GPU backend that
  * cannot load leaves a CPU-only session and one warning in the log.
- * `session_out` receives the id. */
+ * `session_out` receives the id: 0, 1, 2, ... in start order, never reused
+ * in a process (as in Proton), so a stale id cannot reach a later session. */
 CPROTON_API int cproton_session_start(const cproton_session_options *o,
                                       int *session_out);
 
@@ -183,6 +184,10 @@ CPROTON_API int cproton_metric_add_int(uint64_t scope_id, const char *name,
                                        int64_t value);
 CPROTON_API int cproton_metric_add_double(uint64_t scope_id, const char *name,
                                           double value);
+/* A string value (Proton accepts strings for any metric): it replaces the
+ * previous value, whatever the suffix; mixing it with numbers gives EINVAL. */
+CPROTON_API int cproton_metric_add_string(uint64_t scope_id, const char *name,
+                                          const char *value);
 
 /* States: the innermost state of the calling thread becomes the parent frame
  * of every kernel it launches (Proton's `state`). Errors: EINVAL for a bad

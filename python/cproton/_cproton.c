@@ -29,6 +29,10 @@ static int profiling_on; /* mirrors cproton.flags.flags.profiling_on */
 static PyObject *warning_type; /* cproton.CprotonWarning */
 static PyObject *launch_filter; /* callable(name) -> bool, or NULL */
 static PyObject *filter_cache;  /* dict: kernel name -> bool */
+/* cproton.hooks.launch's `op_name` and `id` ContextVars (Proton's), set on
+ * each hooked launch; NULL until the module registers them. */
+static PyObject *launch_op_var, *launch_id_var;
+static unsigned long long launch_count; /* under the GIL */
 
 #define MIRROR_DEPTH 1024
 static _Thread_local uint64_t ids[MIRROR_DEPTH];
@@ -131,9 +135,14 @@ static int add_one(uint64_t scope, const char *key, PyObject *v, int as_double) 
     if (x == -1.0 && PyErr_Occurred())
       return -1;
     rc = cproton_metric_add_double(scope, key, x);
+  } else if (PyUnicode_Check(v)) { /* Proton's string metrics */
+    const char *text = PyUnicode_AsUTF8(v);
+    if (!text)
+      return -1;
+    rc = cproton_metric_add_string(scope, key, text);
   } else {
-    PyErr_Format(PyExc_TypeError, "metric '%s' must be an int or a float, "
-                 "not %.100s", key, Py_TYPE(v)->tp_name);
+    PyErr_Format(PyExc_TypeError, "metric '%s' must be an int, a float or "
+                 "a str, not %.100s", key, Py_TYPE(v)->tp_name);
     return -1;
   }
   if (rc) {
@@ -189,6 +198,8 @@ static const char *name_utf8(PyObject *name, const char *what) {
   return PyUnicode_AsUTF8(name);
 }
 
+static int pop_scope(const char *name, uint64_t *id_out);
+
 /* Pushes scope `name`; 0 with *id_out, or -1 with an exception. */
 static int push_scope(PyObject *name, PyObject *metrics, uint64_t *id_out) {
   const char *s = name_utf8(name, "scope");
@@ -202,7 +213,13 @@ static int push_scope(PyObject *name, PyObject *metrics, uint64_t *id_out) {
   if (n_ids < MIRROR_DEPTH)
     ids[n_ids] = *id_out;
   n_ids++;
-  return add_metrics(*id_out, metrics);
+  if (add_metrics(*id_out, metrics) == 0)
+    return 0;
+  /* A bad metric raises before `with` gets the scope: exit it here, or it
+   * would stay open on this thread for every later session. */
+  uint64_t unused;
+  pop_scope(NULL, &unused);
+  return -1;
 }
 
 /* Pops the innermost scope (checking `name` unless NULL). */
@@ -471,6 +488,34 @@ static int add_launch_metrics(PyObject *data) {
   return 0;
 }
 
+/* Sets op_name to the kernel's name and id to a number unique to this
+ * launch in the process, as Proton's hook does. -1 with an exception. */
+static int set_launch_vars(PyObject *name) {
+  if (!launch_op_var || !launch_id_var)
+    return 0;
+  PyObject *id = PyLong_FromUnsignedLongLong(++launch_count);
+  if (!id)
+    return -1;
+  PyObject *t1 = PyContextVar_Set(launch_op_var, name);
+  PyObject *t2 = t1 ? PyContextVar_Set(launch_id_var, id) : NULL;
+  Py_DECREF(id);
+  Py_XDECREF(t1);
+  Py_XDECREF(t2);
+  return t2 ? 0 : -1;
+}
+
+static PyObject *py_set_launch_vars(PyObject *m, PyObject *args) {
+  PyObject *op, *id;
+  if (!PyArg_ParseTuple(args, "O!O!:set_launch_vars", &PyContextVar_Type, &op,
+                        &PyContextVar_Type, &id))
+    return NULL;
+  Py_INCREF(op);
+  Py_XSETREF(launch_op_var, op);
+  Py_INCREF(id);
+  Py_XSETREF(launch_id_var, id);
+  Py_RETURN_NONE;
+}
+
 /* Computes the launch metadata (under the "__proton_launch_metadata" state,
  * as Proton does) and opens an op named after the kernel with its
  * numeric keys as metrics. */
@@ -490,6 +535,8 @@ static PyObject *py_launch_enter(PyObject *m, PyObject *lazy) {
     ok = rc ? (raise_status(rc), -1) : 1;
     op_open = ok > 0;
     if (ok > 0 && add_launch_metrics(data) < 0)
+      ok = -1;
+    if (ok > 0 && set_launch_vars(name) < 0)
       ok = -1;
   }
   Py_DECREF(data);
@@ -654,6 +701,8 @@ static PyObject *py_shutdown(PyObject *m, PyObject *unused) {
 }
 
 static PyMethodDef methods[] = {
+    {"set_launch_vars", py_set_launch_vars, METH_VARARGS,
+     "set_launch_vars(op_name, id): the ContextVars each hooked launch sets"},
     {"start", (PyCFunction)(void (*)(void))py_start,
      METH_VARARGS | METH_KEYWORDS,
      "start(name, context, data, backend, mode, gzip=False) -> session id"},

@@ -9,12 +9,16 @@ Differences from Proton, all deliberate:
   script are ignored (the command owns the session).
 - Wrong argument types raise TypeError, unknown context/data/backend/format
   strings raise ValueError naming the valid ones.
+
+Like Proton's, ``start`` does nothing and returns None when
+``triton.knobs.proton.disable`` (TRITON_PROTON_DISABLE) is on, and copies
+the Proton knobs into the environment the C library reads (cproton.knobs).
 """
 import atexit
 import functools
 from typing import Optional, Union
 
-from . import _cproton, _log
+from . import _cproton, _log, knobs
 from .flags import flags
 from .hooks import HookManager, LaunchHook, InstrumentationHook
 from .mode import BaseMode
@@ -117,8 +121,8 @@ def start(
         session (int): The session ID of the profiling session (None when
         ignored under the cproton command).
     """
-    if flags.command_line:
-        # Ignore the start() call if the script is run from the command line.
+    if flags.command_line or knobs.disabled():
+        # Ignored when run from the command line, or when Proton is disabled.
         return None
     _check_str("name", name)
     _check_str("context", context)
@@ -130,6 +134,7 @@ def start(
     name = DEFAULT_PROFILE_NAME if name is None else name
     mode_str = _get_mode_str(backend, mode)
     chosen = _select_backend(backend)
+    knobs.export()
     try:
         session = _cproton.start(name, context, data, chosen, mode_str)
     finally:

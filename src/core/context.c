@@ -4,6 +4,10 @@
  * i-1's node (ROOT below frame 0) for shadow; for Python it is the path the
  * source returned at push time. Thread state is allocated on first use and
  * freed by a pthread key destructor when the thread exits.
+ * Other threads: a thread with no scope of its own launches under the main
+ * thread's (the one that started the latest session) live top of stack,
+ * which the main thread publishes in `main_top` on every push and pop; a
+ * node pointer is all another thread reads, and nodes are immortal.
  * Hot path: push/pop (scope enter/exit) and launch_node (launch callbacks).
  * Called by core/session.c. */
 #include <pthread.h>
@@ -33,6 +37,8 @@ static pthread_key_t thread_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static _Thread_local cp_thread *self;
 static atomic_uint next_tid = 1;
+static atomic_uint main_tid;             /* 0: no main thread */
+static _Atomic(cp_node *) main_top;      /* its top shadow node, or NULL */
 
 static struct {
   _Atomic(cproton_unwind_fn) fn;
@@ -42,6 +48,10 @@ static struct {
 static const char *kind_names[CP_CONTEXT_KINDS] = {"shadow", "python"};
 
 static void thread_free(void *p) {
+  cp_thread *t = p;
+  unsigned tid = t->tid;
+  if (atomic_compare_exchange_strong(&main_tid, &tid, 0))
+    atomic_store(&main_top, NULL); /* its stack is gone: others use ROOT */
   free(p);
   self = NULL; /* destructors run on the exiting thread itself */
 }
@@ -83,6 +93,28 @@ static cp_node *resolve_source(cp_context_kind kind) {
   return n ? n : cp_cct_root();
 }
 
+/* The main thread's top shadow node, for threads without scopes. */
+static void publish_top(const cp_thread *t) {
+  if (t->tid == atomic_load_explicit(&main_tid, memory_order_relaxed))
+    atomic_store_explicit(&main_top,
+                          t->depth ? t->stack[t->depth - 1].node[CP_CONTEXT_SHADOW]
+                                   : NULL,
+                          memory_order_release);
+}
+
+void cp_context_set_main(void) {
+  cp_thread *t = thread_get();
+  if (!t)
+    return;
+  atomic_store(&main_tid, t->tid);
+  publish_top(t);
+}
+
+void cp_context_clear_main(void) {
+  atomic_store(&main_tid, 0);
+  atomic_store(&main_top, NULL);
+}
+
 int cp_context_push(uint32_t name, unsigned kinds, cp_frame **frame_out) {
   cp_thread *t = thread_get();
   if (!t)
@@ -102,7 +134,9 @@ int cp_context_push(uint32_t name, unsigned kinds, cp_frame **frame_out) {
   f->start_ns = 0;
   f->timed = 0;
   f->id = ((uint64_t)t->tid << 40) | ++t->next_scope;
+  f->state = t->n_states ? t->states[t->n_states - 1] : 0;
   t->depth++;
+  publish_top(t);
   *frame_out = f;
   return CPROTON_OK;
 }
@@ -122,6 +156,7 @@ int cp_context_pop(const char *name, const cp_frame **popped) {
   if (popped)
     *popped = kept;
   t->depth--;
+  publish_top(t);
   return CPROTON_OK;
 }
 
@@ -145,13 +180,19 @@ size_t cp_context_depth(void) {
   return t ? t->depth : 0;
 }
 
+cp_node *cp_context_frame_node(const cp_frame *f, cp_context_kind kind) {
+  cp_node *n = f->node[kind];
+  return n && f->state ? cp_cct_child(n, f->state) : n;
+}
+
 cp_node *cp_context_top(cp_context_kind kind) {
   cp_thread *t = thread_get();
   if (kind != CP_CONTEXT_SHADOW)
     return resolve_source(kind);
-  if (!t || t->depth == 0)
-    return cp_cct_root();
-  return t->stack[t->depth - 1].node[CP_CONTEXT_SHADOW];
+  if (t && t->depth)
+    return t->stack[t->depth - 1].node[CP_CONTEXT_SHADOW];
+  cp_node *main = atomic_load_explicit(&main_top, memory_order_acquire);
+  return main ? main : cp_cct_root();
 }
 
 cp_node *cp_context_launch_node(cp_context_kind kind, int *is_op) {

@@ -29,6 +29,7 @@ typedef struct cp_frame {
   int timed;        /* a CPU-timed scope: its exit adds cpu_time (ns) */
   uint32_t name;    /* strtab id */
   cp_node *node[CP_CONTEXT_KINDS];
+  uint32_t state;   /* the state open at push (0: none) */
 } cp_frame;
 
 /* Parses "shadow" / "python". Errors: EINVAL (message lists valid names). */
@@ -50,6 +51,11 @@ int cp_context_pop(const char *name, const cp_frame **popped);
  * exited frames; id 0 is the top frame. NULL if none. */
 const cp_frame *cp_context_find(uint64_t id);
 
+/* Where frame `f` records for `kind`: its node, or its node's child named
+ * after the state that was open when it was pushed (Proton appends the
+ * state to every context). NULL when `kind` was not resolved. */
+cp_node *cp_context_frame_node(const cp_frame *f, cp_context_kind kind);
+
 /* Depth of the calling thread's stack. */
 size_t cp_context_depth(void);
 
@@ -59,14 +65,24 @@ size_t cp_context_depth(void);
  * `*is_op` is set when the op names the kernel node itself. Hot path. */
 cp_node *cp_context_launch_node(cp_context_kind kind, int *is_op);
 
-/* The node of the top frame for `kind` (ROOT when the stack is empty),
- * resolving it now if it was not resolved at push. */
+/* The node of the top frame for `kind`, resolving it now if it was not
+ * resolved at push. A thread with an empty shadow stack gets the main
+ * thread's live top (ROOT when the main thread has none either). */
 cp_node *cp_context_top(cp_context_kind kind);
 
 /* States and ops of the calling thread. */
 int cp_context_state_push(uint32_t name);
 int cp_context_state_pop(void);
 int cp_context_op_set(uint32_t name); /* 0 clears */
+
+/* Makes the calling thread the main thread: threads that enter no scope of
+ * their own follow its live stack (PyTorch's autograd threads, ...). Called
+ * at session start. */
+void cp_context_set_main(void);
+
+/* No main thread until the next cp_context_set_main: threads without scopes
+ * launch under ROOT. */
+void cp_context_clear_main(void);
 
 /* A small id for the calling thread (1, 2, ...), for trace lanes. */
 uint32_t cp_context_thread_id(void);

@@ -45,13 +45,26 @@ int cp_metric_is_reserved(const char *name) {
   return 0;
 }
 
+/* Proton's name for the type of `v` (its integers are unsigned unless
+ * negative; cproton has one integer kind). */
+static const char *type_name(const cp_value *v) {
+  switch (v->kind) {
+  case CP_VALUE_INT:
+    return v->u.i < 0 ? "int64_t" : "uint64_t";
+  case CP_VALUE_DOUBLE:
+    return "double";
+  default:
+    return "std::string";
+  }
+}
+
 int cp_metric_fold(cp_value *acc, cp_value v, cp_metric_rule rule,
                    const char *name) {
-  if (acc->kind != v.kind)
+  if (acc->kind != v.kind) /* Proton's text: users and tests match on it */
     return cp_error_set(CPROTON_EINVAL,
-                        "metric '%s' changes type (was %s, now %s)", name,
-                        acc->kind == CP_VALUE_INT ? "int" : "float",
-                        v.kind == CP_VALUE_INT ? "int" : "float");
+                        "Metric value type mismatch for valueId 0 (%s): "
+                        "current=%s, new=%s",
+                        name, type_name(acc), type_name(&v));
   if (rule == CP_METRIC_PTY || v.kind == CP_VALUE_STRING)
     *acc = v;
   else if (v.kind == CP_VALUE_INT)

@@ -15,7 +15,7 @@ typedef enum cp_metric_rule {
 typedef enum cp_value_kind {
   CP_VALUE_INT = 0,
   CP_VALUE_DOUBLE = 1,
-  CP_VALUE_STRING = 2 /* strtab id, properties only */
+  CP_VALUE_STRING = 2 /* strtab id; a string always replaces the value */
 } cp_value_kind;
 
 typedef struct cp_value {
@@ -31,7 +31,8 @@ typedef struct cp_value {
 cp_metric_rule cp_metric_rule_of(const char *name);
 
 /* Folds `v` into `acc` under `rule`. Errors: EINVAL when the kinds differ
- * (a metric keeps the kind of its first value); the message names `name`. */
+ * (a metric keeps the kind of its first value), with Proton's message
+ * "Metric value type mismatch for valueId 0 (name): current=.., new=..". */
 int cp_metric_fold(cp_value *acc, cp_value v, cp_metric_rule rule,
                    const char *name);
 

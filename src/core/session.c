@@ -29,6 +29,7 @@
 
 typedef struct session {
   int in_use;
+  int id;               /* the public id: never reused in a process */
   uint32_t start_epoch;
   cp_context_kind kind;
   int is_trace, gzip;
@@ -50,6 +51,7 @@ static atomic_uint active_mask;      /* bit per active slot */
 static atomic_uint active_kinds;     /* bit per context kind in use */
 static atomic_uint trace_mask;       /* active slots with data="trace" */
 static atomic_uint epoch = 1;
+static int next_id; /* under table_lock; ids are never reused, as in Proton */
 
 uint32_t cp_session_active_mask(void) {
   return atomic_load_explicit(&active_mask, memory_order_acquire);
@@ -199,11 +201,13 @@ int cproton_session_start(const cproton_session_options *o, int *session_out) {
   if (!rc) {
     fresh.in_use = 1;
     fresh.start_epoch = atomic_fetch_add(&epoch, 1) + 1;
+    fresh.id = next_id++;
     pthread_rwlock_wrlock(&slots_rw);
     *s = fresh;
     pthread_rwlock_unlock(&slots_rw);
     set_active(slot, 1);
-    *session_out = slot;
+    cp_context_set_main();
+    *session_out = fresh.id;
   } else if (slot < CP_MAX_SESSIONS) {
     s->data = fresh.data, s->trace = fresh.trace;
   }
@@ -213,10 +217,16 @@ int cproton_session_start(const cproton_session_options *o, int *session_out) {
 
 /* ---- activate / deactivate / finalize -------------------------------------- */
 
-static int check_id(int id) {
-  if (id < 0 || id >= CP_MAX_SESSIONS || !slots[id].in_use)
-    return cp_error_set(CPROTON_ENOTFOUND, "no session with id %d", id);
-  return CPROTON_OK;
+/* The slot of live session `id` into *slot; caller holds table_lock. The
+ * message is Proton's. */
+static int find_slot(int id, int *slot) {
+  for (int i = 0; i < CP_MAX_SESSIONS; i++)
+    if (slots[i].in_use && slots[i].id == id) {
+      *slot = i;
+      return CPROTON_OK;
+    }
+  return cp_error_set(CPROTON_ENOTFOUND, "Session has not been initialized: %d",
+                      id);
 }
 
 static int each_session(int id, int (*fn)(int)) {
@@ -228,8 +238,10 @@ static int each_session(int id, int (*fn)(int)) {
         int r = fn(i);
         rc = rc ? rc : r;
       }
-  } else if (!(rc = check_id(id))) {
-    rc = fn(id);
+  } else {
+    int slot = 0;
+    if (!(rc = find_slot(id, &slot)))
+      rc = fn(slot);
   }
   pthread_mutex_unlock(&table_lock);
   return rc;
@@ -266,11 +278,12 @@ static int kernel_root(const session *s) {
 
 static int write_output(session *s, const char *format) {
   char path[PATH_MAX + 32];
-  int trace = strcmp(format, "chrome_trace") == 0;
+  int timeline = strcmp(format, "chrome_timeline") == 0;
+  int trace = timeline || strcmp(format, "chrome_trace") == 0;
   if (!trace && strcmp(format, "hatchet") != 0)
     return cp_error_set(CPROTON_EINVAL,
                         "unknown output format '%s' (valid: hatchet, "
-                        "chrome_trace)", format);
+                        "chrome_trace, chrome_timeline)", format);
   const char *ext = trace ? (s->gzip ? ".chrome_trace.gz" : ".chrome_trace")
                           : ".hatchet";
   size_t n = strlen(s->path), k = strlen(ext);
@@ -280,8 +293,9 @@ static int write_output(session *s, const char *format) {
   int rc = cp_sink_file(path, trace && s->gzip, &sink);
   if (rc)
     return rc;
-  rc = trace ? cp_chrome_trace_write(sink, s->trace, s->data)
-             : cp_hatchet_write(sink, s->data, kernel_root(s));
+  rc = timeline ? cp_chrome_trace_write_timeline(sink, s->trace, s->data)
+       : trace  ? cp_chrome_trace_write(sink, s->trace, s->data)
+                : cp_hatchet_write(sink, s->data, kernel_root(s));
   int close_rc = cp_sink_close(sink, rc != CPROTON_OK, NULL, NULL);
   return rc ? rc : close_rc;
 }
@@ -317,9 +331,10 @@ int cproton_session_finalize(int id, const char *format) {
 
 int cproton_session_output_path(int id, char *buf, size_t size) {
   pthread_mutex_lock(&table_lock);
-  int rc = check_id(id);
+  int slot = 0;
+  int rc = find_slot(id, &slot);
   if (!rc && buf && size)
-    snprintf(buf, size, "%s", slots[id].path);
+    snprintf(buf, size, "%s", slots[slot].path);
   pthread_mutex_unlock(&table_lock);
   return rc;
 }
@@ -328,14 +343,15 @@ int cproton_session_data_json(int id, char **json_out, size_t *size_out) {
   if (!json_out)
     return cp_error_set(CPROTON_EINVAL, "json_out is required");
   pthread_mutex_lock(&table_lock);
-  int rc = check_id(id);
+  int slot = 0;
+  int rc = find_slot(id, &slot);
   cp_sink *sink = NULL;
   if (!rc)
-    rc = slots[id].backend->flush();
+    rc = slots[slot].backend->flush();
   if (!rc)
     rc = cp_sink_memory(&sink);
   if (!rc) {
-    rc = cp_hatchet_write(sink, slots[id].data, kernel_root(&slots[id]));
+    rc = cp_hatchet_write(sink, slots[slot].data, kernel_root(&slots[slot]));
     int close_rc = cp_sink_close(sink, rc != CPROTON_OK, json_out, size_out);
     rc = rc ? rc : close_rc;
   }
@@ -379,6 +395,8 @@ void cp_session_reset_all(void) {
   pthread_mutex_unlock(&table_lock);
 }
 
+void cp_session_threads_independent(void) { cp_context_clear_main(); }
+
 /* ---- scopes, metrics, states ---------------------------------------------- */
 
 static int intern(const char *name, const char *what, uint32_t *id) {
@@ -392,7 +410,7 @@ static int intern(const char *name, const char *what, uint32_t *id) {
 static void touch_frame(uint32_t mask, const cp_frame *f) {
   for (; mask; mask &= mask - 1) {
     session *s = &slots[__builtin_ctz(mask)];
-    cp_node *n = f->node[s->kind];
+    cp_node *n = cp_context_frame_node(f, s->kind);
     if (n && s->data)
       cp_data_touch(s->data, n);
   }
@@ -496,7 +514,7 @@ static int add_metric(uint64_t scope_id, const char *name, cp_value v) {
   for (uint32_t mask = cp_session_active_mask(); mask && !rc;
        mask &= mask - 1) {
     session *s = &slots[__builtin_ctz(mask)];
-    cp_node *n = f ? f->node[s->kind] : cp_cct_root();
+    cp_node *n = f ? cp_context_frame_node(f, s->kind) : cp_cct_root();
     if (!n)
       n = cp_context_top(s->kind);
     rc = cp_data_add_metric(s->data, n, name_id, v);
@@ -510,6 +528,16 @@ int cproton_metric_add_int(uint64_t scope_id, const char *name, int64_t v) {
 
 int cproton_metric_add_double(uint64_t scope_id, const char *name, double v) {
   return add_metric(scope_id, name, (cp_value){CP_VALUE_DOUBLE, {.d = v}});
+}
+
+int cproton_metric_add_string(uint64_t scope_id, const char *name,
+                              const char *value) {
+  if (!value)
+    return cp_error_set(CPROTON_EINVAL, "metric '%s': value is NULL",
+                        name ? name : "(null)");
+  uint32_t id;
+  int rc = cp_strtab_intern(value, strlen(value), &id);
+  return rc ? rc : add_metric(scope_id, name, (cp_value){CP_VALUE_STRING, {.s = id}});
 }
 
 int cproton_state_enter(const char *name) {

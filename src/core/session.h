@@ -83,4 +83,10 @@ uint32_t cp_session_active_mask(void);
 /* Frees every session without writing (tests, process teardown). */
 void cp_session_reset_all(void);
 
+/* Threads stop following the thread that started the latest session: a
+ * thread's kernels land under its own scopes only (ROOT without any). The
+ * injection entry point calls it, because its scopes are NVTX ranges, which
+ * NVTX defines per thread. */
+void cp_session_threads_independent(void);
+
 #endif

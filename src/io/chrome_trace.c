@@ -1,4 +1,6 @@
-/* io/chrome_trace.c -- renders timeline events as Chrome trace JSON.
+/* io/chrome_trace.c -- renders timeline events as Chrome trace JSON, in
+ * Proton's layout (kernels and intra-kernel regions only) or as cproton's
+ * full timeline (also CPU scopes, flows and lane names).
  *
  * Lanes: pid 0 is the host ("CPU"), tid the cproton thread id; pid 1+d is
  * GPU d, tid its stream. Flow events ("s" at the launch on the CPU lane,
@@ -24,6 +26,7 @@ typedef struct state {
   cp_sink *s;
   uint64_t t0;
   int first;
+  int timeline; /* CPU scopes, flows and lane names too */
   lane lanes[MAX_LANES];
   size_t n_lanes;
 } state;
@@ -137,13 +140,14 @@ static void put_region(state *st, const cp_event *e) {
 
 static int put_event(void *user, const cp_event *e) {
   state *st = user;
-  if (e->kind == CP_EVENT_SCOPE) {
+  if (e->kind == CP_EVENT_SCOPE && st->timeline) {
     put_complete(st, e, 0, e->lane, "scope");
     add_lane(st, 0, e->lane);
   } else if (e->kind == CP_EVENT_KERNEL) {
     put_complete(st, e, e->device + 1, e->lane, "kernel");
     add_lane(st, e->device + 1, e->lane);
-    put_flow(st, e);
+    if (st->timeline)
+      put_flow(st, e);
   } else if (e->kind == CP_EVENT_REGION) {
     put_region(st, e);
   }
@@ -176,11 +180,12 @@ static void put_metadata(state *st) {
   }
 }
 
-int cp_chrome_trace_write(cp_sink *s, const cp_trace *t, const cp_data *d) {
+static int write_trace(cp_sink *s, const cp_trace *t, int timeline) {
   state *st = calloc(1, sizeof *st);
   if (!st)
     return cp_error_set(CPROTON_ENOMEM, "out of memory writing a trace");
   st->s = s;
+  st->timeline = timeline;
   st->t0 = UINT64_MAX;
   st->first = 1;
   cp_trace_each(t, find_t0, st);
@@ -188,8 +193,20 @@ int cp_chrome_trace_write(cp_sink *s, const cp_trace *t, const cp_data *d) {
     st->t0 = 0;
   cp_sink_puts(s, "{\"displayTimeUnit\":\"us\",\"traceEvents\":[");
   cp_trace_each(t, put_event, st);
-  put_metadata(st);
+  if (timeline)
+    put_metadata(st);
   cp_sink_puts(s, "\n]}\n");
   free(st);
   return CPROTON_OK;
+}
+
+int cp_chrome_trace_write(cp_sink *s, const cp_trace *t, const cp_data *d) {
+  (void)d;
+  return write_trace(s, t, 0);
+}
+
+int cp_chrome_trace_write_timeline(cp_sink *s, const cp_trace *t,
+                                   const cp_data *d) {
+  (void)d;
+  return write_trace(s, t, 1);
 }

@@ -8,11 +8,20 @@
 #include "core/trace.h"
 #include "io/sink.h"
 
-/* Streams every event of `t` into `s`: one lane per CPU thread (scopes),
- * one per (device, stream) (kernels), flow arrows launch -> kernel, and
- * metadata naming processes and lanes. Times are microseconds relative to
- * the earliest event. `d` is unused today (kept for per-node metrics in
- * args). Errors: ENOMEM. */
+/* Proton's layout ("chrome_trace"): one "X" event per kernel, "cat"
+ * "kernel", on the lane of its (device, stream), with its calling context
+ * in args.call_stack (["ROOT", ..., kernel]), plus the regions of
+ * intra-kernel traces; no CPU scopes, flows or lane names (Proton's test
+ * suite counts the events). Unlike Proton, which writes one JSON object per
+ * stream on separate lines, the file is one JSON object. Times are
+ * microseconds relative to the earliest event. `d` is unused today (kept for
+ * per-node metrics in args). Errors: ENOMEM. */
 int cp_chrome_trace_write(cp_sink *s, const cp_trace *t, const cp_data *d);
+
+/* cproton's full timeline ("chrome_timeline"): the above, plus one lane per
+ * CPU thread with its scopes, flow arrows launch -> kernel, and metadata
+ * naming processes and lanes. Errors: ENOMEM. */
+int cp_chrome_trace_write_timeline(cp_sink *s, const cp_trace *t,
+                                   const cp_data *d);
 
 #endif

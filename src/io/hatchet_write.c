@@ -234,7 +234,7 @@ int cp_hatchet_write(cp_sink *s, cp_data *d, int kernel_root) {
   if (!w.keep)
     return cp_error_set(CPROTON_ENOMEM, "out of memory writing a profile");
   cp_data_lock(d);
-  w.any_kernel = mark(&w, n_ids) || kernel_root;
+  w.any_kernel = mark(&w, n_ids) && kernel_root;
   cp_sink_puts(s, "[");
   indent(s, 1);
   int rc = write_node(&w, cp_cct_root(), 1);

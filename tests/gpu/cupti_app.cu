@@ -89,8 +89,8 @@ static void run_graph(FILE *exp) {
   CHECK(cudaGraphExecDestroy(ge));
   CHECK(cudaGraphDestroy(g));
   CHECK(cudaStreamDestroy(s));
-  fprintf(exp, "  [\"replay/capture/g_a\", %d],\n", 2 * N_REPLAY);
-  fprintf(exp, "  [\"replay/capture/g_b\", %d],\n", N_REPLAY);
+  fprintf(exp, "  [\"replay/<captured_at>/capture/g_a\", %d],\n", 2 * N_REPLAY);
+  fprintf(exp, "  [\"replay/<captured_at>/capture/g_b\", %d],\n", N_REPLAY);
 }
 
 static void run_spin(FILE *events) {
@@ -205,7 +205,10 @@ int main(int argc, char **argv) {
   fclose(exp);
   fclose(events);
 #ifdef WITH_CPROTON
-  if (cproton_session_finalize(sid, NULL) != CPROTON_OK) {
+  // a trace is written as cproton's full timeline (CPU lanes, flows)
+  if (cproton_session_finalize(sid, strcmp(o.data, "trace") == 0
+                                        ? "chrome_timeline"
+                                        : NULL) != CPROTON_OK) {
     fprintf(stderr, "cproton: %s\n", cproton_last_error());
     return 2;
   }

@@ -24,6 +24,8 @@ run() {
 }
 run triton_hook     "$py" "$here/python/triton_hook.py"
 run torch_kernels   "$py" "$here/python/torch_kernels.py"
+run autograd_thread "$py" "$here/python/autograd_thread.py" cproton
+run autograd_thread_proton "$py" "$here/python/autograd_thread.py" triton.profiler
 run python_context  "$py" "$here/python/python_context.py"
 run triton_instrument "$py" "$here/python/triton_instrument.py"
 run proton_example  "$py" "$here/python/proton_example_check.py"

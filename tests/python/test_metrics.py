@@ -73,7 +73,6 @@ def test_type_change_is_value_error():
 
 
 @pytest.mark.parametrize("metrics,exc", [
-    ({"v": "str"}, TypeError),
     ({1: 2}, TypeError),
     ({"v": None}, TypeError),
     ({"time (ns)": 1}, ValueError),
@@ -84,8 +83,7 @@ def test_bad_metrics(metrics, exc):
     proton.start("m")
     with pytest.raises(exc):
         proton.enter_scope("s", metrics=metrics)
-    while proton._cproton.depth():
-        proton.exit_scope()
+    assert proton._cproton.depth() == 0, "a scope whose metrics raise is not left open"
 
 
 def test_metrics_must_be_dict():
@@ -94,7 +92,7 @@ def test_metrics_must_be_dict():
     proton.start("m")
     with pytest.raises(TypeError):
         proton.enter_scope("s", metrics=[1])
-    proton.exit_scope()
+    assert proton._cproton.depth() == 0
 
 
 def test_numpy_like_values_accepted():

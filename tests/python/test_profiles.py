@@ -125,8 +125,20 @@ def test_trace_output(tmp_path):
     proton.finalize(sid)
     with open("tr.chrome_trace") as f:
         trace = json.load(f)
+    # Proton's layout: kernel events only, each with its calling context
+    assert [e["name"] for e in trace["traceEvents"]] == ["k"]
+    assert trace["traceEvents"][0]["args"]["call_stack"] == ["ROOT", "s", "k"]
+
+
+def test_trace_output_timeline(tmp_path):
+    sid = proton.start("tl", data="trace", backend="fake")
+    with proton.scope("s"):
+        C._fake_launch("k")
+    proton.finalize(sid, output_format="chrome_timeline")
+    with open("tl.chrome_trace") as f:
+        trace = json.load(f)
     names = {e.get("name") for e in trace["traceEvents"]}
-    assert {"s", "k"} <= names
+    assert {"s", "k", "thread_name"} <= names
 
 
 def test_finalize_format_and_default_name():

@@ -157,7 +157,10 @@ static size_t process(buffer *b) {
 /* ---- reading profiles ---------------------------------------------------- */
 
 static json_t *finalize(int sid, const char *path, const char *ext) {
-  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK, "%s",
+  /* traces as cproton's full timeline, whose lanes and flows are checked */
+  const char *format = strcmp(ext, ".chrome_trace") == 0 ? "chrome_timeline"
+                                                         : NULL;
+  cr_assert_eq(cproton_session_finalize(sid, format), CPROTON_OK, "%s",
                cproton_last_error());
   char full[512];
   snprintf(full, sizeof full, "%s%s", path, ext);
@@ -350,10 +353,13 @@ Test(backend_cupti, graph_kernels_keep_capture_context, .init = setup,
   process(&b);
   json_t *p = finalize(sid, path, ".hatchet");
   cr_assert_eq(
-      metric(node_at(p, PATH("step", "build", "layer", "gemm")), "count"), 2);
-  cr_assert_eq(
-      metric(node_at(p, PATH("step", "build", "layer", "relu")), "time (ns)"),
+      metric(node_at(p, PATH("step", "<captured_at>", "build", "layer", "gemm")),
+             "count"),
       2);
+  cr_assert_eq(metric(node_at(p, PATH("step", "<captured_at>", "build", "layer",
+                                      "relu")),
+                      "time (ns)"),
+               2);
   json_decref(p);
   /* destroyed nodes keep their entries for records not flushed yet, until
    * CP_GRAPH_DEAD_RING later destroys push them out */
@@ -596,6 +602,43 @@ Test(backend_cupti, search_order, .init = setup, .fini = teardown) {
                               "../nvidia/cuda_cupti/lib");
   cr_assert_eq(c.nvtx, 1);
   cr_assert_gt(c.ring_slots, 1000);
+}
+
+/* Proton's variables: TRITON_CUPTI_LIB_PATH first in the search,
+ * TRITON_ENABLE_NVTX and TRITON_PROTON_DISABLE with Proton's booleans. */
+Test(backend_cupti, triton_environment, .init = setup, .fini = teardown) {
+  setenv("TRITON_CUPTI_LIB_PATH", "/triton/cupti", 1);
+  cp_cupti_config c;
+  cp_cupti_config_from_env(&c);
+  cr_assert_str_eq(c.dirs[0], "/triton/cupti");
+  unsetenv("TRITON_CUPTI_LIB_PATH");
+  static const struct {
+    const char *triton, *cproton;
+    int nvtx;
+  } cases[] = {{NULL, NULL, 1},   {"On", NULL, 1},  {"TRUE", NULL, 1},
+               {"1", NULL, 1},    {"0", NULL, 0},   {"false", NULL, 0},
+               {"off", NULL, 0},  {NULL, "0", 0},   {"1", "0", 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    if (cases[i].triton)
+      setenv("TRITON_ENABLE_NVTX", cases[i].triton, 1);
+    else
+      unsetenv("TRITON_ENABLE_NVTX");
+    if (cases[i].cproton)
+      setenv("CPROTON_NVTX", cases[i].cproton, 1);
+    else
+      unsetenv("CPROTON_NVTX");
+    cr_assert_eq(cp_cupti_config_nvtx_from_env(), cases[i].nvtx, "case %zu", i);
+  }
+  unsetenv("TRITON_ENABLE_NVTX");
+  unsetenv("CPROTON_NVTX");
+  cp_inject_config ic;
+  setenv("TRITON_PROTON_DISABLE", "on", 1);
+  cp_inject_config_from_env(&ic);
+  cr_assert(ic.disabled);
+  setenv("TRITON_PROTON_DISABLE", "no", 1);
+  cp_inject_config_from_env(&ic);
+  cr_assert_not(ic.disabled);
+  unsetenv("TRITON_PROTON_DISABLE");
 }
 
 Test(backend_cupti, no_driver_is_a_clear_error, .init = setup,

@@ -165,7 +165,7 @@ Test(core_session, metric_suffix_rules, .init = reset) {
   cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
   assert_profile(path,
       "[{\"frame\":{\"name\":\"ROOT\",\"type\":\"function\"},"
-      "\"metrics\":{\"count\":0,\"root\":1.0,\"time (ns)\":0},\"children\":["
+      "\"metrics\":{\"root\":1.0},\"children\":["
       "{\"frame\":{\"name\":\"s\",\"type\":\"function\"},\"metrics\":"
       "{\"late\":3,\"p\":12,\"sum\":6,\"t\":1.5},"
       "\"children\":[]}]},{}]");
@@ -299,7 +299,7 @@ Test(core_session, trace_has_lanes_and_flows, .init = reset) {
   cp_fake_launch("k1", 100, 0, 7);
   cp_fake_launch("k2", 100, 1, 9);
   cproton_scope_exit("step");
-  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  cr_assert_eq(cproton_session_finalize(sid, "chrome_timeline"), CPROTON_OK);
   char full[512];
   snprintf(full, sizeof full, "%s.chrome_trace", path);
   json_t *j = cpt_load_json(full);
@@ -325,6 +325,31 @@ Test(core_session, trace_has_lanes_and_flows, .init = reset) {
   cr_assert_eq(starts, 2);
   cr_assert_eq(ends, 2);
   cr_assert_eq(lanes, 3, "one CPU thread and two GPU streams");
+  json_decref(j);
+}
+
+Test(core_session, trace_is_protons_layout_by_default, .init = reset) {
+  const char *path = cpt_tmp_path("pl");
+  int sid = start(path, "trace", "fake");
+  cproton_scope_enter("step", NULL);
+  cp_fake_launch("k1", 100, 0, 7);
+  cproton_scope_exit("step");
+  cp_fake_launch("k2", 100, 1, 9);
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  char full[512];
+  snprintf(full, sizeof full, "%s.chrome_trace", path);
+  json_t *j = cpt_load_json(full);
+  cr_assert_not_null(j);
+  json_t *events = json_object_get(j, "traceEvents"), *e;
+  cr_assert_eq(json_array_size(events), 2, "kernel events only");
+  const char *want[2][3] = {{"ROOT", "step", "k1"}, {"ROOT", "k2", NULL}};
+  size_t i;
+  json_array_foreach(events, i, e) {
+    cr_assert_str_eq(json_string_value(json_object_get(e, "cat")), "kernel");
+    json_t *stack = json_object_get(json_object_get(e, "args"), "call_stack");
+    for (size_t k = 0; k < 3 && want[i][k]; k++)
+      cr_assert_str_eq(json_string_value(json_array_get(stack, k)), want[i][k]);
+  }
   json_decref(j);
 }
 
@@ -369,4 +394,44 @@ Test(core_session, cpu_timed_scopes, .init = reset) {
   cr_assert(t >= 4000000 && t < 400000000, "two 2 ms sleeps, got %lld ns", (long long)t);
   json_decref(j);
   cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+}
+
+/* ---- other threads --------------------------------------------------------- */
+
+static void *launch_once(void *name) {
+  cp_fake_launch(name, 5, 0, 0);
+  return NULL;
+}
+
+static void launch_in_thread(const char *name) {
+  pthread_t th;
+  pthread_create(&th, NULL, launch_once, (void *)name);
+  pthread_join(th, NULL);
+}
+
+/* A thread without scopes follows the starting thread's live stack (not a
+ * copy taken at its first use); after cp_session_threads_independent (the
+ * injection mode) it launches under ROOT. */
+Test(core_session, threads_follow_main_live_stack, .init = reset) {
+  const char *path = cpt_tmp_path("threads_main");
+  int sid = start(path, NULL, "fake");
+  cproton_scope_enter("iter1", NULL);
+  launch_in_thread("a");
+  cproton_scope_exit("iter1");
+  cproton_scope_enter("iter2", NULL);
+  launch_in_thread("b");
+  cp_session_threads_independent();
+  launch_in_thread("c");
+  cproton_scope_exit("iter2");
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  char full[512];
+  snprintf(full, sizeof full, "%s.hatchet", path);
+  assert_profile(full,
+      "[{\"frame\":{\"name\":\"ROOT\",\"type\":\"function\"},"
+      "\"metrics\":{\"count\":0,\"time (ns)\":0},\"children\":["
+      KERNEL("c", 1, 5) ","
+      "{\"frame\":{\"name\":\"iter1\",\"type\":\"function\"},\"metrics\":{},"
+      "\"children\":[" KERNEL("a", 1, 5) "]},"
+      "{\"frame\":{\"name\":\"iter2\",\"type\":\"function\"},\"metrics\":{},"
+      "\"children\":[" KERNEL("b", 1, 5) "]}]},{}]");
 }

@@ -7,18 +7,28 @@ opened with its numeric keys as metrics -- ``flops8/16/32/64``, ``flops``,
 ``stream``; the op is closed after the launch. The body runs in C
 (``_cproton.launch_enter`` / ``launch_exit``).
 
+Like Proton's, the module's ContextVars ``op_name`` and ``id`` hold the
+name of the calling thread's (or task's) last hooked launch and a number
+unique to that launch in the process (Proton's is a scope id; cproton's a
+launch counter).
+
 Kernel-name filters (a cproton extension): ``set_filter(include=...,
 exclude=...)`` takes regular expressions (``re.search``); a kernel is hooked
 when it matches `include` (if given) and does not match `exclude`. Kernels
 that are not hooked are still profiled, without launch metadata.
 """
 import re
+from contextvars import ContextVar
 from typing import Optional
 
 from .. import _cproton
 from .hook import Hook
 
 COMPUTE_METADATA_SCOPE_NAME = "__proton_launch_metadata"
+
+op_name = ContextVar("op_name", default=None)
+id = ContextVar("id", default=None)
+_cproton.set_launch_vars(op_name, id)
 
 
 def set_filter(include: Optional[str] = None, exclude: Optional[str] = None) -> None:

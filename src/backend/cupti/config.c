@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "backend/cupti/config.h"
 #include "cproton/cproton.h"
@@ -76,14 +77,38 @@ static void self_dir(char *out, size_t size) {
   }
 }
 
+/* Proton's boolean environment values: "on", "true", "1" (any case) are
+ * true, anything else false, unset gives `fallback`. */
+static int bool_env(const char *var, int fallback) {
+  const char *v = getenv(var);
+  if (!v)
+    return fallback;
+  return strcasecmp(v, "on") == 0 || strcasecmp(v, "true") == 0 ||
+         strcmp(v, "1") == 0;
+}
+
+/* Puts `dir` first in the search order (Proton's TRITON_CUPTI_LIB_PATH). */
+static void prepend_dir(cp_cupti_config *c, const char *dir) {
+  if (!dir || !*dir || strlen(dir) >= sizeof c->dirs[0])
+    return;
+  size_t n = c->n_dirs < CP_CUPTI_MAX_DIRS ? c->n_dirs : CP_CUPTI_MAX_DIRS - 1;
+  memmove(c->dirs[1], c->dirs[0], n * sizeof c->dirs[0]);
+  snprintf(c->dirs[0], sizeof c->dirs[0], "%s", dir);
+  c->n_dirs = n + 1;
+}
+
+int cp_cupti_config_nvtx_from_env(void) {
+  const char *v = getenv("CPROTON_NVTX");
+  return bool_env("TRITON_ENABLE_NVTX", 1) && !(v && strcmp(v, "0") == 0);
+}
+
 void cp_cupti_config_from_env(cp_cupti_config *c) {
   char self[PATH_MAX];
   self_dir(self, sizeof self);
   cp_cupti_config_build(c, getenv("CPROTON_CUPTI_LIB"), getenv("CUDA_HOME"),
                         self, getenv("VIRTUAL_ENV"), getenv("CONDA_PREFIX"));
-  const char *nvtx = getenv("CPROTON_NVTX");
-  if (nvtx && strcmp(nvtx, "0") == 0)
-    c->nvtx = 0;
+  prepend_dir(c, getenv("TRITON_CUPTI_LIB_PATH"));
+  c->nvtx = cp_cupti_config_nvtx_from_env();
 }
 
 static void copy_env(char *out, size_t size, const char *var,
@@ -108,7 +133,8 @@ void cp_inject_config_from_env(cp_inject_config *c) {
   c->gzip = int_env("CPROTON_GZIP", 0) != 0;
   c->rank = int_env("RANK", -1);
   c->local_rank = int_env("LOCAL_RANK", -1);
-  c->disabled = int_env("CPROTON_DISABLE", 0) != 0;
+  c->disabled = int_env("CPROTON_DISABLE", 0) != 0 ||
+                bool_env("TRITON_PROTON_DISABLE", 0);
   static const char *levels[] = {"debug", "info", "warning", "error"};
   const char *log = getenv("CPROTON_LOG");
   c->log_level = CPROTON_LOG_WARN;

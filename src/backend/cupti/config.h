@@ -3,7 +3,8 @@
  * (cp_cupti_config_*).
  *
  * Library search order (first that loads wins; docs/cupti.md):
- *   1. $CPROTON_CUPTI_LIB             a file path to libcupti.so*
+ *   1. $CPROTON_CUPTI_LIB             a file path to libcupti.so*,
+ *      then $TRITON_CUPTI_LIB_PATH    a directory (Proton's variable)
  *   2. $CUDA_HOME/{extras/CUPTI/lib64, lib64, targets/x86_64-linux/lib}
  *   3. /usr/local/cuda/{extras/CUPTI/lib64, lib64, targets/x86_64-linux/lib}
  *   4. Python's nvidia packages: <site-packages>/nvidia/cuda_cupti/lib, with
@@ -41,8 +42,13 @@ void cp_cupti_config_build(cp_cupti_config *c, const char *cupti_lib,
                            const char *venv, const char *conda);
 
 /* cp_cupti_config_build with the values read from the environment, and
- * CPROTON_NVTX=0 turning NVTX scopes off. Not a hot path (backend start). */
+ * the NVTX switch below. Not a hot path (backend start). */
 void cp_cupti_config_from_env(cp_cupti_config *c);
+
+/* Whether NVTX ranges become scopes: TRITON_ENABLE_NVTX (Proton's knob
+ * triton.knobs.proton.enable_nvtx; on/true/1, default on) and not
+ * CPROTON_NVTX=0. Read at every backend start, as Proton does. */
+int cp_cupti_config_nvtx_from_env(void);
 
 /* What the injection entry point (InitializeInjection) starts. */
 typedef struct cp_inject_config {
@@ -53,7 +59,8 @@ typedef struct cp_inject_config {
   int gzip;            /* CPROTON_GZIP=1 */
   int rank;            /* RANK, else -1 */
   int local_rank;      /* LOCAL_RANK, else -1 */
-  int disabled;        /* CPROTON_DISABLE=1: load but do nothing */
+  int disabled;        /* CPROTON_DISABLE=1 or TRITON_PROTON_DISABLE=on/true/1:
+                          load but do nothing */
   int log_level;       /* CPROTON_LOG=debug|info|warning|error (warning) */
 } cp_inject_config;
 
@@ -61,8 +68,9 @@ typedef struct cp_inject_config {
 void cp_inject_config_from_env(cp_inject_config *c);
 
 /* Sets NVTX_INJECTION64_PATH to `cupti_path` unless the user set it, so
- * that NVTX ranges reach CUPTI (and cproton's scopes). Injection start only:
- * it changes the process environment before the program's first NVTX call. */
+ * that NVTX ranges reach CUPTI (and cproton's scopes). At injection and at
+ * every backend start with NVTX on (as Proton does): it changes the process
+ * environment, which NVTX reads at the program's first NVTX call. */
 void cp_inject_set_nvtx_path(const char *cupti_path);
 
 #endif

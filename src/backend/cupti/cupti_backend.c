@@ -161,6 +161,10 @@ static int start_locked(const cp_pcs_options *mode) {
   atomic_store(&state.devices_seen, 0);
   atomic_store(&discarding, 0);
   env.mode = *mode;
+  /* Read at every start, as Proton reads its knob (TRITON_ENABLE_NVTX). */
+  config.nvtx = cp_cupti_config_nvtx_from_env();
+  if (config.nvtx)
+    cp_inject_set_nvtx_path(api.cupti_path);
   return subscribe();
 }
 

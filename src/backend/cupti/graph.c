@@ -163,10 +163,11 @@ int cp_graph_compose(const cp_launch_site *launch,
   *out = *launch;
   for (int k = 0; k < CP_CONTEXT_KINDS; k++) {
     const cp_node *c = capture->node[k];
-    if (!c || !c->parent)
-      continue; /* not captured for this kind, or captured at ROOT */
+    if (!c)
+      continue; /* not captured for this kind */
     cp_node *base = launch->node[k] ? launch->node[k] : cp_cct_root();
-    cp_node *n = append_path(base, c);
+    base = cp_cct_child_str(base, CP_GRAPH_CAPTURE_TAG);
+    cp_node *n = base ? append_path(base, c) : NULL;
     if (!n)
       return cp_error_set(CPROTON_ENOMEM, "out of memory composing a graph "
                                           "kernel's context");

@@ -6,7 +6,8 @@
  * cuGraphLaunch (one site for all its kernels) and the id of its graph node.
  * When the node was created (stream capture or explicit construction) while
  * the backend ran, the table remembers the context of that moment, and the
- * kernel lands at  <launch context> / <capture context> / <kernel>.
+ * kernel lands at  <launch context> / <captured_at> / <capture context> /
+ * <kernel>, Proton's layout (its test_cudagraph checks the tag).
  *
  * Memory is bounded: the table has a fixed capacity chosen at creation,
  * entries go away when CUDA destroys the node, and nothing is kept per
@@ -21,6 +22,10 @@
 #include "core/session.h"
 
 typedef struct cp_graph cp_graph;
+
+/* The frame between a graph launch's context and a node's capture context. */
+#define CP_GRAPH_CAPTURE_TAG "<captured_at>"
+
 
 /* A table for at most `capacity` nodes (rounded up to a power of two; it is
  * never filled beyond 3/4). NULL when out of memory (message set). */
@@ -51,8 +56,8 @@ int cp_graph_get(cp_graph *g, uint64_t node_id, cp_launch_site *out);
 size_t cp_graph_count(cp_graph *g);
 
 /* The site a graph kernel is delivered with: `launch` where, for each
- * context kind captured in `capture`, the node is the launch node with the
- * capture node's path (below ROOT) appended. Returns 0, or ENOMEM (message
+ * context kind captured in `capture`, the node is the launch node, then
+ * CP_GRAPH_CAPTURE_TAG, then the capture node's path (below ROOT). Returns 0, or ENOMEM (message
  * set) when a node could not be created. Not a hot path (CUPTI's thread). */
 int cp_graph_compose(const cp_launch_site *launch,
                      const cp_launch_site *capture, cp_launch_site *out);

@@ -14,6 +14,7 @@
 #include "backend/cupti/cupti_backend.h"
 #include "backend/cupti/inject.h"
 #include "core/log.h"
+#include "core/session.h"
 #include "cproton/cproton.h"
 
 static atomic_int initialized;
@@ -50,6 +51,9 @@ int InitializeInjection(void) {
     session_id = -1;
     return 1;
   }
+  /* The scopes here are NVTX ranges, which are per thread: a thread without
+   * ranges does not inherit the initializing thread's (docs/cupti.md). */
+  cp_session_threads_independent();
   char cupti[PATH_MAX];
   cp_cupti_backend_library_path(cupti, sizeof cupti);
   cp_inject_set_nvtx_path(cupti);
