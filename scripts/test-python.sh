@@ -7,6 +7,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/venv.sh"
+# Proton 3.9 for the byte-compatibility test of hatchet_msgpack (skipped
+# when it cannot be installed, e.g. offline).
+"$root/scripts/venv-proton39.sh" || echo "cproton: no Proton 3.9 venv; its msgpack test will skip"
 venv=${CPROTON_VENV:-$root/.venv}
 echo "cproton: building the Python package (log: $root/build/pip-install.log)"
 mkdir -p "$root/build"

@@ -28,6 +28,9 @@ run_vg() {
 check basic_tree "$build/examples/example_basic" "$out/basic" tree
 check basic_trace "$build/examples/example_basic" "$out/basic" trace
 check scope_bench "$build/bench/scope_bench" 2000 2
+# phases, periodic flushing (part files written and stores reused), both kinds
+check soak_trace "$build/bench/soak_bench" 2 2000 trace
+check soak_tree "$build/bench/soak_bench" 2 2000 tree
 if [ -x "$build/tools/viewer/cproton-viewer" ]; then
   for f in "$data"/proton-3.6/*.hatchet; do
     m=time/ms,avg_time/us
@@ -42,6 +45,11 @@ if [ -x "$build/tools/viewer/cproton-viewer" ]; then
     -m time/us --svg "$out/flame.svg" "$root/examples/results/proton_example.hatchet"
   printf '[{"frame": {"name": "ROOT"' > "$out/truncated.hatchet"
   check_bad viewer_truncated "$build/tools/viewer/cproton-viewer" "$out/truncated.hatchet"
+  golden=$root/tests/golden/viewer
+  check viewer_msgpack "$build/tools/viewer/cproton-viewer" --no-color -m time/ms \
+    "$golden/inputs/known.hatchet_msgpack"
+  check_bad viewer_msgpack_truncated "$build/tools/viewer/cproton-viewer" \
+    "$golden/bad/truncated.hatchet_msgpack"
 fi
 if [ -x "$build/tools/instrument/cproton-instrument" ]; then
   for f in "$data"/ptx/*.ptx; do

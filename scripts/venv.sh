@@ -6,7 +6,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${CPROTON_VENV:-$root/.venv}
-stamp=$venv/.cproton-deps-2
+stamp=$venv/.cproton-deps-3
 if [ ! -f "$stamp" ]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --upgrade pip

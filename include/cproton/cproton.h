@@ -93,13 +93,20 @@ typedef struct cproton_session_options {
    * when a CUDA driver is present, else "none" (CPU scopes only). */
   const char *backend;
   /* Backend mode string, e.g. "pcsampling" or Proton's instrumentation
-   * mode strings; NULL for the default mode. */
+   * mode strings; NULL for the default mode. "periodic_flushing" and
+   * "periodic_flushing:format=<name>" belong to the session, as in Proton
+   * 3.9: each complete phase is written to "<name>.part_<phase>.<ext>" when
+   * the next phase starts (cproton_session_advance_phase). */
   const char *mode;
   /* Rank and local rank used for "{rank}" / "{local_rank}"; -1 if unknown. */
   int rank;
   int local_rank;
   /* Non-zero: write ".chrome_trace.gz" traces through zlib. */
   int gzip;
+  /* Non-zero: finalize writes nothing when no kernel record arrived (the
+   * injection entry point: a launcher process that never ran a kernel must
+   * not leave an empty profile under a worker's name). */
+  int skip_if_no_kernels;
 } cproton_session_options;
 
 /* Fills `o` with the defaults above. Always call before setting fields. */
@@ -137,6 +144,39 @@ CPROTON_API int cproton_session_output_path(int session, char *buf,
  * `*json_out` is malloc'ed; free it with cproton_free(). */
 CPROTON_API int cproton_session_data_json(int session, char **json_out,
                                           size_t *size_out);
+
+/* Renders phase `phase` of the session (-1: the current phase) in output
+ * format `format` (any of them: a trace session's tree renders as
+ * "hatchet" too; NULL or "": the session's default, "hatchet" or
+ * "chrome_trace") without finalizing, after flushing its backend. `*buf_out` is
+ * malloc'ed and NUL-terminated (MessagePack may contain NULs: use
+ * `*size_out`); free it with cproton_free(). Errors: ENOTFOUND (no such
+ * session, or the phase was cleared / written / never started), EINVAL
+ * (unknown format, listing the valid ones). Any thread. */
+CPROTON_API int cproton_session_data(int session, int64_t phase,
+                                     const char *format, char **buf_out,
+                                     size_t *size_out);
+
+/* Ends the session's current phase and starts the next (Proton 3.9's
+ * proton.data.advance_phase); `*phase_out` (may be NULL) gets its number.
+ * Kernels launched from now on land in the new phase, whenever their
+ * records arrive. In mode "periodic_flushing" every complete phase is then
+ * written to "<name>.part_<phase>.<ext>" and its memory reused.
+ * Errors: ENOTFOUND, ENOMEM, EIO (a part could not be written). */
+CPROTON_API int cproton_session_advance_phase(int session,
+                                              uint32_t *phase_out);
+
+/* Sets `*complete_out` to 1 when phase `phase` is over and all its records
+ * have arrived (a flush ran after it ended, or records of a later phase
+ * arrived), else 0. Errors: ENOTFOUND, EINVAL. */
+CPROTON_API int cproton_session_phase_complete(int session, uint32_t phase,
+                                               int *complete_out);
+
+/* Drops the data of phase `phase` (with `up_to`, of every phase up to it).
+ * The current phase is emptied and keeps recording. Records that arrive
+ * later for a dropped phase are counted and reported at finalize.
+ * Errors: ENOTFOUND. */
+CPROTON_API int cproton_session_clear(int session, uint32_t phase, int up_to);
 
 /* Frees memory returned by this library; NULL is fine. */
 CPROTON_API void cproton_free(void *ptr);

@@ -579,12 +579,12 @@ static PyObject *py_set_launch_filter(PyObject *m, PyObject *fn) {
 
 static PyObject *py_start(PyObject *m, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"name", "context", "data", "backend", "mode",
-                           "gzip", NULL};
+                           "gzip", "rank", "local_rank", NULL};
   cproton_session_options o;
   cproton_session_options_init(&o);
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|zzzzzp:start", kwlist, &o.name,
-                                   &o.context, &o.data, &o.backend, &o.mode,
-                                   &o.gzip))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|zzzzzpii:start", kwlist,
+                                   &o.name, &o.context, &o.data, &o.backend,
+                                   &o.mode, &o.gzip, &o.rank, &o.local_rank))
     return NULL;
   int sid, rc;
   Py_BEGIN_ALLOW_THREADS
@@ -660,6 +660,63 @@ static PyObject *py_data_json(PyObject *m, PyObject *arg) {
   return s;
 }
 
+/* data(session, phase, format) -> bytes: one phase rendered in a format. */
+static PyObject *py_data(PyObject *m, PyObject *args) {
+  int sid;
+  long long phase;
+  const char *format = NULL;
+  if (!PyArg_ParseTuple(args, "iLz:data", &sid, &phase, &format))
+    return NULL;
+  char *buf = NULL;
+  size_t size = 0;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = cproton_session_data(sid, (int64_t)phase, format, &buf, &size);
+  Py_END_ALLOW_THREADS
+  if (rc)
+    return raise_status(rc);
+  PyObject *b = PyBytes_FromStringAndSize(buf, (Py_ssize_t)size);
+  cproton_free(buf);
+  return b;
+}
+
+static PyObject *py_advance_phase(PyObject *m, PyObject *arg) {
+  int sid = (int)PyLong_AsLong(arg);
+  if (sid == -1 && PyErr_Occurred())
+    return NULL;
+  uint32_t phase = 0;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = cproton_session_advance_phase(sid, &phase);
+  Py_END_ALLOW_THREADS
+  if (rc)
+    return raise_status(rc);
+  return PyLong_FromUnsignedLong(phase);
+}
+
+static PyObject *py_phase_complete(PyObject *m, PyObject *args) {
+  int sid;
+  unsigned int phase;
+  if (!PyArg_ParseTuple(args, "iI:phase_complete", &sid, &phase))
+    return NULL;
+  int complete = 0;
+  int rc = cproton_session_phase_complete(sid, phase, &complete);
+  if (rc)
+    return raise_status(rc);
+  return PyBool_FromLong(complete);
+}
+
+static PyObject *py_clear(PyObject *m, PyObject *args) {
+  int sid, up_to;
+  unsigned int phase;
+  if (!PyArg_ParseTuple(args, "iIp:clear", &sid, &phase, &up_to))
+    return NULL;
+  int rc = cproton_session_clear(sid, phase, up_to);
+  if (rc)
+    return raise_status(rc);
+  Py_RETURN_NONE;
+}
+
 static PyObject *py_session_count(PyObject *m, PyObject *unused) {
   return PyLong_FromLong(cproton_session_count());
 }
@@ -705,12 +762,20 @@ static PyMethodDef methods[] = {
      "set_launch_vars(op_name, id): the ContextVars each hooked launch sets"},
     {"start", (PyCFunction)(void (*)(void))py_start,
      METH_VARARGS | METH_KEYWORDS,
-     "start(name, context, data, backend, mode, gzip=False) -> session id"},
+     "start(name, context, data, backend, mode, gzip=False, rank=-1,\n"
+     "local_rank=-1) -> session id; rank values fill {rank}/{local_rank}"},
     {"activate", py_activate, METH_O, "activate(session); -1: all"},
     {"deactivate", py_deactivate, METH_O, "deactivate(session); -1: all"},
     {"finalize", py_finalize, METH_VARARGS, "finalize(session, format=None)"},
     {"output_path", py_output_path, METH_O, "output path of a session"},
     {"data_json", py_data_json, METH_O, "the session's tree as Hatchet JSON"},
+    {"data", py_data, METH_VARARGS,
+     "data(session, phase, format) -> bytes; phase -1: the current one"},
+    {"advance_phase", py_advance_phase, METH_O,
+     "advance_phase(session) -> the new phase's number"},
+    {"phase_complete", py_phase_complete, METH_VARARGS,
+     "phase_complete(session, phase) -> bool"},
+    {"clear", py_clear, METH_VARARGS, "clear(session, phase, up_to)"},
     {"session_count", py_session_count, METH_NOARGS, "number of sessions"},
     {"enter_scope", (PyCFunction)(void (*)(void))py_enter_scope,
      METH_VARARGS | METH_KEYWORDS,

@@ -16,6 +16,7 @@ the Proton knobs into the environment the C library reads (cproton.knobs).
 """
 import atexit
 import functools
+import os
 from typing import Optional, Union
 
 from . import _cproton, _log, knobs
@@ -82,6 +83,26 @@ def _check_str(what: str, value, allow_none: bool = True) -> None:
         raise TypeError(f"{what} must be a str, not {type(value).__name__}")
 
 
+# Where launchers put a process's rank, most specific first (torchrun, Open
+# MPI, Slurm, MPICH/PMI; a lone LOCAL_RANK is a rank too): the same lists as
+# the injection's (src/backend/cupti/config.c). They fill "{rank}" and
+# "{local_rank}" in session names.
+_RANK_VARS = ("RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK", "LOCAL_RANK")
+_LOCAL_RANK_VARS = ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID")
+
+
+def _first_rank(names) -> int:
+    for var in names:
+        value = os.environ.get(var, "")
+        if value.isdigit() and int(value) < (1 << 30):
+            return int(value)
+    return -1
+
+
+def _ranks():
+    return _first_rank(_RANK_VARS), _first_rank(_LOCAL_RANK_VARS)
+
+
 def _check_session(session) -> None:
     if session is not None and (isinstance(session, bool) or not isinstance(session, int)):
         raise TypeError(f"session must be an int or None, not {type(session).__name__}")
@@ -135,8 +156,9 @@ def start(
     mode_str = _get_mode_str(backend, mode)
     chosen = _select_backend(backend)
     knobs.export()
+    rank, local_rank = _ranks()
     try:
-        session = _cproton.start(name, context, data, chosen, mode_str)
+        session = _cproton.start(name, context, data, chosen, mode_str, rank=rank, local_rank=local_rank)
     finally:
         _log.drain()
     flags.profiling_on = True
@@ -184,10 +206,13 @@ def activate(session: Optional[int] = None) -> None:
         _log.drain()
 
 
-def deactivate(session: Optional[int] = None) -> None:
+def deactivate(session: Optional[int] = None, flushing: bool = False) -> None:
     """
     Stop the specified session (None: all sessions).
     The profiling session's data will still be in the memory, but no more data will be recorded.
+    cproton always flushes pending records here (`flushing` is accepted for
+    Proton 3.9 compatibility); afterwards every phase that ended before is
+    complete (see cproton.data.is_phase_complete).
     """
     _check_session(session)
     if flags.command_line and session != 0:
@@ -206,7 +231,9 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
 
     Args:
         session (int, optional): The session ID to finalize. If None, all sessions are finalized.
-        output_format (str, optional): "hatchet" or "chrome_trace"; "" uses the data kind's default.
+        output_format (str, optional): "hatchet", "hatchet_msgpack" (tree sessions) or
+            "chrome_trace" (trace sessions); "" uses the session's default (the
+            periodic_flushing format, else the data kind's default).
     """
     _check_session(session)
     _check_str("output_format", output_format)

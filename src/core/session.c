@@ -14,18 +14,18 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend/backend.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/phase.h"
 #include "core/session.h"
 #include "core/strtab.h"
 #include "core/trace.h"
-#include "io/chrome_trace.h"
-#include "io/hatchet_write.h"
-#include "io/sink.h"
+#include "io/format.h"
 
 typedef struct session {
   int in_use;
@@ -34,10 +34,16 @@ typedef struct session {
   cp_context_kind kind;
   int is_trace, gzip;
   const cp_backend_ops *backend;
-  char *mode;
+  char *mode;          /* the backend's mode (periodic_flushing excluded) */
   char path[PATH_MAX]; /* without extension */
-  cp_data *data;       /* persistent per slot */
-  cp_trace *trace;     /* persistent per slot */
+  cp_data *data;       /* the current phase's store (scopes, user metrics) */
+  cp_trace *trace;     /* the current phase's trace */
+  cp_phases phases;    /* persistent per slot; stores are reused */
+  const cp_io_format *periodic; /* mode="periodic_flushing": parts' format */
+  int skip_if_no_kernels;
+  int64_t start_wall_ns;    /* CLOCK_REALTIME at start: files other
+                               processes wrote since are never replaced */
+  _Atomic uint64_t kernels; /* kernel records delivered */
 } session;
 
 /* table_lock serialises control calls (start, activate, finalize). slots_rw
@@ -105,6 +111,29 @@ static int expand_name(const cproton_session_options *o, char *out,
   return CPROTON_OK;
 }
 
+static const cp_io_format *format_for(cp_io_kind kind, const char *name);
+
+/* mode="periodic_flushing[:format=<name>]" belongs to the session (Proton
+ * 3.9's spelling); any other mode goes to the backend. Sets *backend_mode. */
+static int parse_mode(const char *mode, session *s, const char **backend_mode) {
+  static const char prefix[] = "periodic_flushing";
+  *backend_mode = mode;
+  if (!mode || strncmp(mode, prefix, sizeof prefix - 1) != 0)
+    return CPROTON_OK;
+  const char *rest = mode + sizeof prefix - 1;
+  *backend_mode = NULL;
+  if (*rest == '\0') {
+    s->periodic = cp_io_format_default((cp_io_kind)s->is_trace);
+    return CPROTON_OK;
+  }
+  if (strncmp(rest, ":format=", 8) != 0)
+    return cp_error_set(CPROTON_EINVAL,
+                        "bad mode '%s' (expected periodic_flushing or "
+                        "periodic_flushing:format=<name>)", mode);
+  s->periodic = format_for((cp_io_kind)s->is_trace, rest + 8);
+  return s->periodic ? CPROTON_OK : CPROTON_EINVAL;
+}
+
 static int parse_options(const cproton_session_options *o, session *s) {
   int rc = cp_context_kind_parse(o->context ? o->context : "shadow", &s->kind);
   if (rc)
@@ -115,6 +144,7 @@ static int parse_options(const cproton_session_options *o, session *s) {
                         "unknown data '%s' (valid: tree, trace)", data);
   s->is_trace = strcmp(data, "trace") == 0;
   s->gzip = o->gzip;
+  s->skip_if_no_kernels = o->skip_if_no_kernels;
   if (!cp_context_source_ready(s->kind))
     return cp_error_set(CPROTON_EINVAL,
                         "context '%s' has no registered source (import "
@@ -169,11 +199,14 @@ static int start_backend(session *s, const char *mode) {
   return s->backend->start(mode);
 }
 
-static int alloc_slot_storage(session *s) {
-  if (!s->data && !(s->data = cp_data_new()))
-    return cp_error_set(CPROTON_ENOMEM, "out of memory starting a session");
-  if (!s->trace && !(s->trace = cp_trace_new()))
-    return cp_error_set(CPROTON_ENOMEM, "out of memory starting a session");
+/* Phase 0 of a new session in the slot: stores are taken from the slot's
+ * spare ones, so a slot reused over a long run allocates nothing. */
+static int begin_phases(session *s, uint32_t at) {
+  int rc = cp_phases_begin(&s->phases, at);
+  if (rc)
+    return rc;
+  s->data = cp_phases_current(&s->phases)->data;
+  s->trace = cp_phases_current(&s->phases)->trace;
   return CPROTON_OK;
 }
 
@@ -189,18 +222,28 @@ int cproton_session_start(const cproton_session_options *o, int *session_out) {
                               CP_MAX_SESSIONS)
                : CPROTON_OK;
   session *s = &slots[slot < CP_MAX_SESSIONS ? slot : 0];
-  session fresh = {.data = s->data, .trace = s->trace};
+  session fresh = {.phases = s->phases};
+  const char *backend_mode = NULL;
+  uint32_t start_epoch = atomic_fetch_add(&epoch, 1) + 1;
   if (!rc)
     rc = parse_options(o, &fresh);
   if (!rc)
-    rc = alloc_slot_storage(&fresh);
+    rc = parse_mode(o->mode, &fresh, &backend_mode);
   if (!rc)
-    rc = start_backend(&fresh, o->mode);
-  if (!rc && o->mode && !(fresh.mode = strdup(o->mode)))
+    rc = begin_phases(&fresh, start_epoch);
+  if (!rc)
+    rc = start_backend(&fresh, backend_mode);
+  /* the backend's part of the mode: what a second session must match */
+  if (!rc && backend_mode && !(fresh.mode = strdup(backend_mode)))
     rc = cp_error_set(CPROTON_ENOMEM, "out of memory starting a session");
+  if (slot < CP_MAX_SESSIONS)
+    s->phases = fresh.phases; /* the slot keeps its stores either way */
   if (!rc) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
     fresh.in_use = 1;
-    fresh.start_epoch = atomic_fetch_add(&epoch, 1) + 1;
+    fresh.start_epoch = start_epoch;
+    fresh.start_wall_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
     fresh.id = next_id++;
     pthread_rwlock_wrlock(&slots_rw);
     *s = fresh;
@@ -208,8 +251,6 @@ int cproton_session_start(const cproton_session_options *o, int *session_out) {
     set_active(slot, 1);
     cp_context_set_main();
     *session_out = fresh.id;
-  } else if (slot < CP_MAX_SESSIONS) {
-    s->data = fresh.data, s->trace = fresh.trace;
   }
   pthread_mutex_unlock(&table_lock);
   return rc;
@@ -252,9 +293,19 @@ static int do_activate(int i) {
   return CPROTON_OK;
 }
 
+/* Flushes the session's backend; on success every phase that ended before
+ * the flush is complete. Caller holds table_lock. */
+static int flush_session(session *s) {
+  uint32_t current = s->phases.current;
+  int rc = s->backend->flush();
+  if (!rc)
+    cp_phases_flushed(&s->phases, current);
+  return rc;
+}
+
 static int do_deactivate(int i) {
   set_active(i, 0);
-  return slots[i].backend->flush();
+  return flush_session(&slots[i]);
 }
 
 int cproton_session_activate(int id) { return each_session(id, do_activate); }
@@ -262,13 +313,7 @@ int cproton_session_deactivate(int id) {
   return each_session(id, do_deactivate);
 }
 
-static const char *format_of(const session *s, const char *format) {
-  if (format && *format)
-    return format;
-  return s->is_trace ? "chrome_trace" : "hatchet";
-}
-
-static _Thread_local const char *finalize_format;
+static _Thread_local const cp_io_format *finalize_format;
 
 /* Kernel-timing sessions (every backend but instrumentation) write zeroed
  * kernel metrics on ROOT, as Proton does. */
@@ -276,44 +321,89 @@ static int kernel_root(const session *s) {
   return strcmp(s->backend->name, "instrumentation") != 0;
 }
 
-static int write_output(session *s, const char *format) {
-  char path[PATH_MAX + 32];
-  int timeline = strcmp(format, "chrome_timeline") == 0;
-  int trace = timeline || strcmp(format, "chrome_trace") == 0;
-  if (!trace && strcmp(format, "hatchet") != 0)
-    return cp_error_set(CPROTON_EINVAL,
-                        "unknown output format '%s' (valid: hatchet, "
-                        "chrome_trace, chrome_timeline)", format);
-  const char *ext = trace ? (s->gzip ? ".chrome_trace.gz" : ".chrome_trace")
-                          : ".hatchet";
-  size_t n = strlen(s->path), k = strlen(ext);
-  snprintf(path, sizeof path, "%s%s", s->path,
-           n >= k && strcmp(s->path + n - k, ext) == 0 ? "" : ext);
-  cp_sink *sink;
-  int rc = cp_sink_file(path, trace && s->gzip, &sink);
-  if (rc)
-    return rc;
-  rc = timeline ? cp_chrome_trace_write_timeline(sink, s->trace, s->data)
-       : trace  ? cp_chrome_trace_write(sink, s->trace, s->data)
-                : cp_hatchet_write(sink, s->data, kernel_root(s));
-  int close_rc = cp_sink_close(sink, rc != CPROTON_OK, NULL, NULL);
-  return rc ? rc : close_rc;
+/* The format `name` names for sessions recording `kind` (the default one
+ * when `name` is NULL or empty); NULL with EINVAL listing the valid names. */
+static const cp_io_format *format_for(cp_io_kind kind, const char *name) {
+  if (!name || !*name)
+    return cp_io_format_default(kind);
+  const cp_io_format *f = cp_io_format_find(name);
+  if (f && f->kind != kind) {
+    char valid[128];
+    cp_io_format_names((int)kind, valid, sizeof valid);
+    cp_error_set(CPROTON_EINVAL,
+                 "output format '%s' writes %s data, this session records "
+                 "data=\"%s\" (valid: %s)", name,
+                 f->kind == CP_IO_TREE ? "tree" : "trace",
+                 kind == CP_IO_TREE ? "tree" : "trace", valid);
+    return NULL;
+  }
+  return f;
+}
+
+/* The file of phase `number`: the session's path, plus ".part_<number>"
+ * once the session has advanced past phase 0 (Proton 3.9's names:
+ * "<name>.part_<phase>.<format>"). */
+static int phase_path(const session *s, const cp_io_format *f,
+                      uint32_t number, char *out, size_t size) {
+  char base[PATH_MAX + 32];
+  size_t n = strlen(s->path), k = strlen(f->extension);
+  if (n >= k && strcmp(s->path + n - k, f->extension) == 0)
+    n -= k; /* "x.hatchet" names the same file as "x" */
+  if (s->phases.current == 0)
+    snprintf(base, sizeof base, "%.*s", (int)n, s->path);
+  else
+    snprintf(base, sizeof base, "%.*s.part_%u", (int)n, s->path, number);
+  return cp_io_format_path(f, base, s->gzip, out, size);
+}
+
+static int write_phase(session *s, const cp_phase *p, const cp_io_format *f) {
+  char path[PATH_MAX + 64];
+  int rc = phase_path(s, f, p->number, path, sizeof path);
+  cp_io_input in = {.data = p->data, .trace = p->trace,
+                    .kernel_root = kernel_root(s)};
+  return rc ? rc
+            : cp_io_format_write_file(f, path, s->gzip, s->start_wall_ns, &in,
+                                      NULL, 0);
+}
+
+/* Writes every live phase (one file, or one part per phase). */
+static int write_output(session *s, const cp_io_format *f) {
+  int rc = CPROTON_OK;
+  for (size_t k = 0; k < s->phases.n_live; k++) {
+    int r = write_phase(s, &s->phases.live[k], f);
+    rc = rc ? rc : r;
+  }
+  return rc;
+}
+
+static void report_late(const session *s) {
+  uint64_t late = atomic_load(&s->phases.late);
+  if (late)
+    cp_warn("session %d: %llu records arrived after their phase had been "
+            "written or cleared; they were dropped", s->id,
+            (unsigned long long)late);
 }
 
 static int do_finalize(int i) {
   session *s = &slots[i];
   set_active(i, 0);
-  int rc = s->backend->flush();
+  int rc = flush_session(s);
   if (rc)
     cp_warn("flushing backend '%s' failed: %s", s->backend->name,
             cp_error_message());
-  rc = write_output(s, format_of(s, finalize_format));
+  report_late(s);
+  if (s->skip_if_no_kernels && atomic_load(&s->kernels) == 0)
+    cp_info("process %d, session %d ran no kernel; nothing written to '%s'",
+            (int)getpid(), s->id, s->path);
+  else
+    rc = write_output(s, finalize_format ? finalize_format
+                         : s->periodic ? s->periodic
+                         : cp_io_format_default((cp_io_kind)s->is_trace));
   pthread_rwlock_wrlock(&slots_rw);
   s->in_use = 0;
   const cp_backend_ops *unused =
       backend_users(s->backend) == 0 ? s->backend : NULL;
-  cp_data_reset(s->data);
-  cp_trace_clear(s->trace);
+  cp_phases_clear(&s->phases, UINT32_MAX, 1);
   free(s->mode);
   s->mode = NULL;
   pthread_rwlock_unlock(&slots_rw);
@@ -324,8 +414,24 @@ static int do_finalize(int i) {
   return rc;
 }
 
+/* Checks the format against every session it applies to before any is
+ * finalized: a bad name must not cost the user their data. */
+static int check_format(int id, const char *format) {
+  pthread_mutex_lock(&table_lock);
+  int rc = CPROTON_OK;
+  for (int i = 0; i < CP_MAX_SESSIONS && !rc; i++)
+    if (slots[i].in_use && (id == CPROTON_ALL_SESSIONS || slots[i].id == id) &&
+        !format_for((cp_io_kind)slots[i].is_trace, format))
+      rc = CPROTON_EINVAL;
+  pthread_mutex_unlock(&table_lock);
+  return rc;
+}
+
 int cproton_session_finalize(int id, const char *format) {
-  finalize_format = format;
+  int rc = check_format(id, format);
+  if (rc)
+    return rc;
+  finalize_format = format && *format ? cp_io_format_find(format) : NULL;
   return each_session(id, do_finalize);
 }
 
@@ -339,21 +445,115 @@ int cproton_session_output_path(int id, char *buf, size_t size) {
   return rc;
 }
 
-int cproton_session_data_json(int id, char **json_out, size_t *size_out) {
-  if (!json_out)
-    return cp_error_set(CPROTON_EINVAL, "json_out is required");
+/* ---- phases (Proton 3.9's proton.data API) ------------------------------- */
+
+int cproton_session_data(int id, int64_t phase, const char *format,
+                         char **buf_out, size_t *size_out) {
+  if (!buf_out)
+    return cp_error_set(CPROTON_EINVAL, "buf_out is required");
   pthread_mutex_lock(&table_lock);
   int slot = 0;
   int rc = find_slot(id, &slot);
-  cp_sink *sink = NULL;
+  session *s = rc ? NULL : &slots[slot];
+  /* Any format may render a live phase: a trace session records its tree
+   * too, so "hatchet" of it is meaningful (finalize is stricter). */
+  const cp_io_format *f =
+      !s ? NULL
+      : format && *format ? cp_io_format_find(format)
+                          : cp_io_format_default((cp_io_kind)s->is_trace);
+  if (s && !f)
+    rc = CPROTON_EINVAL;
   if (!rc)
-    rc = slots[slot].backend->flush();
-  if (!rc)
-    rc = cp_sink_memory(&sink);
+    rc = flush_session(s);
+  cp_phase *p = NULL;
+  if (!rc && !(p = phase < 0 ? cp_phases_current(&s->phases)
+                 : phase > UINT32_MAX ? NULL
+                 : cp_phases_find(&s->phases, (uint32_t)phase)))
+    rc = cp_error_set(CPROTON_ENOTFOUND,
+                      "phase %lld of session %d has no data (cleared, "
+                      "written, or not started)", (long long)phase, id);
   if (!rc) {
-    rc = cp_hatchet_write(sink, slots[slot].data, kernel_root(&slots[slot]));
-    int close_rc = cp_sink_close(sink, rc != CPROTON_OK, json_out, size_out);
-    rc = rc ? rc : close_rc;
+    cp_io_input in = {.data = p->data, .trace = p->trace,
+                      .kernel_root = kernel_root(s)};
+    rc = cp_io_format_write_memory(f, &in, buf_out, size_out);
+  }
+  pthread_mutex_unlock(&table_lock);
+  return rc;
+}
+
+int cproton_session_data_json(int id, char **json_out, size_t *size_out) {
+  return cproton_session_data(id, -1, "hatchet", json_out, size_out);
+}
+
+/* Periodic flushing: writes every complete phase as its part file and
+ * gives its stores back, so a long run holds only the phases in flight.
+ * Caller holds table_lock. */
+static int write_complete_phases(session *s) {
+  int rc = CPROTON_OK;
+  for (size_t k = 0; k < s->phases.n_live;) {
+    cp_phase *p = &s->phases.live[k];
+    if (!cp_phases_complete(&s->phases, p->number)) {
+      k++;
+      continue;
+    }
+    /* Exclusive: a late record must not append while the phase renders. */
+    pthread_rwlock_wrlock(&slots_rw);
+    int r = write_phase(s, p, s->periodic);
+    if (r)
+      cp_warn("session %d: writing phase %u failed: %s", s->id, p->number,
+              cp_error_message());
+    rc = rc ? rc : r;
+    cp_phases_clear(&s->phases, p->number, 0);
+    pthread_rwlock_unlock(&slots_rw);
+  }
+  return rc;
+}
+
+int cproton_session_advance_phase(int id, uint32_t *phase_out) {
+  pthread_mutex_lock(&table_lock);
+  int slot = 0;
+  int rc = find_slot(id, &slot);
+  session *s = &slots[slot];
+  uint32_t number = 0;
+  if (!rc) {
+    uint32_t at = atomic_fetch_add(&epoch, 1) + 1;
+    pthread_rwlock_wrlock(&slots_rw);
+    rc = cp_phases_advance(&s->phases, at, &number);
+    if (!rc) {
+      s->data = cp_phases_current(&s->phases)->data;
+      s->trace = cp_phases_current(&s->phases)->trace;
+    }
+    pthread_rwlock_unlock(&slots_rw);
+  }
+  /* Deliver what the ended phases launched; phases before the newest one
+   * that received records are then complete and go to disk. */
+  if (!rc && s->periodic && !(rc = s->backend->flush()))
+    rc = write_complete_phases(s);
+  if (!rc && phase_out)
+    *phase_out = number;
+  pthread_mutex_unlock(&table_lock);
+  return rc;
+}
+
+int cproton_session_phase_complete(int id, uint32_t phase, int *complete_out) {
+  if (!complete_out)
+    return cp_error_set(CPROTON_EINVAL, "complete_out is required");
+  pthread_mutex_lock(&table_lock);
+  int slot = 0;
+  int rc = find_slot(id, &slot);
+  *complete_out = rc ? 0 : cp_phases_complete(&slots[slot].phases, phase);
+  pthread_mutex_unlock(&table_lock);
+  return rc;
+}
+
+int cproton_session_clear(int id, uint32_t phase, int up_to) {
+  pthread_mutex_lock(&table_lock);
+  int slot = 0;
+  int rc = find_slot(id, &slot);
+  if (!rc) {
+    pthread_rwlock_wrlock(&slots_rw);
+    cp_phases_clear(&slots[slot].phases, phase, up_to);
+    pthread_rwlock_unlock(&slots_rw);
   }
   pthread_mutex_unlock(&table_lock);
   return rc;
@@ -382,10 +582,8 @@ void cp_session_reset_all(void) {
       if (backend_users(slots[i].backend) == 0)
         to_stop[n_stop++] = slots[i].backend;
     }
-    if (slots[i].data)
-      cp_data_reset(slots[i].data);
-    if (slots[i].trace)
-      cp_trace_clear(slots[i].trace);
+    if (slots[i].phases.n_live)
+      cp_phases_clear(&slots[i].phases, UINT32_MAX, 1);
     free(slots[i].mode);
     slots[i].mode = NULL;
   }
@@ -608,14 +806,31 @@ static int site_reaches(const cp_launch_site *site, int i) {
          slots[i].start_epoch <= site->epoch;
 }
 
-static void trace_kernel(session *s, const cp_launch_site *site,
+/* The phase of session i a record launched at `site` belongs to, or NULL
+ * (counted as late) when that phase was written or cleared already.
+ * Caller: slots_rw. */
+static cp_phase *site_phase(const cp_launch_site *site, int i) {
+  cp_phases *ps = &slots[i].phases;
+  cp_phase *p = cp_phases_at_epoch(ps, site->epoch);
+  if (!p) {
+    atomic_fetch_add(&ps->late, 1);
+    return NULL;
+  }
+  uint32_t seen = atomic_load(&ps->max_delivered);
+  while (p->number > seen &&
+         !atomic_compare_exchange_weak(&ps->max_delivered, &seen, p->number))
+    ;
+  return p;
+}
+
+static void trace_kernel(cp_trace *t, const cp_launch_site *site,
                          const cp_kernel_record *r, const cp_node *n) {
   cp_event e = {.kind = CP_EVENT_KERNEL, .start_ns = r->start_ns,
                 .end_ns = r->end_ns, .launch_ns = site->launch_ns,
                 .name = n->name, .node = n->id, .lane = r->stream_id,
                 .device = r->device_id, .launch_lane = site->thread,
                 .correlation = r->correlation_id};
-  cp_trace_append(s->trace, &e);
+  cp_trace_append(t, &e);
 }
 
 int cp_session_deliver_kernel(const cp_launch_site *site,
@@ -627,14 +842,18 @@ int cp_session_deliver_kernel(const cp_launch_site *site,
     if (!site_reaches(site, i))
       continue;
     session *s = &slots[i];
-    cp_node *n = cp_session_kernel_node(site, s->kind, r->name);
+    cp_phase *p = site_phase(site, i);
+    cp_node *n = p ? cp_session_kernel_node(site, s->kind, r->name) : NULL;
+    if (!p)
+      continue;
     if (!n) {
       rc = CPROTON_ENOMEM;
       continue;
     }
-    rc = cp_data_add_kernel(s->data, n, dur, r->device_id, r->device_type);
+    atomic_fetch_add_explicit(&s->kernels, 1, memory_order_relaxed);
+    rc = cp_data_add_kernel(p->data, n, dur, r->device_id, r->device_type);
     if (s->is_trace)
-      trace_kernel(s, site, r, n);
+      trace_kernel(p->trace, site, r, n);
   }
   pthread_rwlock_unlock(&slots_rw);
   return rc;
@@ -658,8 +877,11 @@ int cp_session_deliver_path_metric(const cp_launch_site *site,
   for (int i = 0; i < CP_MAX_SESSIONS && !rc; i++) {
     if (!site_reaches(site, i))
       continue;
+    cp_phase *p = site_phase(site, i);
+    if (!p)
+      continue;
     cp_node *n = path_node(site, slots[i].kind, kernel, names, n_names);
-    rc = n ? cp_data_add_metric(slots[i].data, n, metric, v) : CPROTON_ENOMEM;
+    rc = n ? cp_data_add_metric(p->data, n, metric, v) : CPROTON_ENOMEM;
   }
   pthread_rwlock_unlock(&slots_rw);
   return rc;
@@ -683,10 +905,13 @@ int cp_session_deliver_event(const cp_launch_site *site, const char *kernel,
   for (int i = 0; i < CP_MAX_SESSIONS && !rc; i++) {
     if (!site_reaches(site, i) || !slots[i].is_trace)
       continue;
+    cp_phase *p = site_phase(site, i);
+    if (!p)
+      continue;
     cp_node *n = path_node(site, slots[i].kind, kernel, names, n_names);
     cp_event e = *proto;
     e.node = n ? n->id : 0;
-    rc = cp_trace_append(slots[i].trace, &e);
+    rc = cp_trace_append(p->trace, &e);
   }
   pthread_rwlock_unlock(&slots_rw);
   return rc;

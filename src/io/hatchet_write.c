@@ -12,19 +12,13 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "core/strtab.h"
+#include "io/hatchet_tree.h"
 #include "io/hatchet_write.h"
 
 typedef struct writer {
   cp_sink *s;
-  cp_data *d;
-  unsigned char *keep; /* by node id: written or not */
-  uint32_t n_ids;      /* nodes created later are not written */
-  int any_kernel;
+  cp_hatchet_tree t;
 } writer;
-
-static int kept(const writer *w, const cp_node *n) {
-  return n->id < w->n_ids && w->keep[n->id];
-}
 
 static void indent(cp_sink *s, int level) {
   static const char spaces[] = "                                ";
@@ -33,59 +27,19 @@ static void indent(cp_sink *s, int level) {
     cp_sink_write(s, spaces, n < 32 ? (size_t)n : 32);
 }
 
-/* One metric entry as "name": value, in a sortable form. */
-typedef struct entry {
-  const char *name;
-  cp_value value;
-  int is_str;
-  const char *str;
-} entry;
-
 static int by_name(const void *a, const void *b) {
-  return strcmp(((const entry *)a)->name, ((const entry *)b)->name);
-}
-
-static entry int_entry(const char *name, int64_t v) {
-  return (entry){.name = name, .value = {CP_VALUE_INT, {.i = v}}};
-}
-
-static entry str_entry(const char *name, const char *str) {
-  return (entry){.name = name, .is_str = 1, .str = str};
-}
-
-static size_t collect(const cp_node_metrics *m, int is_root, int any_kernel,
-                      entry *out, char *id_buf) {
-  size_t n = 0;
-  if (m && m->has_kernel) {
-    snprintf(id_buf, 16, "%u", m->device_id);
-    out[n++] = int_entry("count", (int64_t)m->count);
-    out[n++] = str_entry("device_id", id_buf);
-    out[n++] = str_entry("device_type",
-                         m->device_type == CP_DEVICE_HIP ? "HIP" : "CUDA");
-    out[n++] = int_entry("time (ns)", (int64_t)m->time_ns);
-  } else if (is_root && any_kernel) {
-    out[n++] = int_entry("count", 0);
-    out[n++] = int_entry("time (ns)", 0);
-  }
-  for (size_t i = 0; m && i < m->n_flex; i++) {
-    const cp_flex_metric *f = &m->flex[i];
-    out[n++] = f->value.kind == CP_VALUE_STRING
-                   ? str_entry(cp_strtab_str(f->out_name),
-                               cp_strtab_str(f->value.u.s))
-                   : (entry){.name = cp_strtab_str(f->out_name),
-                             .value = f->value};
-  }
-  return n;
+  return strcmp(((const cp_hatchet_entry *)a)->name,
+                ((const cp_hatchet_entry *)b)->name);
 }
 
 static void write_metrics(writer *w, const cp_node *n, int level) {
-  const cp_node_metrics *m = cp_data_metrics(w->d, n);
-  size_t cap = 6 + (m ? m->n_flex : 0);
-  entry stack_entries[16];
-  entry *es = cap <= 16 ? stack_entries : malloc(cap * sizeof *es);
+  size_t cap = cp_hatchet_tree_capacity(&w->t, n), n_fixed;
+  cp_hatchet_entry stack_entries[16];
+  cp_hatchet_entry *es = cap <= 16 ? stack_entries : malloc(cap * sizeof *es);
   char id_buf[16];
-  size_t count = es ? collect(m, n->id == 0, w->any_kernel, es, id_buf) : 0;
-  qsort(es, count, sizeof *es, by_name);
+  size_t count =
+      es ? cp_hatchet_tree_metrics(&w->t, n, es, id_buf, &n_fixed) : 0;
+  qsort(es, count, sizeof *es, by_name); /* JSON: every key in byte order */
   cp_sink_puts(w->s, count ? "{" : "{}");
   for (size_t i = 0; i < count; i++) {
     indent(w->s, level + 1);
@@ -108,34 +62,20 @@ static void write_metrics(writer *w, const cp_node *n, int level) {
     free(es);
 }
 
-/* Children in name order, as Proton writes them (byte order). */
-static int by_name_node(const void *a, const void *b) {
-  return strcmp(cp_strtab_str((*(cp_node *const *)a)->name),
-                cp_strtab_str((*(cp_node *const *)b)->name));
-}
-
 static int write_node(writer *w, const cp_node *n, int level);
 
 static int write_children(writer *w, const cp_node *n, int level) {
-  size_t count = 0;
-  for (cp_node *c = atomic_load(&n->first_child); c; c = c->next_sibling)
-    count += kept(w, c);
-  if (!count) {
+  cp_node **kids;
+  long k = cp_hatchet_tree_children(&w->t, n, &kids);
+  if (k < 0)
+    return CPROTON_ENOMEM;
+  if (k == 0) {
     cp_sink_puts(w->s, "[]");
     return CPROTON_OK;
   }
-  cp_node **kids = malloc(count * sizeof *kids);
-  if (!kids)
-    return cp_error_set(CPROTON_ENOMEM, "out of memory writing a profile");
-  size_t k = 0;
-  for (cp_node *c = atomic_load(&n->first_child); c && k < count;
-       c = c->next_sibling)
-    if (kept(w, c))
-      kids[k++] = c;
-  qsort(kids, k, sizeof *kids, by_name_node);
   cp_sink_puts(w->s, "[");
   int rc = CPROTON_OK;
-  for (size_t i = 0; i < k && rc == CPROTON_OK; i++) {
+  for (long i = 0; i < k && rc == CPROTON_OK; i++) {
     indent(w->s, level + 1);
     rc = write_node(w, kids[i], level + 1);
     if (i + 1 < k)
@@ -211,38 +151,18 @@ static void write_devices(cp_sink *s) {
   }
 }
 
-/* Marks touched nodes and their ancestors; returns whether any node had
- * kernel metrics. */
-static int mark(writer *w, uint32_t n_ids) {
-  int any_kernel = 0;
-  w->keep[0] = 1;
-  for (uint32_t id = 1; id < n_ids; id++) {
-    cp_node *n = cp_cct_node(id);
-    if (!n || !cp_data_touched(w->d, n))
-      continue;
-    const cp_node_metrics *m = cp_data_metrics(w->d, n);
-    any_kernel |= m && m->has_kernel;
-    for (; n && !w->keep[n->id]; n = n->parent)
-      w->keep[n->id] = 1;
-  }
-  return any_kernel;
-}
-
 int cp_hatchet_write(cp_sink *s, cp_data *d, int kernel_root) {
-  uint32_t n_ids = cp_cct_count();
-  writer w = {.s = s, .d = d, .keep = calloc(n_ids, 1), .n_ids = n_ids};
-  if (!w.keep)
-    return cp_error_set(CPROTON_ENOMEM, "out of memory writing a profile");
-  cp_data_lock(d);
-  w.any_kernel = mark(&w, n_ids) && kernel_root;
+  writer w = {.s = s};
+  int rc = cp_hatchet_tree_open(&w.t, d, kernel_root);
+  if (rc)
+    return rc;
   cp_sink_puts(s, "[");
   indent(s, 1);
-  int rc = write_node(&w, cp_cct_root(), 1);
+  rc = write_node(&w, cp_cct_root(), 1);
   cp_sink_puts(s, ",");
   indent(s, 1);
   write_devices(s);
   cp_sink_puts(s, "\n]\n");
-  cp_data_unlock(d);
-  free(w.keep);
+  cp_hatchet_tree_close(&w.t);
   return rc;
 }

@@ -7,12 +7,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/error.h"
 #include "cproton/cproton.h"
 #include "io/hatchet_read.h"
+#include "io/hatchet_read_msgpack.h"
 
 static int finish_open(cp_json_lexer *lx, cproton_profile *p,
                        cproton_profile **out) {
@@ -26,6 +29,52 @@ static int finish_open(cp_json_lexer *lx, cproton_profile *p,
   return CPROTON_OK;
 }
 
+static int finish_msgpack(const void *buf, size_t len, cproton_profile *p,
+                          cproton_profile **out) {
+  int rc = cp_hatchet_read_msgpack(buf, len, p);
+  if (rc) {
+    cp_profile_model_free(p);
+    return rc;
+  }
+  *out = p;
+  return CPROTON_OK;
+}
+
+/* MessagePack profiles are read whole (they are compact; the JSON reader
+ * streams). Frees `p` on failure; does not close `fd`. */
+static int open_msgpack(int fd, cproton_profile *p, cproton_profile **out) {
+  struct stat st;
+  char *buf = NULL;
+  size_t len = 0, got = 0;
+  int rc = CPROTON_OK;
+  if (fstat(fd, &st) != 0 || st.st_size < 0)
+    rc = cp_error_set(CPROTON_EIO, "%s: cannot stat: %s", p->name,
+                      strerror(errno));
+  else if (!(buf = malloc((len = (size_t)st.st_size) ? len : 1)))
+    rc = cp_error_set(CPROTON_ENOMEM, "%s: out of memory", p->name);
+  while (!rc && got < len) {
+    ssize_t n = pread(fd, buf + got, len - got, (off_t)got);
+    if (n <= 0)
+      rc = cp_error_set(CPROTON_EIO, "%s: read failed at byte %zu", p->name,
+                        got);
+    got += n > 0 ? (size_t)n : 0;
+  }
+  if (rc) {
+    free(buf);
+    cp_profile_model_free(p);
+    return rc;
+  }
+  rc = finish_msgpack(buf, len, p, out);
+  free(buf);
+  return rc;
+}
+
+static int is_msgpack_fd(int fd) {
+  unsigned char first;
+  return pread(fd, &first, 1, 0) == 1 &&
+         cp_hatchet_read_msgpack_sniff(&first, 1);
+}
+
 int cproton_profile_open(const char *path, cproton_profile **out) {
   if (!out || !path)
     return cp_error_set(CPROTON_EINVAL, "cproton_profile_open: NULL argument");
@@ -35,6 +84,11 @@ int cproton_profile_open(const char *path, cproton_profile **out) {
     return cp_error_set(CPROTON_EIO, "%s: cannot open: %s", path,
                         strerror(errno));
   cproton_profile *p = cp_profile_model_new(path);
+  if (p && is_msgpack_fd(fd)) {
+    int rc = open_msgpack(fd, p, out);
+    close(fd);
+    return rc;
+  }
   cp_json_lexer lx;
   int rc = p ? cp_hatchet_read_json_init_fd(&lx, fd, p->name)
              : cp_error_set(CPROTON_ENOMEM, "%s: out of memory", path);
@@ -56,6 +110,8 @@ int cproton_profile_parse(const char *buf, size_t len, const char *name,
   cproton_profile *p = cp_profile_model_new(name);
   if (!p)
     return cp_error_set(CPROTON_ENOMEM, "out of memory");
+  if (cp_hatchet_read_msgpack_sniff(buf, len))
+    return finish_msgpack(buf, len, p, out);
   cp_json_lexer lx;
   cp_hatchet_read_json_init_mem(&lx, buf ? buf : "", len, p->name);
   return finish_open(&lx, p, out);

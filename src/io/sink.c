@@ -9,10 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "io/sink.h"
 
 struct cp_sink {
@@ -22,6 +24,9 @@ struct cp_sink {
   gzFile gz;
   char *path, *tmp;
   int error;
+  int no_clobber;
+  int64_t since_ns;
+  size_t stem_len;
 };
 
 #define FLUSH_AT (1u << 16)
@@ -153,12 +158,58 @@ void cp_sink_json_double(cp_sink *s, double v) {
   cp_sink_puts(s, tmp);
 }
 
+void cp_sink_no_clobber(cp_sink *s, int64_t since_ns, size_t stem_len) {
+  s->no_clobber = 1;
+  s->since_ns = since_ns;
+  s->stem_len = stem_len < strlen(s->path) ? stem_len : strlen(s->path);
+}
+
+
+/* Whether `path` was modified at or after `since_ns`. */
+static int fresh_file(const char *path, int64_t since_ns) {
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return 0;
+  int64_t m = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  return m >= since_ns;
+}
+
+/* Claims `path` for the finished temporary file without ever replacing a
+ * file made by someone else during this run; see cp_sink_no_clobber. */
+static int claim(cp_sink *s) {
+  if (link(s->tmp, s->path) == 0)
+    return unlink(s->tmp), CPROTON_OK;
+  if (errno != EEXIST || !fresh_file(s->path, s->since_ns))
+    return rename(s->tmp, s->path) == 0 ? CPROTON_OK : -1;
+  size_t n = strlen(s->path) + 16;
+  char *alt = malloc(n);
+  for (int k = 1; alt && k < 10000; k++) {
+    snprintf(alt, n, "%.*s.%d%s", (int)s->stem_len, s->path, k,
+             s->path + s->stem_len);
+    if (link(s->tmp, alt) == 0) {
+      unlink(s->tmp);
+      cp_warn("'%s' was written by another process while this one ran; "
+              "writing '%s' instead (give each process its own name, e.g. "
+              "with {rank} or {pid})", s->path, alt);
+      free(s->path);
+      s->path = alt;
+      return CPROTON_OK;
+    }
+    if (errno != EEXIST)
+      break;
+  }
+  free(alt);
+  errno = EEXIST;
+  return -1;
+}
+
 static int close_file(cp_sink *s, int abort) {
   drain(s);
   int bad = s->gz ? gzclose(s->gz) != Z_OK : fclose(s->file) != 0;
   if (bad && !s->error)
     s->error = cp_error_set(CPROTON_EIO, "cannot finish '%s'", s->path);
-  if (!s->error && !abort && rename(s->tmp, s->path) != 0)
+  if (!s->error && !abort &&
+      (s->no_clobber ? claim(s) : rename(s->tmp, s->path)) != 0)
     s->error = cp_error_set(CPROTON_EIO, "cannot rename to '%s': %s",
                             s->path, strerror(errno));
   if (s->error || abort)
@@ -166,10 +217,13 @@ static int close_file(cp_sink *s, int abort) {
   return s->error;
 }
 
-int cp_sink_close(cp_sink *s, int abort, char **buf_out, size_t *size_out) {
+static int finish(cp_sink *s, int abort, char **buf_out, size_t *size_out,
+                  char *path_out, size_t path_size) {
   int rc;
   if (s->file || s->gz) {
     rc = close_file(s, abort);
+    if (path_out && path_size)
+      snprintf(path_out, path_size, "%s", s->path);
   } else {
     rc = s->error;
     if (!rc && !abort && buf_out) {
@@ -185,4 +239,13 @@ int cp_sink_close(cp_sink *s, int abort, char **buf_out, size_t *size_out) {
   }
   free(s->buf), free(s->path), free(s->tmp), free(s);
   return rc;
+}
+
+int cp_sink_close(cp_sink *s, int abort, char **buf_out, size_t *size_out) {
+  return finish(s, abort, buf_out, size_out, NULL, 0);
+}
+
+int cp_sink_close_file(cp_sink *s, int abort, char *path_out,
+                       size_t path_size) {
+  return finish(s, abort, NULL, NULL, path_out, path_size);
 }

@@ -5,6 +5,7 @@
 #define CP_IO_SINK_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct cp_sink cp_sink;
 
@@ -14,6 +15,16 @@ int cp_sink_memory(cp_sink **out);
 /* A sink into `path` (through "<path>.tmp.<pid>"), gzip'ed when `gzip`.
  * Errors: EIO naming the path. */
 int cp_sink_file(const char *path, int gzip, cp_sink **out);
+
+/* Makes a file sink refuse to replace a file that another writer produced
+ * while this one was running: on close, when `path` exists and was
+ * modified at or after `since_ns` (CLOCK_REALTIME), the file is written as
+ * "<path[0..stem_len)>.<k><path[stem_len..]>" for the first free k instead,
+ * with a warning naming both. An older file (an earlier run's) is replaced.
+ * Creation is atomic (link, never rename over), so two processes closing
+ * at once cannot both win one name. */
+void cp_sink_no_clobber(cp_sink *s, int64_t since_ns, size_t stem_len);
+
 
 /* Appends bytes / a NUL-terminated string / printf text. Errors are sticky:
  * the first failure is kept and reported by cp_sink_close. */
@@ -34,5 +45,11 @@ void cp_sink_json_double(cp_sink *s, double v);
  * be NULL to discard) receives a malloc'ed NUL-terminated buffer. Frees the
  * sink in every case. Errors: the first write error, EIO, ENOMEM. */
 int cp_sink_close(cp_sink *s, int abort, char **buf_out, size_t *size_out);
+
+/* cp_sink_close for a file sink that also copies the path finally written
+ * (it differs from the requested one after a no-clobber rename) into
+ * `path_out`. */
+int cp_sink_close_file(cp_sink *s, int abort, char *path_out,
+                       size_t path_size);
 
 #endif

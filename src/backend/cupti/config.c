@@ -124,6 +124,26 @@ static int int_env(const char *var, int fallback) {
   return v && *v && !*end && n >= 0 && n < (1 << 30) ? (int)n : fallback;
 }
 
+/* Where launchers put a process's rank, most specific first: torchrun and
+ * torch.distributed, Open MPI, Slurm, MPICH/Intel MPI (PMI). A lone
+ * LOCAL_RANK is a rank too (one node). */
+static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK",
+                                        "SLURM_PROCID", "PMI_RANK",
+                                        "LOCAL_RANK", NULL};
+static const char *const local_rank_vars[] = {
+    "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
+    "MPI_LOCALRANKID", NULL};
+
+/* The value of the first variable of `vars` that holds a rank. */
+static int first_env(const char *const *vars, int fallback) {
+  for (; *vars; vars++) {
+    int v = int_env(*vars, -1);
+    if (v >= 0)
+      return v;
+  }
+  return fallback;
+}
+
 void cp_inject_config_from_env(cp_inject_config *c) {
   memset(c, 0, sizeof *c);
   copy_env(c->name, sizeof c->name, "CPROTON_NAME", "proton");
@@ -131,8 +151,8 @@ void cp_inject_config_from_env(cp_inject_config *c) {
   copy_env(c->context, sizeof c->context, "CPROTON_CONTEXT", "shadow");
   copy_env(c->mode, sizeof c->mode, "CPROTON_MODE", "");
   c->gzip = int_env("CPROTON_GZIP", 0) != 0;
-  c->rank = int_env("RANK", -1);
-  c->local_rank = int_env("LOCAL_RANK", -1);
+  c->rank = first_env(rank_vars, -1);
+  c->local_rank = first_env(local_rank_vars, -1);
   c->disabled = int_env("CPROTON_DISABLE", 0) != 0 ||
                 bool_env("TRITON_PROTON_DISABLE", 0);
   static const char *levels[] = {"debug", "info", "warning", "error"};

@@ -57,8 +57,10 @@ typedef struct cp_inject_config {
   char context[16];    /* CPROTON_CONTEXT: shadow */
   char mode[128];      /* CPROTON_MODE: "" or pcsampling[:options] */
   int gzip;            /* CPROTON_GZIP=1 */
-  int rank;            /* RANK, else -1 */
-  int local_rank;      /* LOCAL_RANK, else -1 */
+  int rank;            /* RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK,
+                          LOCAL_RANK (the first set); else -1 */
+  int local_rank;      /* LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK,
+                          SLURM_LOCALID, MPI_LOCALRANKID; else -1 */
   int disabled;        /* CPROTON_DISABLE=1 or TRITON_PROTON_DISABLE=on/true/1:
                           load but do nothing */
   int log_level;       /* CPROTON_LOG=debug|info|warning|error (warning) */

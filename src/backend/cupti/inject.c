@@ -46,6 +46,10 @@ int InitializeInjection(void) {
   o.gzip = c.gzip;
   o.rank = c.rank;
   o.local_rank = c.local_rank;
+  /* A process that never runs a kernel writes nothing: torchrun's agent
+   * initialises CUDA (device_count) without a RANK, and its empty profile
+   * used to land on rank 0's name after the worker had written it. */
+  o.skip_if_no_kernels = 1;
   if (cproton_session_start(&o, &session_id) != CPROTON_OK) {
     cp_warn("injection: could not start profiling: %s", cproton_last_error());
     session_id = -1;

@@ -1,0 +1,137 @@
+/* io/hatchet_tree.c -- selects what a session's Hatchet profile holds: the
+ * nodes it touched plus their ancestors, children in byte order of their
+ * names (Proton 3.6's order), kernel metrics before flexible ones.
+ *
+ * Invariant: the data lock is held from open to close, so the metrics read
+ * by a writer are one consistent snapshot. Not a hot path (finalize).
+ * Called by io/hatchet_write.c and io/hatchet_msgpack.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/strtab.h"
+#include "io/hatchet_tree.h"
+
+static int kept(const cp_hatchet_tree *t, const cp_node *n) {
+  return n->id < t->n_ids && t->keep[n->id];
+}
+
+/* Marks touched nodes and their ancestors; returns whether any node had
+ * kernel metrics. */
+static int mark(cp_hatchet_tree *t) {
+  int any_kernel = 0;
+  t->keep[0] = 1;
+  for (uint32_t id = 1; id < t->n_ids; id++) {
+    cp_node *n = cp_cct_node(id);
+    if (!n || !cp_data_touched(t->d, n))
+      continue;
+    const cp_node_metrics *m = cp_data_metrics(t->d, n);
+    any_kernel |= m && m->has_kernel;
+    for (; n && !t->keep[n->id]; n = n->parent)
+      t->keep[n->id] = 1;
+  }
+  return any_kernel;
+}
+
+int cp_hatchet_tree_open(cp_hatchet_tree *t, cp_data *d, int kernel_root) {
+  t->d = d;
+  t->n_ids = cp_cct_count();
+  t->keep = calloc(t->n_ids ? t->n_ids : 1, 1);
+  if (!t->keep)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory writing a profile");
+  cp_data_lock(d);
+  t->any_kernel = mark(t) && kernel_root;
+  return CPROTON_OK;
+}
+
+void cp_hatchet_tree_close(cp_hatchet_tree *t) {
+  cp_data_unlock(t->d);
+  free(t->keep);
+  t->keep = NULL;
+}
+
+static int by_name_node(const void *a, const void *b) {
+  return strcmp(cp_strtab_str((*(cp_node *const *)a)->name),
+                cp_strtab_str((*(cp_node *const *)b)->name));
+}
+
+long cp_hatchet_tree_children(const cp_hatchet_tree *t, const cp_node *n,
+                              cp_node ***kids_out) {
+  size_t count = 0;
+  *kids_out = NULL;
+  for (cp_node *c = atomic_load(&n->first_child); c; c = c->next_sibling)
+    count += kept(t, c);
+  if (!count)
+    return 0;
+  cp_node **kids = malloc(count * sizeof *kids);
+  if (!kids) {
+    cp_error_set(CPROTON_ENOMEM, "out of memory writing a profile");
+    return -1;
+  }
+  size_t k = 0;
+  for (cp_node *c = atomic_load(&n->first_child); c && k < count;
+       c = c->next_sibling)
+    if (kept(t, c))
+      kids[k++] = c;
+  qsort(kids, k, sizeof *kids, by_name_node);
+  *kids_out = kids;
+  return (long)k;
+}
+
+int cp_hatchet_tree_informative(const cp_hatchet_tree *t, const cp_node *n) {
+  const cp_node_metrics *m = cp_data_metrics(t->d, n);
+  if (m && (m->has_kernel || m->n_flex))
+    return 1;
+  for (cp_node *c = atomic_load(&n->first_child); c; c = c->next_sibling)
+    if (kept(t, c))
+      return 1;
+  return 0;
+}
+
+static int by_name(const void *a, const void *b) {
+  return strcmp(((const cp_hatchet_entry *)a)->name,
+                ((const cp_hatchet_entry *)b)->name);
+}
+
+static cp_hatchet_entry int_entry(const char *name, int64_t v) {
+  return (cp_hatchet_entry){.name = name, .value = {CP_VALUE_INT, {.i = v}}};
+}
+
+static cp_hatchet_entry str_entry(const char *name, const char *str) {
+  return (cp_hatchet_entry){.name = name, .is_str = 1, .str = str};
+}
+
+size_t cp_hatchet_tree_capacity(const cp_hatchet_tree *t, const cp_node *n) {
+  const cp_node_metrics *m = cp_data_metrics(t->d, n);
+  return CP_HATCHET_FIXED_ENTRIES + (m ? m->n_flex : 0);
+}
+
+size_t cp_hatchet_tree_metrics(const cp_hatchet_tree *t, const cp_node *n,
+                               cp_hatchet_entry *out, char *id_buf,
+                               size_t *n_fixed_out) {
+  const cp_node_metrics *m = cp_data_metrics(t->d, n);
+  size_t k = 0;
+  if (m && m->has_kernel) {
+    snprintf(id_buf, 16, "%u", m->device_id);
+    out[k++] = int_entry("time (ns)", (int64_t)m->time_ns);
+    out[k++] = int_entry("count", (int64_t)m->count);
+    out[k++] = str_entry("device_id", id_buf);
+    out[k++] = str_entry("device_type",
+                         m->device_type == CP_DEVICE_HIP ? "HIP" : "CUDA");
+  } else if (n->id == 0 && t->any_kernel) {
+    out[k++] = int_entry("time (ns)", 0);
+    out[k++] = int_entry("count", 0);
+  }
+  *n_fixed_out = k;
+  for (size_t i = 0; m && i < m->n_flex; i++) {
+    const cp_flex_metric *f = &m->flex[i];
+    out[k++] = f->value.kind == CP_VALUE_STRING
+                   ? str_entry(cp_strtab_str(f->out_name),
+                               cp_strtab_str(f->value.u.s))
+                   : (cp_hatchet_entry){.name = cp_strtab_str(f->out_name),
+                                        .value = f->value};
+  }
+  qsort(out + *n_fixed_out, k - *n_fixed_out, sizeof *out, by_name);
+  return k;
+}
