@@ -29,6 +29,8 @@ static int write_chrome_trace(cp_sink *s, const cp_io_input *in) {
 
 static int write_chrome_timeline(cp_sink *s, const cp_io_input *in) {
   return cp_chrome_trace_write_timeline(s, in->trace, in->data);
+}
+
 static int write_perfetto(cp_sink *s, const cp_io_input *in) {
   cp_perfetto_info info = {.pid = (int)getpid(), .rank = in->rank,
                            .name = in->label};
