@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Creates .venv with the PyPI packages the Python tests use (idempotent):
 # triton 3.6.0 (its triton.profiler is Proton, our reference), llnl-hatchet
-# and pandas (to load our profiles the way users do), pytest. The cproton
-# package itself is installed into it from this tree.
+# and pandas (to load our profiles the way users do), pytest, perfetto and
+# protobuf (Perfetto's generated trace classes decode our .pftrace files).
+# The cproton package itself is installed into it from this tree.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${CPROTON_VENV:-$root/.venv}

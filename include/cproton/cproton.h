@@ -128,8 +128,9 @@ CPROTON_API int cproton_session_activate(int session);
 CPROTON_API int cproton_session_deactivate(int session);
 
 /* Flushes, writes the profile and frees the session (or all sessions).
- * `format` is NULL or "" (the data kind's default), "hatchet" or
- * "chrome_trace". The file is written to a temporary name and renamed, so a
+ * `format` is NULL or "" (the data kind's default), "hatchet",
+ * "chrome_trace" or "perfetto" (a protobuf trace, ".pftrace"; traces only,
+ * never gzip'ed). The file is written to a temporary name and renamed, so a
  * failed write leaves no partial file. Errors: ENOTFOUND, EINVAL (format),
  * EIO (the message names the path). The session is freed even on EIO. */
 CPROTON_API int cproton_session_finalize(int session, const char *format);
@@ -177,6 +178,15 @@ CPROTON_API int cproton_session_phase_complete(int session, uint32_t phase,
  * later for a dropped phase are counted and reported at finalize.
  * Errors: ENOTFOUND. */
 CPROTON_API int cproton_session_clear(int session, uint32_t phase, int up_to);
+/* Merges Perfetto traces written by separate processes (one per rank)
+ * into `output`: each input keeps its own process track group, and its
+ * sequence ids, track uuids, flow ids and pids are renumbered so they
+ * cannot collide (inputs are read one packet at a time). Inputs are
+ * written in the order of their clock snapshots. Errors: EINVAL, EIO,
+ * ENOMEM, EPARSE (not a protobuf trace, truncated or corrupt: the message
+ * names the file and byte offset). `output` is written atomically. */
+CPROTON_API int cproton_trace_merge(const char *const *inputs,
+                                    size_t n_inputs, const char *output);
 
 /* Frees memory returned by this library; NULL is fine. */
 CPROTON_API void cproton_free(void *ptr);

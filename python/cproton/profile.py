@@ -232,7 +232,8 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
     Args:
         session (int, optional): The session ID to finalize. If None, all sessions are finalized.
         output_format (str, optional): "hatchet", "hatchet_msgpack" (tree sessions) or
-            "chrome_trace" (trace sessions); "" uses the session's default (the
+            "chrome_trace", "perfetto" (trace sessions; ".pftrace", Perfetto's
+            protobuf format); "" uses the session's default (the
             periodic_flushing format, else the data kind's default).
     """
     _check_session(session)

@@ -33,6 +33,7 @@ typedef struct session {
   uint32_t start_epoch;
   cp_context_kind kind;
   int is_trace, gzip;
+  int rank; /* options' rank, -1 when unknown */
   const cp_backend_ops *backend;
   char *mode;          /* the backend's mode (periodic_flushing excluded) */
   char path[PATH_MAX]; /* without extension */
@@ -145,6 +146,7 @@ static int parse_options(const cproton_session_options *o, session *s) {
   s->is_trace = strcmp(data, "trace") == 0;
   s->gzip = o->gzip;
   s->skip_if_no_kernels = o->skip_if_no_kernels;
+  s->rank = o->rank;
   if (!cp_context_source_ready(s->kind))
     return cp_error_set(CPROTON_EINVAL,
                         "context '%s' has no registered source (import "
@@ -199,6 +201,20 @@ static int start_backend(session *s, const char *mode) {
   return s->backend->start(mode);
 }
 
+/* Trace events past one buffer spill beside the output (same disk). */
+static int set_spill_dir(const session *s, cp_trace *t) {
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s", s->path);
+  char *slash = strrchr(dir, '/');
+  if (!slash)
+    snprintf(dir, sizeof dir, ".");
+  else if (slash == dir)
+    dir[1] = '\0';
+  else
+    *slash = '\0';
+  return cp_trace_set_spill_dir(t, dir);
+}
+
 /* Phase 0 of a new session in the slot: stores are taken from the slot's
  * spare ones, so a slot reused over a long run allocates nothing. */
 static int begin_phases(session *s, uint32_t at) {
@@ -207,7 +223,7 @@ static int begin_phases(session *s, uint32_t at) {
     return rc;
   s->data = cp_phases_current(&s->phases)->data;
   s->trace = cp_phases_current(&s->phases)->trace;
-  return CPROTON_OK;
+  return s->is_trace ? set_spill_dir(s, s->trace) : CPROTON_OK;
 }
 
 int cproton_session_start(const cproton_session_options *o, int *session_out) {
@@ -359,8 +375,13 @@ static int phase_path(const session *s, const cp_io_format *f,
 static int write_phase(session *s, const cp_phase *p, const cp_io_format *f) {
   char path[PATH_MAX + 64];
   int rc = phase_path(s, f, p->number, path, sizeof path);
+  const char *base = strrchr(s->path, '/');
   cp_io_input in = {.data = p->data, .trace = p->trace,
-                    .kernel_root = kernel_root(s)};
+                    .kernel_root = kernel_root(s), .rank = s->rank,
+                    .label = base ? base + 1 : s->path};
+  if (f->kind == CP_IO_TRACE && cp_trace_dropped(p->trace))
+    cp_warn("trace: %zu events were dropped (trace cap, memory or disk)",
+            cp_trace_dropped(p->trace));
   return rc ? rc
             : cp_io_format_write_file(f, path, s->gzip, s->start_wall_ns, &in,
                                       NULL, 0);
@@ -522,6 +543,8 @@ int cproton_session_advance_phase(int id, uint32_t *phase_out) {
     if (!rc) {
       s->data = cp_phases_current(&s->phases)->data;
       s->trace = cp_phases_current(&s->phases)->trace;
+      if (s->is_trace)
+        set_spill_dir(s, s->trace);
     }
     pthread_rwlock_unlock(&slots_rw);
   }
@@ -829,7 +852,7 @@ static void trace_kernel(cp_trace *t, const cp_launch_site *site,
                 .end_ns = r->end_ns, .launch_ns = site->launch_ns,
                 .name = n->name, .node = n->id, .lane = r->stream_id,
                 .device = r->device_id, .launch_lane = site->thread,
-                .correlation = r->correlation_id};
+                .correlation = r->correlation_id, .group = r->graph_id};
   cp_trace_append(t, &e);
 }
 

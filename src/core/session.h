@@ -36,6 +36,7 @@ typedef struct cp_kernel_record {
   uint32_t device_id;
   uint32_t stream_id;
   uint32_t correlation_id;
+  uint32_t graph_id; /* CUDA graph of a replayed kernel, 0 otherwise */
   cp_device_type device_type;
 } cp_kernel_record;
 

@@ -1,35 +1,57 @@
-/* core/trace.c -- an append-only list of timeline events in fixed chunks.
+/* core/trace.c -- an append-only list of timeline events that spills to
+ * disk, so a long trace costs bounded memory.
  *
- * Invariant: chunks are never moved, so appends cost one copy; a cap
- * (CP_TRACE_MAX_EVENTS) bounds memory and counts what it drops instead of
- * failing the program. Not on the launch path: scope events come from user
- * threads in trace mode, kernel events from CUPTI's thread. */
+ * Layout: appends fill one buffer of BUF_EVENTS records; a full buffer is
+ * written to the spill file (created on first need beside the output, in
+ * `spill_dir`, and unlinked at once so nothing is left behind) and reused.
+ * When no spill file can be made the full buffers stay in memory, as before.
+ * Readers see the spilled records first, then the buffers, in append order.
+ *
+ *   memory:  [buffer 0 .. BUF_EVENTS) + (no spill: list of full buffers)
+ *   disk:    cp_event records, host endianness, never read by another
+ *            process (it dies with the trace)
+ *
+ * Invariant: memory is at most one buffer (~3.5 MiB) once spilling works;
+ * a cap (CP_TRACE_MAX_EVENTS) bounds the disk and counts what it drops
+ * instead of failing the program. Not on the launch path: scope events come
+ * from user threads in trace mode, kernel events from CUPTI's thread; a
+ * spill write (one buffer) happens under the lock every BUF_EVENTS appends. */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "core/trace.h"
 
-#define CHUNK_EVENTS 4096
+#define BUF_EVENTS 65536
+#define READ_EVENTS 4096
 #define CP_TRACE_MAX_EVENTS (64u << 20)
 
 typedef struct chunk {
   struct chunk *next;
   size_t n;
-  cp_event events[CHUNK_EVENTS];
+  cp_event events[BUF_EVENTS];
 } chunk;
 
 struct cp_trace {
   pthread_mutex_t lock;
-  chunk *head, *tail;
+  chunk *head, *tail; /* head..tail: full buffers kept (no spill) + current */
+  int fd;             /* spill file, -1 when none yet; -2 when it failed */
+  size_t spilled;     /* records in the spill file */
   size_t count, dropped;
+  char *spill_dir;
 };
 
 cp_trace *cp_trace_new(void) {
   cp_trace *t = calloc(1, sizeof *t);
-  if (t)
+  if (t) {
     pthread_mutex_init(&t->lock, NULL);
+    t->fd = -1;
+  }
   return t;
 }
 
@@ -45,57 +67,152 @@ void cp_trace_free(cp_trace *t) {
   if (!t)
     return;
   free_chunks(t->head);
+  if (t->fd >= 0)
+    close(t->fd);
   pthread_mutex_destroy(&t->lock);
+  free(t->spill_dir);
   free(t);
+}
+
+int cp_trace_set_spill_dir(cp_trace *t, const char *dir) {
+  char *copy = dir ? strdup(dir) : NULL;
+  if (dir && !copy)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory");
+  pthread_mutex_lock(&t->lock);
+  free(t->spill_dir);
+  t->spill_dir = copy;
+  pthread_mutex_unlock(&t->lock);
+  return CPROTON_OK;
 }
 
 void cp_trace_clear(cp_trace *t) {
   pthread_mutex_lock(&t->lock);
-  free_chunks(t->head);
-  t->head = t->tail = NULL;
-  t->count = t->dropped = 0;
+  if (t->head) { /* keep one buffer: the next session reuses it */
+    free_chunks(t->head->next);
+    t->head->next = NULL;
+    t->head->n = 0;
+    t->tail = t->head;
+  }
+  if (t->fd >= 0 && ftruncate(t->fd, 0) != 0) {
+    close(t->fd);
+    t->fd = -1;
+  }
+  t->spilled = t->count = t->dropped = 0;
   pthread_mutex_unlock(&t->lock);
+}
+
+/* An anonymous file in `dir`: created, then unlinked. -2 on failure. */
+static int open_in(const char *dir) {
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s/.cproton-trace-XXXXXX", dir) >=
+      (int)sizeof path)
+    return -2;
+  int fd = mkstemp(path);
+  if (fd < 0)
+    return -2;
+  unlink(path);
+  return fd;
+}
+
+static int open_spill(cp_trace *t) {
+  if (t->fd == -1) {
+    t->fd = t->spill_dir ? open_in(t->spill_dir) : -2;
+    if (t->fd < 0)
+      t->fd = open_in(P_tmpdir);
+  }
+  return t->fd >= 0;
+}
+
+static int write_all(int fd, const void *p, size_t n, off_t off) {
+  const char *c = p;
+  while (n) {
+    ssize_t k = pwrite(fd, c, n, off);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0)
+      return -1;
+    c += k;
+    off += k;
+    n -= (size_t)k;
+  }
+  return 0;
+}
+
+/* The current buffer is full: spill it, or keep it and start another. */
+static int make_room(cp_trace *t) {
+  if (t->tail && open_spill(t)) {
+    if (write_all(t->fd, t->tail->events, t->tail->n * sizeof(cp_event),
+                  (off_t)(t->spilled * sizeof(cp_event)))) {
+      t->dropped += t->tail->n;
+      t->count -= t->tail->n;
+      t->tail->n = 0;
+      return cp_error_set(CPROTON_EIO, "trace spill write failed: %s",
+                          strerror(errno));
+    }
+    t->spilled += t->tail->n;
+    t->tail->n = 0;
+    return CPROTON_OK;
+  }
+  chunk *c = malloc(sizeof *c);
+  if (!c)
+    return CPROTON_ENOMEM;
+  c->next = NULL;
+  c->n = 0;
+  if (t->tail)
+    t->tail->next = c;
+  else
+    t->head = c;
+  t->tail = c;
+  return CPROTON_OK;
 }
 
 int cp_trace_append(cp_trace *t, const cp_event *e) {
   int rc = CPROTON_OK;
   pthread_mutex_lock(&t->lock);
-  if (t->count >= CP_TRACE_MAX_EVENTS) {
-    t->dropped++;
+  if (t->count >= CP_TRACE_MAX_EVENTS)
     rc = CPROTON_ELIMIT;
-  } else if (!t->tail || t->tail->n == CHUNK_EVENTS) {
-    chunk *c = malloc(sizeof *c);
-    if (!c) {
-      t->dropped++;
-      rc = CPROTON_ENOMEM;
-    } else {
-      c->next = NULL;
-      c->n = 0;
-      if (t->tail)
-        t->tail->next = c;
-      else
-        t->head = c;
-      t->tail = c;
-    }
-  }
+  else if (!t->tail || t->tail->n == BUF_EVENTS)
+    rc = make_room(t);
   if (rc == CPROTON_OK) {
     t->tail->events[t->tail->n++] = *e;
     t->count++;
+  } else {
+    t->dropped++;
   }
   pthread_mutex_unlock(&t->lock);
   return rc;
 }
 
+static int each_spilled(const cp_trace *t, int (*fn)(void *, const cp_event *),
+                        void *user) {
+  cp_event *buf = malloc(READ_EVENTS * sizeof *buf);
+  if (!buf)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory reading a trace");
+  int rc = 0;
+  for (size_t done = 0; done < t->spilled && !rc;) {
+    size_t n = t->spilled - done < READ_EVENTS ? t->spilled - done : READ_EVENTS;
+    ssize_t k = pread(t->fd, buf, n * sizeof *buf, (off_t)(done * sizeof *buf));
+    if (k != (ssize_t)(n * sizeof *buf)) {
+      rc = cp_error_set(CPROTON_EIO, "trace spill read failed");
+      break;
+    }
+    for (size_t i = 0; i < n && !rc; i++)
+      rc = fn(user, &buf[i]);
+    done += n;
+  }
+  free(buf);
+  return rc;
+}
+
 int cp_trace_each(const cp_trace *t, int (*fn)(void *, const cp_event *),
                   void *user) {
-  for (const chunk *c = t->head; c; c = c->next)
-    for (size_t i = 0; i < c->n; i++) {
-      int rc = fn(user, &c->events[i]);
-      if (rc)
-        return rc;
-    }
-  return 0;
+  int rc = t->spilled ? each_spilled(t, fn, user) : 0;
+  for (const chunk *c = t->head; c && !rc; c = c->next)
+    for (size_t i = 0; i < c->n && !rc; i++)
+      rc = fn(user, &c->events[i]);
+  return rc;
 }
 
 size_t cp_trace_count(const cp_trace *t) { return t->count; }
 size_t cp_trace_dropped(const cp_trace *t) { return t->dropped; }
+size_t cp_trace_spilled(const cp_trace *t) { return t->spilled; }

@@ -1,6 +1,7 @@
 /* core/trace.h -- a session's timeline events for data="trace"
- * (cp_trace_*). Events are compact binary records appended from any thread
- * and rendered by io/chrome_trace.c at finalize. */
+ * (cp_trace_*). Events are compact binary records appended from any thread,
+ * spilled to an anonymous file past one buffer (bounded memory), and
+ * rendered by io/chrome_trace.c or io/perfetto.c at finalize. */
 #ifndef CP_CORE_TRACE_H
 #define CP_CORE_TRACE_H
 
@@ -23,7 +24,8 @@ typedef struct cp_event {
   uint32_t device;      /* device id; regions: SM id */
   uint32_t launch_lane; /* kernels: the launching thread; regions: line */
   uint32_t correlation; /* kernels: launch/kernel link; regions: CTA id */
-  uint32_t group;       /* regions: the kernel's name (strtab id) */
+  uint32_t group;       /* regions: the kernel's name (strtab id);
+                           kernels: the CUDA graph id (0: not a replay) */
   uint8_t kind;         /* cp_event_kind */
 } cp_event;
 
@@ -35,20 +37,29 @@ cp_trace *cp_trace_new(void);
 /* Frees `t`; NULL is fine. */
 void cp_trace_free(cp_trace *t);
 
+/* Where to create the spill file (an existing directory, usually the
+ * output's); NULL or a failure there falls back to P_tmpdir, and failing
+ * that the events stay in memory. Errors: ENOMEM. */
+int cp_trace_set_spill_dir(cp_trace *t, const char *dir);
+
 /* Appends one event. Thread-safe (mutex; trace mode only, never on the
- * launch path of tree sessions). Errors: ENOMEM, ELIMIT past the cap. */
+ * launch path of tree sessions). Errors: ENOMEM, ELIMIT past the cap, EIO
+ * when a spill write fails (that buffer's events are counted as dropped). */
 int cp_trace_append(cp_trace *t, const cp_event *e);
 
 /* Drops every event (the buffers are kept). */
 void cp_trace_clear(cp_trace *t);
 
-/* Calls `fn` on each event in append order; stops at the first non-zero
- * return and returns it. The caller ensures no concurrent appends. */
+/* Calls `fn` on each event in append order (reading the spill file in
+ * small blocks); stops at the first non-zero return and returns it, or EIO
+ * / ENOMEM. The caller ensures no concurrent appends. */
 int cp_trace_each(const cp_trace *t, int (*fn)(void *, const cp_event *),
                   void *user);
 
-/* Number of events held, and events dropped at the cap. */
+/* Number of events held, events dropped (cap, memory, disk), and events
+ * held in the spill file rather than in memory. */
 size_t cp_trace_count(const cp_trace *t);
 size_t cp_trace_dropped(const cp_trace *t);
+size_t cp_trace_spilled(const cp_trace *t);
 
 #endif

@@ -91,6 +91,8 @@ static void put_complete(state *st, const cp_event *e, uint32_t pid,
   if (e->kind == CP_EVENT_KERNEL)
     cp_sink_printf(st->s, ",\"correlation\":%u,\"device\":%u,\"stream\":%u",
                    e->correlation, e->device, e->lane);
+  if (e->kind == CP_EVENT_KERNEL && e->group) /* replayed from a CUDA graph */
+    cp_sink_printf(st->s, ",\"graph\":%u", e->group);
   cp_sink_puts(st->s, "}}");
 }
 

@@ -6,12 +6,14 @@
  * (finalize, periodic flushes, data queries). Called by core/session.c. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "io/chrome_trace.h"
 #include "io/format.h"
 #include "io/hatchet_msgpack.h"
 #include "io/hatchet_write.h"
+#include "io/perfetto.h"
 
 static int write_hatchet(cp_sink *s, const cp_io_input *in) {
   return cp_hatchet_write(s, in->data, in->kernel_root);
@@ -29,6 +31,12 @@ static int write_chrome_timeline(cp_sink *s, const cp_io_input *in) {
   return cp_chrome_trace_write_timeline(s, in->trace, in->data);
 }
 
+static int write_perfetto(cp_sink *s, const cp_io_input *in) {
+  cp_perfetto_info info = {.pid = (int)getpid(), .rank = in->rank,
+                           .name = in->label};
+  return cp_perfetto_write(s, in->trace, &info, NULL);
+}
+
 /* The first row of each kind is that kind's default. */
 static const cp_io_format formats[] = {
     {"hatchet", ".hatchet", CP_IO_TREE, 0, write_hatchet},
@@ -37,6 +45,8 @@ static const cp_io_format formats[] = {
     {"chrome_trace", ".chrome_trace", CP_IO_TRACE, 1, write_chrome_trace},
     /* cproton's fuller Chrome trace (CPU scopes, flows, lane names) */
     {"chrome_timeline", ".chrome_trace", CP_IO_TRACE, 1, write_chrome_timeline},
+    /* protobuf is compact already; Perfetto reads it as is */
+    {"perfetto", ".pftrace", CP_IO_TRACE, 0, write_perfetto},
 };
 
 #define N_FORMATS (sizeof formats / sizeof formats[0])

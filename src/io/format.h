@@ -26,6 +26,8 @@ typedef struct cp_io_input {
   cp_data *data;         /* the tree; writers lock it while reading */
   const cp_trace *trace; /* the timeline (trace formats) */
   int kernel_root;       /* zeroed kernel metrics on ROOT (tree formats) */
+  int rank;              /* the session's rank, -1 unknown (perfetto) */
+  const char *label;     /* the output's base name, may be NULL (perfetto) */
 } cp_io_input;
 
 typedef struct cp_io_format {

@@ -131,7 +131,10 @@ Test(instr_runtime, host_buffers_land_under_kernel_scopes, .init = reset) {
   cproton_instr_kernel_free(k);
 }
 
-Test(instr_runtime, trace_regions_per_warp_and_line, .init = reset) {
+/* A trace session (backend "none") that receives one host buffer of
+ * mm_kernel (2 warps x outer/inner) and is finalized as `format`; returns
+ * the output's base name. */
+static const char *trace_one_buffer(const char *stem, const char *format) {
   cproton_buffer_layout l = layout();
   cproton_instr_kernel *k;
   cr_assert_eq(cproton_instr_kernel_new("mm_kernel", &l, &k), CPROTON_OK);
@@ -139,15 +142,22 @@ Test(instr_runtime, trace_regions_per_warp_and_line, .init = reset) {
   fill(buf, &l);
   cproton_session_options o;
   cproton_session_options_init(&o);
-  o.name = cpt_tmp_path("instr_trace");
+  o.name = cpt_tmp_path(stem);
   o.data = "trace";
   o.backend = "none";
   int sid;
   cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK);
   cr_assert_eq(cproton_instr_record_host(k, buf, l.per_cta_bytes, 0), CPROTON_OK);
-  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  cr_assert_eq(cproton_session_finalize(sid, format), CPROTON_OK, "%s",
+               cproton_last_error());
+  cproton_instr_kernel_free(k);
+  return o.name;
+}
+
+Test(instr_runtime, trace_regions_per_warp_and_line, .init = reset) {
+  const char *name = trace_one_buffer("instr_trace", NULL);
   char path[512];
-  snprintf(path, sizeof path, "%s.chrome_trace", o.name);
+  snprintf(path, sizeof path, "%s.chrome_trace", name);
   json_t *j = cpt_load_json(path);
   cr_assert_not_null(j);
   json_t *events = json_object_get(j, "traceEvents"), *e;
@@ -167,7 +177,31 @@ Test(instr_runtime, trace_regions_per_warp_and_line, .init = reset) {
   cr_assert_eq(regions, 4, "2 warps x 2 scopes");
   cr_assert_eq(inner_line1, 2);
   json_decref(j);
-  cproton_instr_kernel_free(k);
+}
+
+/* Bytes `needle` occur in `hay` (binary-safe). */
+static int contains(const char *hay, size_t n, const char *needle) {
+  size_t k = strlen(needle);
+  for (size_t i = 0; i + k <= n; i++)
+    if (!memcmp(hay + i, needle, k))
+      return 1;
+  return 0;
+}
+
+Test(instr_runtime, trace_regions_as_perfetto_warp_tracks, .init = reset) {
+  const char *name = trace_one_buffer("instr_pf", "perfetto");
+  char path[512];
+  snprintf(path, sizeof path, "%s.pftrace", name);
+  size_t n;
+  char *pf = cpt_read_file(path, &n);
+  cr_assert_not_null(pf);
+  /* track names and interned scope names, as Perfetto's classes decode
+   * them in tests/python/test_perfetto.py */
+  cr_assert(contains(pf, n, "mm_kernel (warps)"));
+  cr_assert(contains(pf, n, "CTA 0 (SM 5)"));
+  cr_assert(contains(pf, n, "warp 0") && contains(pf, n, "warp 1"));
+  cr_assert(contains(pf, n, "outer") && contains(pf, n, "inner"));
+  free(pf);
 }
 
 Test(instr_runtime, bad_arguments) {

@@ -33,10 +33,16 @@ Test(io_format, unknown_name_lists_the_valid_ones) {
   cr_assert_null(cp_io_format_find("xml"));
   cr_assert_str_eq(cproton_last_error(),
                    "unknown output format 'xml' (valid: hatchet, "
-                   "hatchet_msgpack, chrome_trace, chrome_timeline)");
+                   "hatchet_msgpack, chrome_trace, chrome_timeline, perfetto)");
   char names[128];
   cp_io_format_names(CP_IO_TREE, names, sizeof names);
   cr_assert_str_eq(names, "hatchet, hatchet_msgpack");
+  cp_io_format_names(CP_IO_TRACE, names, sizeof names);
+  cr_assert_str_eq(names, "chrome_trace, chrome_timeline, perfetto");
+  const cp_io_format *p = cp_io_format_find("perfetto");
+  cr_assert_eq(p->kind, CP_IO_TRACE);
+  cr_assert_not(p->compressible, "protobuf is written as is");
+  cr_assert_str_eq(p->extension, ".pftrace");
 }
 
 Test(io_format, paths) {

@@ -24,7 +24,11 @@ int vw_fail(const char *fmt, ...) {
 
 void vw_usage(FILE *f) {
   fputs(
-      "usage: cproton-viewer [options] FILE.hatchet\n"
+      "usage: cproton-viewer [options] FILE.hatchet [MORE.hatchet...]\n"
+      "       cproton-viewer --merge-traces OUT.pftrace IN.pftrace...\n"
+      "  several FILEs (or --ranks): one tree of every rank's frames with\n"
+      "                          sum, mean, max and imbalance (max/mean - 1)\n"
+      "                          of each metric\n"
       "  -l, --list              list the metrics in FILE\n"
       "  -m, --metrics a,b       metrics to show (default: time/ms, else the\n"
       "                          first metric); derived: time/{s,ms,us,ns},\n"
@@ -46,11 +50,15 @@ void vw_usage(FILE *f) {
       "                          profile, with their main stall reasons\n"
       "  -o, --output K          tree (default), folded, json or csv\n"
       "      --svg OUT.svg       also draw an icicle flame graph: width = the\n"
-      "                          first metric, colour = frame kind\n",
+      "                          first metric, colour = frame kind\n"
+      "      --ranks             merge the FILEs as ranks (even just one)\n"
+      "      --merge-traces OUT  write the Perfetto traces IN... as one trace\n"
+      "                          with a process track group per rank\n",
       f);
 }
 
-enum { O_SORTED = 256, O_DIFF, O_NOCOLOR, O_COLOR, O_DEMANGLE, O_SVG, O_LINES };
+enum { O_SORTED = 256, O_DIFF, O_NOCOLOR, O_COLOR, O_DEMANGLE, O_SVG, O_LINES,
+       O_RANKS, O_MERGE_TRACES };
 
 static const struct option long_opts[] = {
     {"list", no_argument, 0, 'l'},
@@ -68,6 +76,8 @@ static const struct option long_opts[] = {
     {"demangle", no_argument, 0, O_DEMANGLE},
     {"svg", required_argument, 0, O_SVG},
     {"lines", optional_argument, 0, O_LINES},
+    {"ranks", no_argument, 0, O_RANKS},
+    {"merge-traces", required_argument, 0, O_MERGE_TRACES},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 
@@ -120,6 +130,8 @@ static int one_option(int c, char **argv, vw_args *a) {
   case O_DEMANGLE: a->demangle = 1; return 0;
   case O_SVG: a->svg = optarg; return 0;
   case O_LINES: return lines_option(optarg, a);
+  case O_RANKS: a->ranks = 1; return 0;
+  case O_MERGE_TRACES: a->merge_traces = optarg; return 0;
   case 't':
   case 'd': return number_option(c, optarg, a);
   case 'h': return 1;
@@ -164,8 +176,13 @@ int vw_parse_args(int argc, char **argv, vw_args *a) {
     if (rc)
       return rc;
   }
-  if (optind != argc - 1)
-    return vw_fail("expected exactly one profile file (see --help)");
+  if (optind >= argc)
+    return vw_fail("expected a profile file (see --help)");
+  a->files = argv + optind;
+  a->n_files = argc - optind;
   a->file = argv[optind];
+  if (a->diff && (a->n_files > 1 || a->ranks))
+    return vw_fail("--diff-profile compares one profile with another; it "
+                   "cannot be combined with several files or --ranks");
   return check_choices(a);
 }

@@ -15,7 +15,7 @@ typedef struct pair {
   uint32_t l, r;
 } pair;
 
-static uint64_t key_hash(uint32_t parent, const char *name) {
+uint64_t vw_name_hash(uint32_t parent, const char *name) {
   uint64_t h = 1469598103934665603ull ^ parent;
   for (; *name; name++)
     h = (h ^ (unsigned char)*name) * 1099511628211ull;
@@ -36,7 +36,7 @@ static uint32_t *match_nodes(const vw_tree *L, const vw_tree *R) {
   }
   memset(table, 0xff, cap * sizeof *table);
   for (uint32_t i = 0; i < L->n; i++) {
-    size_t j = key_hash(L->nodes[i].parent, L->nodes[i].name) & (cap - 1);
+    size_t j = vw_name_hash(L->nodes[i].parent, L->nodes[i].name) & (cap - 1);
     while (table[j] != VW_NONE)
       j = (j + 1) & (cap - 1);
     table[j] = i;
@@ -47,7 +47,7 @@ static uint32_t *match_nodes(const vw_tree *L, const vw_tree *R) {
     match[r] = VW_NONE;
     if (rp != VW_NONE && lp == VW_NONE)
       continue;
-    size_t j = key_hash(lp, R->nodes[r].name) & (cap - 1);
+    size_t j = vw_name_hash(lp, R->nodes[r].name) & (cap - 1);
     for (; table[j] != VW_NONE; j = (j + 1) & (cap - 1)) {
       uint32_t l = table[j];
       if (!used[l] && L->nodes[l].parent == lp &&

@@ -3,7 +3,8 @@
  *   cproton-viewer [-l] [-m a,b] [-i RE | -e RE] [-t X] [-d N] [-f FMT]
  *                  [--print-sorted] [--diff-profile OTHER] [--no-color]
  *                  [--demangle] [--output tree|folded|json|csv]
- *                  [--svg OUT.svg] FILE
+ *                  [--svg OUT.svg] [--lines[=N]] [--ranks] FILE [MORE...]
+ *   cproton-viewer --merge-traces OUT.pftrace IN.pftrace...
  *
  * Concern: command line and the order of steps (load, derive, filter, diff,
  * render), which follows triton/profiler/viewer.py. The environment is read
@@ -123,6 +124,62 @@ out:
   vw_tree_free(&r);
   return rc;
 }
+/* Several ranks: each loaded and prepared like one profile, then merged
+ * (merge.c) and shown with sum / mean / max / imbalance per metric. */
+static int run_merge(vw_args *a) {
+  int n = a->n_files, rc = -1, n_m = 0;
+  vw_tree *trees = calloc((size_t)n, sizeof *trees);
+  int(*cols)[MAX_METRICS] = calloc((size_t)n, sizeof *cols);
+  const int **colp = calloc((size_t)n, sizeof *colp);
+  char *metrics[MAX_METRICS], *spec = NULL;
+  int out_cols[4 * MAX_METRICS];
+  if (!trees || !cols || !colp) {
+    vw_fail("out of memory");
+    goto out;
+  }
+  for (int r = 0; r < n; r++)
+    if (vw_tree_load(a->files[r], &trees[r]))
+      goto out;
+  if (vw_merge_check(trees, n))
+    goto out;
+  spec = a->metrics ? strdup(a->metrics) : NULL;
+  if ((n_m = split_metrics(&trees[0], spec, metrics)) < 0)
+    goto out;
+  for (int r = 0; r < n; r++) {
+    if (prepare(a, metrics, n_m, &trees[r], cols[r]))
+      goto out;
+    colp[r] = cols[r];
+  }
+  vw_merge(trees, n, colp, n_m, out_cols);
+  printf("%d ranks: %s", n, a->files[0]);
+  for (int r = 1; r < n; r++)
+    printf(", %s", a->files[r]);
+  printf("\ncolumns:");
+  for (int c = 0; c < 4 * n_m; c++)
+    printf("%s %s", c ? "," : "", trees[0].cols[out_cols[c]].name);
+  printf("\nimbalance = max / mean - 1 (0: balanced)\n\n");
+  int color = a->force_color ||
+              (!a->no_color && !getenv("NO_COLOR") && isatty(1));
+  vw_render_opts o = {a->depth, a->format, color, a->print_sorted,
+                      a->demangle, a->output};
+  rc = vw_render(&trees[0], out_cols, 4 * n_m, &o, stdout);
+out:
+  free(spec);
+  for (int r = 0; trees && r < n; r++)
+    vw_tree_free(&trees[r]);
+  free(trees), free(cols), free(colp);
+  return rc;
+}
+
+static int run_merge_traces(const vw_args *a) {
+  if (cproton_trace_merge((const char *const *)a->files, (size_t)a->n_files,
+                          a->merge_traces) != CPROTON_OK)
+    return vw_fail("%s", cproton_last_error());
+  printf("merged %d traces into %s (one process track group per rank)\n",
+         a->n_files, a->merge_traces);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   static char outbuf[1 << 16];
   setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
@@ -136,7 +193,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "cproton-viewer: %s\n", vw_errmsg);
     return 2;
   }
-  rc = run(&a);
+  if (a.merge_traces)
+    rc = run_merge_traces(&a);
+  else if (a.n_files > 1 || a.ranks)
+    rc = run_merge(&a);
+  else
+    rc = run(&a);
   if (fflush(stdout) != 0 && rc == 0) {
     fprintf(stderr, "cproton-viewer: write error\n");
     return 1;

@@ -48,6 +48,9 @@ typedef struct vw_args {
   char *metrics, *include, *exclude, *format, *diff, *output, *file;
   char *svg; /* --svg FILE: also write an icicle flame graph there */
   double threshold;
+  char **files;        /* every positional FILE (files[0] == file) */
+  int n_files, ranks;  /* ranks: merge even one file (--ranks) */
+  char *merge_traces;  /* --merge-traces OUT: the files are .pftrace */
 } vw_args;
 
 /* Parses argv (argv[0] is the program) into *out. Returns 0, 1 when
@@ -86,8 +89,22 @@ int vw_util(vw_tree *t);
 int vw_filter(vw_tree *t, const char *include, const char *exclude,
               double threshold, int metric_col);
 
+/* diff.c: the hash of a frame by (parent index, name), for matching trees
+ * (diff.c, merge.c). */
+uint64_t vw_name_hash(uint32_t parent, const char *name);
+
 /* diff.c: left - right on the shown columns (names taken from left). */
 int vw_diff(vw_tree *left, vw_tree *right, const int *cols, int n_cols);
+
+/* merge.c: ranks as one tree. vw_merge_check refuses profiles of
+ * different device types/archs or metric kinds (vw_errmsg names the file
+ * and metric). vw_merge turns trees[0] into the union of all n trees with
+ * four columns per shown metric (cols[r][k]: metric k's column in tree r):
+ * out_cols[4k..4k+3] = sum, mean, max, imbalance (max/mean - 1). The other
+ * trees must outlive trees[0] (frame names point into them). */
+int vw_merge_check(vw_tree *trees, int n);
+int vw_merge(vw_tree *trees, int n, const int *const *cols, int n_cols,
+             int *out_cols);
 
 /* demangle.c */
 const char *vw_demangle(const char *name, char **buf, size_t *cap);

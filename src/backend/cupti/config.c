@@ -148,6 +148,7 @@ void cp_inject_config_from_env(cp_inject_config *c) {
   memset(c, 0, sizeof *c);
   copy_env(c->name, sizeof c->name, "CPROTON_NAME", "proton");
   copy_env(c->data, sizeof c->data, "CPROTON_DATA", "tree");
+  copy_env(c->format, sizeof c->format, "CPROTON_FORMAT", "");
   copy_env(c->context, sizeof c->context, "CPROTON_CONTEXT", "shadow");
   copy_env(c->mode, sizeof c->mode, "CPROTON_MODE", "");
   c->gzip = int_env("CPROTON_GZIP", 0) != 0;

@@ -54,6 +54,7 @@ int cp_cupti_config_nvtx_from_env(void);
 typedef struct cp_inject_config {
   char name[PATH_MAX]; /* CPROTON_NAME, default "proton" */
   char data[16];       /* CPROTON_DATA: tree | trace */
+  char format[32];     /* CPROTON_FORMAT: "" (the data's default), perfetto... */
   char context[16];    /* CPROTON_CONTEXT: shadow */
   char mode[128];      /* CPROTON_MODE: "" or pcsampling[:options] */
   int gzip;            /* CPROTON_GZIP=1 */

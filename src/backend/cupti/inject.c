@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/cupti/config.h"
 #include "backend/cupti/cupti_backend.h"
@@ -19,10 +20,11 @@
 
 static atomic_int initialized;
 static int session_id = -1;
+static char format[32]; /* CPROTON_FORMAT, kept for the exit handler */
 
 static void at_exit(void) {
   if (session_id >= 0 &&
-      cproton_session_finalize(session_id, NULL) != CPROTON_OK)
+      cproton_session_finalize(session_id, format) != CPROTON_OK)
     cp_warn("injection: writing the profile failed: %s", cproton_last_error());
   session_id = -1;
   cp_cupti_backend_teardown();
@@ -40,6 +42,7 @@ int InitializeInjection(void) {
   cproton_session_options_init(&o);
   o.name = c.name;
   o.data = c.data;
+  memcpy(format, c.format, sizeof format);
   o.context = c.context;
   o.backend = "cupti";
   o.mode = c.mode[0] ? c.mode : NULL;

@@ -77,6 +77,7 @@ static void on_kernel(cp_cupti_state *st, const CUpti_Activity *rec) {
                         .device_id = k->deviceId,
                         .stream_id = k->streamId,
                         .correlation_id = k->correlationId,
+                        .graph_id = k->graphId,
                         .device_type = CP_DEVICE_CUDA};
   void (*ran)(const char *, const void *, uint64_t) =
       atomic_load_explicit(&st->hooks.kernel_ran, memory_order_relaxed);

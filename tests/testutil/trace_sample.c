@@ -1,0 +1,86 @@
+/* trace_sample.c -- the synthetic timeline of trace_sample.h. Events are
+ * appended in the order the library produces them: a scope when it exits
+ * (children first), a region when its end record pairs (inner first). */
+#include <string.h>
+
+#include "core/cct.h"
+#include "core/strtab.h"
+#include "trace_sample.h"
+
+static uint32_t sid(const char *s) {
+  uint32_t id = 0;
+  cp_strtab_intern(s, strlen(s), &id);
+  return id;
+}
+
+static size_t add(cp_trace *t, cp_event e) {
+  return cp_trace_append(t, &e) == 0;
+}
+
+static size_t scopes(cp_trace *t, uint64_t base) {
+  cp_node *step = cp_cct_child_str(cp_cct_root(), "step");
+  cp_node *fwd = cp_cct_child_str(step, "fwd");
+  size_t n = 0;
+  n += add(t, (cp_event){.kind = CP_EVENT_SCOPE, .start_ns = base + 1000,
+                         .end_ns = base + 5000, .name = fwd->name,
+                         .node = fwd->id, .lane = 1});
+  n += add(t, (cp_event){.kind = CP_EVENT_SCOPE, .start_ns = base + 1000,
+                         .end_ns = base + 9000, .name = step->name,
+                         .node = step->id, .lane = 1});
+  n += add(t, (cp_event){.kind = CP_EVENT_SCOPE, .start_ns = base + 1200,
+                         .end_ns = base + 1300, .name = step->name,
+                         .node = step->id, .lane = 2});
+  /* 3 s earlier: event times are then 3e9 ns past the trace's start, as in
+   * a real run, which sizes the timestamps honestly */
+  n += add(t, (cp_event){.kind = CP_EVENT_SCOPE, .start_ns = base - 3000000000ull,
+                         .end_ns = base - 2999999000ull, .name = fwd->name,
+                         .node = fwd->id, .lane = 2});
+  return n;
+}
+
+static size_t kernel(cp_trace *t, const char *name, uint64_t start,
+                     uint64_t end, uint32_t dev, uint32_t stream,
+                     uint32_t corr, uint64_t launch, uint32_t graph) {
+  cp_node *fwd = cp_cct_child_str(cp_cct_child_str(cp_cct_root(), "step"),
+                                  "fwd");
+  cp_node *k = cp_cct_child_str(fwd, name);
+  return add(t, (cp_event){.kind = CP_EVENT_KERNEL, .start_ns = start,
+                           .end_ns = end, .launch_ns = launch,
+                           .name = k->name, .node = k->id, .lane = stream,
+                           .device = dev, .launch_lane = 1,
+                           .correlation = corr, .group = graph});
+}
+
+static size_t regions(cp_trace *t, uint64_t base, const cpt_sample_shape *s) {
+  uint32_t kname = sid("mm_kernel"), outer = sid("outer"),
+           inner = sid("inner");
+  size_t n = 0;
+  for (uint32_t c = 0; c < s->ctas; c++)
+    for (uint32_t w = 0; w < s->warps; w++)
+      for (uint32_t r = 0; r < s->reps; r++) {
+        uint64_t t0 = base + 2000 + r * 150 + w * 3;
+        cp_event e = {.kind = CP_EVENT_REGION, .lane = w, .device = 10 + c,
+                      .correlation = c, .group = kname};
+        e.start_ns = t0 + 10, e.end_ns = t0 + 30, e.name = inner;
+        e.launch_lane = 1;
+        n += add(t, e);
+        e.start_ns = t0, e.end_ns = t0 + 100, e.name = outer;
+        e.launch_lane = 0;
+        n += add(t, e);
+      }
+  return n;
+}
+
+size_t cpt_trace_sample(cp_trace *t, const cpt_sample_shape *shape) {
+  const uint64_t base = 5000000000ull; /* 5 s of uptime */
+  size_t n = scopes(t, base);
+  n += kernel(t, "mm_kernel", base + 2000, base + 3000, 0, 7, 11,
+              base + 1500, 0);
+  n += kernel(t, "add_kernel", base + 2500, base + 2600, 1, 3, 12,
+              base + 1600, 0);
+  n += kernel(t, "g1", base + 6000, base + 6100, 0, 7, 20, base + 5500, 5);
+  n += kernel(t, "g2", base + 6100, base + 6300, 0, 7, 20, base + 5500, 5);
+  n += kernel(t, "g3", base + 6300, base + 6400, 0, 7, 20, base + 5500, 5);
+  n += regions(t, base, shape);
+  return n;
+}
