@@ -89,6 +89,14 @@ CPROTON_API int cproton_instr_record_host(const cproton_instr_kernel *k,
                                           const void *data, size_t size,
                                           uint32_t device_id);
 
+/* Copies `size` bytes of profile buffer `dptr` into `dst` after the work
+ * queued on `stream` so far (the launch that wrote it), waiting for it:
+ * the synchronous read behind Python's `InstrumentationHook.host_buffer`,
+ * a debugging aid, never on the normal launch path. Errors: ENOTFOUND
+ * (not a buffer in use), EINVAL, EBACKEND. */
+CPROTON_API int cproton_instr_read(uint64_t dptr, size_t size, uint64_t stream,
+                                   void *dst);
+
 /* Waits for every pending launch to be decoded and delivered. */
 CPROTON_API int cproton_instr_flush(void);
 

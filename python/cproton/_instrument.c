@@ -9,6 +9,8 @@
  *   instr_alloc(size, stream) -> device pointer (Triton's profile allocator)
  *   instr_launch(handle, ptr, size, stream)     (after the launch)
  *   instr_flush(), instr_stats() -> dict
+ *   instr_read(ptr, size, stream) -> bytes   (host_buffer: waits for the GPU)
+ *   buffer_to_proton(layout, data, num_warps) -> bytes in Proton's layout
  *
  * Handles are registered kernels that live until process exit (Triton
  * keeps loaded kernels as long). Not a hot path except instr_alloc and
@@ -244,6 +246,47 @@ static PyObject *py_instr_stats(PyObject *m, PyObject *unused) {
                        "bad_ctas", s.bad_ctas, "failed", s.failed);
 }
 
+static PyObject *py_instr_read(PyObject *m, PyObject *args) {
+  unsigned long long ptr, size, stream;
+  if (!PyArg_ParseTuple(args, "KKK:instr_read", &ptr, &size, &stream))
+    return NULL;
+  PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+  if (!out)
+    return NULL;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = cproton_instr_read(ptr, (size_t)size, stream,
+                                                 PyBytes_AS_STRING(out));
+  Py_END_ALLOW_THREADS if (rc) {
+    Py_DECREF(out);
+    return fail(rc);
+  }
+  return out;
+}
+
+static PyObject *py_buffer_to_proton(PyObject *m, PyObject *args) {
+  PyObject *d;
+  Py_buffer data;
+  unsigned int total_units;
+  if (!PyArg_ParseTuple(args, "Oy*I:buffer_to_proton", &d, &data, &total_units))
+    return NULL;
+  cproton_buffer_layout l;
+  const char **names = NULL;
+  int32_t *parents = NULL;
+  PyObject *out = NULL;
+  if (layout_from(d, &l, &names, &parents) == 0) {
+    void *enc = NULL;
+    size_t n = 0;
+    int rc = cproton_buffer_to_proton(data.buf, (size_t)data.len, &l,
+                                      total_units, &enc, &n);
+    out = rc ? fail(rc) : PyBytes_FromStringAndSize(enc, (Py_ssize_t)n);
+    cproton_free(enc);
+  }
+  PyMem_Free(names);
+  PyMem_Free(parents);
+  PyBuffer_Release(&data);
+  return out;
+}
+
 static PyMethodDef instrument_methods[] = {
     {"instrument_ptx", py_instrument_ptx, METH_VARARGS,
      "instrument_ptx(ptx, mode, num_warps, shared) -> (ptx, layouts)"},
@@ -257,6 +300,11 @@ static PyMethodDef instrument_methods[] = {
      "instr_release(ptr): a buffer whose launch never happened"},
     {"instr_check_mode", py_instr_check_mode, METH_VARARGS,
      "instr_check_mode(mode): ValueError for a mode cproton cannot run"},
+    {"instr_read", py_instr_read, METH_VARARGS,
+     "instr_read(ptr, size, stream) -> bytes, after the stream's work"},
+    {"buffer_to_proton", py_buffer_to_proton, METH_VARARGS,
+     "buffer_to_proton(layout, data, num_warps) -> bytes in Proton's "
+     "host-buffer layout"},
     {"instr_flush", py_instr_flush, METH_NOARGS, "wait for pending decodes"},
     {"instr_stats", py_instr_stats, METH_NOARGS, "runtime counters"},
     {NULL}};

@@ -13,8 +13,9 @@ front end of cproton's instrumentation backend, with the names of Proton's
             ...
 
 Each call emits one side-effecting inline-assembly statement whose text is
-the record op, ``// @cproton record start <name>`` or ``// @cproton record
-end <name>``, followed by ``mov.u32 $0, 0;`` (inline asm must define a
+the record op, ``// @cproton proton.record start <name>`` or ``// @cproton
+proton.record end <name>`` (Proton's op name, so that TTIR/LLIR dumps show
+``proton.record start`` where Proton's would), followed by ``mov.u32 $0, 0;`` (inline asm must define a
 result). Triton keeps such statements in program order, so the markers
 reach the PTX in order; cproton's PTX pass (src/instrument) turns them into
 counter reads and stores. Without an active instrumentation session nothing
@@ -33,7 +34,7 @@ from triton.language import core as tl
 from .flags import flags
 from triton.language.core import builtin
 
-MARKER_PREFIX = "// @cproton record"
+MARKER_PREFIX = "// @cproton proton.record"
 _NAME = re.compile(r"^[^\s\"'\\`\x00-\x1f\x7f]{1,255}$")
 
 _SEMANTICS = {"triton", "gluon"}

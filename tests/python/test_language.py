@@ -1,6 +1,6 @@
 """cproton.language and the instrumentation hook, compiled ahead of time for
 sm_90 without a GPU: with an instrumentation session the markers
-`// @cproton record start|end <name>` reach the PTX in program order (each
+`// @cproton proton.record start|end <name>` reach the PTX in program order (each
 followed by the `mov.u32 %rN, 0;` the inline asm defines) and the hook's
 PTX pass lowers them; without one, the kernel carries no marker at all."""
 import re
@@ -64,7 +64,7 @@ def markers(ptx):
     lines = [ln.strip() for ln in ptx.splitlines()]
     out = []
     for i, ln in enumerate(lines):
-        m = re.match(r"// @cproton record (start|end) (\S+)$", ln)
+        m = re.match(r"// @cproton proton.record (start|end) (\S+)$", ln)
         if m:
             assert re.match(r"mov\.u32 %r\d+, 0;$", lines[i + 1]), lines[i + 1]
             out.append((m.group(1), m.group(2)))
@@ -91,8 +91,8 @@ def test_bad_scope_names(bad):
 
 
 def test_marker_text_shape():
-    assert pl.marker_text(True, "dot") == "// @cproton record start dot\n\tmov.u32 $0, 0;"
-    assert pl.marker_text(False, "dot").startswith("// @cproton record end dot")
+    assert pl.marker_text(True, "dot") == "// @cproton proton.record start dot\n\tmov.u32 $0, 0;"
+    assert pl.marker_text(False, "dot").startswith("// @cproton proton.record end dot")
 
 
 def test_no_session_no_markers():

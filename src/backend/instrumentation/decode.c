@@ -21,7 +21,8 @@ struct cproton_decoded {
   size_t n_scopes;
   char **names;
   int32_t *parents;
-  uint64_t *cycles, *counts;
+  uint64_t *cycles, *counts, *unpaired_by_scope;
+  unsigned flags;
   size_t n_units_total; /* units * valid CTAs, for normalisation */
   cproton_decoded_cta *ctas;
   size_t n_ctas, n_bad;
@@ -68,7 +69,8 @@ static int copy_scopes(cproton_decoded *d, const cproton_buffer_layout *l) {
   d->parents = calloc(n, sizeof *d->parents);
   d->cycles = calloc(n, sizeof *d->cycles);
   d->counts = calloc(n, sizeof *d->counts);
-  if (!d->names || !d->parents || !d->cycles || !d->counts)
+  d->unpaired_by_scope = calloc(n, sizeof *d->unpaired_by_scope);
+  if (!d->names || !d->parents || !d->cycles || !d->counts || !d->unpaired_by_scope)
     return cp_error_set(CPROTON_ENOMEM, "out of memory decoding");
   for (size_t i = 0; i < l->n_scopes; i++) {
     d->names[i] = strdup(l->scope_names[i]);
@@ -109,10 +111,15 @@ static int check_cta(const unsigned char *p, size_t i, const cproton_buffer_layo
   c->start_counter = rd64(p + CP_HDR_START_CTR);
   c->finalize_time = rd64(p + CP_HDR_FIN_TIME);
   c->end_time = rd64(p + CP_HDR_END_TIME);
+  c->last_end = 0;
   return 0;
 }
 
 static int add_event(cproton_decoded *d, uint32_t scope, uint32_t depth, int64_t start, int64_t end) {
+  d->cycles[scope] += end > start ? (uint64_t)(end - start) : 0;
+  d->counts[scope]++;
+  if (d->flags & CPROTON_DECODE_NO_EVENTS)
+    return 0;
   if (d->n_events == d->cap_events) {
     size_t cap = d->cap_events ? d->cap_events * 2 : 256;
     cproton_decoded_event *e = realloc(d->events, cap * sizeof *e);
@@ -122,9 +129,13 @@ static int add_event(cproton_decoded *d, uint32_t scope, uint32_t depth, int64_t
     d->cap_events = cap;
   }
   d->events[d->n_events++] = (cproton_decoded_event){scope, depth, start, end};
-  d->cycles[scope] += end > start ? (uint64_t)(end - start) : 0;
-  d->counts[scope]++;
   return 0;
+}
+
+/* A surviving record of `scope` without a partner. */
+static void unpaired(cproton_decoded *d, cproton_decoded_warp *w, uint32_t scope) {
+  w->n_unpaired++;
+  d->unpaired_by_scope[scope]++;
 }
 
 /* An end of `scope` at `t`: closes the innermost open `scope`; starts
@@ -135,17 +146,19 @@ static int close_scope(cproton_decoded *d, cproton_decoded_warp *w, open_rec *st
   while (j > 0 && st[j - 1].scope != scope)
     j--;
   if (j == 0) {
-    w->n_unpaired++;
+    unpaired(d, w, scope);
     return 0;
   }
-  w->n_unpaired += (uint32_t)(*depth - j);
+  for (size_t k = j; k < *depth; k++)
+    unpaired(d, w, st[k].scope);
   *depth = j - 1;
   return add_event(d, scope, (uint32_t)(j - 1), st[j - 1].t, t);
 }
 
 /* Pairs the surviving records of one unit. `seg` is its segment. */
 static int pair_unit(cproton_decoded *d, cproton_decoded_warp *w, const unsigned char *seg,
-                     const cproton_buffer_layout *l, uint64_t start_ctr) {
+                     const cproton_buffer_layout *l, cproton_decoded_cta *c) {
+  uint64_t start_ctr = c->start_counter;
   uint64_t cap = l->segment_bytes / CP_LAYOUT_RECORD_BYTES;
   uint64_t kept = w->n_written < cap ? w->n_written : cap;
   unsigned bits = cp_layout_counter_bits(l->counter);
@@ -164,17 +177,20 @@ static int pair_unit(cproton_decoded *d, cproton_decoded_warp *w, const unsigned
     prev = v & mask;
     int rc = 0;
     if (scope >= l->n_scopes)
-      w->n_unpaired++;
-    else if (v >> CP_LAYOUT_END_BIT)
+      w->n_unpaired++; /* no scope to charge it to */
+    else if (v >> CP_LAYOUT_END_BIT) {
       rc = close_scope(d, w, st, &depth, scope, t);
-    else if (depth == CP_DECODE_MAX_DEPTH)
-      w->n_unpaired++;
+      if (t > c->last_end)
+        c->last_end = t;
+    } else if (depth == CP_DECODE_MAX_DEPTH)
+      unpaired(d, w, scope);
     else
       st[depth++] = (open_rec){scope, t};
     if (rc)
       return rc;
   }
-  w->n_unpaired += (uint32_t)depth;
+  while (depth > 0)
+    unpaired(d, w, st[--depth].scope);
   return 0;
 }
 
@@ -197,7 +213,7 @@ static int add_warp(cproton_decoded *d, cproton_decoded_warp **w) {
 }
 
 static int decode_cta(cproton_decoded *d, const unsigned char *p, const cproton_buffer_layout *l,
-                      const cproton_decoded_cta *c) {
+                      cproton_decoded_cta *c) {
   for (uint32_t u = 0; u < l->n_units; u++) {
     if (l->unit_warp[u] >= c->n_active_warps)
       continue; /* the warp was not launched */
@@ -211,7 +227,7 @@ static int decode_cta(cproton_decoded *d, const unsigned char *p, const cproton_
     w->warp = l->unit_warp[u];
     w->unit = u;
     w->n_written = rd32(p + CP_HDR_COUNTS + 4 * u);
-    rc = pair_unit(d, w, p + l->header_bytes + (size_t)u * l->segment_bytes, l, c->start_counter);
+    rc = pair_unit(d, w, p + l->header_bytes + (size_t)u * l->segment_bytes, l, c);
     if (rc)
       return rc;
     d->dropped += w->n_dropped;
@@ -266,6 +282,7 @@ int cproton_buffer_decode(const void *data, size_t size, const cproton_buffer_la
   cproton_decoded *d = calloc(1, sizeof *d);
   if (!d)
     return cp_error_set(CPROTON_ENOMEM, "out of memory decoding");
+  d->flags = flags;
   rc = copy_scopes(d, layout);
   if (!rc)
     rc = decode_all(d, data, size, layout, flags);
@@ -292,6 +309,7 @@ int cproton_decoded_get_scope(const cproton_decoded *d, size_t i, cproton_decode
   out->cycles = d->cycles[i];
   out->count = d->counts[i];
   out->normalized_cycles = d->n_units_total ? (double)d->cycles[i] / (double)d->n_units_total : 0.0;
+  out->unpaired = d->unpaired_by_scope[i];
   return CPROTON_OK;
 }
 
@@ -318,6 +336,7 @@ void cproton_decoded_free(cproton_decoded *d) {
   free(d->parents);
   free(d->cycles);
   free(d->counts);
+  free(d->unpaired_by_scope);
   free(d->ctas);
   free(d->warps);
   free(d->first_event);

@@ -46,6 +46,7 @@ typedef struct pending {
   cp_cuevent after_kernel; /* on the user's stream */
   cp_cuevent copied;       /* on the copy stream */
   uint32_t device;
+  uint64_t seq; /* launch order: deliveries keep it */
 } pending;
 
 /* One copy stream per CUDA context: copy-backs run beside the user's work,
@@ -70,6 +71,11 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t freed = PTHREAD_COND_INITIALIZER; /* a buffer returned */
+static pthread_cond_t turn = PTHREAD_COND_INITIALIZER;  /* a delivery done */
+/* Launches are numbered as they are queued; decoders deliver in that order
+ * (profiles and traces list kernels as they were launched), decoding in
+ * parallel beforehand. */
+static uint64_t next_seq, next_delivery;
 /* Pending entries point into this array, so it is allocated once and never
  * moves; buffers are recycled, so the cap bounds launches in flight. */
 #define MAX_BUFFERS 1024
@@ -301,16 +307,29 @@ static int copy_stream(const cp_cudadrv *d, cp_cucontext ctx, cp_custream *out) 
   return CPROTON_OK;
 }
 
+/* Waits for the copy, decodes, then delivers in launch order. */
 static void finish(const cp_cudadrv *d, pending *p) {
+  cproton_decoded *dec = NULL;
   cp_curesult r = d->cuEventSynchronize(p->copied);
+  int rc = 0;
   if (r) {
     cp_cudadrv_error(r, "waiting for a profile buffer copy");
     cp_warn("%s", cp_error_message());
     cp_instr_count_failure();
-  } else if (cp_instr_deliver(p->kernel, &p->site, p->buf->host, p->size,
-                              p->device)) {
+  } else if ((rc = cp_instr_decode(p->kernel, &p->site, p->buf->host, p->size,
+                                   &dec))) {
     cp_warn("kernel %s: %s", p->kernel->name, cp_error_message());
   }
+  pthread_mutex_lock(&lock);
+  while (next_delivery != p->seq)
+    pthread_cond_wait(&turn, &lock);
+  pthread_mutex_unlock(&lock);
+  if (dec && cp_instr_deliver_decoded(p->kernel, &p->site, dec, p->device))
+    cp_warn("kernel %s: %s", p->kernel->name, cp_error_message());
+  pthread_mutex_lock(&lock);
+  next_delivery++;
+  pthread_cond_broadcast(&turn);
+  pthread_mutex_unlock(&lock);
 }
 
 static void *worker_main(void *arg) {
@@ -415,6 +434,7 @@ int cproton_instr_launch(const cproton_instr_kernel *k, uint64_t dptr,
   if (!rc)
     rc = enqueue_copy(d, p, stream);
   if (!rc) {
+    p->seq = next_seq++;
     if (tail)
       tail->next = p;
     else
@@ -442,6 +462,38 @@ int cproton_instr_record_host(const cproton_instr_kernel *k, const void *data,
   cp_session_capture(&site);
   cp_instr_count_launch();
   return cp_instr_deliver(k, &site, data, size, device_id);
+}
+
+int cproton_instr_read(uint64_t dptr, size_t size, uint64_t stream,
+                       void *dst) {
+  const cp_cudadrv *d;
+  int rc = cp_cudadrv_get(&d);
+  if (rc)
+    return rc;
+  if (!dst)
+    return cp_error_set(CPROTON_EINVAL, "dst is required");
+  pthread_mutex_lock(&lock);
+  buffer *b = find_buffer(dptr);
+  cp_cucontext ctx = b ? b->ctx : NULL;
+  cp_cuevent done = NULL;
+  rc = !b ? cp_error_set(CPROTON_ENOTFOUND, "0x%llx is not a profile buffer "
+                         "in use", (unsigned long long)dptr)
+       : size > b->size ? cp_error_set(CPROTON_EINVAL, "read of %zu bytes "
+                                       "exceeds its buffer", size)
+                        : event_get(d, ctx, &done);
+  pthread_mutex_unlock(&lock);
+  if (rc)
+    return rc;
+  cp_custream s = (cp_custream)(uintptr_t)stream;
+  cp_curesult r = d->cuMemcpyDtoHAsync(dst, dptr, size, s);
+  if (!r)
+    r = d->cuEventRecord(done, s);
+  if (!r)
+    r = d->cuEventSynchronize(done);
+  pthread_mutex_lock(&lock);
+  event_put(d, ctx, done);
+  pthread_mutex_unlock(&lock);
+  return r ? cp_cudadrv_error(r, "reading a profile buffer") : CPROTON_OK;
 }
 
 int cproton_instr_flush(void) {
