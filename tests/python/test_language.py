@@ -55,7 +55,7 @@ def compile_ptx(fn, signature, constexprs):
     """Markers only: the flag on, no PTX pass (a cache key of its own)."""
     flags.instrumentation_on = True
     try:
-        return compile_kernel(fn, signature, constexprs, "cproton-test-markers").asm["ptx"]
+        return compile_kernel(fn, signature, constexprs, "cproton-test-markers:" + pl.MARKER_PREFIX).asm["ptx"]
     finally:
         flags.instrumentation_on = False
 

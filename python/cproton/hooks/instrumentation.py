@@ -128,7 +128,11 @@ class InstrumentationHook(Hook):
             self._wrap_ptx_stage(stages)
 
         knobs.runtime.add_stages_inspection_hook = stages_hook
-        knobs.compilation.instrumentation_mode = f"cproton:{self.mode_str}:include={_include}:exclude={_exclude}"
+        # the marker text is part of the key: kernels cached with another
+        # cproton's markers are compiled again
+        from ..language import MARKER_PREFIX
+        knobs.compilation.instrumentation_mode = (f"cproton:{self.mode_str}:include={_include}:exclude={_exclude}"
+                                                  f":markers={MARKER_PREFIX}")
         from triton.runtime._allocation import set_profile_allocator
         set_profile_allocator(self._allocate)
 
