@@ -60,6 +60,12 @@ def test_record_layout_as_proton_reads_it():
     assert "proton.record start" in ttir and "proton.record end" in ttir
     line = next(ln for ln in ttir.splitlines() if "proton.record start" in ln)
     assert "loc(" in line
+    # and each record op's counter read, with its source line, into the LLVM IR
+    llir = k.asm["llir"].splitlines()
+    clock = next(ln for ln in llir if "clock" in ln and "!dbg" in ln)
+    dbg = clock.split("!dbg ")[1].split(",")[0].split()[0]
+    loc = next(ln for ln in llir if dbg in ln and "DILocation" in ln)
+    assert "line: " in loc and "line: 0" not in loc
     nested = [(0, False, 5010), (1, False, 5020), (1, True, 5090), (2, False, 5100), (2, True, 5150), (0, True, 5200)]
     data = cta_slice(layout, 0, [nested] * 4)
     host_buffer = instr._as_tensor(instr.host_buffer_bytes(layout, data, 4))

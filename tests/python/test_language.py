@@ -55,7 +55,7 @@ def compile_ptx(fn, signature, constexprs):
     """Markers only: the flag on, no PTX pass (a cache key of its own)."""
     flags.instrumentation_on = True
     try:
-        return compile_kernel(fn, signature, constexprs, "cproton-test-markers:" + pl.MARKER_PREFIX).asm["ptx"]
+        return compile_kernel(fn, signature, constexprs, "cproton-test-markers:" + pl.marker_text(True, "x")).asm["ptx"]
     finally:
         flags.instrumentation_on = False
 
@@ -66,7 +66,7 @@ def markers(ptx):
     for i, ln in enumerate(lines):
         m = re.match(r"// @cproton proton.record (start|end) (\S+)$", ln)
         if m:
-            assert re.match(r"mov\.u32 %r\d+, 0;$", lines[i + 1]), lines[i + 1]
+            assert re.match(r"mov\.u32 %r\d+, %clock;$", lines[i + 1]), lines[i + 1]
             out.append((m.group(1), m.group(2)))
     return out
 
@@ -91,7 +91,7 @@ def test_bad_scope_names(bad):
 
 
 def test_marker_text_shape():
-    assert pl.marker_text(True, "dot") == "// @cproton proton.record start dot\n\tmov.u32 $0, 0;"
+    assert pl.marker_text(True, "dot") == "// @cproton proton.record start dot\n\tmov.u32 $0, %clock;"
     assert pl.marker_text(False, "dot").startswith("// @cproton proton.record end dot")
 
 

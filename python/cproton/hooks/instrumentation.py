@@ -26,6 +26,7 @@ fill ``InstrumentationHook.host_buffer`` (a CPU ``torch.uint8`` tensor, or
 host-buffer layout (``cproton_buffer_to_proton``): a debugging aid that
 waits for the kernel, as Proton's does.
 """
+import hashlib
 import json
 import re
 import threading
@@ -130,9 +131,10 @@ class InstrumentationHook(Hook):
         knobs.runtime.add_stages_inspection_hook = stages_hook
         # the marker text is part of the key: kernels cached with another
         # cproton's markers are compiled again
-        from ..language import MARKER_PREFIX
+        from ..language import marker_text
+        markers = hashlib.sha1(marker_text(True, "x").encode()).hexdigest()[:12]
         knobs.compilation.instrumentation_mode = (f"cproton:{self.mode_str}:include={_include}:exclude={_exclude}"
-                                                  f":markers={MARKER_PREFIX}")
+                                                  f":markers={markers}")
         from triton.runtime._allocation import set_profile_allocator
         set_profile_allocator(self._allocate)
 
