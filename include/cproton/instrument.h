@@ -176,6 +176,14 @@ typedef struct cproton_decoded cproton_decoded;
  * surviving records that stores nothing per record: what tree-mode
  * profiles need, several times faster on large grids. */
 #define CPROTON_DECODE_NO_EVENTS 2u
+/* Proton's time_shift: take the cost of the instrumentation itself out of
+ * the timeline. Each record costs CPROTON_TIME_SHIFT_CYCLES on the SM (the
+ * counter read and store), so the k-th surviving record of a unit (k from
+ * 1) moves k x that cost earlier; an occurrence shorter than the shift
+ * keeps half the cost as its duration, as Proton does. Counters in cycles
+ * only (no effect on GLOBALTIMER). */
+#define CPROTON_DECODE_TIME_SHIFT 4u
+#define CPROTON_TIME_SHIFT_CYCLES 7
 
 /* Decodes a profile buffer copied back from the device: `size` must be a
  * whole number of CTA slices. Per unit it reads the record count, works out

@@ -48,6 +48,11 @@ CPROTON_API int cproton_instr_mode_options(const char *mode,
  * with (the defaults when none). Thread-safe. */
 CPROTON_API void cproton_instr_current_options(cproton_ptx_options *out);
 
+/* The decoder flags a mode string implies: CPROTON_DECODE_TIME_SHIFT for
+ * `optimizations=time_shift`. Errors: those of cproton_instr_mode_options. */
+CPROTON_API int cproton_instr_mode_decode_flags(const char *mode,
+                                                unsigned *flags);
+
 /* A registered instrumented kernel: its name and buffer layout (copied). */
 typedef struct cproton_instr_kernel cproton_instr_kernel;
 

@@ -362,3 +362,33 @@ Test(backend_decode, proton_host_buffer_layout) {
   cr_assert_eq(cproton_buffer_to_proton(buf, 7, &l, 4, &out, &n), CPROTON_EPARSE);
   free(buf);
 }
+
+/* Proton's time_shift: the k-th record of a unit moves k x 7 cycles
+ * earlier; an occurrence shorter than the shift keeps half of it. */
+Test(backend_decode, time_shift_removes_the_record_cost) {
+  cproton_buffer_layout l = layout(1, 256, CPROTON_COUNTER_CLOCK64);
+  unsigned char *buf = calloc(1, l.per_cta_bytes);
+  header(buf, &l, 0, 1);
+  record(buf, &l, 0, 0, 0, 0, 5100); /* k=1: 100 -> 93 */
+  record(buf, &l, 0, 0, 1, 0, 5120); /* k=2: 120 -> 106 */
+  record(buf, &l, 0, 0, 1, 1, 5125); /* k=3: 125 -> 104 < 106: 106 + 3 */
+  record(buf, &l, 0, 0, 0, 1, 5300); /* k=4: 300 -> 272 */
+  cproton_decoded *d = decode(buf, l.per_cta_bytes, &l, CPROTON_DECODE_TIME_SHIFT);
+  cproton_decoded_warp w;
+  cproton_decoded_get_warp(d, 0, &w);
+  cr_assert_eq(w.events[0].start, 106);
+  cr_assert_eq(w.events[0].end, 109);
+  cr_assert_eq(w.events[1].start, 93);
+  cr_assert_eq(w.events[1].end, 272);
+  cproton_decoded_cta c;
+  cproton_decoded_get_cta(d, 0, &c);
+  cr_assert_eq(c.last_end, 300, "the clock is measured unshifted");
+  cproton_decoded_free(d);
+  l.counter = CPROTON_COUNTER_GLOBALTIMER;
+  buf[CP_HDR_COUNTER] = CPROTON_COUNTER_GLOBALTIMER;
+  d = decode(buf, l.per_cta_bytes, &l, CPROTON_DECODE_TIME_SHIFT);
+  cproton_decoded_get_warp(d, 0, &w);
+  cr_assert_eq(w.events[1].start, 100, "nanoseconds are not shifted");
+  cproton_decoded_free(d);
+  free(buf);
+}

@@ -37,6 +37,16 @@ Test(instr_mode, proton_mode_strings) {
   cr_assert_eq(cproton_instr_mode_options("default:oops", &o), CPROTON_EINVAL);
   cr_assert_eq(cproton_instr_mode_options("default:sampling_options=x", &o),
                CPROTON_EINVAL);
+  /* optimizations: Proton's four names, comma-separated; others refused */
+  unsigned f = 99;
+  cr_assert_eq(cproton_instr_mode_decode_flags(
+                   "default:optimizations=clock32,time_shift,sched_stores,sched_barriers", &f),
+               CPROTON_OK, "%s", cproton_last_error());
+  cr_assert_eq(f, CPROTON_DECODE_TIME_SHIFT);
+  cr_assert_eq(cproton_instr_mode_decode_flags("default:optimizations=clock32", &f), CPROTON_OK);
+  cr_assert_eq(f, 0u);
+  cr_assert_eq(cproton_instr_mode_options("default:optimizations=clock32,turbo", &o), CPROTON_EINVAL);
+  cr_assert(strstr(cproton_last_error(), "turbo"));
 }
 
 static const char *const names[] = {"outer", "inner"};

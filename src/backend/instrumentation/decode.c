@@ -23,6 +23,7 @@ struct cproton_decoded {
   int32_t *parents;
   uint64_t *cycles, *counts, *unpaired_by_scope;
   unsigned flags;
+  int64_t shift; /* time_shift: cycles per record, else 0 */
   size_t n_units_total; /* units * valid CTAs, for normalisation */
   cproton_decoded_cta *ctas;
   size_t n_ctas, n_bad;
@@ -152,6 +153,8 @@ static int close_scope(cproton_decoded *d, cproton_decoded_warp *w, open_rec *st
   for (size_t k = j; k < *depth; k++)
     unpaired(d, w, st[k].scope);
   *depth = j - 1;
+  if (d->shift && t < st[j - 1].t) /* shorter than the shift: Proton's rule */
+    t = st[j - 1].t + d->shift / 2;
   return add_event(d, scope, (uint32_t)(j - 1), st[j - 1].t, t);
 }
 
@@ -175,17 +178,18 @@ static int pair_unit(cproton_decoded *d, cproton_decoded_warp *w, const unsigned
     /* the first record may precede thread 0's start counter slightly */
     t += (k == w->n_written - kept && delta >= half) ? (int64_t)delta - (int64_t)(mask + 1) : (int64_t)delta;
     prev = v & mask;
+    int64_t ts = t - d->shift * (int64_t)(k - (w->n_written - kept) + 1);
     int rc = 0;
     if (scope >= l->n_scopes)
       w->n_unpaired++; /* no scope to charge it to */
     else if (v >> CP_LAYOUT_END_BIT) {
-      rc = close_scope(d, w, st, &depth, scope, t);
+      rc = close_scope(d, w, st, &depth, scope, ts);
       if (t > c->last_end)
-        c->last_end = t;
+        c->last_end = t; /* unshifted: it measures the clock */
     } else if (depth == CP_DECODE_MAX_DEPTH)
       unpaired(d, w, scope);
     else
-      st[depth++] = (open_rec){scope, t};
+      st[depth++] = (open_rec){scope, ts};
     if (rc)
       return rc;
   }
@@ -283,6 +287,8 @@ int cproton_buffer_decode(const void *data, size_t size, const cproton_buffer_la
   if (!d)
     return cp_error_set(CPROTON_ENOMEM, "out of memory decoding");
   d->flags = flags;
+  if ((flags & CPROTON_DECODE_TIME_SHIFT) && layout->counter != CPROTON_COUNTER_GLOBALTIMER)
+    d->shift = CPROTON_TIME_SHIFT_CYCLES;
   rc = copy_scopes(d, layout);
   if (!rc)
     rc = decode_all(d, data, size, layout, flags);

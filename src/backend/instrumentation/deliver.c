@@ -214,7 +214,7 @@ static int deliver_regions(const cproton_instr_kernel *k,
 
 int cp_instr_decode(const cproton_instr_kernel *k, const cp_launch_site *site,
                     const void *data, size_t size, cproton_decoded **out) {
-  unsigned flags = CPROTON_DECODE_SKIP_BAD_CTAS;
+  unsigned flags = CPROTON_DECODE_SKIP_BAD_CTAS | cp_instr_mode_decode_flags();
   if (!cp_session_site_traces(site))
     flags |= CPROTON_DECODE_NO_EVENTS;
   int rc = cproton_buffer_decode(data, size, &k->layout, flags, out);

@@ -93,6 +93,7 @@ static int busy, n_workers, stopping; /* busy: workers decoding now */
 static pthread_t workers[N_WORKERS];
 static cproton_ptx_options current;
 static int have_current;
+static unsigned mode_decode_flags; /* from the session's mode: time_shift */
 
 /* ---- kernels ---------------------------------------------------------------- */
 
@@ -520,14 +521,25 @@ static int instr_available(void) {
   return cp_cudadrv_get(&d) == CPROTON_OK;
 }
 
+unsigned cp_instr_mode_decode_flags(void) {
+  pthread_mutex_lock(&lock);
+  unsigned f = mode_decode_flags;
+  pthread_mutex_unlock(&lock);
+  return f;
+}
+
 static int instr_start(const char *mode) {
   cproton_ptx_options o;
+  unsigned flags = 0;
   int rc = cproton_instr_mode_options(mode, &o);
+  if (!rc)
+    rc = cproton_instr_mode_decode_flags(mode, &flags);
   if (rc)
     return rc;
   pthread_mutex_lock(&lock);
   current = o;
   have_current = 1;
+  mode_decode_flags = flags;
   pthread_mutex_unlock(&lock);
   return CPROTON_OK;
 }
@@ -544,6 +556,7 @@ static void instr_stop(void) {
   pthread_mutex_lock(&lock);
   n_workers = 0;
   have_current = 0;
+  mode_decode_flags = 0;
   /* The pool (device buffers and their pinned twins), the copy streams and
    * the idle events stay for the next session: pinning memory is slow, and
    * the pool is bounded by its cap. */

@@ -26,6 +26,9 @@ int cp_instr_deliver(const cproton_instr_kernel *k, const cp_launch_site *site,
  * runs in parallel while deliveries keep launch order. The decode keeps
  * event lists only when a session of `site` records a trace. Deliver
  * frees `d`. */
+/* Decoder flags of the active session's mode (time_shift). */
+unsigned cp_instr_mode_decode_flags(void);
+
 int cp_instr_decode(const cproton_instr_kernel *k, const cp_launch_site *site,
                     const void *data, size_t size, cproton_decoded **out);
 int cp_instr_deliver_decoded(const cproton_instr_kernel *k,
