@@ -131,7 +131,7 @@ static void measure(const char *shape_name, const char *what, run_fn fn, void *a
 
 int main(int argc, char **argv) {
   int runs = argc > 1 ? atoi(argv[1]) : 5;
-  const shape shapes[] = {{"vadd", 65536, 4, 1024, 1}, {"mm", 512, 8, 2048, 64}};
+  const shape shapes[] = {{"vadd", 65536, 4, 64, 1}, {"vadd1k", 65536, 4, 1024, 1}, {"mm", 512, 8, 2048, 64}};
   char path[] = "/tmp/cproton_decode_benchXXXXXX";
   int fd = mkstemp(path);
   if (fd < 0)

@@ -40,11 +40,27 @@ typedef struct open_rec {
   int64_t t;
 } open_rec;
 
-static uint32_t rd32(const unsigned char *p) {
+/* Little-endian loads: one plain load on little-endian hosts (the decoder
+ * reads every surviving record, so this is its inner loop). */
+static inline uint32_t rd32(const unsigned char *p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint32_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+#else
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+#endif
 }
 
-static uint64_t rd64(const unsigned char *p) { return rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+static inline uint64_t rd64(const unsigned char *p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+#else
+  return rd32(p) | (uint64_t)rd32(p + 4) << 32;
+#endif
+}
 
 static int check_layout(const cproton_buffer_layout *l) {
   uint32_t n = l->n_units, seg = l->segment_bytes;
@@ -198,17 +214,23 @@ static int pair_unit(cproton_decoded *d, cproton_decoded_warp *w, const unsigned
   return 0;
 }
 
+static int grow_warps(cproton_decoded *d, size_t cap) {
+  cproton_decoded_warp *p = realloc(d->warps, cap * sizeof *p);
+  if (p)
+    d->warps = p;
+  size_t *f = p ? realloc(d->first_event, cap * sizeof *f) : NULL;
+  if (!p || !f)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory decoding");
+  d->first_event = f;
+  d->cap_warps = cap;
+  return 0;
+}
+
 static int add_warp(cproton_decoded *d, cproton_decoded_warp **w) {
   if (d->n_warps == d->cap_warps) {
-    size_t cap = d->cap_warps ? d->cap_warps * 2 : 64;
-    cproton_decoded_warp *p = realloc(d->warps, cap * sizeof *p);
-    if (p)
-      d->warps = p;
-    size_t *f = p ? realloc(d->first_event, cap * sizeof *f) : NULL;
-    if (!p || !f)
-      return cp_error_set(CPROTON_ENOMEM, "out of memory decoding");
-    d->first_event = f;
-    d->cap_warps = cap;
+    int rc = grow_warps(d, d->cap_warps ? d->cap_warps * 2 : 64);
+    if (rc)
+      return rc;
   }
   d->first_event[d->n_warps] = d->n_events;
   *w = &d->warps[d->n_warps++];
@@ -246,8 +268,13 @@ static int decode_all(cproton_decoded *d, const unsigned char *buf, size_t size,
   d->ctas = calloc(n, sizeof *d->ctas);
   if (!d->ctas)
     return cp_error_set(CPROTON_ENOMEM, "out of memory decoding");
+  int rc0 = grow_warps(d, n * l->n_units); /* every unit usually records */
+  if (rc0)
+    return rc0;
   for (size_t i = 0; i < n; i++) {
     const unsigned char *p = buf + i * (size_t)l->per_cta_bytes;
+    if (i + 8 < n) /* a few slices ahead: the walk is latency-bound */
+      __builtin_prefetch(p + 8 * (size_t)l->per_cta_bytes);
     cproton_decoded_cta *c = &d->ctas[d->n_ctas];
     int rc = check_cta(p, i, l, c);
     if (rc && (flags & CPROTON_DECODE_SKIP_BAD_CTAS)) {

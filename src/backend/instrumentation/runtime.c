@@ -2,7 +2,7 @@
  * pool of device profile buffers, asynchronous copy-back, and a worker
  * thread that decodes off the launch path.
  *
- *   launching thread                      decoder threads (4)
+ *   launching thread                      decoder threads (2-8)
  *   cproton_instr_alloc  -> pool buffer
  *   (kernel launch)
  *   cproton_instr_launch -> capture site,
@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
 #include "backend/cudadrv.h"
@@ -87,10 +88,10 @@ static buffer *buffers;
 static size_t n_buffers, pool_bytes;
 static pending *head, *tail;
 /* Decoder threads: a large launch takes milliseconds to decode, so several
- * share the queue; deliveries are independent (sessions lock their data). */
-#define N_WORKERS 4
+ * share the queue (half the CPUs, 2 to 8); deliveries keep launch order. */
+#define MAX_WORKERS 8
 static int busy, n_workers, stopping; /* busy: workers decoding now */
-static pthread_t workers[N_WORKERS];
+static pthread_t workers[MAX_WORKERS];
 static cproton_ptx_options current;
 static int have_current;
 static unsigned mode_decode_flags; /* from the session's mode: time_shift */
@@ -368,7 +369,9 @@ static int ensure_worker(const cp_cudadrv *d) {
   if (n_workers)
     return CPROTON_OK;
   stopping = 0;
-  while (n_workers < N_WORKERS &&
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int want = cpus / 2 < 2 ? 2 : cpus / 2 > MAX_WORKERS ? MAX_WORKERS : (int)(cpus / 2);
+  while (n_workers < want &&
          pthread_create(&workers[n_workers], NULL, worker_main, (void *)d) == 0)
     n_workers++;
   return n_workers ? CPROTON_OK
