@@ -171,10 +171,10 @@ typedef struct cproton_decoded cproton_decoded;
 
 /* Flags for cproton_buffer_decode. */
 #define CPROTON_DECODE_SKIP_BAD_CTAS 1u /* skip CTAs with a bad header */
-/* Aggregate only: per-scope totals, per-CTA headers and per-unit counts,
- * but no event lists (warps' n_events is 0). One streaming pass over the
- * surviving records that stores nothing per record: what tree-mode
- * profiles need, several times faster on large grids. */
+/* Aggregate only: per-scope totals, per-CTA headers and the dropped and
+ * unpaired totals, but no per-unit entries (n_warps is 0) and no events.
+ * One streaming pass over the surviving records that stores nothing per
+ * record or unit: what tree-mode profiles need. */
 #define CPROTON_DECODE_NO_EVENTS 2u
 /* Proton's time_shift: take the cost of the instrumentation itself out of
  * the timeline. Each record costs CPROTON_TIME_SHIFT_CYCLES on the SM (the

@@ -293,10 +293,9 @@ Test(backend_decode, aggregate_only_matches_full_decode) {
     cr_assert_eq(s.unpaired, 1, "the end whose start was overwritten");
     cproton_decoded_get_scope(d, 0, &s);
     cr_assert_eq(s.unpaired, 1, "the start left open");
-    cproton_decoded_warp w;
-    cproton_decoded_get_warp(d, 0, &w);
-    cr_assert_eq(w.n_events, f ? 0 : 3);
-    cr_assert_eq(w.n_dropped, 3);
+    cr_assert_eq(cproton_decoded_n_warps(d), f ? 0 : 1, "no per-unit entries when aggregating");
+    cr_assert_eq(cproton_decoded_n_dropped(d), 3);
+    cr_assert_eq(cproton_decoded_n_unpaired(d), 2);
     cproton_decoded_cta c;
     cproton_decoded_get_cta(d, 0, &c);
     cr_assert_eq(c.last_end, 1407);

@@ -243,8 +243,9 @@ static int decode_cta(cproton_decoded *d, const unsigned char *p, const cproton_
   for (uint32_t u = 0; u < l->n_units; u++) {
     if (l->unit_warp[u] >= c->n_active_warps)
       continue; /* the warp was not launched */
-    cproton_decoded_warp *w = NULL;
-    int rc = add_warp(d, &w);
+    /* aggregate-only decodes keep no per-unit entries: one stack copy */
+    cproton_decoded_warp tmp = {0}, *w = &tmp;
+    int rc = d->flags & CPROTON_DECODE_NO_EVENTS ? 0 : add_warp(d, &w);
     if (rc)
       return rc;
     w->cta = (uint32_t)d->n_ctas;
@@ -268,7 +269,7 @@ static int decode_all(cproton_decoded *d, const unsigned char *buf, size_t size,
   d->ctas = calloc(n, sizeof *d->ctas);
   if (!d->ctas)
     return cp_error_set(CPROTON_ENOMEM, "out of memory decoding");
-  int rc0 = grow_warps(d, n * l->n_units); /* every unit usually records */
+  int rc0 = flags & CPROTON_DECODE_NO_EVENTS ? 0 : grow_warps(d, n * l->n_units); /* all units usually record */
   if (rc0)
     return rc0;
   for (size_t i = 0; i < n; i++) {

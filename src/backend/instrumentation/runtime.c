@@ -323,6 +323,12 @@ static void finish(const cp_cudadrv *d, pending *p) {
     cp_warn("kernel %s: %s", p->kernel->name, cp_error_message());
   }
   pthread_mutex_lock(&lock);
+  /* the records are decoded: the buffer can serve the next launch while
+   * this one waits for its turn to deliver */
+  event_put(d, p->buf->ctx, p->after_kernel);
+  event_put(d, p->buf->ctx, p->copied);
+  p->buf->in_use = 0;
+  pthread_cond_broadcast(&freed);
   while (next_delivery != p->seq)
     pthread_cond_wait(&turn, &lock);
   pthread_mutex_unlock(&lock);
@@ -349,12 +355,8 @@ static void *worker_main(void *arg) {
     busy++;
     pthread_mutex_unlock(&lock);
     d->cuCtxSetCurrent(p->buf->ctx);
-    finish(d, p);
+    finish(d, p); /* returns the buffer and the events to the pools */
     pthread_mutex_lock(&lock);
-    event_put(d, p->buf->ctx, p->after_kernel);
-    event_put(d, p->buf->ctx, p->copied);
-    p->buf->in_use = 0;
-    pthread_cond_broadcast(&freed);
     free(p);
     busy--;
     if (!head && !busy)
