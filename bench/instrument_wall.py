@@ -26,24 +26,12 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from instrument_overhead import load_kernels  # noqa: E402
+from instrument_overhead import workloads as overhead_workloads  # noqa: E402
 
 
 def workloads(k):
-    n = 1 << 26
-    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
-    z = torch.empty_like(x)
-    M = N = K = 4096
-    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
-    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
-    c = torch.empty(M, N, device="cuda", dtype=torch.float16)
-
-    def vadd():
-        k.vadd[(n // 1024,)](x, y, z, n, BLOCK=1024, num_warps=4)
-
-    def mm():
-        k.matmul[(M // 128 * (N // 128),)](a, b, c, M, N, K, BM=128, BN=128, BK=64, num_warps=8, num_stages=3)
-
-    return {"vadd64M": vadd, "matmul4096": mm}
+    fns, _, _ = overhead_workloads(k, n=1 << 26)
+    return {"vadd64M": fns["vadd"], "matmul4096": fns["matmul"]}
 
 
 def wall_per_launch(fn, launches, instrumented):

@@ -167,23 +167,30 @@ static int layout_from(PyObject *d, cproton_buffer_layout *l,
   return PyErr_Occurred() ? -1 : 0;
 }
 
+/* Calls fn(layout, arg) with the layout dict `d` converted for the call. */
+static PyObject *with_layout(PyObject *d, PyObject *(*fn)(const cproton_buffer_layout *, void *),
+                             void *arg) {
+  cproton_buffer_layout l;
+  const char **names = NULL;
+  int32_t *parents = NULL;
+  PyObject *out = layout_from(d, &l, &names, &parents) == 0 ? fn(&l, arg) : NULL;
+  PyMem_Free(names);
+  PyMem_Free(parents);
+  return out;
+}
+
+static PyObject *register_kernel(const cproton_buffer_layout *l, void *name) {
+  cproton_instr_kernel *k;
+  int rc = cproton_instr_kernel_new(name, l, &k);
+  return rc ? fail(rc) : PyLong_FromVoidPtr(k);
+}
+
 static PyObject *py_instr_register(PyObject *m, PyObject *args) {
   const char *name;
   PyObject *d;
   if (!PyArg_ParseTuple(args, "sO:instr_register", &name, &d))
     return NULL;
-  cproton_buffer_layout l;
-  const char **names = NULL;
-  int32_t *parents = NULL;
-  PyObject *out = NULL;
-  if (layout_from(d, &l, &names, &parents) == 0) {
-    cproton_instr_kernel *k;
-    int rc = cproton_instr_kernel_new(name, &l, &k);
-    out = rc ? fail(rc) : PyLong_FromVoidPtr(k);
-  }
-  PyMem_Free(names);
-  PyMem_Free(parents);
-  return out;
+  return with_layout(d, register_kernel, (void *)name);
 }
 
 static PyObject *py_instr_alloc(PyObject *m, PyObject *args) {
@@ -263,27 +270,28 @@ static PyObject *py_instr_read(PyObject *m, PyObject *args) {
   return out;
 }
 
-static PyObject *py_buffer_to_proton(PyObject *m, PyObject *args) {
-  PyObject *d;
+typedef struct to_proton {
   Py_buffer data;
   unsigned int total_units;
-  if (!PyArg_ParseTuple(args, "Oy*I:buffer_to_proton", &d, &data, &total_units))
+} to_proton;
+
+static PyObject *encode_proton(const cproton_buffer_layout *l, void *arg) {
+  to_proton *a = arg;
+  void *enc = NULL;
+  size_t n = 0;
+  int rc = cproton_buffer_to_proton(a->data.buf, (size_t)a->data.len, l, a->total_units, &enc, &n);
+  PyObject *out = rc ? fail(rc) : PyBytes_FromStringAndSize(enc, (Py_ssize_t)n);
+  cproton_free(enc);
+  return out;
+}
+
+static PyObject *py_buffer_to_proton(PyObject *m, PyObject *args) {
+  PyObject *d;
+  to_proton a;
+  if (!PyArg_ParseTuple(args, "Oy*I:buffer_to_proton", &d, &a.data, &a.total_units))
     return NULL;
-  cproton_buffer_layout l;
-  const char **names = NULL;
-  int32_t *parents = NULL;
-  PyObject *out = NULL;
-  if (layout_from(d, &l, &names, &parents) == 0) {
-    void *enc = NULL;
-    size_t n = 0;
-    int rc = cproton_buffer_to_proton(data.buf, (size_t)data.len, &l,
-                                      total_units, &enc, &n);
-    out = rc ? fail(rc) : PyBytes_FromStringAndSize(enc, (Py_ssize_t)n);
-    cproton_free(enc);
-  }
-  PyMem_Free(names);
-  PyMem_Free(parents);
-  PyBuffer_Release(&data);
+  PyObject *out = with_layout(d, encode_proton, &a);
+  PyBuffer_Release(&a.data);
   return out;
 }
 

@@ -99,18 +99,24 @@ static void fill(unsigned char *buf, const cproton_buffer_layout *l) {
 
 static void reset(void) { cp_session_reset_all(); }
 
+/* A tree session named `name` on the "none" backend (no driver here). */
+static int tree_session(const char *name) {
+  cproton_session_options o;
+  cproton_session_options_init(&o);
+  o.name = cpt_tmp_path(name);
+  o.backend = "none";
+  int sid;
+  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK);
+  return sid;
+}
+
 Test(instr_runtime, host_buffers_land_under_kernel_scopes, .init = reset) {
   cproton_buffer_layout l = layout();
   cproton_instr_kernel *k;
   cr_assert_eq(cproton_instr_kernel_new("mm_kernel", &l, &k), CPROTON_OK);
   unsigned char buf[512];
   fill(buf, &l);
-  cproton_session_options o;
-  cproton_session_options_init(&o);
-  o.name = cpt_tmp_path("instr");
-  o.backend = "none";
-  int sid;
-  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK);
+  int sid = tree_session("instr");
   cproton_scope_enter("step", NULL);
   for (int launch = 0; launch < 3; launch++)
     cr_assert_eq(cproton_instr_record_host(k, buf, l.per_cta_bytes, 0),
@@ -206,12 +212,7 @@ Test(instr_runtime, drops_are_metrics, .init = reset) {
     put64(buf + l.header_bytes + 64 + 8 * r, ((uint64_t)cp_layout_tag(1, r % 2) << 48) | (5200 + 10 * r));
   put64(buf + l.header_bytes + 64, ((uint64_t)cp_layout_tag(0, 0) << 48) | 5300);
   put64(buf + l.header_bytes + 64 + 8, ((uint64_t)cp_layout_tag(0, 1) << 48) | 5310);
-  cproton_session_options o;
-  cproton_session_options_init(&o);
-  o.name = cpt_tmp_path("instr_drops");
-  o.backend = "none";
-  int sid;
-  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK);
+  int sid = tree_session("instr_drops");
   cr_assert_eq(cproton_instr_record_host(k, buf, l.per_cta_bytes, 0), CPROTON_OK, "%s", cproton_last_error());
   char *json;
   cr_assert_eq(cproton_session_data_json(sid, &json, NULL), CPROTON_OK);
