@@ -48,6 +48,8 @@ typedef struct pending {
   cp_cuevent copied;       /* on the copy stream */
   uint32_t device;
   uint64_t seq; /* launch order: deliveries keep it */
+  cproton_decoded *dec;       /* decoded, waiting for its turn (or NULL) */
+  struct pending *ready_next; /* in the ready list, by seq */
 } pending;
 
 /* One copy stream per CUDA context: copy-backs run beside the user's work,
@@ -72,11 +74,14 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t freed = PTHREAD_COND_INITIALIZER; /* a buffer returned */
-static pthread_cond_t turn = PTHREAD_COND_INITIALIZER;  /* a delivery done */
-/* Launches are numbered as they are queued; decoders deliver in that order
- * (profiles and traces list kernels as they were launched), decoding in
- * parallel beforehand. */
+/* Launches are numbered as they are queued and delivered in that order
+ * (profiles and traces list kernels as they were launched): decoders work
+ * in parallel, put decoded launches in the ready list and go on decoding;
+ * whichever holds the next number delivers it and those after it, one
+ * thread at a time. */
 static uint64_t next_seq, next_delivery;
+static pending *ready;
+static int delivering;
 /* Pending entries point into this array, so it is allocated once and never
  * moves; buffers are recycled, so the cap bounds launches in flight. */
 #define MAX_BUFFERS 1024
@@ -309,34 +314,47 @@ static int copy_stream(const cp_cudadrv *d, cp_cucontext ctx, cp_custream *out) 
   return CPROTON_OK;
 }
 
-/* Waits for the copy, decodes, then delivers in launch order. */
+/* Delivers the ready launches whose turn it is; frees them. Caller: lock
+ * (released while delivering). */
+static void drain(void) {
+  while (!delivering && ready && ready->seq == next_delivery) {
+    pending *p = ready;
+    ready = p->ready_next;
+    delivering = 1;
+    pthread_mutex_unlock(&lock);
+    if (p->dec && cp_instr_deliver_decoded(p->kernel, &p->site, p->dec, p->device))
+      cp_warn("kernel %s: %s", p->kernel->name, cp_error_message());
+    free(p);
+    pthread_mutex_lock(&lock);
+    delivering = 0;
+    next_delivery++;
+  }
+}
+
+/* Waits for the copy, decodes, returns the buffer and events to their
+ * pools, and queues the result for delivery in launch order. */
 static void finish(const cp_cudadrv *d, pending *p) {
-  cproton_decoded *dec = NULL;
   cp_curesult r = d->cuEventSynchronize(p->copied);
-  int rc = 0;
   if (r) {
     cp_cudadrv_error(r, "waiting for a profile buffer copy");
     cp_warn("%s", cp_error_message());
     cp_instr_count_failure();
-  } else if ((rc = cp_instr_decode(p->kernel, &p->site, p->buf->host, p->size,
-                                   &dec))) {
+  } else if (cp_instr_decode(p->kernel, &p->site, p->buf->host, p->size,
+                             &p->dec)) {
     cp_warn("kernel %s: %s", p->kernel->name, cp_error_message());
+    p->dec = NULL;
   }
   pthread_mutex_lock(&lock);
-  /* the records are decoded: the buffer can serve the next launch while
-   * this one waits for its turn to deliver */
   event_put(d, p->buf->ctx, p->after_kernel);
   event_put(d, p->buf->ctx, p->copied);
   p->buf->in_use = 0;
   pthread_cond_broadcast(&freed);
-  while (next_delivery != p->seq)
-    pthread_cond_wait(&turn, &lock);
-  pthread_mutex_unlock(&lock);
-  if (dec && cp_instr_deliver_decoded(p->kernel, &p->site, dec, p->device))
-    cp_warn("kernel %s: %s", p->kernel->name, cp_error_message());
-  pthread_mutex_lock(&lock);
-  next_delivery++;
-  pthread_cond_broadcast(&turn);
+  pending **at = &ready;
+  while (*at && (*at)->seq < p->seq)
+    at = &(*at)->ready_next;
+  p->ready_next = *at;
+  *at = p;
+  drain();
   pthread_mutex_unlock(&lock);
 }
 
@@ -355,9 +373,8 @@ static void *worker_main(void *arg) {
     busy++;
     pthread_mutex_unlock(&lock);
     d->cuCtxSetCurrent(p->buf->ctx);
-    finish(d, p); /* returns the buffer and the events to the pools */
+    finish(d, p); /* p now belongs to the ready list */
     pthread_mutex_lock(&lock);
-    free(p);
     busy--;
     if (!head && !busy)
       pthread_cond_broadcast(&idle);
