@@ -185,16 +185,17 @@ static int pair_unit(cproton_decoded *d, cproton_decoded_warp *w, const unsigned
   open_rec st[CP_DECODE_MAX_DEPTH];
   size_t depth = 0;
   int64_t t = 0;
-  uint64_t prev = start_ctr & mask;
-  w->n_dropped = w->n_written - kept;
-  for (uint64_t k = w->n_written - kept; k < w->n_written; k++) {
-    uint64_t v = rd64(seg + (k % cap) * CP_LAYOUT_RECORD_BYTES);
+  uint64_t prev = start_ctr & mask, first = w->n_written - kept;
+  uint64_t slot = cap - 1; /* segments are powers of two: k mod cap */
+  w->n_dropped = first;
+  for (uint64_t k = first; k < w->n_written; k++) {
+    uint64_t v = rd64(seg + (k & slot) * CP_LAYOUT_RECORD_BYTES);
     uint32_t scope = (uint32_t)(v >> CP_LAYOUT_SCOPE_SHIFT) & 0x7fffu;
     uint64_t delta = ((v & mask) - prev) & mask;
     /* the first record may precede thread 0's start counter slightly */
-    t += (k == w->n_written - kept && delta >= half) ? (int64_t)delta - (int64_t)(mask + 1) : (int64_t)delta;
+    t += (k == first && delta >= half) ? (int64_t)delta - (int64_t)(mask + 1) : (int64_t)delta;
     prev = v & mask;
-    int64_t ts = t - d->shift * (int64_t)(k - (w->n_written - kept) + 1);
+    int64_t ts = t - d->shift * (int64_t)(k - first + 1);
     int rc = 0;
     if (scope >= l->n_scopes)
       w->n_unpaired++; /* no scope to charge it to */
