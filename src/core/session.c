@@ -445,10 +445,6 @@ static void trace_scope(const cp_frame *f) {
                 .lane = cp_context_thread_id()};
   for (; mask; mask &= mask - 1) {
     session *s = &slots[__builtin_ctz(mask)];
-    /* An instrumentation trace is the intra-kernel timeline only, as
-     * Proton writes it; CPU scopes are in each region's call stack. */
-    if (!kernel_root(s))
-      continue;
     cp_node *n = f->node[s->kind];
     e.node = n ? n->id : 0;
     cp_trace_append(s->trace, &e);

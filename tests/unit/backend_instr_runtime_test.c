@@ -160,7 +160,9 @@ Test(instr_runtime, trace_regions_per_warp_and_line, .init = reset) {
   o.backend = "none";
   int sid;
   cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK);
+  cproton_scope_enter("test", NULL); /* a CPU scope: in the call stack only */
   cr_assert_eq(cproton_instr_record_host(k, buf, l.per_cta_bytes, 0), CPROTON_OK);
+  cproton_scope_exit("test");
   cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
   char path[512];
   snprintf(path, sizeof path, "%s.chrome_trace", o.name);
@@ -181,6 +183,7 @@ Test(instr_runtime, trace_regions_per_warp_and_line, .init = reset) {
     }
   }
   cr_assert_eq(regions, 4, "2 warps x 2 scopes");
+  cr_assert_eq(json_array_size(events), 4, "Proton's layout: the regions and nothing else");
   cr_assert_eq(inner_line1, 2);
   /* Proton's order (SM, CTA, warp, start), and the host's call stack up to
    * the kernel, as Proton's trace writes them */
@@ -192,6 +195,7 @@ Test(instr_runtime, trace_regions_per_warp_and_line, .init = reset) {
     cr_assert_str_eq(json_string_value(json_object_get(e, "tid")), order[r][1]);
     json_t *stack = json_object_get(json_object_get(e, "args"), "call_stack");
     cr_assert_str_eq(json_string_value(json_array_get(stack, json_array_size(stack) - 1)), "mm_kernel");
+    cr_assert_str_eq(json_string_value(json_array_get(stack, json_array_size(stack) - 2)), "test");
   }
   json_decref(j);
   cproton_instr_kernel_free(k);
