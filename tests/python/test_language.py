@@ -152,3 +152,31 @@ def test_bad_modes_and_filters():
         instr.set_filter(include=3)
     with pytest.raises(ValueError):
         _cproton.instr_register("k", {"per_cta_bytes": 1})
+
+
+def test_gluon_kernel_is_instrumented():
+    """Gluon kernels take the same markers (Proton instruments Gluon too)."""
+    gluon = pytest.importorskip("triton.experimental.gluon")
+    gl = gluon.language
+
+    @gluon.jit
+    def gk(x, BLOCK: gl.constexpr):
+        layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+        pl.enter_scope("load")
+        offs = gl.arange(0, BLOCK, layout=layout)
+        v = gl.load(x + offs)
+        pl.exit_scope("load")
+        gl.store(x + offs, v + 1)
+
+    hook = instr.InstrumentationHook("default")
+    hook.activate()
+    try:
+        import triton.knobs as knobs
+        src = gluon._runtime.GluonASTSource(gk, {"x": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": 128})
+        k = triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                           options={"num_warps": 4, "instrumentation_mode": knobs.compilation.instrumentation_mode})
+    finally:
+        hook.deactivate()
+    assert k.metadata.cproton_layout["scope_names"] == ["load"]
+    assert k.metadata.profile_scratch_size == k.metadata.cproton_layout["per_cta_bytes"] > 0
+    assert "%globaltimer" in k.asm["ptx"] and len(k.asm["cubin"]) > 0
