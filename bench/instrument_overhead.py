@@ -42,9 +42,8 @@ def load_kernels(pl_module, tag):
     return mod
 
 
-def workloads(k):
-    """name -> (launch function, check function)."""
-    n = 1 << 22
+def workloads(k, n=1 << 22):
+    """name -> (launch function, check function); `n` elements in the add."""
     x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
     z = torch.empty_like(x)
     M = N = K = 4096

@@ -171,6 +171,19 @@ typedef struct cproton_decoded cproton_decoded;
 
 /* Flags for cproton_buffer_decode. */
 #define CPROTON_DECODE_SKIP_BAD_CTAS 1u /* skip CTAs with a bad header */
+/* Aggregate only: per-scope totals, per-CTA headers and the dropped and
+ * unpaired totals, but no per-unit entries (n_warps is 0) and no events.
+ * One streaming pass over the surviving records that stores nothing per
+ * record or unit: what tree-mode profiles need. */
+#define CPROTON_DECODE_NO_EVENTS 2u
+/* Proton's time_shift: take the cost of the instrumentation itself out of
+ * the timeline. Each record costs CPROTON_TIME_SHIFT_CYCLES on the SM (the
+ * counter read and store), so the k-th surviving record of a unit (k from
+ * 1) moves k x that cost earlier; an occurrence shorter than the shift
+ * keeps half the cost as its duration, as Proton does. Counters in cycles
+ * only (no effect on GLOBALTIMER). */
+#define CPROTON_DECODE_TIME_SHIFT 4u
+#define CPROTON_TIME_SHIFT_CYCLES 7
 
 /* Decodes a profile buffer copied back from the device: `size` must be a
  * whole number of CTA slices. Per unit it reads the record count, works out
@@ -195,6 +208,9 @@ typedef struct cproton_decoded_scope {
   uint64_t cycles;
   uint64_t count; /* paired occurrences */
   double normalized_cycles;
+  /* surviving records of this scope that found no partner (their partner
+   * was overwritten, never written, or crossed by another scope) */
+  uint64_t unpaired;
 } cproton_decoded_scope;
 
 /* One CTA's header. Times are %globaltimer ns; start_counter is the
@@ -207,6 +223,10 @@ typedef struct cproton_decoded_cta {
   uint64_t start_counter;
   uint64_t finalize_time; /* when thread 0 began the finalize */
   uint64_t end_time;      /* after thread 0's copy-out */
+  /* the latest paired end (counter units after start_counter) of any unit
+   * of the CTA, 0 when none: with finalize_time - start_time it measures
+   * the SM clock of the launch */
+  int64_t last_end;
 } cproton_decoded_cta;
 
 /* One paired scope occurrence. start/end are counter units relative to the
@@ -254,6 +274,21 @@ CPROTON_API int cproton_decoded_get_warp(const cproton_decoded *d, size_t i,
 
 /* Frees a decoded result; NULL is fine. */
 CPROTON_API void cproton_decoded_free(cproton_decoded *d);
+
+/* Re-encodes a profile buffer in the binary layout of Proton's
+ * `InstrumentationHook.host_buffer` (a 40-byte header with the sampled
+ * unit ids, then per CTA a 0xdeadbeef preamble, ids, times, per-warp word
+ * counts and 8-byte records with 8-bit scope ids and 43-bit counters; see
+ * docs/instrumentation-runtime.md), for tools written against Proton's
+ * host buffer. `total_units` is the kernel's warp count. Segments hold
+ * the surviving records oldest first; a CTA that never finalized is a zero
+ * block. `*out` is freed with cproton_free. Errors: EINVAL, EPARSE (size
+ * not a whole number of slices), EUNSUPPORTED (more than 256 scopes),
+ * ELIMIT (a payload over 4 GiB), ENOMEM. */
+CPROTON_API int cproton_buffer_to_proton(const void *data, size_t size,
+                                         const cproton_buffer_layout *layout,
+                                         uint32_t total_units, void **out,
+                                         size_t *out_size);
 
 #ifdef __cplusplus
 }

@@ -48,6 +48,11 @@ CPROTON_API int cproton_instr_mode_options(const char *mode,
  * with (the defaults when none). Thread-safe. */
 CPROTON_API void cproton_instr_current_options(cproton_ptx_options *out);
 
+/* The decoder flags a mode string implies: CPROTON_DECODE_TIME_SHIFT for
+ * `optimizations=time_shift`. Errors: those of cproton_instr_mode_options. */
+CPROTON_API int cproton_instr_mode_decode_flags(const char *mode,
+                                                unsigned *flags);
+
 /* A registered instrumented kernel: its name and buffer layout (copied). */
 typedef struct cproton_instr_kernel cproton_instr_kernel;
 
@@ -88,6 +93,14 @@ CPROTON_API int cproton_instr_launch(const cproton_instr_kernel *k,
 CPROTON_API int cproton_instr_record_host(const cproton_instr_kernel *k,
                                           const void *data, size_t size,
                                           uint32_t device_id);
+
+/* Copies `size` bytes of profile buffer `dptr` into `dst` after the work
+ * queued on `stream` so far (the launch that wrote it), waiting for it:
+ * the synchronous read behind Python's `InstrumentationHook.host_buffer`,
+ * a debugging aid, never on the normal launch path. Errors: ENOTFOUND
+ * (not a buffer in use), EINVAL, EBACKEND. */
+CPROTON_API int cproton_instr_read(uint64_t dptr, size_t size, uint64_t stream,
+                                   void *dst);
 
 /* Waits for every pending launch to be decoded and delivered. */
 CPROTON_API int cproton_instr_flush(void);

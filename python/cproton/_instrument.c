@@ -9,6 +9,8 @@
  *   instr_alloc(size, stream) -> device pointer (Triton's profile allocator)
  *   instr_launch(handle, ptr, size, stream)     (after the launch)
  *   instr_flush(), instr_stats() -> dict
+ *   instr_read(ptr, size, stream) -> bytes   (host_buffer: waits for the GPU)
+ *   buffer_to_proton(layout, data, num_warps) -> bytes in Proton's layout
  *
  * Handles are registered kernels that live until process exit (Triton
  * keeps loaded kernels as long). Not a hot path except instr_alloc and
@@ -165,23 +167,30 @@ static int layout_from(PyObject *d, cproton_buffer_layout *l,
   return PyErr_Occurred() ? -1 : 0;
 }
 
+/* Calls fn(layout, arg) with the layout dict `d` converted for the call. */
+static PyObject *with_layout(PyObject *d, PyObject *(*fn)(const cproton_buffer_layout *, void *),
+                             void *arg) {
+  cproton_buffer_layout l;
+  const char **names = NULL;
+  int32_t *parents = NULL;
+  PyObject *out = layout_from(d, &l, &names, &parents) == 0 ? fn(&l, arg) : NULL;
+  PyMem_Free(names);
+  PyMem_Free(parents);
+  return out;
+}
+
+static PyObject *register_kernel(const cproton_buffer_layout *l, void *name) {
+  cproton_instr_kernel *k;
+  int rc = cproton_instr_kernel_new(name, l, &k);
+  return rc ? fail(rc) : PyLong_FromVoidPtr(k);
+}
+
 static PyObject *py_instr_register(PyObject *m, PyObject *args) {
   const char *name;
   PyObject *d;
   if (!PyArg_ParseTuple(args, "sO:instr_register", &name, &d))
     return NULL;
-  cproton_buffer_layout l;
-  const char **names = NULL;
-  int32_t *parents = NULL;
-  PyObject *out = NULL;
-  if (layout_from(d, &l, &names, &parents) == 0) {
-    cproton_instr_kernel *k;
-    int rc = cproton_instr_kernel_new(name, &l, &k);
-    out = rc ? fail(rc) : PyLong_FromVoidPtr(k);
-  }
-  PyMem_Free(names);
-  PyMem_Free(parents);
-  return out;
+  return with_layout(d, register_kernel, (void *)name);
 }
 
 static PyObject *py_instr_alloc(PyObject *m, PyObject *args) {
@@ -244,6 +253,48 @@ static PyObject *py_instr_stats(PyObject *m, PyObject *unused) {
                        "bad_ctas", s.bad_ctas, "failed", s.failed);
 }
 
+static PyObject *py_instr_read(PyObject *m, PyObject *args) {
+  unsigned long long ptr, size, stream;
+  if (!PyArg_ParseTuple(args, "KKK:instr_read", &ptr, &size, &stream))
+    return NULL;
+  PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+  if (!out)
+    return NULL;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = cproton_instr_read(ptr, (size_t)size, stream,
+                                                 PyBytes_AS_STRING(out));
+  Py_END_ALLOW_THREADS if (rc) {
+    Py_DECREF(out);
+    return fail(rc);
+  }
+  return out;
+}
+
+typedef struct to_proton {
+  Py_buffer data;
+  unsigned int total_units;
+} to_proton;
+
+static PyObject *encode_proton(const cproton_buffer_layout *l, void *arg) {
+  to_proton *a = arg;
+  void *enc = NULL;
+  size_t n = 0;
+  int rc = cproton_buffer_to_proton(a->data.buf, (size_t)a->data.len, l, a->total_units, &enc, &n);
+  PyObject *out = rc ? fail(rc) : PyBytes_FromStringAndSize(enc, (Py_ssize_t)n);
+  cproton_free(enc);
+  return out;
+}
+
+static PyObject *py_buffer_to_proton(PyObject *m, PyObject *args) {
+  PyObject *d;
+  to_proton a;
+  if (!PyArg_ParseTuple(args, "Oy*I:buffer_to_proton", &d, &a.data, &a.total_units))
+    return NULL;
+  PyObject *out = with_layout(d, encode_proton, &a);
+  PyBuffer_Release(&a.data);
+  return out;
+}
+
 static PyMethodDef instrument_methods[] = {
     {"instrument_ptx", py_instrument_ptx, METH_VARARGS,
      "instrument_ptx(ptx, mode, num_warps, shared) -> (ptx, layouts)"},
@@ -257,6 +308,11 @@ static PyMethodDef instrument_methods[] = {
      "instr_release(ptr): a buffer whose launch never happened"},
     {"instr_check_mode", py_instr_check_mode, METH_VARARGS,
      "instr_check_mode(mode): ValueError for a mode cproton cannot run"},
+    {"instr_read", py_instr_read, METH_VARARGS,
+     "instr_read(ptr, size, stream) -> bytes, after the stream's work"},
+    {"buffer_to_proton", py_buffer_to_proton, METH_VARARGS,
+     "buffer_to_proton(layout, data, num_warps) -> bytes in Proton's "
+     "host-buffer layout"},
     {"instr_flush", py_instr_flush, METH_NOARGS, "wait for pending decodes"},
     {"instr_stats", py_instr_stats, METH_NOARGS, "runtime counters"},
     {NULL}};

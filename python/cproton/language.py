@@ -13,10 +13,14 @@ front end of cproton's instrumentation backend, with the names of Proton's
             ...
 
 Each call emits one side-effecting inline-assembly statement whose text is
-the record op, ``// @cproton record start <name>`` or ``// @cproton record
-end <name>``, followed by ``mov.u32 $0, 0;`` (inline asm must define a
-result). Triton keeps such statements in program order, so the markers
-reach the PTX in order; cproton's PTX pass (src/instrument) turns them into
+the record op, ``// @cproton proton.record start <name>`` or ``// @cproton
+proton.record end <name>`` (Proton's op name, so that TTIR/LLIR dumps show
+``proton.record start`` where Proton's would), followed by ``mov.u32 $0,
+%clock;``: inline asm must define a result, and reading the counter there
+makes each record op's counter read visible in the LLVM IR with its source
+line, as Proton's is. The result is unused, so ptxas removes that read; the
+real one is what cproton's PTX pass inserts at the marker. Triton keeps such
+statements in program order, so the markers reach the PTX in order; cproton's PTX pass (src/instrument) turns them into
 counter reads and stores. Without an active instrumentation session nothing
 is emitted, so plain kernels are exactly what they would be without ``pl``. Unlike Proton, Triton-DSL kernels are supported (the
 markers are plain inline asm, independent of the MLIR pipeline); the
@@ -33,7 +37,7 @@ from triton.language import core as tl
 from .flags import flags
 from triton.language.core import builtin
 
-MARKER_PREFIX = "// @cproton record"
+MARKER_PREFIX = "// @cproton proton.record"
 _NAME = re.compile(r"^[^\s\"'\\`\x00-\x1f\x7f]{1,255}$")
 
 _SEMANTICS = {"triton", "gluon"}
@@ -53,7 +57,7 @@ def marker_text(is_start: bool, scope_name: str) -> str:
         raise ValueError(f"invalid cproton scope name {scope_name!r}: use 1-255 characters "
                          "without whitespace, quotes or control characters")
     kind = "start" if is_start else "end"
-    return f"{MARKER_PREFIX} {kind} {scope_name}\n\tmov.u32 $0, 0;"
+    return f"{MARKER_PREFIX} {kind} {scope_name}\n\tmov.u32 $0, %clock;"
 
 
 def record(is_start: tl.constexpr, scope_name: tl.constexpr, semantic):

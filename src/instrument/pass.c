@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "cproton/instrument.h"
 #include "instrument/layout.h"
+#include "instrument/loops.h"
 #include "instrument/lower.h"
 #include "instrument/ptx_read.h"
 #include "instrument/scope.h"
@@ -98,9 +99,27 @@ static int size_units(const cp_ptx_kernel *k, const cproton_ptx_options *o, cons
   return 0;
 }
 
+/* Default segment of a kernel whose markers all run at most once per warp
+ * (no marker in a loop): one slot per marker, so nothing is overwritten;
+ * 0 when a marker can repeat (then the defaults below apply). */
+static int exact_segment(const char *text, size_t size, const cp_ptx_kernel *k, const cproton_ptx_options *o,
+                         uint32_t *seg) {
+  int in_loop = 1;
+  int rc = cp_ptx_records_in_loop(text, size, k, &in_loop);
+  *seg = 0;
+  if (rc || in_loop || k->n_records > (1u << 20))
+    return rc;
+  uint32_t min = o->buffer == CPROTON_BUFFER_SHARED ? MIN_SHARED_SEG : CP_LAYOUT_MIN_SEGMENT;
+  uint32_t need = (uint32_t)k->n_records * CP_LAYOUT_RECORD_BYTES, s = min;
+  while (s < need)
+    s *= 2;
+  *seg = s;
+  return 0;
+}
+
 /* Segment size from the options and, for shared buffers, free memory. */
 static int size_segments(const cp_ptx_module *m, const cp_ptx_kernel *k, const cproton_ptx_options *o,
-                         const char *kname, cproton_buffer_layout *lay) {
+                         const char *kname, uint32_t exact, cproton_buffer_layout *lay) {
   uint32_t n = lay->n_units, seg;
   uint32_t used = m->module_shared + k->static_shared;
   uint32_t static_cap = used < STATIC_SHARED_LIMIT ? STATIC_SHARED_LIMIT - used : 0;
@@ -126,6 +145,8 @@ static int size_segments(const cp_ptx_module *m, const cp_ptx_kernel *k, const c
     return cp_error_set(CPROTON_ELIMIT, "kernel '%s': a %u-byte shared profile buffer exceeds the "
                         "%u bytes of static shared memory left; use a smaller buffer_size or buffer=global",
                         kname, seg * n, static_cap);
+  if (!o->buffer_size && exact && exact < seg)
+    seg = exact;
   lay->segment_bytes = seg;
   lay->header_bytes = cp_layout_header_bytes(n);
   uint64_t per_cta = (uint64_t)lay->header_bytes + (uint64_t)seg * n;
@@ -137,7 +158,7 @@ static int size_segments(const cp_ptx_module *m, const cp_ptx_kernel *k, const c
 }
 
 /* Scopes, layout and lowering configuration of kernel `k`. */
-static int plan_kernel(const char *text, const cp_ptx_module *m, const cp_ptx_kernel *k,
+static int plan_kernel(const char *text, size_t size, const cp_ptx_module *m, const cp_ptx_kernel *k,
                        const cproton_ptx_options *o, kernel_out *ko, cp_lower_cfg *cfg) {
   ko->name = malloc(k->name_len + 1);
   if (!ko->name)
@@ -154,8 +175,11 @@ static int plan_kernel(const char *text, const cp_ptx_module *m, const cp_ptx_ke
   cproton_buffer_layout *lay = &ko->lay;
   if (!rc)
     rc = size_units(k, o, ko->name, lay, &mask);
+  uint32_t exact = 0;
   if (!rc)
-    rc = size_segments(m, k, o, ko->name, lay);
+    rc = exact_segment(text, size, k, o, &exact);
+  if (!rc)
+    rc = size_segments(m, k, o, ko->name, exact, lay);
   if (rc)
     return rc;
   lay->counter = (uint32_t)o->counter;
@@ -240,7 +264,7 @@ static int instrument(const char *text, size_t size, const cproton_ptx_options *
   for (size_t i = 0; !rc && i < m.n_kernels; i++) {
     cp_lower_cfg cfg;
     p->n_kernels = i + 1;
-    rc = plan_kernel(text, &m, &m.kernels[i], o, &p->k[i], &cfg);
+    rc = plan_kernel(text, size, &m, &m.kernels[i], o, &p->k[i], &cfg);
     if (!rc)
       write_kernel(&out, text, &pos, &m.kernels[i], &p->k[i], &cfg);
   }

@@ -104,7 +104,8 @@ static int name_char_ok(int c) {
   return c > 32 && c < 127 && c != '"' && c != '\\';
 }
 
-/* Parses "// @cproton record start|end NAME" at line offset b + cmt. */
+/* Parses "// @cproton record start|end NAME" (or "proton.record") at line
+ * offset b + cmt. */
 static int read_marker(reader *r, size_t b, size_t e, long cmt, int *found) {
   const char *s = r->s + b + cmt + 2, *end = r->s + e;
   *found = 0;
@@ -132,7 +133,10 @@ static int read_marker(reader *r, size_t b, size_t e, long cmt, int *found) {
   }
   int is_end = nw >= 2 && wl[1] == 3 && !memcmp(w[1], "end", 3);
   int is_start = nw >= 2 && wl[1] == 5 && !memcmp(w[1], "start", 5);
-  if (nw != 3 || wl[0] != 6 || memcmp(w[0], "record", 6) || !(is_end || is_start))
+  /* "proton.record" (Proton's op name, what the Triton front end writes so
+   * that IR dumps show record ops as Proton's do) is the same op */
+  int is_op = (wl[0] == 6 && !memcmp(w[0], "record", 6)) || (wl[0] == 13 && !memcmp(w[0], "proton.record", 13));
+  if (nw != 3 || !is_op || !(is_end || is_start))
     return cp_error_set(CPROTON_EPARSE, "line %u: malformed marker; expected '// @cproton record start|end <name>'", r->lineno);
   if (wl[2] > CP_PTX_MAX_NAME)
     return cp_error_set(CPROTON_ELIMIT, "line %u: scope name longer than %u bytes", r->lineno, CP_PTX_MAX_NAME);

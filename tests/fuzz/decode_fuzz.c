@@ -1,6 +1,8 @@
 /* decode_fuzz.c -- libFuzzer target for the profile-buffer decoder: the
  * first 8 bytes choose a layout (units, segment size, counter, scopes), the
- * rest is the buffer, trimmed to whole CTA slices. Both flag settings run. */
+ * rest is the buffer, trimmed to whole CTA slices. Every flag combination
+ * runs (bad CTAs skipped, aggregate only, time_shift), then the Proton
+ * host-buffer encoder on the same bytes. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t n = size - size % l.per_cta_bytes;
   if (!n)
     return 0;
-  for (unsigned flags = 0; flags < 2; flags++) {
+  for (unsigned flags = 0; flags < 8; flags++) {
     cproton_decoded *d = NULL;
     if (cproton_buffer_decode(data, n, &l, flags, &d) == CPROTON_OK) {
       for (size_t i = 0; i < cproton_decoded_n_warps(d); i++) {
@@ -44,5 +46,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     cproton_decoded_free(d);
   }
+  void *enc = NULL;
+  size_t enc_size = 0;
+  if (cproton_buffer_to_proton(data, n, &l, 4, &enc, &enc_size) == CPROTON_OK && enc_size < n / l.per_cta_bytes)
+    abort(); /* at least one block per CTA */
+  cproton_free(enc);
   return 0;
 }

@@ -2,20 +2,24 @@
 # tests/gpu/bench.sh OUT BUILD -- every GPU benchmark in bench/, in one go:
 # the CUPTI launch-bound benchmark (issue 3), the Python hook/context
 # overhead (issue 4), intra-kernel instrumentation overhead (issue 6), and
-# the C scope pair on the GPU host's CPU. Prints RESULT lines and tables.
-# BENCH="scope instrument cupti launch" picks which (all by default).
+# the C scope pair on the GPU host's CPU, the instrumentation wall time per
+# launch and the decoder's throughput (issue 12). Prints RESULT lines and
+# tables. BENCH="scope instrument wall decode cupti launch" picks which (all
+# by default).
 set -u
 out=${1:-/tmp/cproton-bench}
 build=${2:-${BUILD:-build}}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out"
 py=${PYTHON:-python3}
-which=${BENCH:-"scope instrument cupti launch"}
+which=${BENCH:-"scope instrument wall decode cupti launch"}
 for b in $which; do
   case $b in
     scope) "$build/bench/scope_bench" 2000000 11 | sed 's/^/scope_bench: /' ;;
     instrument) $py "$root/bench/instrument_overhead.py" --reps ${REPS:-7} 2>&1 |
                   tee "$out/instrument_overhead.txt" ;;
+    wall) $py "$root/bench/instrument_wall.py" --reps ${REPS:-3} 2>&1 | tee "$out/instrument_wall.txt" ;;
+    decode) "$build/bench/decode_bench" 3 | tee "$out/decode_bench.txt" ;;
     cupti) $py "$root/bench/cupti_overhead.py" --lib "$build/libcproton.so" --out "$out/cupti" \
              --steps ${STEPS:-20000} --reps ${REPS:-5} 2>&1 | tee "$out/cupti_overhead.txt" ;;
     launch) $py "$root/tests/gpu/python/launch_overhead.py" "$out" 2>&1 |

@@ -1,6 +1,6 @@
 """cproton.language and the instrumentation hook, compiled ahead of time for
 sm_90 without a GPU: with an instrumentation session the markers
-`// @cproton record start|end <name>` reach the PTX in program order (each
+`// @cproton proton.record start|end <name>` reach the PTX in program order (each
 followed by the `mov.u32 %rN, 0;` the inline asm defines) and the hook's
 PTX pass lowers them; without one, the kernel carries no marker at all."""
 import re
@@ -55,7 +55,7 @@ def compile_ptx(fn, signature, constexprs):
     """Markers only: the flag on, no PTX pass (a cache key of its own)."""
     flags.instrumentation_on = True
     try:
-        return compile_kernel(fn, signature, constexprs, "cproton-test-markers").asm["ptx"]
+        return compile_kernel(fn, signature, constexprs, "cproton-test-markers:" + pl.marker_text(True, "x")).asm["ptx"]
     finally:
         flags.instrumentation_on = False
 
@@ -64,9 +64,9 @@ def markers(ptx):
     lines = [ln.strip() for ln in ptx.splitlines()]
     out = []
     for i, ln in enumerate(lines):
-        m = re.match(r"// @cproton record (start|end) (\S+)$", ln)
+        m = re.match(r"// @cproton proton.record (start|end) (\S+)$", ln)
         if m:
-            assert re.match(r"mov\.u32 %r\d+, 0;$", lines[i + 1]), lines[i + 1]
+            assert re.match(r"mov\.u32 %r\d+, %clock;$", lines[i + 1]), lines[i + 1]
             out.append((m.group(1), m.group(2)))
     return out
 
@@ -91,8 +91,8 @@ def test_bad_scope_names(bad):
 
 
 def test_marker_text_shape():
-    assert pl.marker_text(True, "dot") == "// @cproton record start dot\n\tmov.u32 $0, 0;"
-    assert pl.marker_text(False, "dot").startswith("// @cproton record end dot")
+    assert pl.marker_text(True, "dot") == "// @cproton proton.record start dot\n\tmov.u32 $0, %clock;"
+    assert pl.marker_text(False, "dot").startswith("// @cproton proton.record end dot")
 
 
 def test_no_session_no_markers():
@@ -152,3 +152,31 @@ def test_bad_modes_and_filters():
         instr.set_filter(include=3)
     with pytest.raises(ValueError):
         _cproton.instr_register("k", {"per_cta_bytes": 1})
+
+
+def test_gluon_kernel_is_instrumented():
+    """Gluon kernels take the same markers (Proton instruments Gluon too)."""
+    gluon = pytest.importorskip("triton.experimental.gluon")
+    gl = gluon.language
+
+    @gluon.jit
+    def gk(x, BLOCK: gl.constexpr):
+        layout: gl.constexpr = gl.BlockedLayout([1], [32], [4], [0])
+        pl.enter_scope("load")
+        offs = gl.arange(0, BLOCK, layout=layout)
+        v = gl.load(x + offs)
+        pl.exit_scope("load")
+        gl.store(x + offs, v + 1)
+
+    hook = instr.InstrumentationHook("default")
+    hook.activate()
+    try:
+        import triton.knobs as knobs
+        src = gluon._runtime.GluonASTSource(gk, {"x": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": 128})
+        k = triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                           options={"num_warps": 4, "instrumentation_mode": knobs.compilation.instrumentation_mode})
+    finally:
+        hook.deactivate()
+    assert k.metadata.cproton_layout["scope_names"] == ["load"]
+    assert k.metadata.profile_scratch_size == k.metadata.cproton_layout["per_cta_bytes"] > 0
+    assert "%globaltimer" in k.asm["ptx"] and len(k.asm["cubin"]) > 0

@@ -271,3 +271,123 @@ Test(backend_decode, layout_from_the_pass) {
   cproton_ptx_free(p);
   free(buf);
 }
+
+/* The circular buffer of circular_wrap_counts_dropped, decoded with and
+ * without event lists: same totals, per-scope unpaired counts, and the
+ * CTA's latest end (what the runtime measures the SM clock with). */
+Test(backend_decode, aggregate_only_matches_full_decode) {
+  cproton_buffer_layout l = layout(1, 64, CPROTON_COUNTER_CLOCK64);
+  unsigned char *buf = calloc(1, l.per_cta_bytes);
+  header(buf, &l, 0, 1);
+  for (int i = 0; i < 5; i++) {
+    record(buf, &l, 0, 0, 2, 0, 6000 + 100 * i);
+    record(buf, &l, 0, 0, 2, 1, 6000 + 100 * i + 7);
+  }
+  record(buf, &l, 0, 0, 0, 0, 7000);
+  for (unsigned f = 0; f <= CPROTON_DECODE_NO_EVENTS; f += CPROTON_DECODE_NO_EVENTS) {
+    cproton_decoded *d = decode(buf, l.per_cta_bytes, &l, f);
+    cproton_decoded_scope s;
+    cproton_decoded_get_scope(d, 2, &s);
+    cr_assert_eq(s.cycles, 21);
+    cr_assert_eq(s.count, 3);
+    cr_assert_eq(s.unpaired, 1, "the end whose start was overwritten");
+    cproton_decoded_get_scope(d, 0, &s);
+    cr_assert_eq(s.unpaired, 1, "the start left open");
+    cr_assert_eq(cproton_decoded_n_warps(d), f ? 0 : 1, "no per-unit entries when aggregating");
+    cr_assert_eq(cproton_decoded_n_dropped(d), 3);
+    cr_assert_eq(cproton_decoded_n_unpaired(d), 2);
+    cproton_decoded_cta c;
+    cproton_decoded_get_cta(d, 0, &c);
+    cr_assert_eq(c.last_end, 1407);
+    cproton_decoded_free(d);
+  }
+  free(buf);
+}
+
+static uint32_t get32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Proton's host-buffer layout: header, uid vector, per block the preamble,
+ * ids, word counts and records oldest first with 8-bit scope ids. */
+Test(backend_decode, proton_host_buffer_layout) {
+  cproton_buffer_layout l = layout(2, 32, CPROTON_COUNTER_CLOCK64); /* 4 records */
+  l.unit_warp[0] = 0;
+  l.unit_warp[1] = 2; /* warps 0 and 2 sampled out of 4 */
+  unsigned char *buf = calloc(2, l.per_cta_bytes);
+  header(buf, &l, 0, 4); /* CTA 1 never finalized */
+  record(buf, &l, 0, 0, 1, 0, 0x123400000000ull + 5);
+  record(buf, &l, 0, 0, 1, 1, 0x123400000000ull + 9);
+  for (int i = 0; i < 3; i++) { /* unit 1 wraps: 6 written, 4 kept */
+    record(buf, &l, 0, 1, 0, 0, 100 + 10 * i);
+    record(buf, &l, 0, 1, 0, 1, 105 + 10 * i);
+  }
+  void *out = NULL;
+  size_t n = 0;
+  cr_assert_eq(cproton_buffer_to_proton(buf, 2 * (size_t)l.per_cta_bytes, &l, 4, &out, &n), CPROTON_OK, "%s",
+               cproton_last_error());
+  const unsigned char *b = out;
+  uint32_t block = 40 + 4 * 4 + 2 * 32;
+  cr_assert_eq(get32(b), 1);
+  cr_assert_eq(get32(b + 12), 48, "payload offset after 2 uids");
+  cr_assert_eq(get32(b + 16), 2 * block);
+  cr_assert_eq(get32(b + 24), 2, "blocks");
+  cr_assert_eq(get32(b + 28), 4, "total units");
+  cr_assert_eq(get32(b + 32), block);
+  cr_assert_eq(get32(b + 36), 2);
+  cr_assert_eq(get32(b + 40), 0);
+  cr_assert_eq(get32(b + 44), 2);
+  cr_assert_eq(n, 48 + 2 * (size_t)block);
+  const unsigned char *p = b + 48;
+  cr_assert_eq(get32(p), 0xdeadbeefu);
+  cr_assert_eq(get32(p + 8), 100, "SM id");
+  cr_assert_eq(get32(p + 12), 64, "buf size");
+  cr_assert_eq(get32(p + 40 + 0), 4, "warp 0: 2 records = 4 words");
+  cr_assert_eq(get32(p + 40 + 8), 12, "warp 2: 6 records written");
+  cr_assert_eq(get32(p + 40 + 4), 0);
+  const unsigned char *r = p + 56;
+  cr_assert_eq(get32(r), (1u << 23) | 0x234u, "start, scope 1, counter bits 32..42");
+  cr_assert_eq(get32(r + 4), 5);
+  cr_assert_eq(get32(r + 8), 0x80000000u | (1u << 23) | 0x234u);
+  r += 32; /* warp 2's segment, oldest surviving first */
+  cr_assert_eq(get32(r + 4), 110);
+  cr_assert_eq(get32(r + 12), 115);
+  cr_assert_eq(get32(r + 24 + 4), 125);
+  cr_assert_eq(get32(b + 48 + block), 0, "unfinalized CTA: no preamble");
+  cproton_free(out);
+  l.n_scopes = 3;
+  cr_assert_eq(cproton_buffer_to_proton(buf, 2 * (size_t)l.per_cta_bytes, &l, 2, &out, &n), CPROTON_EINVAL,
+               "warp 2 of a 2-warp kernel");
+  cr_assert_eq(cproton_buffer_to_proton(buf, 7, &l, 4, &out, &n), CPROTON_EPARSE);
+  free(buf);
+}
+
+/* Proton's time_shift: the k-th record of a unit moves k x 7 cycles
+ * earlier; an occurrence shorter than the shift keeps half of it. */
+Test(backend_decode, time_shift_removes_the_record_cost) {
+  cproton_buffer_layout l = layout(1, 256, CPROTON_COUNTER_CLOCK64);
+  unsigned char *buf = calloc(1, l.per_cta_bytes);
+  header(buf, &l, 0, 1);
+  record(buf, &l, 0, 0, 0, 0, 5100); /* k=1: 100 -> 93 */
+  record(buf, &l, 0, 0, 1, 0, 5120); /* k=2: 120 -> 106 */
+  record(buf, &l, 0, 0, 1, 1, 5125); /* k=3: 125 -> 104 < 106: 106 + 3 */
+  record(buf, &l, 0, 0, 0, 1, 5300); /* k=4: 300 -> 272 */
+  cproton_decoded *d = decode(buf, l.per_cta_bytes, &l, CPROTON_DECODE_TIME_SHIFT);
+  cproton_decoded_warp w;
+  cproton_decoded_get_warp(d, 0, &w);
+  cr_assert_eq(w.events[0].start, 106);
+  cr_assert_eq(w.events[0].end, 109);
+  cr_assert_eq(w.events[1].start, 93);
+  cr_assert_eq(w.events[1].end, 272);
+  cproton_decoded_cta c;
+  cproton_decoded_get_cta(d, 0, &c);
+  cr_assert_eq(c.last_end, 300, "the clock is measured unshifted");
+  cproton_decoded_free(d);
+  l.counter = CPROTON_COUNTER_GLOBALTIMER;
+  buf[CP_HDR_COUNTER] = CPROTON_COUNTER_GLOBALTIMER;
+  d = decode(buf, l.per_cta_bytes, &l, CPROTON_DECODE_TIME_SHIFT);
+  cproton_decoded_get_warp(d, 0, &w);
+  cr_assert_eq(w.events[1].start, 100, "nanoseconds are not shifted");
+  cproton_decoded_free(d);
+  free(buf);
+}

@@ -37,6 +37,16 @@ Test(instr_mode, proton_mode_strings) {
   cr_assert_eq(cproton_instr_mode_options("default:oops", &o), CPROTON_EINVAL);
   cr_assert_eq(cproton_instr_mode_options("default:sampling_options=x", &o),
                CPROTON_EINVAL);
+  /* optimizations: Proton's four names, comma-separated; others refused */
+  unsigned f = 99;
+  cr_assert_eq(cproton_instr_mode_decode_flags(
+                   "default:optimizations=clock32,time_shift,sched_stores,sched_barriers", &f),
+               CPROTON_OK, "%s", cproton_last_error());
+  cr_assert_eq(f, CPROTON_DECODE_TIME_SHIFT);
+  cr_assert_eq(cproton_instr_mode_decode_flags("default:optimizations=clock32", &f), CPROTON_OK);
+  cr_assert_eq(f, 0u);
+  cr_assert_eq(cproton_instr_mode_options("default:optimizations=clock32,turbo", &o), CPROTON_EINVAL);
+  cr_assert(strstr(cproton_last_error(), "turbo"));
 }
 
 static const char *const names[] = {"outer", "inner"};
@@ -89,18 +99,24 @@ static void fill(unsigned char *buf, const cproton_buffer_layout *l) {
 
 static void reset(void) { cp_session_reset_all(); }
 
+/* A tree session named `name` on the "none" backend (no driver here). */
+static int tree_session(const char *name) {
+  cproton_session_options o;
+  cproton_session_options_init(&o);
+  o.name = cpt_tmp_path(name);
+  o.backend = "none";
+  int sid;
+  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK);
+  return sid;
+}
+
 Test(instr_runtime, host_buffers_land_under_kernel_scopes, .init = reset) {
   cproton_buffer_layout l = layout();
   cproton_instr_kernel *k;
   cr_assert_eq(cproton_instr_kernel_new("mm_kernel", &l, &k), CPROTON_OK);
   unsigned char buf[512];
   fill(buf, &l);
-  cproton_session_options o;
-  cproton_session_options_init(&o);
-  o.name = cpt_tmp_path("instr");
-  o.backend = "none";
-  int sid;
-  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK);
+  int sid = tree_session("instr");
   cproton_scope_enter("step", NULL);
   for (int launch = 0; launch < 3; launch++)
     cr_assert_eq(cproton_instr_record_host(k, buf, l.per_cta_bytes, 0),
@@ -147,7 +163,9 @@ static const char *trace_one_buffer(const char *stem, const char *format) {
   o.backend = "none";
   int sid;
   cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK);
+  cproton_scope_enter("test", NULL); /* a CPU scope: in the call stack only */
   cr_assert_eq(cproton_instr_record_host(k, buf, l.per_cta_bytes, 0), CPROTON_OK);
+  cproton_scope_exit("test");
   cr_assert_eq(cproton_session_finalize(sid, format), CPROTON_OK, "%s",
                cproton_last_error());
   cproton_instr_kernel_free(k);
@@ -175,7 +193,20 @@ Test(instr_runtime, trace_regions_per_warp_and_line, .init = reset) {
     }
   }
   cr_assert_eq(regions, 4, "2 warps x 2 scopes");
+  cr_assert_eq(json_array_size(events), 4, "Proton's layout: the regions and nothing else");
   cr_assert_eq(inner_line1, 2);
+  /* Proton's order (SM, CTA, warp, start), and the host's call stack up to
+   * the kernel, as Proton's trace writes them */
+  const char *order[4][2] = {{"outer", "warp 0 (line 0)"}, {"inner", "warp 0 (line 1)"},
+                             {"outer", "warp 1 (line 0)"}, {"inner", "warp 1 (line 1)"}};
+  for (size_t r = 0; r < 4; r++) {
+    e = json_array_get(events, r);
+    cr_assert_str_eq(json_string_value(json_object_get(e, "name")), order[r][0]);
+    cr_assert_str_eq(json_string_value(json_object_get(e, "tid")), order[r][1]);
+    json_t *stack = json_object_get(json_object_get(e, "args"), "call_stack");
+    cr_assert_str_eq(json_string_value(json_array_get(stack, json_array_size(stack) - 1)), "mm_kernel");
+    cr_assert_str_eq(json_string_value(json_array_get(stack, json_array_size(stack) - 2)), "test");
+  }
   json_decref(j);
 }
 
@@ -202,6 +233,41 @@ Test(instr_runtime, trace_regions_as_perfetto_warp_tracks, .init = reset) {
   cr_assert(contains(pf, n, "warp 0") && contains(pf, n, "warp 1"));
   cr_assert(contains(pf, n, "outer") && contains(pf, n, "inner"));
   free(pf);
+}
+
+/* Overwritten records: counted on the kernel's node; the surviving record
+ * whose partner they were, on its scope's node. */
+Test(instr_runtime, drops_are_metrics, .init = reset) {
+  cproton_buffer_layout l = layout();
+  cproton_instr_kernel *k;
+  cr_assert_eq(cproton_instr_kernel_new("mm_kernel", &l, &k), CPROTON_OK);
+  unsigned char buf[512];
+  fill(buf, &l);
+  /* unit 1 wrote 10 records into its 8 slots: the first two (outer's start
+   * and inner's start) were overwritten; slot 0..1 hold records 8, 9 */
+  put32(buf + CP_HDR_COUNTS + 4, 10);
+  for (int r = 4; r < 8; r++)
+    put64(buf + l.header_bytes + 64 + 8 * r, ((uint64_t)cp_layout_tag(1, r % 2) << 48) | (5200 + 10 * r));
+  put64(buf + l.header_bytes + 64, ((uint64_t)cp_layout_tag(0, 0) << 48) | 5300);
+  put64(buf + l.header_bytes + 64 + 8, ((uint64_t)cp_layout_tag(0, 1) << 48) | 5310);
+  int sid = tree_session("instr_drops");
+  cr_assert_eq(cproton_instr_record_host(k, buf, l.per_cta_bytes, 0), CPROTON_OK, "%s", cproton_last_error());
+  char *json;
+  cr_assert_eq(cproton_session_data_json(sid, &json, NULL), CPROTON_OK);
+  json_t *j = cpt_parse_json(json);
+  cproton_free(json);
+  json_t *kern = json_array_get(json_object_get(json_array_get(j, 0), "children"), 0);
+  json_t *km = json_object_get(kern, "metrics");
+  cr_assert_eq(json_integer_value(json_object_get(km, "dropped_records")), 2);
+  json_t *outer = json_array_get(json_object_get(kern, "children"), 0);
+  json_t *inner = json_array_get(json_object_get(outer, "children"), 0);
+  /* unit 1 kept: inner end(30), outer end(100), then inner x2 pairs, outer pair */
+  cr_assert_eq(json_integer_value(json_object_get(json_object_get(outer, "metrics"), "unpaired_records")), 1);
+  cr_assert_eq(json_integer_value(json_object_get(json_object_get(inner, "metrics"), "unpaired_records")), 1);
+  cr_assert_eq(json_integer_value(json_object_get(json_object_get(inner, "metrics"), "count")), 1 + 2);
+  json_decref(j);
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  cproton_instr_kernel_free(k);
 }
 
 Test(instr_runtime, bad_arguments) {

@@ -201,7 +201,7 @@ Test(instrument_pass, sampling_and_granularity_size_units) {
 
 Test(instrument_pass, shared_default_shrinks_with_existing_shared) {
   size_t n;
-  char *in = fixture("vadd_sm90", &n);
+  char *in = fixture("mm_pipelined_sm90", &n); /* markers in the K loop */
   cproton_ptx_options o;
   cproton_ptx_options_init(&o);
   o.existing_shared_bytes = 232448 - 1000; /* 1000 bytes left for 4 warps */
@@ -213,5 +213,45 @@ Test(instrument_pass, shared_default_shrinks_with_existing_shared) {
   o.existing_shared_bytes = 232448 - 100;
   cr_assert_eq(cproton_ptx_instrument(in, n, &o, &p), CPROTON_ELIMIT);
   cr_assert(strstr(cproton_last_error(), "buffer=global"));
+  free(in);
+}
+
+/* A kernel whose markers all run at most once gets one slot per marker by
+ * default (nothing can be overwritten); one with a marker in a loop (a
+ * backward branch around it) gets the usual default. */
+#define LOOP_PTX(before, inside)                                                        \
+  ".version 8.4\n.target sm_90a\n.address_size 64\n"                                  \
+  ".visible .entry k(.param .u64 k_param_0)\n.reqntid 64\n{\n\t.reg .pred %p<2>;\n"   \
+  "\t.reg .b32 %r<4>;\n" before "$L__BB0_1:\n" inside                                  \
+  "\tadd.s32 %r1, %r1, 1;\n\tsetp.lt.s32 %p1, %r1, 8;\n\t@%p1 bra $L__BB0_1;\n"      \
+  "\tbra.uni $L__BB0_2;\n$L__BB0_2:\n\tret;\n}\n"
+#define MARKS "\t// @cproton proton.record start a\n\t// @cproton record end a\n"
+
+static uint32_t default_segment(const char *ptx, cproton_buffer_kind buffer) {
+  cproton_ptx_options o;
+  cproton_ptx_options_init(&o);
+  o.buffer = buffer;
+  cproton_ptx *p = run(ptx, strlen(ptx), &o);
+  cproton_buffer_layout l;
+  cproton_ptx_kernel_layout(p, 0, &l);
+  cproton_ptx_free(p);
+  return l.segment_bytes;
+}
+
+Test(instrument_pass, loop_free_kernels_get_one_slot_per_marker) {
+  cr_assert_eq(default_segment(LOOP_PTX(MARKS, ""), CPROTON_BUFFER_GLOBAL), 16, "2 records, 16-byte minimum");
+  cr_assert_eq(default_segment(LOOP_PTX(MARKS, ""), CPROTON_BUFFER_SHARED), 64, "shared minimum");
+  cr_assert_eq(default_segment(LOOP_PTX("", MARKS), CPROTON_BUFFER_GLOBAL), 4096, "marker in the loop");
+  cr_assert_eq(default_segment(LOOP_PTX("", MARKS), CPROTON_BUFFER_SHARED), 1024, "the shared default");
+  size_t n;
+  char *in = fixture("vadd_sm90", &n);
+  cproton_ptx_options o;
+  cproton_ptx_options_init(&o);
+  o.buffer_size = 4096; /* an explicit size wins */
+  cproton_ptx *p = run(in, n, &o);
+  cproton_buffer_layout l;
+  cproton_ptx_kernel_layout(p, 0, &l);
+  cr_assert_eq(l.segment_bytes, 1024);
+  cproton_ptx_free(p);
   free(in);
 }

@@ -83,6 +83,35 @@ static void warn_negative_bytes(const vw_tree *t, const int *cols, int n) {
   }
 }
 
+/* Sum of raw metric `name` over every node, or -1 when no node has it. */
+static double metric_total(vw_tree *t, const char *name) {
+  int present = 0;
+  for (int i = 0; i < t->n_exc_raw; i++)
+    present |= !strcmp(t->exc_raw[i], name);
+  char buf[64];
+  snprintf(buf, sizeof buf, "%s", name);
+  char *m = buf;
+  int col;
+  if (!present || vw_derive(t, &m, 1, &col))
+    return -1;
+  double sum = 0;
+  for (uint32_t i = 0; i < t->n; i++)
+    sum += isnan(t->cols[col].v[i]) ? 0 : t->cols[col].v[i];
+  return sum;
+}
+
+/* Intra-kernel records lost to full buffers are never silent: say so, with
+ * the metrics that show where (cproton's instrumentation profiles). */
+static void warn_drops(vw_tree *t) {
+  double dropped = metric_total(t, "dropped_records");
+  double unpaired = metric_total(t, "unpaired_records");
+  if (dropped > 0 || unpaired > 0)
+    printf("Warning: %.0f intra-kernel records were overwritten by full buffers "
+           "and %.0f left unpaired; -m dropped_records (per kernel) and -m "
+           "unpaired_records (per scope) show where; a larger buffer_size "
+           "avoids it\n\n", dropped > 0 ? dropped : 0, unpaired > 0 ? unpaired : 0);
+}
+
 static int run(vw_args *a) {
   vw_tree t, r;
   memset(&r, 0, sizeof r);
@@ -102,6 +131,8 @@ static int run(vw_args *a) {
     vw_tree_free(&t);
     return rc;
   }
+  if (!a->output || !strcmp(a->output, "tree"))
+    warn_drops(&t); /* machine-readable outputs stay clean */
   char *spec = a->metrics ? strdup(a->metrics) : NULL;
   if ((n = split_metrics(&t, spec, metrics)) < 0 ||
       prepare(a, metrics, n, &t, cols))

@@ -19,7 +19,14 @@ Triton's public hooks:
   path and adds per-scope metrics under the kernel's node.
 
 Only one instrumentation hook is active at a time, as in Proton.
+
+``InstrumentationHook.enable_host_buffer = True`` makes each launch also
+fill ``InstrumentationHook.host_buffer`` (a CPU ``torch.uint8`` tensor, or
+``bytes`` without torch) with that launch's records in Proton's binary
+host-buffer layout (``cproton_buffer_to_proton``): a debugging aid that
+waits for the kernel, as Proton's does.
 """
+import hashlib
 import json
 import re
 import threading
@@ -39,6 +46,8 @@ _exclude: Optional[str] = None
 # Triton loads a kernel once per process, so a later session (a new hook)
 # must still find the kernels an earlier one saw loaded.
 _handles: Dict[Any, int] = {}
+# CUfunction -> (layout dict, warps per CTA), for the host buffer.
+_layouts: Dict[Any, tuple] = {}
 
 
 def set_filter(include: Optional[str] = None, exclude: Optional[str] = None) -> None:
@@ -72,9 +81,26 @@ def _knobs():
     return knobs
 
 
+def host_buffer_bytes(layout: Dict[str, Any], data: bytes, num_warps: int) -> bytes:
+    """A profile buffer of ``layout`` (bytes copied from the device) in
+    Proton's host-buffer layout: what ``InstrumentationHook.host_buffer``
+    holds."""
+    return _cproton.buffer_to_proton(layout, data, int(num_warps))
+
+
+def _as_tensor(data: bytes):
+    try:
+        import torch
+    except ImportError:
+        return data
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8)
+
+
 class InstrumentationHook(Hook):
     priority: int = 0
     active_count: int = 0
+    enable_host_buffer: bool = False
+    host_buffer: Optional[Any] = None
 
     def __init__(self, mode_obj: Union[None, str, _mode.InstrumentationMode]):
         self.mode: _mode.InstrumentationMode = _interpret_mode(mode_obj)
@@ -103,7 +129,12 @@ class InstrumentationHook(Hook):
             self._wrap_ptx_stage(stages)
 
         knobs.runtime.add_stages_inspection_hook = stages_hook
-        knobs.compilation.instrumentation_mode = f"cproton:{self.mode_str}:include={_include}:exclude={_exclude}"
+        # the marker text is part of the key: kernels cached with another
+        # cproton's markers are compiled again
+        from ..language import marker_text
+        markers = hashlib.sha1(marker_text(True, "x").encode()).hexdigest()[:12]
+        knobs.compilation.instrumentation_mode = (f"cproton:{self.mode_str}:include={_include}:exclude={_exclude}"
+                                                  f":markers={markers}")
         from triton.runtime._allocation import set_profile_allocator
         set_profile_allocator(self._allocate)
 
@@ -118,6 +149,7 @@ class InstrumentationHook(Hook):
             knobs.runtime.add_stages_inspection_hook, knobs.compilation.instrumentation_mode, allocator = self._saved
             set_profile_allocator(allocator)
             self._saved = None
+        InstrumentationHook.host_buffer = None
         _cproton.instr_flush()
 
     # ---- compile time ---------------------------------------------------
@@ -158,9 +190,11 @@ class InstrumentationHook(Hook):
         if path is None:
             return
         with open(path) as f:
-            layout = json.load(f).get("cproton_layout")
+            meta = json.load(f)
+        layout = meta.get("cproton_layout")
         if layout:
             self.handles[function] = _cproton.instr_register(name, layout)
+            _layouts[function] = (layout, int(meta.get("num_warps") or 0))
 
     # ---- launch time ----------------------------------------------------
 
@@ -171,7 +205,8 @@ class InstrumentationHook(Hook):
         return ptr
 
     def enter(self, metadata) -> None:
-        pass
+        if InstrumentationHook.enable_host_buffer:
+            InstrumentationHook.host_buffer = None
 
     def exit(self, metadata) -> None:
         pending = getattr(self.local, "pending", None)
@@ -179,8 +214,13 @@ class InstrumentationHook(Hook):
             return
         self.local.pending = None
         ptr, size, stream = pending
-        handle = self.handles.get(metadata.data.get("function")) if metadata is not None else None
+        function = metadata.data.get("function") if metadata is not None else None
+        handle = self.handles.get(function)
         if handle is None:
             _cproton.instr_release(ptr)
             return
+        if InstrumentationHook.enable_host_buffer and function in _layouts:
+            layout, num_warps = _layouts[function]
+            raw = _cproton.instr_read(ptr, size, stream)
+            InstrumentationHook.host_buffer = _as_tensor(host_buffer_bytes(layout, raw, num_warps))
         _cproton.instr_launch(handle, ptr, size, stream)

@@ -21,7 +21,9 @@ struct cproton_decoded {
   size_t n_scopes;
   char **names;
   int32_t *parents;
-  uint64_t *cycles, *counts;
+  uint64_t *cycles, *counts, *unpaired_by_scope;
+  unsigned flags;
+  int64_t shift; /* time_shift: cycles per record, else 0 */
   size_t n_units_total; /* units * valid CTAs, for normalisation */
   cproton_decoded_cta *ctas;
   size_t n_ctas, n_bad;
@@ -38,11 +40,27 @@ typedef struct open_rec {
   int64_t t;
 } open_rec;
 
-static uint32_t rd32(const unsigned char *p) {
+/* Little-endian loads: one plain load on little-endian hosts (the decoder
+ * reads every surviving record, so this is its inner loop). */
+static inline uint32_t rd32(const unsigned char *p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint32_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+#else
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+#endif
 }
 
-static uint64_t rd64(const unsigned char *p) { return rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+static inline uint64_t rd64(const unsigned char *p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+#else
+  return rd32(p) | (uint64_t)rd32(p + 4) << 32;
+#endif
+}
 
 static int check_layout(const cproton_buffer_layout *l) {
   uint32_t n = l->n_units, seg = l->segment_bytes;
@@ -68,7 +86,8 @@ static int copy_scopes(cproton_decoded *d, const cproton_buffer_layout *l) {
   d->parents = calloc(n, sizeof *d->parents);
   d->cycles = calloc(n, sizeof *d->cycles);
   d->counts = calloc(n, sizeof *d->counts);
-  if (!d->names || !d->parents || !d->cycles || !d->counts)
+  d->unpaired_by_scope = calloc(n, sizeof *d->unpaired_by_scope);
+  if (!d->names || !d->parents || !d->cycles || !d->counts || !d->unpaired_by_scope)
     return cp_error_set(CPROTON_ENOMEM, "out of memory decoding");
   for (size_t i = 0; i < l->n_scopes; i++) {
     d->names[i] = strdup(l->scope_names[i]);
@@ -109,10 +128,15 @@ static int check_cta(const unsigned char *p, size_t i, const cproton_buffer_layo
   c->start_counter = rd64(p + CP_HDR_START_CTR);
   c->finalize_time = rd64(p + CP_HDR_FIN_TIME);
   c->end_time = rd64(p + CP_HDR_END_TIME);
+  c->last_end = 0;
   return 0;
 }
 
 static int add_event(cproton_decoded *d, uint32_t scope, uint32_t depth, int64_t start, int64_t end) {
+  d->cycles[scope] += end > start ? (uint64_t)(end - start) : 0;
+  d->counts[scope]++;
+  if (d->flags & CPROTON_DECODE_NO_EVENTS)
+    return 0;
   if (d->n_events == d->cap_events) {
     size_t cap = d->cap_events ? d->cap_events * 2 : 256;
     cproton_decoded_event *e = realloc(d->events, cap * sizeof *e);
@@ -122,9 +146,13 @@ static int add_event(cproton_decoded *d, uint32_t scope, uint32_t depth, int64_t
     d->cap_events = cap;
   }
   d->events[d->n_events++] = (cproton_decoded_event){scope, depth, start, end};
-  d->cycles[scope] += end > start ? (uint64_t)(end - start) : 0;
-  d->counts[scope]++;
   return 0;
+}
+
+/* A surviving record of `scope` without a partner. */
+static void unpaired(cproton_decoded *d, cproton_decoded_warp *w, uint32_t scope) {
+  w->n_unpaired++;
+  d->unpaired_by_scope[scope]++;
 }
 
 /* An end of `scope` at `t`: closes the innermost open `scope`; starts
@@ -135,17 +163,21 @@ static int close_scope(cproton_decoded *d, cproton_decoded_warp *w, open_rec *st
   while (j > 0 && st[j - 1].scope != scope)
     j--;
   if (j == 0) {
-    w->n_unpaired++;
+    unpaired(d, w, scope);
     return 0;
   }
-  w->n_unpaired += (uint32_t)(*depth - j);
+  for (size_t k = j; k < *depth; k++)
+    unpaired(d, w, st[k].scope);
   *depth = j - 1;
+  if (d->shift && t < st[j - 1].t) /* shorter than the shift: Proton's rule */
+    t = st[j - 1].t + d->shift / 2;
   return add_event(d, scope, (uint32_t)(j - 1), st[j - 1].t, t);
 }
 
 /* Pairs the surviving records of one unit. `seg` is its segment. */
 static int pair_unit(cproton_decoded *d, cproton_decoded_warp *w, const unsigned char *seg,
-                     const cproton_buffer_layout *l, uint64_t start_ctr) {
+                     const cproton_buffer_layout *l, cproton_decoded_cta *c) {
+  uint64_t start_ctr = c->start_counter;
   uint64_t cap = l->segment_bytes / CP_LAYOUT_RECORD_BYTES;
   uint64_t kept = w->n_written < cap ? w->n_written : cap;
   unsigned bits = cp_layout_counter_bits(l->counter);
@@ -153,42 +185,53 @@ static int pair_unit(cproton_decoded *d, cproton_decoded_warp *w, const unsigned
   open_rec st[CP_DECODE_MAX_DEPTH];
   size_t depth = 0;
   int64_t t = 0;
-  uint64_t prev = start_ctr & mask;
-  w->n_dropped = w->n_written - kept;
-  for (uint64_t k = w->n_written - kept; k < w->n_written; k++) {
-    uint64_t v = rd64(seg + (k % cap) * CP_LAYOUT_RECORD_BYTES);
+  uint64_t prev = start_ctr & mask, first = w->n_written - kept;
+  uint64_t slot = cap - 1; /* segments are powers of two: k mod cap */
+  w->n_dropped = first;
+  for (uint64_t k = first; k < w->n_written; k++) {
+    uint64_t v = rd64(seg + (k & slot) * CP_LAYOUT_RECORD_BYTES);
     uint32_t scope = (uint32_t)(v >> CP_LAYOUT_SCOPE_SHIFT) & 0x7fffu;
     uint64_t delta = ((v & mask) - prev) & mask;
     /* the first record may precede thread 0's start counter slightly */
-    t += (k == w->n_written - kept && delta >= half) ? (int64_t)delta - (int64_t)(mask + 1) : (int64_t)delta;
+    t += (k == first && delta >= half) ? (int64_t)delta - (int64_t)(mask + 1) : (int64_t)delta;
     prev = v & mask;
+    int64_t ts = t - d->shift * (int64_t)(k - first + 1);
     int rc = 0;
     if (scope >= l->n_scopes)
-      w->n_unpaired++;
-    else if (v >> CP_LAYOUT_END_BIT)
-      rc = close_scope(d, w, st, &depth, scope, t);
-    else if (depth == CP_DECODE_MAX_DEPTH)
-      w->n_unpaired++;
+      w->n_unpaired++; /* no scope to charge it to */
+    else if (v >> CP_LAYOUT_END_BIT) {
+      rc = close_scope(d, w, st, &depth, scope, ts);
+      if (t > c->last_end)
+        c->last_end = t; /* unshifted: it measures the clock */
+    } else if (depth == CP_DECODE_MAX_DEPTH)
+      unpaired(d, w, scope);
     else
-      st[depth++] = (open_rec){scope, t};
+      st[depth++] = (open_rec){scope, ts};
     if (rc)
       return rc;
   }
-  w->n_unpaired += (uint32_t)depth;
+  while (depth > 0)
+    unpaired(d, w, st[--depth].scope);
+  return 0;
+}
+
+static int grow_warps(cproton_decoded *d, size_t cap) {
+  cproton_decoded_warp *p = realloc(d->warps, cap * sizeof *p);
+  if (p)
+    d->warps = p;
+  size_t *f = p ? realloc(d->first_event, cap * sizeof *f) : NULL;
+  if (!p || !f)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory decoding");
+  d->first_event = f;
+  d->cap_warps = cap;
   return 0;
 }
 
 static int add_warp(cproton_decoded *d, cproton_decoded_warp **w) {
   if (d->n_warps == d->cap_warps) {
-    size_t cap = d->cap_warps ? d->cap_warps * 2 : 64;
-    cproton_decoded_warp *p = realloc(d->warps, cap * sizeof *p);
-    if (p)
-      d->warps = p;
-    size_t *f = p ? realloc(d->first_event, cap * sizeof *f) : NULL;
-    if (!p || !f)
-      return cp_error_set(CPROTON_ENOMEM, "out of memory decoding");
-    d->first_event = f;
-    d->cap_warps = cap;
+    int rc = grow_warps(d, d->cap_warps ? d->cap_warps * 2 : 64);
+    if (rc)
+      return rc;
   }
   d->first_event[d->n_warps] = d->n_events;
   *w = &d->warps[d->n_warps++];
@@ -197,12 +240,13 @@ static int add_warp(cproton_decoded *d, cproton_decoded_warp **w) {
 }
 
 static int decode_cta(cproton_decoded *d, const unsigned char *p, const cproton_buffer_layout *l,
-                      const cproton_decoded_cta *c) {
+                      cproton_decoded_cta *c) {
   for (uint32_t u = 0; u < l->n_units; u++) {
     if (l->unit_warp[u] >= c->n_active_warps)
       continue; /* the warp was not launched */
-    cproton_decoded_warp *w = NULL;
-    int rc = add_warp(d, &w);
+    /* aggregate-only decodes keep no per-unit entries: one stack copy */
+    cproton_decoded_warp tmp = {0}, *w = &tmp;
+    int rc = d->flags & CPROTON_DECODE_NO_EVENTS ? 0 : add_warp(d, &w);
     if (rc)
       return rc;
     w->cta = (uint32_t)d->n_ctas;
@@ -211,7 +255,7 @@ static int decode_cta(cproton_decoded *d, const unsigned char *p, const cproton_
     w->warp = l->unit_warp[u];
     w->unit = u;
     w->n_written = rd32(p + CP_HDR_COUNTS + 4 * u);
-    rc = pair_unit(d, w, p + l->header_bytes + (size_t)u * l->segment_bytes, l, c->start_counter);
+    rc = pair_unit(d, w, p + l->header_bytes + (size_t)u * l->segment_bytes, l, c);
     if (rc)
       return rc;
     d->dropped += w->n_dropped;
@@ -226,8 +270,13 @@ static int decode_all(cproton_decoded *d, const unsigned char *buf, size_t size,
   d->ctas = calloc(n, sizeof *d->ctas);
   if (!d->ctas)
     return cp_error_set(CPROTON_ENOMEM, "out of memory decoding");
+  int rc0 = flags & CPROTON_DECODE_NO_EVENTS ? 0 : grow_warps(d, n * l->n_units); /* all units usually record */
+  if (rc0)
+    return rc0;
   for (size_t i = 0; i < n; i++) {
     const unsigned char *p = buf + i * (size_t)l->per_cta_bytes;
+    if (i + 8 < n) /* a few slices ahead: the walk is latency-bound */
+      __builtin_prefetch(p + 8 * (size_t)l->per_cta_bytes);
     cproton_decoded_cta *c = &d->ctas[d->n_ctas];
     int rc = check_cta(p, i, l, c);
     if (rc && (flags & CPROTON_DECODE_SKIP_BAD_CTAS)) {
@@ -266,6 +315,9 @@ int cproton_buffer_decode(const void *data, size_t size, const cproton_buffer_la
   cproton_decoded *d = calloc(1, sizeof *d);
   if (!d)
     return cp_error_set(CPROTON_ENOMEM, "out of memory decoding");
+  d->flags = flags;
+  if ((flags & CPROTON_DECODE_TIME_SHIFT) && layout->counter != CPROTON_COUNTER_GLOBALTIMER)
+    d->shift = CPROTON_TIME_SHIFT_CYCLES;
   rc = copy_scopes(d, layout);
   if (!rc)
     rc = decode_all(d, data, size, layout, flags);
@@ -292,6 +344,7 @@ int cproton_decoded_get_scope(const cproton_decoded *d, size_t i, cproton_decode
   out->cycles = d->cycles[i];
   out->count = d->counts[i];
   out->normalized_cycles = d->n_units_total ? (double)d->cycles[i] / (double)d->n_units_total : 0.0;
+  out->unpaired = d->unpaired_by_scope[i];
   return CPROTON_OK;
 }
 
@@ -318,6 +371,7 @@ void cproton_decoded_free(cproton_decoded *d) {
   free(d->parents);
   free(d->cycles);
   free(d->counts);
+  free(d->unpaired_by_scope);
   free(d->ctas);
   free(d->warps);
   free(d->first_event);

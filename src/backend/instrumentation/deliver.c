@@ -47,32 +47,23 @@ static size_t scope_path(const cproton_instr_kernel *k, int32_t s,
   return n;
 }
 
-/* Counter units per nanosecond, measured: the furthest counter value any
- * warp of a CTA recorded, over the globaltimer time until its finalize,
- * summed over CTAs. One pass over the warps (launches have 10^4+ warps). */
+/* Counter units per nanosecond, measured: per CTA, the latest paired end
+ * any unit recorded (counter units after thread 0's start counter) over the
+ * globaltimer time from kernel entry to finalize, summed over CTAs. Falls
+ * back to the device's reported clock when nothing was recorded. */
 static double measured_rate(const cproton_decoded *d, uint32_t counter,
                             uint32_t device) {
   if (counter == CPROTON_COUNTER_GLOBALTIMER)
     return 1.0;
-  size_t n_ctas = cproton_decoded_n_ctas(d), n_warps = cproton_decoded_n_warps(d);
-  int64_t *far = calloc(n_ctas ? n_ctas : 1, sizeof *far);
   double cycles = 0, ns = 0;
-  for (size_t w = 0; far && w < n_warps; w++) {
-    cproton_decoded_warp wp;
-    cproton_decoded_get_warp(d, w, &wp);
-    if (wp.cta < n_ctas && wp.n_events &&
-        wp.events[wp.n_events - 1].end > far[wp.cta])
-      far[wp.cta] = wp.events[wp.n_events - 1].end;
-  }
-  for (size_t c = 0; far && c < n_ctas; c++) {
+  for (size_t c = 0; c < cproton_decoded_n_ctas(d); c++) {
     cproton_decoded_cta cta;
     cproton_decoded_get_cta(d, c, &cta);
-    if (far[c] > 0 && cta.finalize_time > cta.start_time) {
-      cycles += (double)far[c];
+    if (cta.last_end > 0 && cta.finalize_time > cta.start_time) {
+      cycles += (double)cta.last_end;
       ns += (double)(cta.finalize_time - cta.start_time);
     }
   }
-  free(far);
   if (ns > 0 && cycles / ns > 0.1 && cycles / ns < 10.0)
     return cycles / ns;
   cp_device_info devs[CP_MAX_DEVICES];
@@ -103,10 +94,15 @@ static void deliver_scopes(const cproton_instr_kernel *k,
   for (size_t i = 0; i < cproton_decoded_n_scopes(d); i++) {
     cproton_decoded_scope s;
     cproton_decoded_get_scope(d, i, &s);
-    if (s.count == 0)
+    if (s.count == 0 && s.unpaired == 0)
       continue;
     uint32_t path[MAX_NESTING];
     size_t n = scope_path(k, (int32_t)i, path);
+    if (s.unpaired) /* only when there are some: Proton's tree otherwise */
+      add(site, k, path, n, "unpaired_records",
+          (cp_value){CP_VALUE_INT, {.i = (int64_t)s.unpaired}});
+    if (s.count == 0)
+      continue;
     add(site, k, path, n, "cycles", (cp_value){CP_VALUE_INT, {.i = (int64_t)s.cycles}});
     add(site, k, path, n, "normalized_cycles",
         (cp_value){CP_VALUE_DOUBLE, {.d = s.normalized_cycles}});
@@ -118,12 +114,72 @@ static void deliver_scopes(const cproton_instr_kernel *k,
   }
 }
 
-/* Region events: CTAs aligned on their globaltimer start, the earliest at
- * the launch's CPU time so regions sit beside the host timeline. */
-static void deliver_regions(const cproton_instr_kernel *k,
-                            const cp_launch_site *site,
-                            const cproton_decoded *d, double rate) {
-  size_t n_ctas = cproton_decoded_n_ctas(d), n_warps = cproton_decoded_n_warps(d);
+/* Records lost to full circular segments, on the kernel's node (their
+ * scopes are unknown: they were overwritten); CTAs skipped for a bad
+ * header likewise. Only when there are some. */
+static void deliver_drops(const cproton_instr_kernel *k,
+                          const cp_launch_site *site,
+                          const cproton_decoded *d) {
+  uint64_t dropped = cproton_decoded_n_dropped(d);
+  size_t bad = cproton_decoded_n_bad_ctas(d);
+  if (dropped)
+    add(site, k, NULL, 0, "dropped_records",
+        (cp_value){CP_VALUE_INT, {.i = (int64_t)dropped}});
+  if (bad)
+    add(site, k, NULL, 0, "bad_ctas", (cp_value){CP_VALUE_INT, {.i = (int64_t)bad}});
+}
+
+/* Region events in Proton's order (SM, CTA, warp, start), on the
+ * kernel's node: the call stack of an intra-kernel event is the host's
+ * stack up to the kernel, as in Proton's trace. */
+typedef struct region_ref {
+  uint32_t sm, cta, warp;
+  int64_t start;
+  uint32_t w, e; /* warp index in the result, event index in the warp */
+} region_ref;
+
+static int region_cmp(const void *pa, const void *pb) {
+  const region_ref *a = pa, *b = pb;
+  if (a->sm != b->sm)
+    return a->sm < b->sm ? -1 : 1;
+  if (a->cta != b->cta)
+    return a->cta < b->cta ? -1 : 1;
+  if (a->warp != b->warp)
+    return a->warp < b->warp ? -1 : 1;
+  if (a->start != b->start)
+    return a->start < b->start ? -1 : 1;
+  return a->e < b->e ? -1 : a->e > b->e;
+}
+
+static region_ref *sorted_regions(const cproton_decoded *d, size_t *n_out) {
+  size_t n = 0, n_warps = cproton_decoded_n_warps(d);
+  for (size_t w = 0; w < n_warps; w++) {
+    cproton_decoded_warp wp;
+    cproton_decoded_get_warp(d, w, &wp);
+    n += wp.n_events;
+  }
+  region_ref *r = malloc((n ? n : 1) * sizeof *r);
+  if (!r)
+    return NULL;
+  n = 0;
+  for (size_t w = 0; w < n_warps; w++) {
+    cproton_decoded_warp wp;
+    cproton_decoded_get_warp(d, w, &wp);
+    for (size_t e = 0; e < wp.n_events; e++)
+      r[n++] = (region_ref){wp.sm_id, wp.cta_id, wp.warp, wp.events[e].start,
+                            (uint32_t)w, (uint32_t)e};
+  }
+  qsort(r, n, sizeof *r, region_cmp);
+  *n_out = n;
+  return r;
+}
+
+/* CTAs are aligned on their globaltimer start, the earliest at the launch's
+ * CPU time so regions sit beside the host timeline. */
+static int deliver_regions(const cproton_instr_kernel *k,
+                           const cp_launch_site *site,
+                           const cproton_decoded *d, double rate) {
+  size_t n_ctas = cproton_decoded_n_ctas(d), n = 0;
   uint64_t first = UINT64_MAX;
   for (size_t c = 0; c < n_ctas; c++) {
     cproton_decoded_cta cta;
@@ -131,47 +187,60 @@ static void deliver_regions(const cproton_instr_kernel *k,
     if (cta.start_time < first)
       first = cta.start_time;
   }
+  region_ref *r = sorted_regions(d, &n);
+  if (!r)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory ordering regions");
   uint64_t base = site->launch_ns ? site->launch_ns : first;
   uint32_t group = 0;
   cp_strtab_intern(k->name, strlen(k->name), &group);
-  for (size_t w = 0; w < n_warps; w++) {
+  for (size_t i = 0; i < n; i++) {
     cproton_decoded_warp wp;
     cproton_decoded_cta cta;
-    cproton_decoded_get_warp(d, w, &wp);
+    cproton_decoded_get_warp(d, r[i].w, &wp);
     cproton_decoded_get_cta(d, wp.cta, &cta);
+    const cproton_decoded_event *ev = &wp.events[r[i].e];
     double cta0 = (double)base + (double)(cta.start_time - first);
-    for (size_t e = 0; e < wp.n_events; e++) {
-      const cproton_decoded_event *ev = &wp.events[e];
-      uint32_t path[MAX_NESTING];
-      size_t n = scope_path(k, (int32_t)ev->scope, path);
-      cp_event out = {.kind = CP_EVENT_REGION,
-                      .start_ns = (uint64_t)(cta0 + ev->start / rate),
-                      .end_ns = (uint64_t)(cta0 + ev->end / rate),
-                      .name = k->name_ids[ev->scope], .lane = wp.warp,
-                      .device = wp.sm_id, .launch_lane = ev->depth,
-                      .correlation = wp.cta_id, .group = group};
-      cp_session_deliver_event(site, k->name, path, n, &out);
-    }
+    cp_event out = {.kind = CP_EVENT_REGION,
+                    .start_ns = (uint64_t)(cta0 + ev->start / rate),
+                    .end_ns = (uint64_t)(cta0 + ev->end / rate),
+                    .name = k->name_ids[ev->scope], .lane = wp.warp,
+                    .device = wp.sm_id, .launch_lane = ev->depth,
+                    .correlation = wp.cta_id, .group = group};
+    cp_session_deliver_event(site, k->name, NULL, 0, &out);
   }
+  free(r);
+  return CPROTON_OK;
 }
 
-int cp_instr_deliver(const cproton_instr_kernel *k, const cp_launch_site *site,
-                     const void *data, size_t size, uint32_t device) {
-  cproton_decoded *d = NULL;
-  int rc = cproton_buffer_decode(data, size, &k->layout,
-                                 CPROTON_DECODE_SKIP_BAD_CTAS, &d);
-  if (rc) {
-    atomic_fetch_add(&stats.failed, 1);
-    return rc;
-  }
-  atomic_fetch_add(&stats.decoded, 1);
+int cp_instr_decode(const cproton_instr_kernel *k, const cp_launch_site *site,
+                    const void *data, size_t size, cproton_decoded **out) {
+  unsigned flags = CPROTON_DECODE_SKIP_BAD_CTAS | cp_instr_mode_decode_flags();
+  if (!cp_session_site_traces(site))
+    flags |= CPROTON_DECODE_NO_EVENTS;
+  int rc = cproton_buffer_decode(data, size, &k->layout, flags, out);
+  atomic_fetch_add(rc ? &stats.failed : &stats.decoded, 1);
+  return rc;
+}
+
+int cp_instr_deliver_decoded(const cproton_instr_kernel *k,
+                             const cp_launch_site *site, cproton_decoded *d,
+                             uint32_t device) {
   atomic_fetch_add(&stats.dropped, cproton_decoded_n_dropped(d));
   atomic_fetch_add(&stats.unpaired, cproton_decoded_n_unpaired(d));
   atomic_fetch_add(&stats.bad_ctas, cproton_decoded_n_bad_ctas(d));
   double rate = measured_rate(d, k->layout.counter, device);
   deliver_scopes(k, site, d, rate, device);
-  if (cp_session_site_traces(site))
-    deliver_regions(k, site, d, rate);
+  deliver_drops(k, site, d);
+  int rc = CPROTON_OK;
+  if (cproton_decoded_n_warps(d) && cp_session_site_traces(site))
+    rc = deliver_regions(k, site, d, rate);
   cproton_decoded_free(d);
-  return CPROTON_OK;
+  return rc;
+}
+
+int cp_instr_deliver(const cproton_instr_kernel *k, const cp_launch_site *site,
+                     const void *data, size_t size, uint32_t device) {
+  cproton_decoded *d = NULL;
+  int rc = cp_instr_decode(k, site, data, size, &d);
+  return rc ? rc : cp_instr_deliver_decoded(k, site, d, device);
 }

@@ -32,6 +32,16 @@ static const word granularities[] = {
     {NULL, 0}};
 static const word strategies[] = {{"circular", 0}, {NULL, 0}};
 static const word samplings[] = {{"none", 0}, {"selective", 1}, {NULL, 0}};
+/* Proton's optimizations. sched_stores and sched_barriers reorder Proton's
+ * own lowering (its buffer stores, AMD scheduling barriers); cproton's
+ * record is already a predicated store right after the counter read, so
+ * they are accepted and change nothing. */
+enum { OPT_CLOCK32 = 1, OPT_TIME_SHIFT = 2 };
+static const word optimizations[] = {{"clock32", OPT_CLOCK32},
+                                     {"time_shift", OPT_TIME_SHIFT},
+                                     {"sched_stores", 0},
+                                     {"sched_barriers", 0},
+                                     {NULL, 0}};
 
 /* "BUFFER_TYPE.GLOBAL" -> "GLOBAL"; then compared without case. */
 static int lookup(const word *table, const char *value, int *out) {
@@ -70,8 +80,24 @@ static int parse_units(const char *value, uint32_t *mask) {
 typedef struct parsed {
   int sampling;
   uint32_t units;
-  int clock32;
+  int opts; /* OPT_* */
 } parsed;
+
+/* "clock32,time_shift" -> OPT_* bits. */
+static int parse_optimizations(const char *value, int *opts) {
+  char buf[256];
+  if (strlen(value) >= sizeof buf)
+    return bad("optimizations", value, "clock32, time_shift, sched_stores, sched_barriers");
+  snprintf(buf, sizeof buf, "%s", value);
+  char *save = NULL;
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    int v;
+    if (!lookup(optimizations, t, &v))
+      return bad("optimizations", t, "clock32, time_shift, sched_stores, sched_barriers");
+    *opts |= v;
+  }
+  return CPROTON_OK;
+}
 
 static int apply(cproton_ptx_options *o, parsed *ps, const char *key,
                  const char *value) {
@@ -101,10 +127,8 @@ static int apply(cproton_ptx_options *o, parsed *ps, const char *key,
     o->buffer_size = (uint32_t)n;
     return 0;
   }
-  if (!strcmp(key, "optimizations")) {
-    ps->clock32 = strstr(value, "clock32") != NULL;
-    return 0;
-  }
+  if (!strcmp(key, "optimizations"))
+    return parse_optimizations(value, &ps->opts);
   return cp_error_set(CPROTON_EINVAL, "instrumentation mode: unknown key '%s'",
                       key);
 }
@@ -119,8 +143,9 @@ static int parse_field(cproton_ptx_options *o, parsed *ps, char *field) {
   return apply(o, ps, field, eq + 1);
 }
 
-int cproton_instr_mode_options(const char *mode, cproton_ptx_options *out) {
+static int parse_mode(const char *mode, cproton_ptx_options *out, parsed *ps_out) {
   cproton_ptx_options_init(out);
+  memset(ps_out, 0, sizeof *ps_out);
   if (!mode || !*mode)
     return CPROTON_OK;
   char buf[1024];
@@ -138,9 +163,23 @@ int cproton_instr_mode_options(const char *mode, cproton_ptx_options *out) {
     if (rc)
       return rc;
   }
-  if (ps.clock32)
+  if (ps.opts & OPT_CLOCK32)
     out->counter = CPROTON_COUNTER_CLOCK;
   if (ps.sampling)
     out->sample_mask = ps.units;
+  *ps_out = ps;
   return CPROTON_OK;
+}
+
+int cproton_instr_mode_options(const char *mode, cproton_ptx_options *out) {
+  parsed ps;
+  return parse_mode(mode, out, &ps);
+}
+
+int cproton_instr_mode_decode_flags(const char *mode, unsigned *flags) {
+  cproton_ptx_options o;
+  parsed ps;
+  int rc = parse_mode(mode, &o, &ps);
+  *flags = !rc && (ps.opts & OPT_TIME_SHIFT) ? CPROTON_DECODE_TIME_SHIFT : 0;
+  return rc;
 }

@@ -2,7 +2,7 @@
  * pool of device profile buffers, asynchronous copy-back, and a worker
  * thread that decodes off the launch path.
  *
- *   launching thread                      decoder threads (4)
+ *   launching thread                      decoder threads (2-8)
  *   cproton_instr_alloc  -> pool buffer
  *   (kernel launch)
  *   cproton_instr_launch -> capture site,
@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/backend.h"
 #include "backend/cudadrv.h"
@@ -46,6 +47,9 @@ typedef struct pending {
   cp_cuevent after_kernel; /* on the user's stream */
   cp_cuevent copied;       /* on the copy stream */
   uint32_t device;
+  uint64_t seq; /* launch order: deliveries keep it */
+  cproton_decoded *dec;       /* decoded, waiting for its turn (or NULL) */
+  struct pending *ready_next; /* in the ready list, by seq */
 } pending;
 
 /* One copy stream per CUDA context: copy-backs run beside the user's work,
@@ -70,6 +74,14 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t freed = PTHREAD_COND_INITIALIZER; /* a buffer returned */
+/* Launches are numbered as they are queued and delivered in that order
+ * (profiles and traces list kernels as they were launched): decoders work
+ * in parallel, put decoded launches in the ready list and go on decoding;
+ * whichever holds the next number delivers it and those after it, one
+ * thread at a time. */
+static uint64_t next_seq, next_delivery;
+static pending *ready;
+static int delivering;
 /* Pending entries point into this array, so it is allocated once and never
  * moves; buffers are recycled, so the cap bounds launches in flight. */
 #define MAX_BUFFERS 1024
@@ -81,12 +93,13 @@ static buffer *buffers;
 static size_t n_buffers, pool_bytes;
 static pending *head, *tail;
 /* Decoder threads: a large launch takes milliseconds to decode, so several
- * share the queue; deliveries are independent (sessions lock their data). */
-#define N_WORKERS 4
+ * share the queue (half the CPUs, 2 to 8); deliveries keep launch order. */
+#define MAX_WORKERS 8
 static int busy, n_workers, stopping; /* busy: workers decoding now */
-static pthread_t workers[N_WORKERS];
+static pthread_t workers[MAX_WORKERS];
 static cproton_ptx_options current;
 static int have_current;
+static unsigned mode_decode_flags; /* from the session's mode: time_shift */
 
 /* ---- kernels ---------------------------------------------------------------- */
 
@@ -301,16 +314,48 @@ static int copy_stream(const cp_cudadrv *d, cp_cucontext ctx, cp_custream *out) 
   return CPROTON_OK;
 }
 
+/* Delivers the ready launches whose turn it is; frees them. Caller: lock
+ * (released while delivering). */
+static void drain(void) {
+  while (!delivering && ready && ready->seq == next_delivery) {
+    pending *p = ready;
+    ready = p->ready_next;
+    delivering = 1;
+    pthread_mutex_unlock(&lock);
+    if (p->dec && cp_instr_deliver_decoded(p->kernel, &p->site, p->dec, p->device))
+      cp_warn("kernel %s: %s", p->kernel->name, cp_error_message());
+    free(p);
+    pthread_mutex_lock(&lock);
+    delivering = 0;
+    next_delivery++;
+  }
+}
+
+/* Waits for the copy, decodes, returns the buffer and events to their
+ * pools, and queues the result for delivery in launch order. */
 static void finish(const cp_cudadrv *d, pending *p) {
   cp_curesult r = d->cuEventSynchronize(p->copied);
   if (r) {
     cp_cudadrv_error(r, "waiting for a profile buffer copy");
     cp_warn("%s", cp_error_message());
     cp_instr_count_failure();
-  } else if (cp_instr_deliver(p->kernel, &p->site, p->buf->host, p->size,
-                              p->device)) {
+  } else if (cp_instr_decode(p->kernel, &p->site, p->buf->host, p->size,
+                             &p->dec)) {
     cp_warn("kernel %s: %s", p->kernel->name, cp_error_message());
+    p->dec = NULL;
   }
+  pthread_mutex_lock(&lock);
+  event_put(d, p->buf->ctx, p->after_kernel);
+  event_put(d, p->buf->ctx, p->copied);
+  p->buf->in_use = 0;
+  pthread_cond_broadcast(&freed);
+  pending **at = &ready;
+  while (*at && (*at)->seq < p->seq)
+    at = &(*at)->ready_next;
+  p->ready_next = *at;
+  *at = p;
+  drain();
+  pthread_mutex_unlock(&lock);
 }
 
 static void *worker_main(void *arg) {
@@ -328,13 +373,8 @@ static void *worker_main(void *arg) {
     busy++;
     pthread_mutex_unlock(&lock);
     d->cuCtxSetCurrent(p->buf->ctx);
-    finish(d, p);
+    finish(d, p); /* p now belongs to the ready list */
     pthread_mutex_lock(&lock);
-    event_put(d, p->buf->ctx, p->after_kernel);
-    event_put(d, p->buf->ctx, p->copied);
-    p->buf->in_use = 0;
-    pthread_cond_broadcast(&freed);
-    free(p);
     busy--;
     if (!head && !busy)
       pthread_cond_broadcast(&idle);
@@ -348,7 +388,9 @@ static int ensure_worker(const cp_cudadrv *d) {
   if (n_workers)
     return CPROTON_OK;
   stopping = 0;
-  while (n_workers < N_WORKERS &&
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int want = cpus / 2 < 2 ? 2 : cpus / 2 > MAX_WORKERS ? MAX_WORKERS : (int)(cpus / 2);
+  while (n_workers < want &&
          pthread_create(&workers[n_workers], NULL, worker_main, (void *)d) == 0)
     n_workers++;
   return n_workers ? CPROTON_OK
@@ -415,6 +457,7 @@ int cproton_instr_launch(const cproton_instr_kernel *k, uint64_t dptr,
   if (!rc)
     rc = enqueue_copy(d, p, stream);
   if (!rc) {
+    p->seq = next_seq++;
     if (tail)
       tail->next = p;
     else
@@ -444,6 +487,38 @@ int cproton_instr_record_host(const cproton_instr_kernel *k, const void *data,
   return cp_instr_deliver(k, &site, data, size, device_id);
 }
 
+int cproton_instr_read(uint64_t dptr, size_t size, uint64_t stream,
+                       void *dst) {
+  const cp_cudadrv *d;
+  int rc = cp_cudadrv_get(&d);
+  if (rc)
+    return rc;
+  if (!dst)
+    return cp_error_set(CPROTON_EINVAL, "dst is required");
+  pthread_mutex_lock(&lock);
+  buffer *b = find_buffer(dptr);
+  cp_cucontext ctx = b ? b->ctx : NULL;
+  cp_cuevent done = NULL;
+  rc = !b ? cp_error_set(CPROTON_ENOTFOUND, "0x%llx is not a profile buffer "
+                         "in use", (unsigned long long)dptr)
+       : size > b->size ? cp_error_set(CPROTON_EINVAL, "read of %zu bytes "
+                                       "exceeds its buffer", size)
+                        : event_get(d, ctx, &done);
+  pthread_mutex_unlock(&lock);
+  if (rc)
+    return rc;
+  cp_custream s = (cp_custream)(uintptr_t)stream;
+  cp_curesult r = d->cuMemcpyDtoHAsync(dst, dptr, size, s);
+  if (!r)
+    r = d->cuEventRecord(done, s);
+  if (!r)
+    r = d->cuEventSynchronize(done);
+  pthread_mutex_lock(&lock);
+  event_put(d, ctx, done);
+  pthread_mutex_unlock(&lock);
+  return r ? cp_cudadrv_error(r, "reading a profile buffer") : CPROTON_OK;
+}
+
 int cproton_instr_flush(void) {
   pthread_mutex_lock(&lock);
   while (head || busy)
@@ -468,14 +543,25 @@ static int instr_available(void) {
   return cp_cudadrv_get(&d) == CPROTON_OK;
 }
 
+unsigned cp_instr_mode_decode_flags(void) {
+  pthread_mutex_lock(&lock);
+  unsigned f = mode_decode_flags;
+  pthread_mutex_unlock(&lock);
+  return f;
+}
+
 static int instr_start(const char *mode) {
   cproton_ptx_options o;
+  unsigned flags = 0;
   int rc = cproton_instr_mode_options(mode, &o);
+  if (!rc)
+    rc = cproton_instr_mode_decode_flags(mode, &flags);
   if (rc)
     return rc;
   pthread_mutex_lock(&lock);
   current = o;
   have_current = 1;
+  mode_decode_flags = flags;
   pthread_mutex_unlock(&lock);
   return CPROTON_OK;
 }
@@ -492,6 +578,7 @@ static void instr_stop(void) {
   pthread_mutex_lock(&lock);
   n_workers = 0;
   have_current = 0;
+  mode_decode_flags = 0;
   /* The pool (device buffers and their pinned twins), the copy streams and
    * the idle events stay for the next session: pinning memory is slow, and
    * the pool is bounded by its cap. */

@@ -22,4 +22,17 @@ struct cproton_instr_kernel {
 int cp_instr_deliver(const cproton_instr_kernel *k, const cp_launch_site *site,
                      const void *data, size_t size, uint32_t device);
 
+/* The two halves of cp_instr_deliver, so that decoding (the costly part)
+ * runs in parallel while deliveries keep launch order. The decode keeps
+ * event lists only when a session of `site` records a trace. Deliver
+ * frees `d`. */
+/* Decoder flags of the active session's mode (time_shift). */
+unsigned cp_instr_mode_decode_flags(void);
+
+int cp_instr_decode(const cproton_instr_kernel *k, const cp_launch_site *site,
+                    const void *data, size_t size, cproton_decoded **out);
+int cp_instr_deliver_decoded(const cproton_instr_kernel *k,
+                             const cp_launch_site *site, cproton_decoded *d,
+                             uint32_t device);
+
 #endif

@@ -149,13 +149,52 @@ def no_sync():
           f"({launch / plain:.2f}x plain)")
 
 
+def drops_case():
+    """A 64-iteration loop into 8-record segments: the drops and the unpaired
+    survivors are counted exactly, per kernel and per scope, in the profile."""
+    ctas, launches, K = 16, 2, 64
+    x = torch.randn(K * 128, device="cuda")
+    out = torch.empty(ctas * 128, device="cuda")
+    sid = proton.start("drops", backend="instrumentation", mode="default:buffer_type=global:buffer_size=256")
+    for _ in range(launches):
+        looped[(ctas,)](x, out, K=K, BLOCK=128, num_warps=N_WARPS)
+    proton.finalize(sid)
+    root = load("drops.hatchet")[0]
+    per = launches * ctas * N_WARPS
+    kern = [c for c in root["children"] if c["frame"]["name"] == "looped"][0]["metrics"]
+    assert kern["dropped_records"] == per * (2 + 2 * K - 8), kern
+    loop, step = metrics(root, "looped", "loop"), metrics(root, "looped", "loop", "step")
+    # the 8 survivors: step's end, 3 step pairs, loop's end
+    assert step["count"] == 3 * per and step["unpaired_records"] == per, step
+    assert loop.get("count", 0) == 0 and loop["unpaired_records"] == per, loop
+    print(f"PASS drops: {kern['dropped_records']} records dropped, counted per kernel and scope")
+
+
+def exact_sizing_case():
+    """The default buffer of a loop-free kernel holds one slot per marker: a
+    64M-element add overwrites nothing and copies back ~20x less."""
+    n = 1 << 26
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    z = torch.empty_like(x)
+    before = proton._cproton.instr_stats()
+    sid = proton.start("exact", backend="instrumentation")
+    vadd[(n // 1024,)](x, y, z, n, BLOCK=1024, num_warps=N_WARPS)
+    proton.finalize(sid)
+    after = proton._cproton.instr_stats()
+    k = metrics(load("exact.hatchet")[0], "vadd", "kernel")
+    assert k["count"] == (n // 1024) * N_WARPS and after["dropped"] == before["dropped"], (k, after)
+    print(f"PASS exact sizing: {k['count']} kernel scopes, nothing dropped")
+
+
 def main():
     failed = 0
     cases = [lambda: case("shared", "default"),
              lambda: case("global", "default:buffer_type=global"),
              lambda: case("clock32", "default:optimizations=clock32"),
              lambda: case("sampled", "default:sampling_strategy=selective:sampling_options=0,2", sampled=2),
-             clock_reference, trace_case, no_sync]
+             lambda: case("warp_group", "default:granularity=warp_group", sampled=1),
+             lambda: case("cta", "default:granularity=cta", sampled=1),
+             drops_case, exact_sizing_case, clock_reference, trace_case, no_sync]
     for c in cases:
         try:
             c()

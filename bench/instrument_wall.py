@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""instrument_wall.py -- what an instrumentation session costs end to end
+(issue 12; GPU, not a test): wall time per launch in steady state, from the
+first of N back-to-back launches until every launch's profile is decoded and
+delivered (cproton's decoder threads flushed), against N plain launches
+until the GPU is idle.
+
+Kernels (bench/kernels/instrumented.py.in): the 64M-element vector add
+(65,536 CTAs x 4 warps, 2 scopes) and the 4096^3 fp16 matmul (scope around
+the dot in the K loop). After a warm-up (compilation, the buffer pool),
+variants are interleaved over REPS rounds; medians. Also prints the records
+dropped by full buffers and the session's finalize time.
+
+Target (issue 12): <= 1.2x plain per launch.
+
+  python bench/instrument_wall.py [--reps 3] [--launches 300] [--mode default]
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from instrument_overhead import load_kernels  # noqa: E402
+from instrument_overhead import workloads as overhead_workloads  # noqa: E402
+
+
+def workloads(k):
+    fns, _, _ = overhead_workloads(k, n=1 << 26)
+    return {"vadd64M": fns["vadd"], "matmul4096": fns["matmul"]}
+
+
+def wall_per_launch(fn, launches, instrumented):
+    from cproton import _cproton
+    for _ in range(10):  # warm: compiled, buffers pooled
+        fn()
+    torch.cuda.synchronize()
+    if instrumented:
+        _cproton.instr_flush()
+    t0 = time.perf_counter()
+    for _ in range(launches):
+        fn()
+    loop = time.perf_counter() - t0
+    torch.cuda.synchronize()
+    if instrumented:
+        _cproton.instr_flush()
+    return (time.perf_counter() - t0) / launches * 1e3, loop / launches * 1e3
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--launches", type=int, default=300)
+    ap.add_argument("--mode", default="default")
+    args = ap.parse_args()
+    import cproton
+    from cproton import _cproton
+    fns = workloads(load_kernels("cproton.language", "cproton"))
+    res = {}
+    for rep in range(args.reps):
+        for name, fn in fns.items():
+            for variant in (("plain", "cproton") if rep % 2 == 0 else ("cproton", "plain")):
+                session, before = None, _cproton.instr_stats()
+                if variant == "cproton":
+                    session = cproton.start(f"/tmp/cproton-wall-{name}", backend="instrumentation", mode=args.mode)
+                try:
+                    wall, loop = wall_per_launch(fn, args.launches, variant == "cproton")
+                finally:
+                    t0 = time.perf_counter()
+                    if session is not None:
+                        cproton.finalize(session)
+                    fin = (time.perf_counter() - t0) * 1e3
+                after = _cproton.instr_stats()
+                drops = after["dropped"] - before["dropped"]
+                res.setdefault((name, variant), []).append((wall, loop, fin, drops))
+                print(f"rep {rep} {name} {variant}: {wall:.4f} ms/launch wall, {loop:.4f} ms/launch loop, "
+                      f"finalize {fin:.1f} ms, dropped {drops}", flush=True)
+    print(f"wall per launch, steady state, {args.launches} launches, mode '{args.mode}', {args.reps} reps, "
+          f"medians [device: {torch.cuda.get_device_name()}]")
+    for name in fns:
+        p = statistics.median(r[0] for r in res[(name, "plain")])
+        c = statistics.median(r[0] for r in res[(name, "cproton")])
+        loop = statistics.median(r[1] for r in res[(name, "cproton")])
+        fin = statistics.median(r[2] for r in res[(name, "cproton")])
+        drops = max(r[3] for r in res[(name, "cproton")])
+        print(f"RESULT {name}: plain {p:.4f} ms, cproton {c:.4f} ms ({c / p:.2f}x plain; loop {loop:.4f} ms), "
+              f"finalize {fin:.1f} ms, dropped records {drops}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
