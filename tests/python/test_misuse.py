@@ -137,12 +137,13 @@ def test_exit_state_without_enter_raises_like_c():
 
 
 @pytest.mark.parametrize("backend,mode,match", [
-    (None, "pcsampling:interval=abc", "mode"),
-    ("cupti", "pcsampling:interval=abc", "mode"),
+    (None, "pcsampling:interval=abc", "interval must be an integer"),
+    ("cupti", "pcsampling:interval=abc", "interval must be an integer"),
     ("instrumentation", "default:buffer_size=abc", "buffer_size"),
     ("instrumentation", ":", "names no mode"),
     ("instrumentation", "::::", "names no mode"),
-    ("none", "pcsampling", "takes no mode"),
+    ("none", "pcsampling:interval=abc", "interval must be an integer"),
+    ("none", "sampling", "mode"),
 ])
 def test_bad_modes_are_refused_without_gpu(backend, mode, match):
     with pytest.raises(ValueError, match=match):
@@ -152,8 +153,10 @@ def test_bad_modes_are_refused_without_gpu(backend, mode, match):
 
 def test_second_session_mode_is_validated():
     proton.start("first", backend="none")
-    with pytest.raises(ValueError, match="takes no mode"):
+    with pytest.raises(ValueError, match="interval must be an integer"):
         proton.start("second", backend="none", mode="pcsampling:interval=abc")
+    with pytest.raises(ValueError, match="different mode"):
+        proton.start("third", backend="none", mode="pcsampling")
     assert _cproton.session_count() == 1
 
 
@@ -173,7 +176,7 @@ CASES = [
     ("empty scope name", lambda s: proton.enter_scope(""), ValueError),
     ("metrics not dict", lambda s: proton.scope("a", [1]).__enter__(), TypeError),
     ("metric key int", lambda s: proton.scope("a", {1: 2}).__enter__(), TypeError),
-    ("metric value str", lambda s: proton.scope("a", {"m": "ten"}).__enter__(), TypeError),
+    ("metric value list", lambda s: proton.scope("a", {"m": [1]}).__enter__(), TypeError),
     ("metric int > 2^63", lambda s: proton.scope("a", {"m": 2**64}).__enter__(), ValueError),
     ("reserved metric", lambda s: proton.scope("a", {"count": 1}).__enter__(), ValueError),
     ("metric changes type", lambda s: (proton.scope("a", {"m": 1}).__enter__(),

@@ -163,7 +163,7 @@ Test(core_misuse, bad_options_and_formats, .init = reset) {
   /* a second session on the same backend: its mode is checked too */
   sid = start(cpt_tmp_path("misuse_fmt"), "none");
   o.name = cpt_tmp_path("misuse_fmt2");
-  o.mode = "x";
+  o.mode = "pcsampling:interval=abc";
   FAILS(CPROTON_EINVAL, cproton_session_start(&o, &(int){0}));
   /* formats: refused before the session is touched */
   FAILS(CPROTON_EINVAL, cproton_format_check("bogus"));
