@@ -199,14 +199,16 @@ static int metric_key(parser *ps, const key_slot *k, uint32_t *key_out) {
   return CPROTON_OK;
 }
 
-/* The metrics whose values are strings in Proton's files; any other metric
- * holding a string ("count": "ten") is an error, not a value to drop. */
-static int string_metric(const char *name) {
-  static const char *const names[] = {"device_id", "device_type"};
+/* Metrics the viewer computes with: a string there ("count": "ten") is an
+ * error, not a value to drop. Other metrics may hold strings (Proton's
+ * MetricValueType includes std::string). */
+static int numeric_metric(const char *name) {
+  static const char *const names[] = {"count", "time (ns)", "cpu_time (ns)", "cycles",
+                                      "normalized_cycles", "num_samples", "bytes"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
     if (strcmp(name, names[i]) == 0)
       return 1;
-  return 0;
+  return strncmp(name, "flops", 5) == 0;
 }
 
 static int metric_member(parser *ps, void *ctx, const key_slot *k) {
@@ -225,7 +227,7 @@ static int metric_member(parser *ps, void *ctx, const key_slot *k) {
     m.kind = CPROTON_METRIC_INT, m.v.i = lx->tok == CP_JSON_TRUE;
     break;
   case CP_JSON_STRING: {
-    if (!string_metric(str_of(ps, k->id)))
+    if (numeric_metric(str_of(ps, k->id)))
       return perr(lx, CPROTON_EPARSE, "metric \"%.200s\" must be a number, found a string",
                   str_of(ps, k->id));
     m.kind = CPROTON_METRIC_STRING;
