@@ -204,11 +204,11 @@ static int metric_key(parser *ps, const key_slot *k, uint32_t *key_out) {
  * MetricValueType includes std::string). */
 static int numeric_metric(const char *name) {
   static const char *const names[] = {"count", "time (ns)", "cpu_time (ns)", "cycles",
-                                      "normalized_cycles", "num_samples", "bytes"};
+                                      "normalized_cycles", "num_samples"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
     if (strcmp(name, names[i]) == 0)
       return 1;
-  return strncmp(name, "flops", 5) == 0;
+  return 0;
 }
 
 static int metric_member(parser *ps, void *ctx, const key_slot *k) {
