@@ -1,16 +1,20 @@
 # Thin wrapper around CMake. `make` builds the library and tools, `make demo`
 # runs the main job, `make test` runs every test (C units, fuzz corpora,
-# tools, Python), and `make asan` runs the C suite under ASan + UBSan.
+# tools, Python), `make asan` runs the C suite under ASan + UBSan and
+# `make tsan` the threaded tests under ThreadSanitizer.
 # Each target first checks the Debian packages it needs (scripts/deps.sh
 # build|test|valgrind): as root it installs the missing ones, as anyone else
 # it prints the exact apt-get line. `make` needs only the build packages.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
+# The tests that race threads; `make tsan` runs them under ThreadSanitizer.
+TSAN_TESTS ?= concurrency_.*
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 .PHONY: all deps deps-test deps-valgrind configure-test build test test-c \
-	test-python asan demo valgrind bench clean
+	test-python asan tsan demo valgrind bench clean
 
 all: build
 
@@ -48,6 +52,13 @@ asan: deps-test
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 
+# halt_on_error: a report fails the test, so CI sees it.
+tsan: deps-test
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCPROTON_TSAN=ON
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target concurrency_tests
+	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	  ctest --output-on-failure -j $(JOBS) -R '^($(TSAN_TESTS))$$'
+
 valgrind: deps-valgrind build
 	@scripts/valgrind.sh $(BUILD)
 
@@ -58,4 +69,4 @@ bench: build
 	@scripts/bench.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

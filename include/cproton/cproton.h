@@ -109,8 +109,9 @@ typedef struct cproton_session_options {
   int skip_if_no_kernels;
 } cproton_session_options;
 
-/* Fills `o` with the defaults above. Always call before setting fields. */
-CPROTON_API void cproton_session_options_init(cproton_session_options *o);
+/* Fills `o` with the defaults above. Always call before setting fields.
+ * Errors: EINVAL for NULL `o`. */
+CPROTON_API int cproton_session_options_init(cproton_session_options *o);
 
 /* Starts a session and makes it active. Errors: EINVAL for unknown context,
  * data or backend strings (the message lists the valid ones), ELIMIT when
@@ -132,8 +133,15 @@ CPROTON_API int cproton_session_deactivate(int session);
  * "chrome_trace" or "perfetto" (a protobuf trace, ".pftrace"; traces only,
  * never gzip'ed). The file is written to a temporary name and renamed, so a
  * failed write leaves no partial file. Errors: ENOTFOUND, EINVAL (format),
- * EIO (the message names the path). The session is freed even on EIO. */
+ * ENOMEM, EIO (the message names the path). The format is checked before
+ * anything else: on every error except EIO the session is kept, with its
+ * data and its active state, so the call can be retried; only EIO (the
+ * file could not be written) frees it. */
 CPROTON_API int cproton_session_finalize(int session, const char *format);
+
+/* Whether cproton_session_finalize accepts `format` (NULL and "" included),
+ * touching no session. Errors: EINVAL (the message lists the valid ones). */
+CPROTON_API int cproton_format_check(const char *format);
 
 /* Copies the path of the file the last finalize of `session` wrote, or that
  * it will write, into `buf` (NUL-terminated, truncated to `size`).

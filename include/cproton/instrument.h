@@ -91,8 +91,9 @@ typedef struct cproton_ptx_options {
   uint32_t max_shared_bytes;
 } cproton_ptx_options;
 
-/* Fills `o` with the defaults above. Always call before setting fields. */
-CPROTON_API void cproton_ptx_options_init(cproton_ptx_options *o);
+/* Fills `o` with the defaults above. Always call before setting fields.
+ * Errors: EINVAL for NULL `o`. */
+CPROTON_API int cproton_ptx_options_init(cproton_ptx_options *o);
 
 /* The result of the pass: instrumented text plus, per instrumented kernel,
  * the scope table and buffer layout. Opaque; free with cproton_ptx_free. */
@@ -129,7 +130,9 @@ typedef struct cproton_ptx_stats {
   uint32_t n_exits;         /* ret/exit sites finalized */
   uint32_t record_instrs;   /* PTX instructions added per record */
   uint32_t prologue_instrs; /* PTX instructions in the prologue */
-  uint32_t finalize_instrs; /* PTX instructions per finalize (static) */
+  uint32_t finalize_instrs; /* PTX instructions of the kernel's one shared
+                               finalize block (static); each exit adds a
+                               branch to it */
 } cproton_ptx_stats;
 
 /* ---- the buffer layout (shared by the pass and the decoder) -------------- */

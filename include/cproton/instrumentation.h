@@ -45,8 +45,8 @@ CPROTON_API int cproton_instr_mode_options(const char *mode,
                                            cproton_ptx_options *out);
 
 /* The options of the mode the active instrumentation session was started
- * with (the defaults when none). Thread-safe. */
-CPROTON_API void cproton_instr_current_options(cproton_ptx_options *out);
+ * with (the defaults when none). Thread-safe. Errors: EINVAL for NULL. */
+CPROTON_API int cproton_instr_current_options(cproton_ptx_options *out);
 
 /* The decoder flags a mode string implies: CPROTON_DECODE_TIME_SHIFT for
  * `optimizations=time_shift`. Errors: those of cproton_instr_mode_options. */
@@ -110,7 +110,8 @@ CPROTON_API int cproton_instr_flush(void);
 typedef struct cproton_instr_stats {
   uint64_t launches, decoded, dropped, unpaired, bad_ctas, failed;
 } cproton_instr_stats;
-CPROTON_API void cproton_instr_get_stats(cproton_instr_stats *out);
+/* Errors: EINVAL for NULL `out`. */
+CPROTON_API int cproton_instr_get_stats(cproton_instr_stats *out);
 
 #ifdef __cplusplus
 }

@@ -47,6 +47,8 @@ typedef struct cproton_profile cproton_profile;
 /* Limits the reader enforces (input beyond them fails with CPROTON_ELIMIT and
  * a message naming the position). */
 #define CPROTON_PROFILE_MAX_STRING (1u << 20)   /* bytes in one JSON string */
+#define CPROTON_PROFILE_MAX_BYTES (1ull << 36)  /* bytes in one file (64 GiB);
+                                                   bounds endless streams */
 #define CPROTON_PROFILE_MAX_DEPTH 100000u       /* nesting of nodes */
 #define CPROTON_PROFILE_MAX_NODES 200000000u    /* nodes in one file */
 #define CPROTON_PROFILE_MAX_METRIC_KEYS 65535u  /* distinct metric names */

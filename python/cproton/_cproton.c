@@ -117,6 +117,19 @@ static PyObject *py_drain_log(PyObject *m, PyObject *unused) {
   return list;
 }
 
+/* UTF-8 of a str with no NUL: the C library takes NUL-terminated names,
+ * so "a\0b" would silently become "a" (session names raise the same way
+ * through PyArg's "z"). */
+static const char *utf8_no_nul(PyObject *s, const char *what) {
+  Py_ssize_t n;
+  const char *u = PyUnicode_AsUTF8AndSize(s, &n);
+  if (u && strlen(u) != (size_t)n) {
+    PyErr_Format(PyExc_ValueError, "embedded null character in %s name", what);
+    return NULL;
+  }
+  return u;
+}
+
 /* ---- metrics ------------------------------------------------------------------ */
 
 static int add_one(uint64_t scope, const char *key, PyObject *v, int as_double) {
@@ -164,7 +177,7 @@ static int add_metrics(uint64_t scope, PyObject *metrics) {
   Py_ssize_t pos = 0;
   PyObject *k, *v;
   while (PyDict_Next(metrics, &pos, &k, &v)) {
-    const char *key = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+    const char *key = PyUnicode_Check(k) ? utf8_no_nul(k, "metric") : NULL;
     if (!key) {
       if (!PyErr_Occurred())
         PyErr_Format(PyExc_TypeError, "metric names must be str, not %.100s",
@@ -195,7 +208,7 @@ static const char *name_utf8(PyObject *name, const char *what) {
                  Py_TYPE(name)->tp_name);
     return NULL;
   }
-  return PyUnicode_AsUTF8(name);
+  return utf8_no_nul(name, what);
 }
 
 static int pop_scope(const char *name, uint64_t *id_out);
@@ -247,11 +260,8 @@ static int Scope_init(Scope *self, PyObject *args, PyObject *kw) {
   if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:scope", kwlist, &name,
                                    &metrics))
     return -1;
-  if (!PyUnicode_Check(name)) {
-    PyErr_Format(PyExc_TypeError, "scope name must be a str, not %.100s",
-                 Py_TYPE(name)->tp_name);
+  if (!name_utf8(name, "scope"))
     return -1;
-  }
   if (metrics != Py_None && !PyDict_Check(metrics)) {
     PyErr_Format(PyExc_TypeError, "metrics must be a dict, not %.100s",
                  Py_TYPE(metrics)->tp_name);
@@ -417,10 +427,12 @@ static PyObject *py_enter_state(PyObject *m, PyObject *name) {
   Py_RETURN_NONE;
 }
 
+/* An exit with no open state raises, as the C API returns ESTATE: a
+ * silently ignored exit would hide an unbalanced enter elsewhere. */
 static PyObject *py_exit_state(PyObject *m, PyObject *unused) {
   int rc = cproton_state_exit();
-  if (rc && warn_status(rc) < 0)
-    return NULL;
+  if (rc)
+    return raise_status(rc);
   Py_RETURN_NONE;
 }
 
@@ -476,7 +488,7 @@ static int add_launch_metrics(PyObject *data) {
   Py_ssize_t pos = 0;
   PyObject *k, *v;
   while (PyDict_Next(data, &pos, &k, &v)) {
-    const char *key = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+    const char *key = PyUnicode_Check(k) ? utf8_no_nul(k, "metric") : NULL;
     if (!key)
       return -1;
     int skip = PyBool_Check(v) || !(PyLong_Check(v) || PyFloat_Check(v));
@@ -627,6 +639,16 @@ static PyObject *py_finalize(PyObject *m, PyObject *args) {
   Py_BEGIN_ALLOW_THREADS
   rc = cproton_session_finalize(sid, format);
   Py_END_ALLOW_THREADS
+  if (rc)
+    return raise_status(rc);
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_check_format(PyObject *m, PyObject *args) {
+  const char *format = NULL;
+  if (!PyArg_ParseTuple(args, "|z:check_format", &format))
+    return NULL;
+  int rc = cproton_format_check(format);
   if (rc)
     return raise_status(rc);
   Py_RETURN_NONE;
@@ -794,6 +816,8 @@ static PyMethodDef methods[] = {
     {"depth", py_depth, METH_NOARGS, "the calling thread's scope depth"},
     {"enter_state", py_enter_state, METH_O, "enter_state(name)"},
     {"exit_state", py_exit_state, METH_NOARGS, "exit_state()"},
+    {"check_format", py_check_format, METH_VARARGS,
+     "check_format(format): ValueError unless finalize accepts it"},
     {"enter_op", py_enter_op, METH_VARARGS, "enter_op(name, metrics=None)"},
     {"exit_op", py_exit_op, METH_NOARGS, "exit_op()"},
     {"launch_enter", py_launch_enter, METH_O, "Triton launch-enter hook"},

@@ -246,6 +246,9 @@ def finalize(session: Optional[int] = None, output_format: Optional[str] = "") -
 
 
 def _finalize(session, output_format):
+    # A bad format keeps the session, its hooks and its data (the C library
+    # checks the format before it touches a session; so do we).
+    _cproton.check_format(output_format or None)
     HookManager.unregister(session)
     try:
         if session is None:

@@ -1,8 +1,9 @@
 """States, as in Proton's ``triton.profiler.state``: the innermost state of
 a thread becomes the parent frame of every kernel it launches. cproton keeps
 a stack of states per thread (Proton keeps one), so nested states restore
-the outer one on exit. ``exit_state`` with no open state emits a
-CprotonWarning and does nothing."""
+the outer one on exit. ``exit_state`` with no open state raises ValueError
+(the C API's ESTATE); the ``state`` context manager and decorator exit only
+what they entered."""
 from functools import wraps
 
 from . import _cproton
@@ -36,28 +37,30 @@ class state:
         if not isinstance(name, str):
             raise TypeError(f"state name must be a str, not {type(name).__name__}")
         self.name = name
+        self._entered = []  # per __enter__: whether it entered a state
 
     def __enter__(self):
-        if not _cproton.profiling():
-            return self
-        _cproton.enter_state(self.name)
+        entered = _cproton.profiling()
+        if entered:
+            _cproton.enter_state(self.name)
+        self._entered.append(entered)
         return self
 
     def __exit__(self, exc_type, exc_value, traceback) -> None:
-        if not _cproton.profiling():
-            return
-        _cproton.exit_state()
+        if self._entered and self._entered.pop():
+            _cproton.exit_state()
 
     def __call__(self, func):
 
         @wraps(func)
         def wrapper(*args, **kwargs):
-            if _cproton.profiling():
+            entered = _cproton.profiling()
+            if entered:
                 _cproton.enter_state(self.name)
             try:
                 return func(*args, **kwargs)
             finally:
-                if _cproton.profiling():
+                if entered:
                     _cproton.exit_state()
 
         return wrapper

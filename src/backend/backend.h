@@ -38,6 +38,10 @@ typedef struct cp_backend_ops {
 /* The backend named `name`, or NULL (message lists the valid names). */
 const cp_backend_ops *cp_backend_find(const char *name);
 
+/* The GPU backend a session gets when it names none, whether or not it is
+ * available here; NULL when none was compiled in. */
+const cp_backend_ops *cp_backend_default_candidate(void);
+
 /* The default GPU backend when available here, else the "none" backend. */
 const cp_backend_ops *cp_backend_default(void);
 

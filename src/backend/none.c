@@ -5,6 +5,14 @@
 
 static int none_available(void) { return 1; }
 static int none_start(const char *mode) { return CPROTON_OK; }
+
+/* A CPU-only session stands in for the default GPU backend (it is what a
+ * session without a GPU gets), so it accepts exactly that backend's modes:
+ * "pcsampling:interval=abc" is refused on every machine. */
+static int none_check_mode(const char *mode) {
+  const cp_backend_ops *gpu = cp_backend_default_candidate();
+  return gpu && gpu->check_mode ? gpu->check_mode(mode) : CPROTON_OK;
+}
 static int none_flush(void) { return CPROTON_OK; }
 static void none_stop(void) {}
 
@@ -14,4 +22,5 @@ const cp_backend_ops cp_none_backend = {
     .start = none_start,
     .flush = none_flush,
     .stop = none_stop,
+    .check_mode = none_check_mode,
 };

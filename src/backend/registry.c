@@ -46,6 +46,13 @@ int cproton_pcsampling_add_cubin(const void *cubin, size_t size) {
 }
 #endif
 
+const cp_backend_ops *cp_backend_default_candidate(void) {
+  for (size_t i = 0; i < N_BACKENDS; i++)
+    if (backends[i]->is_default_candidate)
+      return backends[i];
+  return NULL;
+}
+
 const cp_backend_ops *cp_backend_default(void) {
   for (size_t i = 0; i < N_BACKENDS; i++)
     if (backends[i]->is_default_candidate && backends[i]->available())

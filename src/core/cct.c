@@ -98,7 +98,9 @@ static cp_node *insert(cp_node *parent, uint32_t name, uint32_t hash) {
 }
 
 cp_node *cp_cct_child(cp_node *parent, uint32_t name) {
-  cp_node *h = atomic_load_explicit(&parent->hint, memory_order_relaxed);
+  /* Acquire pairs with the release below: a hint set by another thread
+   * points at a node whose fields that thread initialised. */
+  cp_node *h = atomic_load_explicit(&parent->hint, memory_order_acquire);
   if (h && h->name == name)
     return h;
   uint32_t hash = key_hash(parent, name);
@@ -108,7 +110,7 @@ cp_node *cp_cct_child(cp_node *parent, uint32_t name) {
   if (!n)
     n = insert(parent, name, hash);
   if (n)
-    atomic_store_explicit(&parent->hint, n, memory_order_relaxed);
+    atomic_store_explicit(&parent->hint, n, memory_order_release);
   return n;
 }
 

@@ -93,13 +93,54 @@ static cp_node *resolve_source(cp_context_kind kind) {
   return n ? n : cp_cct_root();
 }
 
+uint64_t cp_context_name_hash(const char *name) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (; *name; name++)
+    h = (h ^ (unsigned char)*name) * 1099511628211ull;
+  return h;
+}
+
+/* The shadow node of the innermost resolved frame of `t`; NULL if none
+ * (frames entered with no session active have no node). */
+static cp_node *resolved_top(const cp_thread *t) {
+  for (size_t i = t->depth; i-- > 0;)
+    if (t->stack[i].node[CP_CONTEXT_SHADOW])
+      return t->stack[i].node[CP_CONTEXT_SHADOW];
+  return NULL;
+}
+
 /* The main thread's top shadow node, for threads without scopes. */
 static void publish_top(const cp_thread *t) {
   if (t->tid == atomic_load_explicit(&main_tid, memory_order_relaxed))
-    atomic_store_explicit(&main_top,
-                          t->depth ? t->stack[t->depth - 1].node[CP_CONTEXT_SHADOW]
-                                   : NULL,
-                          memory_order_release);
+    atomic_store_explicit(&main_top, resolved_top(t), memory_order_release);
+}
+
+/* The calling thread's state when its stack has room for one more frame. */
+static int push_room(cp_thread **out) {
+  cp_thread *t = *out = thread_get();
+  if (!t)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory for thread state");
+  if (t->depth >= CP_MAX_DEPTH)
+    return cp_error_set(CPROTON_ELIMIT, "scope stack deeper than %d", CP_MAX_DEPTH);
+  return CPROTON_OK;
+}
+
+int cp_context_push_unresolved(const char *name, cp_frame **frame_out) {
+  cp_thread *t;
+  int rc = push_room(&t);
+  if (rc)
+    return rc;
+  cp_frame *f = &t->stack[t->depth];
+  memset(f->node, 0, sizeof f->node);
+  f->name = 0;
+  f->name_hash = cp_context_name_hash(name);
+  f->start_ns = 0;
+  f->timed = 0;
+  f->id = ((uint64_t)t->tid << 40) | ++t->next_scope;
+  f->state = 0;
+  t->depth++;
+  *frame_out = f;
+  return CPROTON_OK;
 }
 
 void cp_context_set_main(void) {
@@ -116,14 +157,13 @@ void cp_context_clear_main(void) {
 }
 
 int cp_context_push(uint32_t name, unsigned kinds, cp_frame **frame_out) {
-  cp_thread *t = thread_get();
-  if (!t)
-    return cp_error_set(CPROTON_ENOMEM, "out of memory for thread state");
-  if (t->depth >= CP_MAX_DEPTH)
-    return cp_error_set(CPROTON_ELIMIT, "scope stack deeper than %d",
-                        CP_MAX_DEPTH);
-  cp_node *parent =
-      t->depth ? t->stack[t->depth - 1].node[CP_CONTEXT_SHADOW] : cp_cct_root();
+  cp_thread *t;
+  int rc = push_room(&t);
+  if (rc)
+    return rc;
+  cp_node *parent = resolved_top(t);
+  if (!parent)
+    parent = cp_cct_root();
   cp_frame *f = &t->stack[t->depth];
   f->node[CP_CONTEXT_SHADOW] = cp_cct_child(parent, name);
   if (!f->node[CP_CONTEXT_SHADOW])
@@ -146,11 +186,14 @@ int cp_context_pop(const char *name, const cp_frame **popped) {
   if (!t || t->depth == 0)
     return cp_error_set(CPROTON_ESTATE, "exit_scope without a matching enter");
   cp_frame *f = &t->stack[t->depth - 1];
-  if (name && strcmp(name, cp_strtab_str(f->name)) != 0)
+  int mismatch = name && (f->name ? strcmp(name, cp_strtab_str(f->name)) != 0
+                                  : cp_context_name_hash(name) != f->name_hash);
+  if (mismatch)
     return cp_error_set(CPROTON_ESTATE,
                         "exit_scope('%s') does not match the innermost "
-                        "scope '%s'",
-                        name, cp_strtab_str(f->name));
+                        "scope%s%s%s",
+                        name, f->name ? " '" : " (entered with no session active)",
+                        f->name ? cp_strtab_str(f->name) : "", f->name ? "'" : "");
   cp_frame *kept = &t->recent[t->n_recent++ % N_RECENT];
   *kept = *f;
   if (popped)
@@ -189,8 +232,9 @@ cp_node *cp_context_top(cp_context_kind kind) {
   cp_thread *t = thread_get();
   if (kind != CP_CONTEXT_SHADOW)
     return resolve_source(kind);
-  if (t && t->depth)
-    return t->stack[t->depth - 1].node[CP_CONTEXT_SHADOW];
+  cp_node *top = t ? resolved_top(t) : NULL;
+  if (top)
+    return top;
   cp_node *main = atomic_load_explicit(&main_top, memory_order_acquire);
   return main ? main : cp_cct_root();
 }
@@ -204,7 +248,7 @@ cp_node *cp_context_launch_node(cp_context_kind kind, int *is_op) {
   if (t->op) { /* an op names the kernel node itself; states don't apply */
     n = cp_cct_child(n, t->op);
     *is_op = 1;
-  } else if (t->n_states) {
+  } else if (t->n_states && t->states[t->n_states - 1]) { /* 0: unresolved */
     n = cp_cct_child(n, t->states[t->n_states - 1]);
   }
   return n ? n : cp_cct_root();

@@ -27,8 +27,9 @@ typedef struct cp_frame {
   uint64_t id;      /* scope id handed to the user */
   uint64_t start_ns;/* CPU time at enter (trace sessions, timed scopes) */
   int timed;        /* a CPU-timed scope: its exit adds cpu_time (ns) */
-  uint32_t name;    /* strtab id */
-  cp_node *node[CP_CONTEXT_KINDS];
+  uint32_t name;    /* strtab id; 0 for an unresolved frame */
+  uint64_t name_hash; /* unresolved frames: hash of the name, for exits */
+  cp_node *node[CP_CONTEXT_KINDS]; /* all NULL when unresolved */
   uint32_t state;   /* the state open at push (0: none) */
 } cp_frame;
 
@@ -40,6 +41,17 @@ int cp_context_kind_parse(const char *name, cp_context_kind *out);
  * `*frame_out` points at the new top frame (valid until the next push or
  * pop on this thread). Errors: ENOMEM, ELIMIT. Hot path. */
 int cp_context_push(uint32_t name, unsigned kinds, cp_frame **frame_out);
+
+/* Pushes an unresolved scope: entered while no session was active, so its
+ * name is not interned and it has no node (nothing records it, as Proton's
+ * scopes do nothing without a session). Memory stays bounded however many
+ * distinct names pass through. Kernels and children of an unresolved frame
+ * land under the nearest resolved frame below it, or ROOT. Errors: ENOMEM,
+ * ELIMIT. Hot path. */
+int cp_context_push_unresolved(const char *name, cp_frame **frame_out);
+
+/* Hash of a name as unresolved frames keep it. */
+uint64_t cp_context_name_hash(const char *name);
 
 /* Pops the top frame; `*popped` (may be NULL) then points at its copy among
  * the recently exited frames (valid until 8 more pops on this thread). With

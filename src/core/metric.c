@@ -3,9 +3,11 @@
  * Invariant: a metric's kind is fixed by its first value. Not a hot path
  * for kernels (their metrics are fixed fields in core/data.c); called for
  * user metrics, launch metadata, intra-kernel and sampling metrics. */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/metric.h"
 
 static const struct {
@@ -58,6 +60,26 @@ static const char *type_name(const cp_value *v) {
   }
 }
 
+/* Integer sums saturate at INT64_MAX / INT64_MIN rather than wrap: a
+ * clamped total is still the right order of magnitude and keeps its sign,
+ * a wrapped one is garbage. Promoting to double would change the metric's
+ * type under the user's feet. Saturations are counted and logged (the
+ * first 16, then at every power of two), so they are never silent. */
+static atomic_ulong n_saturated;
+
+static void add_saturating(int64_t *acc, int64_t v, const char *name) {
+  int64_t sum;
+  if (!__builtin_add_overflow(*acc, v, &sum)) {
+    *acc = sum;
+    return;
+  }
+  *acc = v > 0 ? INT64_MAX : INT64_MIN;
+  unsigned long n = atomic_fetch_add(&n_saturated, 1) + 1;
+  if (n <= 16 || (n & (n - 1)) == 0)
+    cp_warn("integer metric '%s' saturated at %s (%lu saturated additions "
+            "in this process)", name, v > 0 ? "INT64_MAX" : "INT64_MIN", n);
+}
+
 int cp_metric_fold(cp_value *acc, cp_value v, cp_metric_rule rule,
                    const char *name) {
   if (acc->kind != v.kind) /* Proton's text: users and tests match on it */
@@ -68,7 +90,7 @@ int cp_metric_fold(cp_value *acc, cp_value v, cp_metric_rule rule,
   if (rule == CP_METRIC_PTY || v.kind == CP_VALUE_STRING)
     *acc = v;
   else if (v.kind == CP_VALUE_INT)
-    acc->u.i += v.u.i;
+    add_saturating(&acc->u.i, v.u.i, name);
   else
     acc->u.d += v.u.d;
   return CPROTON_OK;

@@ -60,6 +60,33 @@ static atomic_uint trace_mask;       /* active slots with data="trace" */
 static atomic_uint epoch = 1;
 static int next_id; /* under table_lock; ids are never reused, as in Proton */
 
+/* What scope and metric calls read of a slot without a lock: a thread that
+ * read the active mask just before a finalize and a new start (or a phase
+ * change) in the same slot may still read them, so they live here as
+ * atomics, apart from the slot that `*s = fresh` rewrites under slots_rw. */
+static struct {
+  atomic_uint kind;
+  _Atomic(cp_data *) data;
+  _Atomic(cp_trace *) trace;
+} hot[CP_MAX_SESSIONS];
+
+/* Publishes slot `i`'s kind, data and trace; caller holds slots_rw. */
+static void publish_hot(int i) {
+  atomic_store_explicit(&hot[i].kind, (unsigned)slots[i].kind, memory_order_relaxed);
+  atomic_store_explicit(&hot[i].data, slots[i].data, memory_order_release);
+  atomic_store_explicit(&hot[i].trace, slots[i].trace, memory_order_release);
+}
+
+static cp_context_kind hot_kind(int i) {
+  return (cp_context_kind)atomic_load_explicit(&hot[i].kind, memory_order_relaxed);
+}
+static cp_data *hot_data(int i) {
+  return atomic_load_explicit(&hot[i].data, memory_order_acquire);
+}
+static cp_trace *hot_trace(int i) {
+  return atomic_load_explicit(&hot[i].trace, memory_order_acquire);
+}
+
 uint32_t cp_session_active_mask(void) {
   return atomic_load_explicit(&active_mask, memory_order_acquire);
 }
@@ -81,10 +108,13 @@ static void set_active(int slot, int on) {
 
 /* ---- start ----------------------------------------------------------------- */
 
-void cproton_session_options_init(cproton_session_options *o) {
+int cproton_session_options_init(cproton_session_options *o) {
+  if (!o)
+    return cp_error_set(CPROTON_EINVAL, "session options pointer is NULL");
   memset(o, 0, sizeof *o);
   o->rank = -1;
   o->local_rank = -1;
+  return CPROTON_OK;
 }
 
 /* Expands {pid}, {rank} and {local_rank} in `name` into `out`. */
@@ -263,6 +293,7 @@ int cproton_session_start(const cproton_session_options *o, int *session_out) {
     fresh.id = next_id++;
     pthread_rwlock_wrlock(&slots_rw);
     *s = fresh;
+    publish_hot(slot);
     pthread_rwlock_unlock(&slots_rw);
     set_active(slot, 1);
     cp_context_set_main();
@@ -407,19 +438,25 @@ static void report_late(const session *s) {
 
 static int do_finalize(int i) {
   session *s = &slots[i];
+  int was_active = cp_session_active_mask() >> i & 1;
   set_active(i, 0);
   int rc = flush_session(s);
   if (rc)
     cp_warn("flushing backend '%s' failed: %s", s->backend->name,
             cp_error_message());
   report_late(s);
+  int wrc = CPROTON_OK;
   if (s->skip_if_no_kernels && atomic_load(&s->kernels) == 0)
     cp_info("process %d, session %d ran no kernel; nothing written to '%s'",
             (int)getpid(), s->id, s->path);
   else
-    rc = write_output(s, finalize_format ? finalize_format
+    rc = wrc = write_output(s, finalize_format ? finalize_format
                          : s->periodic ? s->periodic
                          : cp_io_format_default((cp_io_kind)s->is_trace));
+  if (wrc && wrc != CPROTON_EIO) { /* nothing written (out of memory): keep it */
+    set_active(i, was_active);
+    return wrc;
+  }
   pthread_rwlock_wrlock(&slots_rw);
   s->in_use = 0;
   const cp_backend_ops *unused =
@@ -446,6 +483,12 @@ static int check_format(int id, const char *format) {
       rc = CPROTON_EINVAL;
   pthread_mutex_unlock(&table_lock);
   return rc;
+}
+
+int cproton_format_check(const char *format) {
+  if (!format || !*format)
+    return CPROTON_OK;
+  return cp_io_format_find(format) ? CPROTON_OK : CPROTON_EINVAL;
 }
 
 int cproton_session_finalize(int id, const char *format) {
@@ -543,6 +586,7 @@ int cproton_session_advance_phase(int id, uint32_t *phase_out) {
     if (!rc) {
       s->data = cp_phases_current(&s->phases)->data;
       s->trace = cp_phases_current(&s->phases)->trace;
+      publish_hot(slot);
       if (s->is_trace)
         set_spill_dir(s, s->trace);
     }
@@ -630,19 +674,43 @@ static int intern(const char *name, const char *what, uint32_t *id) {
 /* Every active session sees `f`'s node for its context kind. Hot path. */
 static void touch_frame(uint32_t mask, const cp_frame *f) {
   for (; mask; mask &= mask - 1) {
-    session *s = &slots[__builtin_ctz(mask)];
-    cp_node *n = cp_context_frame_node(f, s->kind);
-    if (n && s->data)
-      cp_data_touch(s->data, n);
+    int i = __builtin_ctz(mask);
+    cp_node *n = cp_context_frame_node(f, hot_kind(i));
+    cp_data *d = hot_data(i);
+    if (n && d)
+      cp_data_touch(d, n);
   }
+}
+
+/* With no session active nothing records a scope, state or op: their names
+ * are not interned, so any number of distinct names costs no memory.
+ * Returns 1 then, 0 when a session records, or an error. */
+static int nothing_records(const char *name, const char *what) {
+  if (!name || !*name)
+    return cp_error_set(CPROTON_EINVAL, "%s name must be a non-empty string", what);
+  if (cp_session_active_mask())
+    return 0; /* intern() checks the length */
+  if (strnlen(name, CP_STRTAB_MAX_LEN) >= CP_STRTAB_MAX_LEN)
+    return cp_error_set(CPROTON_EINVAL, "%s name longer than %u bytes", what,
+                        CP_STRTAB_MAX_LEN - 1);
+  return 1;
 }
 
 int cproton_scope_enter(const char *name, uint64_t *id_out) {
   uint32_t name_id;
-  int rc = intern(name, "scope", &name_id);
+  cp_frame *f;
+  int rc = nothing_records(name, "scope");
+  if (rc < 0)
+    return rc;
+  if (rc == 1) {
+    rc = cp_context_push_unresolved(name, &f);
+    if (!rc && id_out)
+      *id_out = f->id;
+    return rc;
+  }
+  rc = intern(name, "scope", &name_id);
   if (rc)
     return rc;
-  cp_frame *f;
   rc = cp_context_push(name_id, atomic_load_explicit(&active_kinds,
                                                      memory_order_relaxed),
                        &f);
@@ -665,10 +733,10 @@ static void trace_scope(const cp_frame *f) {
                 .end_ns = cp_clock_now_ns(), .name = f->name,
                 .lane = cp_context_thread_id()};
   for (; mask; mask &= mask - 1) {
-    session *s = &slots[__builtin_ctz(mask)];
-    cp_node *n = f->node[s->kind];
+    int i = __builtin_ctz(mask);
+    cp_node *n = f->node[hot_kind(i)];
     e.node = n ? n->id : 0;
-    cp_trace_append(s->trace, &e);
+    cp_trace_append(hot_trace(i), &e);
   }
 }
 
@@ -678,7 +746,7 @@ int cproton_cpu_timed_scope_enter(const char *name, uint64_t *id_out) {
   uint64_t id;
   int rc = cproton_scope_enter(name, &id);
   cp_frame *f = rc ? NULL : (cp_frame *)cp_context_find(0);
-  if (f) {
+  if (f && f->name) { /* resolved: a session will receive the time */
     f->timed = 1;
     if (!f->start_ns)
       f->start_ns = cp_clock_now_ns();
@@ -708,12 +776,12 @@ static int add_op_metric(uint32_t name_id, cp_value v) {
   int rc = CPROTON_OK;
   for (uint32_t mask = cp_session_active_mask(); mask && !rc;
        mask &= mask - 1) {
-    session *s = &slots[__builtin_ctz(mask)];
+    int i = __builtin_ctz(mask);
     int is_op;
-    cp_node *n = cp_context_launch_node(s->kind, &is_op);
+    cp_node *n = cp_context_launch_node(hot_kind(i), &is_op);
     if (!is_op)
       return cp_error_set(CPROTON_ESTATE, "no op is open on this thread");
-    rc = cp_data_add_metric(s->data, n, name_id, v);
+    rc = cp_data_add_metric(hot_data(i), n, name_id, v);
   }
   return rc;
 }
@@ -734,11 +802,11 @@ static int add_metric(uint64_t scope_id, const char *name, cp_value v) {
                         (unsigned long long)scope_id);
   for (uint32_t mask = cp_session_active_mask(); mask && !rc;
        mask &= mask - 1) {
-    session *s = &slots[__builtin_ctz(mask)];
-    cp_node *n = f ? cp_context_frame_node(f, s->kind) : cp_cct_root();
+    int i = __builtin_ctz(mask);
+    cp_node *n = f ? cp_context_frame_node(f, hot_kind(i)) : cp_cct_root();
     if (!n)
-      n = cp_context_top(s->kind);
-    rc = cp_data_add_metric(s->data, n, name_id, v);
+      n = cp_context_top(hot_kind(i));
+    rc = cp_data_add_metric(hot_data(i), n, name_id, v);
   }
   return rc;
 }
@@ -762,16 +830,22 @@ int cproton_metric_add_string(uint64_t scope_id, const char *name,
 }
 
 int cproton_state_enter(const char *name) {
-  uint32_t id;
-  int rc = intern(name, "state", &id);
+  uint32_t id = 0; /* 0: unresolved (no session records it) */
+  int rc = nothing_records(name, "state");
+  if (rc < 0)
+    return rc;
+  rc = rc == 1 ? CPROTON_OK : intern(name, "state", &id);
   return rc ? rc : cp_context_state_push(id);
 }
 
 int cproton_state_exit(void) { return cp_context_state_pop(); }
 
 int cproton_op_enter(const char *name) {
-  uint32_t id;
-  int rc = intern(name, "op", &id);
+  uint32_t id = 0; /* with no session the op is not recorded (cleared) */
+  int rc = nothing_records(name, "op");
+  if (rc < 0)
+    return rc;
+  rc = rc == 1 ? CPROTON_OK : intern(name, "op", &id);
   return rc ? rc : cp_context_op_set(id);
 }
 

@@ -153,21 +153,21 @@ void cp_lower_record(cp_text *t, cp_lower_cfg *c, uint32_t scope, int is_end) {
 }
 
 /* Lane copy of the used part of the shared segment to global memory. */
-static void copy_out(cp_text *t, cp_lower_cfg *c, uint32_t n) {
+static void copy_out(cp_text *t, cp_lower_cfg *c) {
   ins(t, c, "add.u32 %%cpr_n, %%cpr_idx, 15;");
   ins(t, c, "and.b32 %%cpr_n, %%cpr_n, -16;");
   ins(t, c, "min.u32 %%cpr_n, %%cpr_n, %u;", c->seg_bytes);
   ins(t, c, "mov.u32 %%cpr_o, 0;");
   ins(t, c, "setp.eq.u32 %%cpr_q, %%cpr_n, 0;");
-  ins(t, c, "@%%cpr_q bra $cpr_hdr_%u;", n);
-  cp_text_printf(t, "$cpr_cp_%u:\n", n);
+  ins(t, c, "@%%cpr_q bra $cpr_hdr;");
+  cp_text_puts(t, "$cpr_cp:\n");
   ins(t, c, "add.u32 %%cpr_sa, %%cpr_ss, %%cpr_o;");
   ins(t, c, "ld.shared.v2.u64 {%%cpr_x, %%cpr_y}, [%%cpr_sa];");
   ins(t, c, "mad.wide.u32 %%cpr_a, %%cpr_o, 1, %%cpr_seg;");
   ins(t, c, "st.global.v2.u64 [%%cpr_a], {%%cpr_x, %%cpr_y};");
   ins(t, c, "add.u32 %%cpr_o, %%cpr_o, 16;");
   ins(t, c, "setp.lt.u32 %%cpr_q, %%cpr_o, %%cpr_n;");
-  ins(t, c, "@%%cpr_q bra $cpr_cp_%u;", n);
+  ins(t, c, "@%%cpr_q bra $cpr_cp;");
 }
 
 /* Thread 0 writes the CTA header, magic word last. */
@@ -196,26 +196,27 @@ static void header(cp_text *t, cp_lower_cfg *c) {
   ins(t, c, "st.global.u64 [%%cpr_buf], %llu;", word0);
 }
 
-void cp_lower_finalize(cp_text *t, cp_lower_cfg *c, uint32_t n, const char *pred,
-                       size_t pred_len, int pred_neg) {
-  c->n_instrs = 0;
-  cp_text_puts(t, "\t// @cproton finalize\n");
+void cp_lower_exit_branch(cp_text *t, const char *pred, size_t pred_len, int pred_neg) {
   if (pred)
-    ins(t, c, "@%s%.*s bra $cpr_skip_%u;", pred_neg ? "" : "!", (int)pred_len, pred, n);
+    cp_text_printf(t, "@%s%.*s bra $cpr_fin;", pred_neg ? "!" : "", (int)pred_len, pred);
+  else
+    cp_text_puts(t, "bra $cpr_fin;");
+}
+
+void cp_lower_finalize(cp_text *t, cp_lower_cfg *c) {
+  c->n_instrs = 0;
+  cp_text_puts(t, "\t// @cproton finalize\n$cpr_fin:\n");
   ins(t, c, "@%%cpr_first mov.u64 %%cpr_gtf, %%globaltimer;");
-  ins(t, c, "@!%%cpr_on bra $cpr_hdr_%u;", n);
+  ins(t, c, "@!%%cpr_on bra $cpr_hdr;");
   ins(t, c, "shr.u32 %%cpr_n, %%cpr_idx, 3;");
   ins(t, c, "mul.wide.u32 %%cpr_x, %%cpr_slot, 4;");
   ins(t, c, "add.s64 %%cpr_a, %%cpr_buf, %%cpr_x;");
   ins(t, c, "st.global.u32 [%%cpr_a+%u], %%cpr_n;", CP_HDR_COUNTS);
   if (c->buffer == CPROTON_BUFFER_SHARED)
-    copy_out(t, c, n);
-  cp_text_printf(t, "$cpr_hdr_%u:\n", n);
-  ins(t, c, "@!%%cpr_first bra $cpr_done_%u;", n);
+    copy_out(t, c);
+  cp_text_puts(t, "$cpr_hdr:\n");
+  ins(t, c, "@!%%cpr_first bra $cpr_done;");
   header(t, c);
-  cp_text_printf(t, "$cpr_done_%u:\n", n);
-}
-
-void cp_lower_exit_tail(cp_text *t, uint32_t n) {
-  cp_text_printf(t, "\n$cpr_skip_%u:", n);
+  cp_text_puts(t, "$cpr_done:\n");
+  ins(t, c, "ret;");
 }

@@ -27,11 +27,14 @@ void cp_lower_prologue(cp_text *t, cp_lower_cfg *c);
 /* One record of scope `scope` (start or end). */
 void cp_lower_record(cp_text *t, cp_lower_cfg *c, uint32_t scope, int is_end);
 
-/* The finalize placed before exit number `n`. For a predicated exit
- * (pred != NULL) it first branches around itself and the exit to label
- * $cpr_skip_<n>, which cp_lower_exit_tail emits after the exit. */
-void cp_lower_finalize(cp_text *t, cp_lower_cfg *c, uint32_t n, const char *pred,
-                       size_t pred_len, int pred_neg);
-void cp_lower_exit_tail(cp_text *t, uint32_t n);
+/* The statement that replaces an exit: a branch to the kernel's one
+ * finalize block, guarded like the exit when `pred` is not NULL. */
+void cp_lower_exit_branch(cp_text *t, const char *pred, size_t pred_len, int pred_neg);
+
+/* The kernel's one finalize block ($cpr_fin), placed before the body's
+ * closing brace and ending in `ret`: every exit branches there, and a body
+ * that falls off its end falls into it. One block per kernel keeps the
+ * output small and ptxas fast however many exits there are. */
+void cp_lower_finalize(cp_text *t, cp_lower_cfg *c);
 
 #endif

@@ -2,9 +2,10 @@
  * checks options, reads the PTX, assigns scopes, sizes each kernel's buffer
  * and writes the instrumented text.
  *
- * Invariant: output = input with insertions only; bytes outside the
- * inserted code are copied verbatim and in order, so a module without
- * markers comes out byte for byte unchanged. The pass is a pure function of
+ * Invariant: output = input with insertions, and each exit statement of an
+ * instrumented kernel replaced by a branch to its one finalize block; other
+ * bytes are copied verbatim and in order, so a module without markers comes
+ * out byte for byte unchanged. The pass is a pure function of
  * (text, options): no globals, safe to run on many threads at once.
  * Not a hot path; called from the C API, the CLI and the Python extension. */
 #include <stdlib.h>
@@ -38,11 +39,14 @@ struct cproton_ptx {
   size_t n_kernels;
 };
 
-void cproton_ptx_options_init(cproton_ptx_options *o) {
+int cproton_ptx_options_init(cproton_ptx_options *o) {
+  if (!o)
+    return cp_error_set(CPROTON_EINVAL, "PTX options pointer is NULL");
   memset(o, 0, sizeof *o);
   o->counter = CPROTON_COUNTER_CLOCK64;
   o->buffer = CPROTON_BUFFER_SHARED;
   o->granularity = CPROTON_GRANULARITY_WARP;
+  return CPROTON_OK;
 }
 
 static int check_options(const cproton_ptx_options *o) {
@@ -196,19 +200,20 @@ static int plan_kernel(const char *text, size_t size, const cp_ptx_module *m, co
   return 0;
 }
 
-/* Offset where an exit's finalize goes: its line start when only blanks
- * precede the statement, else the statement itself (after a label). */
-static size_t exit_insert_point(const char *text, size_t at, int *midline) {
-  size_t ls = at;
-  while (ls > 0 && text[ls - 1] != '\n')
-    ls--;
-  for (size_t i = ls; i < at; i++)
-    if (text[i] != ' ' && text[i] != '\t') {
-      *midline = 1;
-      return at;
-    }
-  *midline = 0;
-  return ls;
+/* The kernel's shared finalize block at input offset `at`, on its own lines.
+ * After an unconditional last exit at the body's top level (a label in a
+ * nested { } block is invisible outside it) it stays inside the function's
+ * debug range (labels such as $L__func_end0 follow that exit). */
+static int place_finalize(cp_text *out, const char *text, size_t *pos, size_t at, kernel_out *ko,
+                          cp_lower_cfg *cfg) {
+  if (at > *pos) {
+    cp_text_append(out, text + *pos, at - *pos);
+    *pos = at;
+  }
+  cp_text_puts(out, at > 0 && text[at - 1] != '\n' ? "\n" : "");
+  cp_lower_finalize(out, cfg);
+  ko->stats.finalize_instrs = cfg->n_instrs;
+  return 1;
 }
 
 /* Writes kernel `k`'s insertions; *pos is the input offset copied so far. */
@@ -219,6 +224,11 @@ static void write_kernel(cp_text *out, const char *text, size_t *pos, const cp_p
   cp_lower_prologue(out, cfg);
   ko->stats.prologue_instrs = cfg->n_instrs;
   uint32_t n_exit = 0;
+  int placed = 0;
+  size_t last_exit = SIZE_MAX;
+  for (size_t i = 0; i < k->n_sites; i++)
+    if (k->sites[i].kind == CP_SITE_EXIT)
+      last_exit = i;
   for (size_t i = 0; i < k->n_sites; i++) {
     const cp_ptx_site *s = &k->sites[i];
     if (s->kind == CP_SITE_RECORD) {
@@ -231,23 +241,19 @@ static void write_kernel(cp_text *out, const char *text, size_t *pos, const cp_p
       ko->stats.record_instrs = cfg->n_instrs;
       continue;
     }
-    int mid;
-    size_t at = exit_insert_point(text, s->at, &mid);
-    cp_text_append(out, text + *pos, at - *pos);
-    *pos = at;
-    if (mid)
-      cp_text_puts(out, "\n");
-    cp_lower_finalize(out, cfg, n_exit, s->pred_len ? text + s->pred_off : NULL, s->pred_len, s->pred_neg);
-    ko->stats.finalize_instrs = cfg->n_instrs;
-    if (mid)
-      cp_text_puts(out, "\t");
-    if (s->pred_len) {
-      cp_text_append(out, text + *pos, s->after - *pos);
-      *pos = s->after;
-      cp_lower_exit_tail(out, n_exit);
-    }
+    /* The exit statement becomes the branch: keeping it as well would
+     * double the exit edges, which slows ptxas down tenfold. */
+    cp_text_append(out, text + *pos, s->at - *pos);
+    cp_lower_exit_branch(out, s->pred_len ? text + s->pred_off : NULL, s->pred_len, s->pred_neg);
+    *pos = s->after;
     n_exit++;
+    if (i == last_exit && !s->pred_len && !s->nested)
+      placed = place_finalize(out, text, pos, s->after, ko, cfg);
   }
+  /* Otherwise before the closing brace, where code falling off the body's
+   * end falls into it. The reader keeps only kernels whose '}' it saw. */
+  if (!placed)
+    place_finalize(out, text, pos, k->body_end, ko, cfg);
   ko->stats.n_exits = n_exit;
 }
 
@@ -280,16 +286,41 @@ static int instrument(const char *text, size_t size, const cproton_ptx_options *
   return 0;
 }
 
-static int already_instrumented(const char *text, size_t size) {
-  static const char *const marks[] = {"%cpr_", "__cproton_smem"};
-  for (int i = 0; i < 2; i++) {
-    size_t l = strlen(marks[i]);
-    for (const char *s = text; size >= l && (s = memchr(s, marks[i][0], size - (size_t)(s - text) - l + 1));
+/* Names the pass emits; input that already uses one would collide. */
+static const struct {
+  const char *mark, *what;
+} reserved[] = {
+    {"%cpr_", "PTX already instrumented (it uses %cpr_ registers)"},
+    {"__cproton_smem", "PTX already instrumented (it declares __cproton_smem)"},
+    {"$cpr_", "the prefix $cpr_ is reserved for the labels cproton adds; rename the input's labels"},
+};
+
+/* Offset of the first reserved name in the input, its table row in *which;
+ * -1 if none. */
+static long find_reserved(const char *text, size_t size, size_t *which) {
+  long first = -1;
+  for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++) {
+    size_t l = strlen(reserved[i].mark);
+    for (const char *s = text; size >= l && (s = memchr(s, reserved[i].mark[0], size - (size_t)(s - text) - l + 1));
          s++)
-      if (!memcmp(s, marks[i], l))
-        return 1;
+      if (!memcmp(s, reserved[i].mark, l)) {
+        if (first < 0 || s - text < first)
+          first = (long)(s - text), *which = i;
+        break;
+      }
   }
-  return 0;
+  return first;
+}
+
+static int check_reserved(const char *text, size_t size) {
+  size_t which = 0;
+  long at = find_reserved(text, size, &which);
+  if (at < 0)
+    return 0;
+  uint32_t line = 1;
+  for (long i = 0; i < at; i++)
+    line += text[i] == '\n';
+  return cp_error_set(CPROTON_EUNSUPPORTED, "line %u: %s", line, reserved[which].what);
 }
 
 int cproton_ptx_instrument(const char *ptx, size_t size, const cproton_ptx_options *o, cproton_ptx **out) {
@@ -304,8 +335,9 @@ int cproton_ptx_instrument(const char *ptx, size_t size, const cproton_ptx_optio
   int rc = check_options(o);
   if (rc)
     return rc;
-  if (already_instrumented(ptx, size))
-    return cp_error_set(CPROTON_EUNSUPPORTED, "PTX already instrumented (it uses %%cpr_ registers)");
+  rc = check_reserved(ptx, size);
+  if (rc)
+    return rc;
   cproton_ptx *p = calloc(1, sizeof *p);
   if (!p)
     return cp_error_set(CPROTON_ENOMEM, "out of memory");

@@ -200,8 +200,12 @@ static int read_exits(reader *r, size_t b) {
     if (is_exit) {
       if (!semi)
         return cp_error_set(CPROTON_EPARSE, "line %u: '%.*s' without ';'", r->lineno, (int)ol, op);
+      int depth = r->depth; /* braces before the exit on this line count too */
+      for (const char *c = code; c < st; c++)
+        depth += (*c == '{') - (*c == '}');
       cp_ptx_site site = {.kind = CP_SITE_EXIT, .line = r->lineno, .at = b + (size_t)(st - code),
-                          .after = b + (size_t)(semi - code) + 1, .pred_neg = neg};
+                          .after = b + (size_t)(semi - code) + 1, .pred_neg = neg,
+                          .nested = depth > 1};
       if (pred) {
         site.pred_off = b + (size_t)(pred - code);
         site.pred_len = pred_len;
@@ -459,6 +463,7 @@ static int body_line(reader *r, size_t b, size_t e, long cmt) {
     if (r->depth == 0) {
       if (r->pending)
         r->cur.prologue_at = b;
+      r->cur.body_end = b + i;
       r->st = ST_TOP;
       return end_kernel(r);
     }

@@ -28,12 +28,15 @@ typedef struct cp_ptx_site {
   size_t pred_off; /* exit: predicate register ("%p1"), 0 length if none */
   size_t pred_len;
   int pred_neg;    /* exit: the guard was @!%p */
+  int nested;      /* exit: inside a { } block of the body (labels there
+                      are not visible outside it) */
 } cp_ptx_site;
 
 typedef struct cp_ptx_kernel {
   size_t name_off, name_len;
   uint32_t line;         /* line of the .entry directive */
   size_t prologue_at;    /* insert declarations + prologue here */
+  size_t body_end;       /* offset of the body's closing '}' */
   size_t param_off, param_len; /* last .param's name; 0 length if none */
   int param_is_u64;      /* the last .param is a 64-bit scalar */
   uint32_t ntid[3];      /* from .reqntid / .maxntid; 0 if absent */

@@ -1,6 +1,11 @@
 /* instrument/scope.c -- allocates scope ids for one kernel and validates that
  * record markers nest: every end closes the innermost open scope.
  *
+ * Nesting is checked along control-flow paths (instrument/flow.c), since a
+ * compiler may order an RAII scope's end markers on different paths either
+ * way in the text; every reachable marker sees one stack of open scopes.
+ * A body whose flow cannot be followed (brx.idx) is checked in text order.
+ *
  * Invariant: ids are dense (0..n-1) in order of first appearance, so the
  * table is identical for identical input; a scope's parent is the scope
  * open around its first start. Not a hot path; called by instrument/pass.c. */
@@ -8,6 +13,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "instrument/flow.h"
 #include "instrument/layout.h"
 #include "instrument/scope.h"
 
@@ -112,6 +118,169 @@ static int walk(assigner *a) {
   return 0;
 }
 
+/* ---- control-flow walk -------------------------------------------------- */
+
+typedef struct block_state {
+  int seen, conflict;
+  size_t depth;
+  open_scope *stack;
+} block_state;
+
+typedef struct flow_walk {
+  assigner *a;
+  const cp_flow *f;
+  block_state *bs;
+  size_t *work, n_work;
+  size_t *parent_site; /* per scope: the start site that set its parent */
+  uint8_t *reached;    /* per site */
+  int conflict;        /* current path joined differing stacks */
+} flow_walk;
+
+static int same_stack(const block_state *b, const assigner *a) {
+  if (b->depth != a->depth)
+    return 0;
+  for (size_t d = 0; d < a->depth; d++)
+    if (b->stack[d].id != a->stack[d].id)
+      return 0;
+  return 1;
+}
+
+/* Records the current stack as event i's entry state; queues it when new
+ * or when paths with different stacks meet there. */
+static int enqueue(flow_walk *w, size_t i) {
+  block_state *b = &w->bs[i];
+  assigner *a = w->a;
+  if (b->seen && (b->conflict || (!w->conflict && same_stack(b, a))))
+    return 0;
+  if (b->seen) {
+    b->conflict = 1;
+  } else {
+    b->seen = 1;
+    b->conflict = w->conflict;
+    b->depth = a->depth;
+    b->stack = malloc((a->depth ? a->depth : 1) * sizeof *b->stack);
+    if (!b->stack)
+      return cp_error_set(CPROTON_ENOMEM, "out of memory checking scopes");
+    memcpy(b->stack, a->stack, a->depth * sizeof *b->stack);
+  }
+  w->work[w->n_work++] = i;
+  return 0;
+}
+
+static int flow_record(flow_walk *w, size_t join, const cp_ptx_site *s, size_t site) {
+  assigner *a = w->a;
+  uint32_t id = a->t->site_scope[site];
+  w->reached[site] = 1;
+  if (w->conflict)
+    return cp_error_set(CPROTON_EPARSE,
+                        "kernel '%s': line %u: marker of scope '%s' is reached with different "
+                        "scopes open on paths that meet at line %u",
+                        a->kname, s->line, a->t->names[id], cp_flow_line(a->text, join));
+  if (!s->is_end && site < w->parent_site[id]) {
+    w->parent_site[id] = site;
+    a->t->parents[id] = a->depth ? (int32_t)a->stack[a->depth - 1].id : -1;
+  }
+  return s->is_end ? on_end(a, s, id) : on_start(a, s, id);
+}
+
+/* Walks the block starting at event i until it ends. */
+static int flow_block(flow_walk *w, size_t i) {
+  const cp_flow *f = w->f;
+  block_state *b = &w->bs[i];
+  assigner *a = w->a;
+  a->depth = b->depth;
+  memcpy(a->stack, b->stack, b->depth * sizeof *a->stack);
+  w->conflict = b->conflict;
+  size_t join = i < f->n ? f->ev[i].off : 0;
+  for (size_t j = i; j < f->n; j++) {
+    const cp_flow_event *e = &f->ev[j];
+    if (e->kind == CP_FLOW_LABEL && j != i)
+      return enqueue(w, j); /* falls through into the next block */
+    if (e->kind == CP_FLOW_RECORD) {
+      int rc = flow_record(w, join, &a->k->sites[e->site], e->site);
+      if (rc)
+        return rc;
+    } else if (e->kind == CP_FLOW_BRANCH) {
+      int rc = enqueue(w, (size_t)e->target);
+      return rc || !e->cond ? rc : enqueue(w, j + 1);
+    } else if (e->kind == CP_FLOW_EXIT) {
+      return e->cond ? enqueue(w, j + 1) : 0;
+    }
+  }
+  return 0;
+}
+
+/* After the walk: markers no path reaches, scopes that never end. */
+static int flow_finish(flow_walk *w) {
+  assigner *a = w->a;
+  const cp_ptx_kernel *k = a->k;
+  uint8_t *ended = calloc(a->t->n ? a->t->n : 1, 1);
+  if (!ended)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory checking scopes");
+  for (size_t i = 0; i < k->n_sites; i++)
+    if (k->sites[i].kind == CP_SITE_RECORD && k->sites[i].is_end)
+      ended[a->t->site_scope[i]] = 1;
+  int rc = 0;
+  for (size_t i = 0; !rc && i < k->n_sites; i++) {
+    const cp_ptx_site *s = &k->sites[i];
+    if (s->kind != CP_SITE_RECORD)
+      continue;
+    const char *nm = a->t->names[a->t->site_scope[i]];
+    if (!w->reached[i])
+      rc = cp_error_set(CPROTON_EPARSE, "kernel '%s': line %u: marker of scope '%s' is unreachable",
+                        a->kname, s->line, nm);
+    else if (!s->is_end && !ended[a->t->site_scope[i]])
+      rc = cp_error_set(CPROTON_EPARSE, "kernel '%s': line %u: scope '%s' is never ended", a->kname,
+                        s->line, nm);
+  }
+  free(ended);
+  return rc;
+}
+
+static int walk_flow(assigner *a, const cp_flow *f) {
+  const cp_ptx_kernel *k = a->k;
+  for (size_t i = 0; i < k->n_sites; i++) { /* ids in text order */
+    const cp_ptx_site *s = &k->sites[i];
+    if (s->kind != CP_SITE_RECORD)
+      continue;
+    int rc = lookup(a, a->text + s->name_off, s->name_len, -1, &a->t->site_scope[i]);
+    if (rc)
+      return rc;
+  }
+  flow_walk w = {.a = a, .f = f};
+  w.bs = calloc(f->n + 1, sizeof *w.bs);
+  w.work = malloc(2 * (f->n + 1) * sizeof *w.work);
+  w.parent_site = malloc((a->t->n ? a->t->n : 1) * sizeof *w.parent_site);
+  w.reached = calloc(k->n_sites ? k->n_sites : 1, 1);
+  int rc = (!w.bs || !w.work || !w.parent_site || !w.reached)
+               ? cp_error_set(CPROTON_ENOMEM, "out of memory checking scopes")
+               : 0;
+  for (uint32_t s = 0; !rc && s < a->t->n; s++)
+    w.parent_site[s] = SIZE_MAX;
+  a->depth = 0;
+  if (!rc)
+    rc = enqueue(&w, 0);
+  while (!rc && w.n_work)
+    rc = flow_block(&w, w.work[--w.n_work]);
+  if (!rc)
+    rc = flow_finish(&w);
+  for (size_t i = 0; w.bs && i <= f->n; i++)
+    free(w.bs[i].stack);
+  free(w.bs), free(w.work), free(w.parent_site), free(w.reached);
+  return rc;
+}
+
+/* Control flow when it can be followed, else text order. */
+static int check_nesting(assigner *a) {
+  cp_flow f;
+  int rc = cp_flow_read(a->text, a->k, &f);
+  if (rc)
+    return rc;
+  rc = f.indirect ? walk(a) : walk_flow(a, &f);
+  cp_flow_free(&f);
+  return rc;
+}
+
 int cp_scope_assign(const char *text, const cp_ptx_kernel *k, cp_scope_table *t) {
   memset(t, 0, sizeof *t);
   assigner a = {.text = text, .k = k, .t = t};
@@ -129,7 +298,7 @@ int cp_scope_assign(const char *text, const cp_ptx_kernel *k, cp_scope_table *t)
   t->site_scope = calloc(k->n_sites ? k->n_sites : 1, sizeof *t->site_scope);
   int rc = (!a.hash || !a.stack || !t->names || !t->parents || !t->site_scope)
                ? cp_error_set(CPROTON_ENOMEM, "out of memory assigning scopes")
-               : walk(&a);
+               : check_nesting(&a);
   free(a.hash);
   free(a.stack);
   if (rc)

@@ -199,6 +199,18 @@ static int metric_key(parser *ps, const key_slot *k, uint32_t *key_out) {
   return CPROTON_OK;
 }
 
+/* Metrics the viewer computes with: a string there ("count": "ten") is an
+ * error, not a value to drop. Other metrics may hold strings (Proton's
+ * MetricValueType includes std::string). */
+static int numeric_metric(const char *name) {
+  static const char *const names[] = {"count", "time (ns)", "cpu_time (ns)", "cycles",
+                                      "normalized_cycles", "num_samples"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (strcmp(name, names[i]) == 0)
+      return 1;
+  return 0;
+}
+
 static int metric_member(parser *ps, void *ctx, const key_slot *k) {
   cp_json_lexer *lx = ps->lx;
   cp_profile_metric m;
@@ -215,6 +227,9 @@ static int metric_member(parser *ps, void *ctx, const key_slot *k) {
     m.kind = CPROTON_METRIC_INT, m.v.i = lx->tok == CP_JSON_TRUE;
     break;
   case CP_JSON_STRING: {
+    if (numeric_metric(str_of(ps, k->id)))
+      return perr(lx, CPROTON_EPARSE, "metric \"%.200s\" must be a number, found a string",
+                  str_of(ps, k->id));
     m.kind = CPROTON_METRIC_STRING;
     key_slot v;
     int rc = intern_cached(ps, &v);
@@ -414,6 +429,8 @@ static int dev_index(parser *ps, void *ctx, const key_slot *k) {
 static int dev_type(parser *ps, void *ctx, const key_slot *k) {
   dev_ctx *c = ctx;
   c->type = k->id;
+  /* A repeated type key replaces the earlier object, as json.load does. */
+  cp_profile_model_drop_devices(ps->p, k->id);
   return each_member(ps, c, dev_index);
 }
 

@@ -85,6 +85,10 @@ const char *cp_hatchet_read_json_tok_name(cp_json_tok tok) {
 static int refill(cp_json_lexer *lx) {
   if (lx->eof)
     return CPROTON_OK;
+  if (lx->base + lx->end >= CPROTON_PROFILE_MAX_BYTES)
+    return cp_error_set(CPROTON_ELIMIT, "%s: input longer than %llu bytes (an "
+                        "endless stream?)", lx->name,
+                        (unsigned long long)CPROTON_PROFILE_MAX_BYTES);
   size_t keep = lx->end - lx->pos;
   memmove(lx->owned, lx->owned + lx->pos, keep);
   lx->base += lx->pos;
@@ -324,7 +328,11 @@ static int string_special(cp_json_lexer *lx, const char **p,
  * found a word at a time and copied with one memcpy. */
 static int lex_string(cp_json_lexer *lx) {
   const char *p = lx->data + lx->pos + 1, *end = lx->data + lx->end;
-  const char *limit = end - p > (ptrdiff_t)LOOKAHEAD ? p + LOOKAHEAD : end;
+  /* At most CPROTON_PROFILE_MAX_STRING bytes between the quotes, exactly:
+   * the closing quote may sit at p + MAX_STRING, no later. */
+  const char *limit = end - p > (ptrdiff_t)CPROTON_PROFILE_MAX_STRING
+                          ? p + CPROTON_PROFILE_MAX_STRING + 1
+                          : end;
   size_t run = plain_run(p, limit);
   if (p + run < limit && p[run] == '"') { /* the common case: no copy */
     lx->str = p;
@@ -459,10 +467,13 @@ static int fast_double(const char *s, size_t n, double *out) {
 static size_t plain_int(const char *s, size_t avail, int64_t *out) {
   size_t i = s[0] == '-', start = i;
   int64_t v = 0;
-  while (i < avail && s[i] >= '0' && s[i] <= '9' && i - start < 19)
+  while (i < avail && s[i] >= '0' && s[i] <= '9') {
+    if (i - start == 18) /* a 19th digit may overflow: the general path */
+      return 0;
     v = v * 10 + (s[i++] - '0');
+  }
   size_t digits = i - start;
-  if (digits == 0 || digits > 18 || (digits > 1 && s[start] == '0'))
+  if (digits == 0 || (digits > 1 && s[start] == '0'))
     return 0;
   if (i < avail && (s[i] == '.' || s[i] == 'e' || s[i] == 'E' ||
                     (s[i] >= '0' && s[i] <= '9')))

@@ -233,6 +233,11 @@ int cp_profile_model_set_metric(cproton_profile *p, uint32_t node,
 
 int cp_profile_model_add_device(cproton_profile *p,
                                 const cp_profile_device *d) {
+  for (uint32_t i = 0; i < p->n_devices; i++)
+    if (p->devices[i].type == d->type && p->devices[i].index == d->index) {
+      p->devices[i] = *d; /* a repeated key: the last one wins, as in Python */
+      return CPROTON_OK;
+    }
   if (p->n_devices >= MAX_DEVICES)
     return cp_error_set(CPROTON_ELIMIT, "more than %u devices", MAX_DEVICES);
   size_t cap = p->devices_cap;
@@ -243,6 +248,14 @@ int cp_profile_model_add_device(cproton_profile *p,
   p->devices_cap = (uint32_t)cap;
   p->devices[p->n_devices++] = *d;
   return CPROTON_OK;
+}
+
+void cp_profile_model_drop_devices(cproton_profile *p, uint32_t type) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < p->n_devices; i++)
+    if (p->devices[i].type != type)
+      p->devices[n++] = p->devices[i];
+  p->n_devices = n;
 }
 
 int cp_profile_model_finish(cproton_profile *p) {

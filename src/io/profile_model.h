@@ -98,9 +98,13 @@ int cp_profile_model_key(cproton_profile *p, uint32_t name,
 int cp_profile_model_set_metric(cproton_profile *p, uint32_t node,
                                 const cp_profile_metric *m);
 
-/* Appends a device entry; ENOMEM/ELIMIT. */
+/* Adds a device entry, replacing one of the same type and index (a
+ * repeated JSON key: the last wins); ENOMEM/ELIMIT. */
 int cp_profile_model_add_device(cproton_profile *p,
                                 const cp_profile_device *d);
+
+/* Forgets every device of `type` (a repeated type key replaces them). */
+void cp_profile_model_drop_devices(cproton_profile *p, uint32_t type);
 
 /* Builds the child index after the last node. ENOMEM. */
 int cp_profile_model_finish(cproton_profile *p);

@@ -36,10 +36,12 @@ def test_state_decorator_and_inactive():
     assert "k" in load_tree("s.hatchet")["deco"]
 
 
-def test_exit_state_without_enter_warns():
+def test_exit_state_without_enter_raises():
     proton.start("s")
-    with pytest.warns(proton.CprotonWarning):
+    with pytest.raises(ValueError, match="exit_state without enter_state"):
         proton.exit_state()
+    with proton.state("a"):  # the context manager exits only what it entered
+        pass
 
 
 def test_scopes_per_thread_and_concurrency():

@@ -269,6 +269,8 @@ Test(core_session, unwritable_path_leaves_no_file, .init = reset) {
   sid = start(cpt_tmp_path("fmt"), NULL, "none");
   cr_assert_eq(cproton_session_finalize(sid, "xml"), CPROTON_EINVAL);
   cr_assert_eq(access(cpt_tmp_path("fmt.xml"), F_OK), -1);
+  cr_assert_eq(cproton_session_count(), 1, "a bad format keeps the session");
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
 }
 
 Test(core_session, name_placeholders, .init = reset) {

@@ -103,9 +103,11 @@ Test(instrument_errors, bad_options) {
 Test(instrument_errors, predicated_and_labelled_exits) {
   const char *text = HEAD "\tmov.u32 %r1, %tid.x;\n\tsetp.eq.u32 %p1, %r1, 3;\n" M("start a")
       "\t@%p1 ret;\n\t@!%p1 bra $L_x;\n" M("end a") "$L_x: exit; // done\n" M("end a") TAIL;
-  /* textually: start a, end a, end a -> the second end is unpaired */
+  /* the second end follows an unconditional exit: no path reaches it */
   cproton_ptx *p = NULL;
   cr_assert_eq(inst(text, NULL, &p), CPROTON_EPARSE);
+  cr_assert(strstr(cproton_last_error(), "line 24: marker of scope 'a' is unreachable"), "%s",
+            cproton_last_error());
   text = HEAD "\tmov.u32 %r1, %tid.x;\n\tsetp.eq.u32 %p1, %r1, 3;\n" M("start a")
       "\t@%p1 ret;\n\t@!%p1 bra $L_x;\n" M("end a") "$L_x: exit; // done\n\t@!%p1 ret.uni;\n" TAIL;
   cr_assert_eq(inst(text, NULL, &p), CPROTON_OK, "%s", cproton_last_error());
@@ -113,9 +115,12 @@ Test(instrument_errors, predicated_and_labelled_exits) {
   cproton_ptx_kernel_stats(p, 0, &st);
   cr_assert_eq(st.n_exits, 4);
   const char *out = cproton_ptx_text(p, NULL);
-  cr_assert(strstr(out, "@!%p1 bra $cpr_skip_0;"));
-  cr_assert(strstr(out, "@%p1 bra $cpr_skip_2;"));
-  cr_assert(strstr(out, "$L_x: \n\t// @cproton finalize"));
+  /* each exit branches, guarded like the exit, to one shared finalize */
+  cr_assert(strstr(out, "\t@%p1 bra $cpr_fin;\n"));
+  cr_assert(strstr(out, "\t@!%p1 bra $cpr_fin;\n"));
+  cr_assert(strstr(out, "$L_x: bra $cpr_fin; // done"));
+  const char *fin = strstr(out, "$cpr_fin:");
+  cr_assert(fin && !strstr(fin + 1, "$cpr_fin:"), "one finalize block");
   cr_assert(ptxas_ok(out), "ptxas rejected:\n%s", out);
   cproton_ptx_free(p);
 }

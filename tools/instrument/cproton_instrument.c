@@ -3,13 +3,16 @@
  * instrumented PTX and prints, per kernel, the scope table and the
  * profile-buffer size per CTA. Uses the public API only.
  *
- * Invariant: the output file is written to a temporary name and renamed,
- * so a failure never leaves partial output over a good file. Errors print
+ * Invariant: a regular output file is written to a temporary name and
+ * renamed, so a failure never leaves partial output over a good file; an
+ * existing non-regular file (/dev/null, a pipe, a terminal) is written
+ * directly, since renaming over it would replace the device or pipe. Errors print
  * "cproton: error: ..." and exit 1 (2 for usage errors, parsed by args.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "args.h"
 #include "cproton/cproton.h"
@@ -45,9 +48,19 @@ static char *read_all(const char *path, size_t *size) {
   return b;
 }
 
+static int write_direct(FILE *f, const char *text, size_t size) {
+  int rc = !f || fwrite(text, 1, size, f) != size;
+  if (f && f != stdout && fclose(f))
+    rc = 1;
+  return rc ? -1 : 0;
+}
+
 static int write_atomic(const char *path, const char *text, size_t size) {
   if (!path || !strcmp(path, "-"))
-    return fwrite(text, 1, size, stdout) == size ? 0 : -1;
+    return write_direct(stdout, text, size);
+  struct stat st;
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    return write_direct(fopen(path, "wb"), text, size);
   size_t l = strlen(path) + 16;
   char *tmp = malloc(l);
   if (!tmp)

@@ -22,24 +22,45 @@ uint64_t vw_name_hash(uint32_t parent, const char *name) {
   return h;
 }
 
-/* match[r] = the left node that right node r merges into, or VW_NONE. */
+static int same_key(const vw_tree *L, uint32_t l, uint32_t parent, const char *name) {
+  return L->nodes[l].parent == parent && !strcmp(L->nodes[l].name, name);
+}
+
+/* The table slot of key (parent, name): its entry or the empty slot to use.
+ * One slot per distinct key, so same-named siblings cost no probing. */
+static size_t find_slot(const vw_tree *L, const uint32_t *key_node, size_t cap, uint32_t parent,
+                        const char *name) {
+  size_t j = vw_name_hash(parent, name) & (cap - 1);
+  while (key_node[j] != VW_NONE && !same_key(L, key_node[j], parent, name))
+    j = (j + 1) & (cap - 1);
+  return j;
+}
+
+/* match[r] = the left node that right node r merges into, or VW_NONE. The
+ * k-th right child of a name merges into the k-th left child of that name
+ * (each key's left nodes are chained in order). */
 static uint32_t *match_nodes(const vw_tree *L, const vw_tree *R) {
   size_t cap = 16;
   while (cap < (size_t)L->n * 2)
     cap *= 2;
-  uint32_t *table = malloc(cap * sizeof *table);
+  uint32_t *key_node = malloc(cap * sizeof *key_node); /* first node of a key */
+  uint32_t *next_free = malloc(cap * sizeof *next_free); /* next unmatched */
+  uint32_t *tail = malloc(cap * sizeof *tail);
+  uint32_t *next_same = malloc((L->n ? L->n : 1) * sizeof *next_same);
   uint32_t *match = malloc((R->n ? R->n : 1) * sizeof *match);
-  uint8_t *used = calloc(L->n ? L->n : 1, 1);
-  if (!table || !match || !used) {
+  if (!key_node || !next_free || !tail || !next_same || !match) {
     fprintf(stderr, "cproton-viewer: out of memory\n");
     exit(2);
   }
-  memset(table, 0xff, cap * sizeof *table);
+  memset(key_node, 0xff, cap * sizeof *key_node);
   for (uint32_t i = 0; i < L->n; i++) {
-    size_t j = vw_name_hash(L->nodes[i].parent, L->nodes[i].name) & (cap - 1);
-    while (table[j] != VW_NONE)
-      j = (j + 1) & (cap - 1);
-    table[j] = i;
+    size_t j = find_slot(L, key_node, cap, L->nodes[i].parent, L->nodes[i].name);
+    next_same[i] = VW_NONE;
+    if (key_node[j] == VW_NONE)
+      key_node[j] = next_free[j] = i;
+    else
+      next_same[tail[j]] = i;
+    tail[j] = i;
   }
   for (uint32_t r = 0; r < R->n; r++) {
     uint32_t rp = R->nodes[r].parent;
@@ -47,19 +68,13 @@ static uint32_t *match_nodes(const vw_tree *L, const vw_tree *R) {
     match[r] = VW_NONE;
     if (rp != VW_NONE && lp == VW_NONE)
       continue;
-    size_t j = vw_name_hash(lp, R->nodes[r].name) & (cap - 1);
-    for (; table[j] != VW_NONE; j = (j + 1) & (cap - 1)) {
-      uint32_t l = table[j];
-      if (!used[l] && L->nodes[l].parent == lp &&
-          !strcmp(L->nodes[l].name, R->nodes[r].name)) {
-        match[r] = l;
-        used[l] = 1;
-        break;
-      }
+    size_t j = find_slot(L, key_node, cap, lp, R->nodes[r].name);
+    if (key_node[j] != VW_NONE && next_free[j] != VW_NONE) {
+      match[r] = next_free[j];
+      next_free[j] = next_same[next_free[j]];
     }
   }
-  free(table);
-  free(used);
+  free(key_node), free(next_free), free(tail), free(next_same);
   return match;
 }
 

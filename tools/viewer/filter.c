@@ -5,7 +5,10 @@
  *   -e R : NOT MATCH (".", p)->("*")  (drops matches and their subtrees)
  *   -t X : ["*", {metric: ">= X"}]    (nodes meeting X and their ancestors)
  * Regexes match at the start of the name like Python's re.match; they are
- * POSIX extended regexes with \d and \D translated.
+ * POSIX extended regexes with \d and \D translated. Back-references are
+ * refused: they are the one feature that makes glibc's matcher backtrack
+ * (exponential time on names such as "aaaa...", e.g. ((a*)*)*\2b), and
+ * without them matching stays polynomial in the name's length.
  * Called by main.c. */
 #include <regex.h>
 #include <stdlib.h>
@@ -20,7 +23,15 @@ static int compile(regex_t *re, const char *pattern) {
     return vw_fail("out of memory");
   o += sprintf(o, "^(");
   for (size_t i = 0; i < n; i++) {
-    if (pattern[i] == '\\' && (pattern[i + 1] == 'd' || pattern[i + 1] == 'D')) {
+    if (pattern[i] == '\\' && pattern[i + 1] >= '1' && pattern[i + 1] <= '9') {
+      free(s);
+      return vw_fail("bad regular expression \"%s\": back-references (\\%c) are not supported "
+                     "(they can take exponential time)", pattern, pattern[i + 1]);
+    }
+    if (pattern[i] == '\\' && pattern[i + 1] == '\\') { /* an escaped backslash */
+      *o++ = pattern[i++];
+      *o++ = pattern[i];
+    } else if (pattern[i] == '\\' && (pattern[i + 1] == 'd' || pattern[i + 1] == 'D')) {
       o += sprintf(o, pattern[i + 1] == 'd' ? "[0-9]" : "[^0-9]");
       i++;
     } else {

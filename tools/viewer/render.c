@@ -385,6 +385,28 @@ static void visit_csv(ctx *c, uint32_t i, const uint8_t *last) {
   fputc('\n', c->out);
 }
 
+/* One frame of a folded line at dst (room for 4 bytes per input byte):
+ * ';' separates frames and '\n' lines, so ';' becomes ',' and control
+ * characters and '\\' are escaped ("\n", "\t", "\x01", "\\\\"). */
+static size_t fold_name(const char *name, char *dst) {
+  size_t n = 0;
+  for (const unsigned char *s = (const unsigned char *)name; *s; s++) {
+    if (*s == ';')
+      dst[n++] = ',';
+    else if (*s == '\\')
+      dst[n++] = '\\', dst[n++] = '\\';
+    else if (*s == '\n')
+      dst[n++] = '\\', dst[n++] = 'n';
+    else if (*s == '\t')
+      dst[n++] = '\\', dst[n++] = 't';
+    else if (*s < 0x20 || *s == 0x7f)
+      n += (size_t)sprintf(dst + n, "\\x%02x", *s);
+    else
+      dst[n++] = (char)*s;
+  }
+  return n;
+}
+
 /* Folded stacks: "a;b;c <self value>" for flame-graph tools; the self value
  * of an inclusive column is the node's value minus its children's. */
 static void visit_folded(ctx *c, uint32_t i, const uint8_t *last) {
@@ -398,8 +420,8 @@ static void visit_folded(ctx *c, uint32_t i, const uint8_t *last) {
   }
   const char *name = display_name(c, i);
   size_t start = d ? ends[d - 1] + 1 : 0, len = strlen(name);
-  if (start + len + 1 > cap) {
-    cap = (start + len + 1) * 2;
+  if (start + 4 * len + 1 > cap) {
+    cap = (start + 4 * len + 1) * 2;
     path = realloc(path, cap);
   }
   if (!path || !ends) {
@@ -408,9 +430,7 @@ static void visit_folded(ctx *c, uint32_t i, const uint8_t *last) {
   }
   if (d)
     path[start - 1] = ';';
-  for (size_t k = 0; k < len; k++)
-    path[start + k] = name[k] == ';' ? ',' : name[k];
-  ends[d] = start + len;
+  ends[d] = start + fold_name(name, path + start);
   const vw_col *col = &t->cols[c->cols[0]];
   double self = col->v[i];
   if (strstr(col->name, "(inc)"))

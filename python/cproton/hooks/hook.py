@@ -52,12 +52,12 @@ class HookManager:
         """Puts the right functions in Triton's hook chains: with a single
         active hook, its own enter/exit (a launch then costs one call, not a
         Python loop over hooks); with several, the manager's fan-out."""
-        rt = _runtime_knobs()
         for chain, fn in HookManager._chained:
             chain.remove(fn)
         HookManager._chained = []
         if not HookManager._installed:
-            return
+            return  # no hook: Triton is not needed (nor imported)
+        rt = _runtime_knobs()
         hooks = HookManager.active_hooks
         enter, exit_ = ((hooks[0].enter, hooks[0].exit) if len(hooks) == 1 else
                         (HookManager.enter, HookManager.exit))

@@ -25,13 +25,16 @@ static struct {
 void cp_instr_count_launch(void) { atomic_fetch_add(&stats.launches, 1); }
 void cp_instr_count_failure(void) { atomic_fetch_add(&stats.failed, 1); }
 
-void cproton_instr_get_stats(cproton_instr_stats *out) {
+int cproton_instr_get_stats(cproton_instr_stats *out) {
+  if (!out)
+    return cp_error_set(CPROTON_EINVAL, "stats pointer is NULL");
   out->launches = atomic_load(&stats.launches);
   out->decoded = atomic_load(&stats.decoded);
   out->dropped = atomic_load(&stats.dropped);
   out->unpaired = atomic_load(&stats.unpaired);
   out->bad_ctas = atomic_load(&stats.bad_ctas);
   out->failed = atomic_load(&stats.failed);
+  return CPROTON_OK;
 }
 
 /* Scope `s`'s path of name ids from its top-level ancestor; returns depth. */

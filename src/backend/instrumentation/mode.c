@@ -152,7 +152,13 @@ static int parse_mode(const char *mode, cproton_ptx_options *out, parsed *ps_out
   if (strlen(mode) >= sizeof buf)
     return cp_error_set(CPROTON_EINVAL, "instrumentation mode too long");
   snprintf(buf, sizeof buf, "%s", mode);
-  char *save = NULL, *name = strtok_r(buf, ":", &save);
+  /* The mode name is the text before the first ':' and may not be empty
+   * (":key=value" and "::::" name no mode); strtok_r would skip it. */
+  char *save = NULL, *name = buf[0] == ':' ? NULL : strtok_r(buf, ":", &save);
+  if (!name)
+    return cp_error_set(CPROTON_EINVAL,
+                        "instrumentation mode '%s' names no mode (valid: "
+                        "default, mma)", mode);
   if (strcmp(name, "default") != 0 && strcmp(name, "mma") != 0)
     return cp_error_set(CPROTON_EINVAL,
                         "instrumentation mode: unknown mode '%s' (valid: "
@@ -172,11 +178,15 @@ static int parse_mode(const char *mode, cproton_ptx_options *out, parsed *ps_out
 }
 
 int cproton_instr_mode_options(const char *mode, cproton_ptx_options *out) {
+  if (!out)
+    return cp_error_set(CPROTON_EINVAL, "instrumentation mode: out is NULL");
   parsed ps;
   return parse_mode(mode, out, &ps);
 }
 
 int cproton_instr_mode_decode_flags(const char *mode, unsigned *flags) {
+  if (!flags)
+    return cp_error_set(CPROTON_EINVAL, "instrumentation mode: flags is NULL");
   cproton_ptx_options o;
   parsed ps;
   int rc = parse_mode(mode, &o, &ps);

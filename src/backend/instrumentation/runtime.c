@@ -430,12 +430,12 @@ static int enqueue_copy(const cp_cudadrv *d, pending *p, uint64_t stream) {
 
 int cproton_instr_launch(const cproton_instr_kernel *k, uint64_t dptr,
                          size_t size, uint64_t stream) {
+  if (!k) /* before the driver: a NULL is wrong on every machine */
+    return cp_error_set(CPROTON_EINVAL, "kernel is required");
   const cp_cudadrv *d;
   int rc = cp_cudadrv_get(&d);
   if (rc)
     return rc;
-  if (!k)
-    return cp_error_set(CPROTON_EINVAL, "kernel is required");
   pending *p = calloc(1, sizeof *p);
   if (!p)
     return cp_error_set(CPROTON_ENOMEM, "out of memory recording a launch");
@@ -529,13 +529,16 @@ int cproton_instr_flush(void) {
 
 /* ---- the backend ------------------------------------------------------------ */
 
-void cproton_instr_current_options(cproton_ptx_options *out) {
+int cproton_instr_current_options(cproton_ptx_options *out) {
+  if (!out)
+    return cp_error_set(CPROTON_EINVAL, "options pointer is NULL");
   pthread_mutex_lock(&lock);
   if (have_current)
     *out = current;
   else
     cproton_ptx_options_init(out);
   pthread_mutex_unlock(&lock);
+  return CPROTON_OK;
 }
 
 static int instr_available(void) {
@@ -595,10 +598,16 @@ static void instr_stop(void) {
 
 static int instr_flush(void) { return cproton_instr_flush(); }
 
+static int instr_check_mode(const char *mode) {
+  cproton_ptx_options o;
+  return cproton_instr_mode_options(mode, &o);
+}
+
 const cp_backend_ops cp_instrumentation_backend = {
     .name = "instrumentation",
     .available = instr_available,
     .start = instr_start,
+    .check_mode = instr_check_mode,
     .flush = instr_flush,
     .stop = instr_stop,
 };

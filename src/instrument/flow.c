@@ -1,0 +1,206 @@
+/* instrument/flow.c -- reads the labels, branches, exits and markers of one
+ * kernel body in text order (see flow.h for why).
+ *
+ * Invariant: statements are split at ';' outside comments; a statement may
+ * start with labels ("name:"), a guard ("@%p" / "@!%p") and an opcode; only
+ * bra, ret and exit opcodes matter here. Not a hot path; called by
+ * instrument/scope.c once per kernel. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "instrument/flow.h"
+
+static int is_ident(int c) {
+  return isalnum(c) || c == '_' || c == '$' || c == '.' || c == '%';
+}
+
+static int push(cp_flow *f, cp_flow_event e) {
+  if (f->n == f->cap) {
+    size_t cap = f->cap ? f->cap * 2 : 64;
+    cp_flow_event *ev = realloc(f->ev, cap * sizeof *ev);
+    if (!ev)
+      return cp_error_set(CPROTON_ENOMEM, "out of memory reading control flow");
+    f->ev = ev;
+    f->cap = cap;
+  }
+  f->ev[f->n++] = e;
+  return 0;
+}
+
+/* Skips blanks, braces and comments from p (< end). */
+static const char *skip(const char *p, const char *end) {
+  while (p < end) {
+    if (isspace((unsigned char)*p) || *p == '{' || *p == '}')
+      p++;
+    else if (p + 1 < end && p[0] == '/' && p[1] == '/')
+      while (p < end && *p != '\n')
+        p++;
+    else if (p + 1 < end && p[0] == '/' && p[1] == '*') {
+      const char *q = p + 2;
+      while (q + 1 < end && !(q[0] == '*' && q[1] == '/'))
+        q++;
+      p = q + 1 < end ? q + 2 : end;
+    } else
+      break;
+  }
+  return p;
+}
+
+static const char *ident_end(const char *p, const char *end) {
+  while (p < end && is_ident((unsigned char)*p))
+    p++;
+  return p;
+}
+
+/* The end of the statement starting at p: past its ';' (or `end`).
+ * Comments inside it are skipped so a ';' in them does not count. */
+static const char *stmt_end(const char *p, const char *end) {
+  while (p < end && *p != ';') {
+    if (p + 1 < end && p[0] == '/' && (p[1] == '/' || p[1] == '*'))
+      p = skip(p, end);
+    else
+      p++;
+  }
+  return p < end ? p + 1 : end;
+}
+
+static int word_is(const char *w, size_t n, const char *s) {
+  return n == strlen(s) && !memcmp(w, s, n);
+}
+
+/* A label at p ("name:"): pushed, *next set past it. 0 when none. */
+static int label(const char *text, const char *p, const char *end, cp_flow *f, const char **next,
+                 int *rc) {
+  const char *q = ident_end(p, end);
+  if (q == p || q >= end || *q != ':')
+    return 0;
+  *rc = push(f, (cp_flow_event){.kind = CP_FLOW_LABEL, .off = (size_t)(p - text),
+                                .name_off = (size_t)(p - text), .name_len = (size_t)(q - p),
+                                .target = -1});
+  *next = q + 1;
+  return 1;
+}
+
+/* One statement at p (labels already taken): the guarded opcode. */
+static int statement(const char *text, const char *p, const char *end, cp_flow *f) {
+  const char *q;
+  int cond = 0;
+  if (p < end && *p == '@') {
+    cond = 1;
+    p = ident_end(p + 1 + (p + 1 < end && p[1] == '!'), end);
+    p = skip(p, end);
+  }
+  q = ident_end(p, end);
+  size_t n = (size_t)(q - p);
+  if (word_is(p, n, "ret") || word_is(p, n, "ret.uni") || word_is(p, n, "exit"))
+    return push(f, (cp_flow_event){.kind = CP_FLOW_EXIT, .cond = cond, .off = (size_t)(p - text),
+                                   .target = -1});
+  if (n >= 3 && !memcmp(p, "brx", 3)) {
+    f->indirect = 1;
+    return 0;
+  }
+  if (!word_is(p, n, "bra") && !word_is(p, n, "bra.uni"))
+    return 0;
+  const char *t = skip(q, end), *te = ident_end(t, end);
+  return push(f, (cp_flow_event){.kind = CP_FLOW_BRANCH, .cond = cond, .off = (size_t)(p - text),
+                                 .name_off = (size_t)(t - text), .name_len = (size_t)(te - t),
+                                 .target = -1});
+}
+
+/* Resolves every branch to its label event (labels are few per kernel;
+ * a sorted index keeps thousands of branches cheap). */
+static _Thread_local const char *g_text;
+static _Thread_local const cp_flow_event *g_ev;
+static int by_name(const void *a, const void *b) {
+  const cp_flow_event *x = &g_ev[*(const size_t *)a], *y = &g_ev[*(const size_t *)b];
+  size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
+  int c = memcmp(g_text + x->name_off, g_text + y->name_off, n);
+  return c ? c : (x->name_len > y->name_len) - (x->name_len < y->name_len);
+}
+
+static int resolve(const char *text, cp_flow *f) {
+  size_t nl = 0;
+  for (size_t i = 0; i < f->n; i++)
+    nl += f->ev[i].kind == CP_FLOW_LABEL;
+  size_t *idx = malloc((nl ? nl : 1) * sizeof *idx);
+  if (!idx)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory reading control flow");
+  nl = 0;
+  for (size_t i = 0; i < f->n; i++)
+    if (f->ev[i].kind == CP_FLOW_LABEL)
+      idx[nl++] = i;
+  g_text = text, g_ev = f->ev; /* qsort has no context argument in C11 */
+  qsort(idx, nl, sizeof *idx, by_name);
+  for (size_t i = 0; i < f->n; i++) {
+    cp_flow_event *e = &f->ev[i];
+    if (e->kind != CP_FLOW_BRANCH)
+      continue;
+    size_t lo = 0, hi = nl;
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      const cp_flow_event *l = &f->ev[idx[mid]];
+      size_t n = l->name_len < e->name_len ? l->name_len : e->name_len;
+      int c = memcmp(text + l->name_off, text + e->name_off, n);
+      c = c ? c : (l->name_len > e->name_len) - (l->name_len < e->name_len);
+      if (c < 0)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo < nl && by_name(&idx[lo], &(size_t){i}) == 0)
+      e->target = (int64_t)idx[lo];
+    else
+      f->indirect = 1;
+  }
+  free(idx);
+  return 0;
+}
+
+int cp_flow_read(const char *text, const cp_ptx_kernel *k, cp_flow *f) {
+  memset(f, 0, sizeof *f);
+  if (!k->body_end || k->body_end < k->prologue_at) {
+    f->indirect = 1;
+    return 0;
+  }
+  const char *p = text + k->prologue_at, *end = text + k->body_end;
+  size_t site = 0;
+  int rc = 0;
+  while (!rc && (p = skip(p, end)) < end) {
+    for (; !rc && site < k->n_sites && k->sites[site].at <= (size_t)(p - text); site++)
+      if (k->sites[site].kind == CP_SITE_RECORD)
+        rc = push(f, (cp_flow_event){.kind = CP_FLOW_RECORD, .site = site,
+                                     .off = k->sites[site].at, .target = -1});
+    const char *e;
+    if (!rc && label(text, p, end, f, &e, &rc)) { /* markers may follow it */
+      p = e;
+      continue;
+    }
+    e = stmt_end(p, end);
+    if (!rc)
+      rc = statement(text, p, e, f);
+    p = e;
+  }
+  for (; !rc && site < k->n_sites; site++)
+    if (k->sites[site].kind == CP_SITE_RECORD)
+      rc = push(f, (cp_flow_event){.kind = CP_FLOW_RECORD, .site = site, .off = k->sites[site].at,
+                                   .target = -1});
+  if (!rc)
+    rc = resolve(text, f);
+  if (rc)
+    cp_flow_free(f);
+  return rc;
+}
+
+uint32_t cp_flow_line(const char *text, size_t off) {
+  uint32_t line = 1;
+  for (size_t i = 0; i < off; i++)
+    line += text[i] == '\n';
+  return line;
+}
+
+void cp_flow_free(cp_flow *f) {
+  free(f->ev);
+  memset(f, 0, sizeof *f);
+}
