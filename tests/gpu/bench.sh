@@ -3,9 +3,10 @@
 # the CUPTI launch-bound benchmark (issue 3), the Python hook/context
 # overhead (issue 4), intra-kernel instrumentation overhead (issue 6), and
 # the C scope pair on the GPU host's CPU, the instrumentation wall time per
-# launch and the decoder's throughput (issue 12). Prints RESULT lines and
-# tables. BENCH="scope instrument wall decode cupti launch" picks which (all
-# by default).
+# launch and the decoder's throughput (issue 12), and the real-program suite
+# of issue 15 (bench/realworld.py; not in the default set: it takes minutes).
+# Prints RESULT lines and tables. BENCH="scope instrument wall decode cupti
+# launch realworld" picks which (all but realworld by default).
 set -u
 out=${1:-/tmp/cproton-bench}
 build=${2:-${BUILD:-build}}
@@ -24,5 +25,8 @@ for b in $which; do
              --steps ${STEPS:-20000} --reps ${REPS:-5} 2>&1 | tee "$out/cupti_overhead.txt" ;;
     launch) $py "$root/tests/gpu/python/launch_overhead.py" "$out" 2>&1 |
               tee "$out/launch_overhead.txt" ;;
+    realworld) $py "$root/bench/realworld.py" --out "$out/realworld" --rounds ${REPS:-5} \
+                 --workloads ${WORKLOADS:-train,graph,eager,launch} 2>&1 |
+                 tee "$out/realworld.txt" ;;
   esac
 done

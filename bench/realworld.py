@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""realworld.py -- kernel-level profiler overhead on real programs (issue 15).
+
+Workloads (bench/workloads.py): a compiled GPT training step, CUDA-graph
+inference, an eager training loop with scopes, and the launch-bound loop.
+Variants, each run in a fresh process (CUPTI allows one subscriber per
+process), interleaved over ROUNDS rounds with the order rotated every round:
+
+  none            no profiler (scopes are no-ops)
+  floor           bench/cupti_floor.c: kernel activity + a no-op launch callback
+  proton          triton.profiler (Proton 3.6), cupti backend, its scopes
+  proton-hook     Proton with hook="triton"
+  cproton         import cproton as proton: shadow context, scopes
+  cproton-hook    cproton with hook="triton"
+  cproton-python  cproton with context="python"
+
+Each child compiles and warms up outside the profiler, starts it, runs STEPS
+steps, synchronises, and reports the loop time, finalize time, profile size
+and kernel count (from the profile, or the floor's record count). The parent
+prints medians, the spread (max-min over median) of each variant, the ratio
+to "none", and the added time relative to the floor's added time.
+
+  python bench/realworld.py --workloads train,graph --rounds 5 --out $OUT/rw
+"""
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import workloads  # noqa: E402
+from cupti_overhead import build_floor, find_cupti, kernel_count  # noqa: E402
+
+VARIANTS = ["none", "floor", "proton", "cproton", "cproton-hook", "cproton-python"]
+
+
+# ---- the child -------------------------------------------------------------------
+
+def profiler_for(variant, args, out):
+    """(module or None, start(), finalize() -> profile path or None)."""
+    name = os.path.join(out, variant)
+    if variant == "none":
+        return None, (lambda: None), (lambda: None)
+    if variant == "floor":
+        import ctypes
+        lib = ctypes.CDLL(args.floor_lib)
+        lib.floor_stop.restype = ctypes.c_longlong
+        state = {}
+
+        def start():
+            if lib.floor_start(args.cupti.encode()):
+                raise RuntimeError("floor_start failed")
+
+        def stop():
+            state["records"] = lib.floor_stop()
+            return state
+        return None, start, stop
+    if variant.startswith("proton"):
+        import triton.profiler as mod
+    else:
+        import cproton as mod
+    kw = {"backend": "cupti"}
+    if variant.endswith("-hook"):
+        kw["hook"] = "triton"
+    if variant.endswith("-python"):
+        kw["context"] = "python"
+
+    def fin():
+        mod.finalize()
+        return name + ".hatchet"
+    return mod, (lambda: mod.start(name, **kw)), fin
+
+
+def child(args):
+    out = os.path.join(args.out, f"{args.workload}_{args.child}_{os.getpid()}")
+    os.makedirs(out, exist_ok=True)
+    workloads.configure_caches(args.out)
+    mod, start, finalize = profiler_for(args.child, args, out)
+    scope = mod.scope if mod is not None else (lambda name: contextlib.nullcontext())
+    step, sync = workloads.WORKLOADS[args.workload](scope)
+    for _ in range(args.warmup):  # compile, autotune and warm up unprofiled
+        step()
+    sync()
+    start()
+    for _ in range(max(1, args.warmup // 4)):  # profiler's own first-use costs
+        step()
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(args.steps):
+        step()
+    sync()
+    t1 = time.perf_counter()
+    prof = finalize()
+    t2 = time.perf_counter()
+    res = {"variant": args.child, "workload": args.workload, "loop_s": t1 - t0,
+           "finalize_s": t2 - t1, "steps": args.steps}
+    if isinstance(prof, dict):
+        res["kernels"] = prof["records"]
+    elif prof and os.path.exists(prof):
+        res["profile_bytes"] = os.path.getsize(prof)
+        res["kernels"] = kernel_count(prof)
+    print("RESULT " + json.dumps(res), flush=True)
+
+
+# ---- the parent --------------------------------------------------------------------
+
+def run_child(workload, variant, steps, args):
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", variant,
+           "--workload", workload, "--steps", str(steps), "--warmup", str(args.warmup),
+           "--out", args.out, "--floor-lib", args.floor_lib, "--cupti", args.cupti]
+    env = dict(os.environ, CPROTON_CUPTI_LIB=args.cupti)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                           timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        sys.stderr.write(f"{workload}/{variant}: timed out\n")
+        return None
+    for line in p.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    sys.stderr.write(f"{workload}/{variant} failed (exit {p.returncode}):\n"
+                     f"{p.stderr[-3000:]}\n")
+    return None
+
+
+def summarise(workload, runs):
+    """Prints one table; returns {variant: summary} for results.json."""
+    med = {v: statistics.median(r["loop_s"] for r in rs) for v, rs in runs.items() if rs}
+    base, floor = med.get("none"), med.get("floor")
+    floor_add = floor - base if base and floor else None
+    print(f"\n== {workload}: medians over {min((len(r) for r in runs.values()), default=0)}"
+          f"+ rounds\n")
+    print(f"{'variant':15} {'loop ms':>9} {'spread':>7} {'x none':>7} {'added/floor':>11} "
+          f"{'fin ms':>7} {'profile B':>10} {'kernels':>9}")
+    out = {}
+    for v, rs in runs.items():
+        if not rs:
+            print(f"{v:15} (failed)")
+            continue
+        loops = [r["loop_s"] for r in rs]
+        m = med[v]
+        spread = (max(loops) - min(loops)) / m
+        ratio = m / base if base else float("nan")
+        xf = (m - base) / floor_add if floor_add and base else float("nan")
+        fin = statistics.median(r["finalize_s"] for r in rs)
+        size = statistics.median(r.get("profile_bytes", 0) for r in rs)
+        k = rs[-1].get("kernels")
+        print(f"{v:15} {m * 1e3:9.1f} {spread:7.1%} {ratio:7.3f} {xf:11.2f} "
+              f"{fin * 1e3:7.1f} {size:10.0f} {str(k):>9}")
+        out[v] = {"median_s": m, "spread": spread, "x_none": ratio,
+                  "added_over_floor": xf, "finalize_s": fin, "profile_bytes": size,
+                  "kernels": k, "loops_s": loops}
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--workloads", default="train,graph,eager,launch")
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=0, help="0: the workload's default")
+    ap.add_argument("--warmup", type=int, default=40)
+    ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/cproton-realworld"))
+    ap.add_argument("--cupti", default=None)
+    ap.add_argument("--floor-lib", default=None)
+    ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--workload", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    if args.child:
+        return child(args)
+    args.cupti = args.cupti or find_cupti()
+    args.floor_lib = args.floor_lib or build_floor(args.out)
+    variants = args.variants.split(",")
+    results = {}
+    for w in args.workloads.split(","):
+        steps = args.steps or workloads.STEPS[w]
+        run_child(w, "none", min(steps, 20), args)  # fills the compile caches
+        runs = {v: [] for v in variants}
+        for rnd in range(args.rounds):
+            k = rnd % len(variants)
+            for v in variants[k:] + variants[:k]:
+                r = run_child(w, v, steps, args)
+                if r:
+                    runs[v].append(r)
+                    print(f"  {w} round {rnd} {v:15} {r['loop_s'] * 1e3:9.1f} ms", flush=True)
+        results[w] = summarise(w, runs)
+    with open(os.path.join(args.out, "realworld.json"), "w") as f:
+        json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""bench/workloads.py -- the real-program workloads of bench/realworld.py.
+
+Each workload is a function `make(scope)` returning (step, sync, kernels_per_step
+or None): `step()` runs one unit of work, `sync()` waits for the GPU, and
+`scope(name)` is the profiler's scope context manager (a no-op for variants
+without scopes), so that the same program runs under every profiler.
+
+  train   a torch.compile'd GPT training step: Inductor's Triton kernels,
+          cuBLAS matmuls, and autograd's own thread for the backward pass
+  graph   torch.compile(mode="reduce-overhead") GPT inference: CUDA graphs
+  eager   an eager PyTorch GPT training loop with forward/backward/optimizer
+          scopes (what a person instrumenting a training script writes)
+  launch  two tiny kernels per step (one Triton, one PyTorch): launch-bound
+
+Sizes are small on purpose: these programs are CPU-bound, which is where a
+kernel profiler's per-launch cost shows.
+"""
+import os
+
+VOCAB, DIM, HEADS, LAYERS, SEQ, BATCH = 1024, 256, 4, 4, 128, 8
+
+
+def _gpt():
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(DIM), nn.LayerNorm(DIM)
+            self.qkv = nn.Linear(DIM, 3 * DIM)
+            self.proj = nn.Linear(DIM, DIM)
+            self.fc1, self.fc2 = nn.Linear(DIM, 4 * DIM), nn.Linear(4 * DIM, DIM)
+
+        def forward(self, x):
+            b, t, c = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(DIM, dim=2)
+            q, k, v = (y.view(b, t, HEADS, c // HEADS).transpose(1, 2) for y in (q, k, v))
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(a.transpose(1, 2).reshape(b, t, c))
+            return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(VOCAB, DIM)
+            self.pos = nn.Parameter(torch.zeros(1, SEQ, DIM))
+            self.blocks = nn.Sequential(*[Block() for _ in range(LAYERS)])
+            self.head = nn.Linear(DIM, VOCAB)
+
+        def forward(self, idx):
+            return self.head(self.blocks(self.emb(idx) + self.pos))
+
+    torch.manual_seed(0)
+    return GPT().cuda()
+
+
+def _batch():
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(1)
+    x = torch.randint(0, VOCAB, (BATCH, SEQ), device="cuda", generator=g)
+    return x, torch.roll(x, -1, dims=1)
+
+
+def _train_step(model, opt, x, y, scope):
+    import torch.nn.functional as F
+    with scope("forward"):
+        loss = F.cross_entropy(model(x).view(-1, VOCAB), y.view(-1))
+    with scope("backward"):
+        loss.backward()
+    with scope("optimizer"):
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+
+def make_train(scope):
+    import torch
+    model = _gpt()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    cmodel = torch.compile(model)
+    x, y = _batch()
+    return (lambda: _train_step(cmodel, opt, x, y, scope)), torch.cuda.synchronize
+
+
+def make_eager(scope):
+    import torch
+    model = _gpt()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    x, y = _batch()
+    return (lambda: _train_step(model, opt, x, y, scope)), torch.cuda.synchronize
+
+
+def make_graph(scope):
+    import torch
+    model = _gpt().eval()
+    cmodel = torch.compile(model, mode="reduce-overhead")
+    x, _ = _batch()
+
+    def step():
+        with torch.no_grad(), scope("infer"):
+            cmodel(x)
+
+    return step, torch.cuda.synchronize
+
+
+def make_launch(scope):
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def inc(x_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1)
+
+    x = torch.zeros(32, device="cuda")
+    y = torch.zeros(32, device="cuda")
+
+    def step():
+        inc[(1,)](x, BLOCK=32)
+        y.add_(1.0)
+
+    return step, torch.cuda.synchronize
+
+
+WORKLOADS = {"train": make_train, "graph": make_graph, "eager": make_eager,
+             "launch": make_launch}
+# Steps per timed run: enough that "none" repeats within ~2% between rounds.
+STEPS = {"train": 300, "graph": 600, "eager": 200, "launch": 20000}
+
+
+def configure_caches(root):
+    """One Inductor/Triton cache for every child process, so that only the
+    first process of a workload compiles; the rest load from disk."""
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(root, "inductor"))
+    os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(root, "triton"))
