@@ -23,13 +23,14 @@ CPROTON_MODES = {
     "drain20": ("pcsampling:drain=20", {}),
     "sparse": ("pcsampling:interval=16384", {}),
     "exact": ("pcsampling:exact", {}),
-    "cproton_hw16": ("pcsampling", {"CPROTON_PCS_HW_MB": "16"}),
-    "cproton_s10": ("pcsampling", {"CPROTON_PCS_SLEEP_MS": "10"}),
-    "exact_s1": ("pcsampling:exact", {"CPROTON_PCS_SLEEP_MS": "1"}),
-    "exact_s10": ("pcsampling:exact", {"CPROTON_PCS_SLEEP_MS": "10"}),
-    "exact_hw16": ("pcsampling:exact", {"CPROTON_PCS_HW_MB": "16"}),
+    # CUPTI's defaults and Proton's buffer, for comparison (docs/benchmarks.md)
+    "cproton_s100": ("pcsampling", {"CPROTON_PCS_SLEEP_MS": "100"}),
+    "exact_hw128": ("pcsampling:exact", {"CPROTON_PCS_HW_MB": "128", "CPROTON_PCS_SLEEP_MS": "100"}),
+    "exact_hw8": ("pcsampling:exact", {"CPROTON_PCS_HW_MB": "8"}),
 }
-DEFAULT_MODES = "plain,kernels,cproton,sparse,exact,proton"
+# proton_kernels: Proton's kernel-level profile (no PC sampling), the
+# baseline of its pcsampling mode as "kernels" is cproton's
+DEFAULT_MODES = "plain,kernels,proton_kernels,cproton,sparse,exact,proton"
 
 
 def source_line(text):
@@ -88,9 +89,10 @@ def worker(mode, out):
     if mode in CPROTON_MODES:
         import cproton as prof
         prof.start(name, hook="triton", backend="cupti", mode=CPROTON_MODES[mode][0] or None)
-    elif mode == "proton":
+    elif mode in ("proton", "proton_kernels"):
         import triton.profiler as prof
-        prof.start(name, hook="triton", backend="cupti", mode="pcsampling")
+        prof.start(name, hook="triton", backend="cupti",
+                   mode="pcsampling" if mode == "proton" else None)
     t0 = time.perf_counter()
     with (prof.scope("work") if prof else torch.no_grad()):
         work()
@@ -167,7 +169,7 @@ def driver(out, rounds):
         launch = statistics.median(x["launch_ms"] for x in res[m])
         med[m] = ms
         extra = ""
-        if m not in ("plain", "kernels"):
+        if m not in ("plain", "kernels", "proton_kernels"):
             last = res[m][-1]
             extra = (f" samples/s={statistics.median(x['samples_per_s'] for x in res[m]):.3g}"
                      f" with_line={statistics.median(x['with_line'] for x in res[m]):.3f}"

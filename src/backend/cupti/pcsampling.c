@@ -22,8 +22,16 @@
 #define MAX_CTX 64
 #define DRAIN_MS 10 /* exact mode: delivery period */
 #define SCRATCH_BYTES (16u << 20)
-#define HARDWARE_BYTES (128u << 20)
-#define SLEEP_MS 100 /* CUPTI's default decoding period */
+/* CUPTI's hardware buffer: a concurrent range spans the whole session, so
+ * it is large (Proton's size); an exact range spans one kernel, and
+ * cuptiPCSamplingStart's cost grows with the buffer (an H100: 13 ms per
+ * Start at 128 MB, 7 ms at 16 MB), so it is small there. */
+#define HARDWARE_MB 128
+#define HARDWARE_MB_EXACT 16
+/* CUPTI's decoding thread wakes every SLEEP_MS (its default: 100 ms); more
+ * often keeps the hardware buffer from filling and shortened Start/Stop
+ * (measured, docs/benchmarks.md). */
+#define SLEEP_MS 10
 #define CUBIN_BYTES (1ull << 30)
 #define MIN_CUPTI_VERSION 22 /* CUPTI 12.4: PC records carry correlationId */
 
@@ -168,7 +176,7 @@ static CUptiResult configure(CUcontext c, CUpti_PCSamplingData *d) {
       knob("CPROTON_PCS_SCRATCH_MB", SCRATCH_BYTES >> 20) << 20;
   a[3].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE;
   a[3].attributeData.hardwareBufferSizeData.hardwareBufferSize =
-      knob("CPROTON_PCS_HW_MB", HARDWARE_BYTES >> 20) << 20;
+      knob("CPROTON_PCS_HW_MB", opt.exact ? HARDWARE_MB_EXACT : HARDWARE_MB) << 20;
   a[4].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
   /* Continuous collection in start/stop ranges: without ranges GetData gave
    * no records while sampling ran (they all appeared at Disable, measured on
