@@ -14,14 +14,39 @@ samples with a line, and for the chase kernel the share on its two loop
 lines and their dominant stall reasons."""
 import json, os, statistics, subprocess, sys, time
 
-CPROTON_MODES = {"cproton": "pcsampling", "drain20": "pcsampling:drain=20",
-                 "sparse": "pcsampling:interval=16384", "exact": "pcsampling:exact"}
-LOAD_LINE = 42  # the dependent-load line of chase_kernel below
-FMA_LINE = 44   # the FMA line
+# name -> (cproton mode, extra environment); "kernels" is cproton without
+# PC sampling. The *_hw16 / *_s1 variants try CUPTI's buffer and decoding
+# knobs (docs/cupti.md); PCS_BENCH_MODES=a,b,... picks the modes to run.
+CPROTON_MODES = {
+    "kernels": ("", {}),
+    "cproton": ("pcsampling", {}),
+    "drain20": ("pcsampling:drain=20", {}),
+    "sparse": ("pcsampling:interval=16384", {}),
+    "exact": ("pcsampling:exact", {}),
+    # CUPTI's defaults and Proton's buffer, for comparison (docs/benchmarks.md)
+    "cproton_s100": ("pcsampling", {"CPROTON_PCS_SLEEP_MS": "100"}),
+    "exact_hw128": ("pcsampling:exact", {"CPROTON_PCS_HW_MB": "128", "CPROTON_PCS_SLEEP_MS": "100"}),
+    "exact_hw8": ("pcsampling:exact", {"CPROTON_PCS_HW_MB": "8"}),
+}
+# proton_kernels: Proton's kernel-level profile (no PC sampling), the
+# baseline of its pcsampling mode as "kernels" is cproton's
+DEFAULT_MODES = "plain,kernels,proton_kernels,cproton,sparse,exact,proton"
+
+
+def source_line(text):
+    """The line of this file holding `text` (the chase kernel's loops)."""
+    with open(__file__) as f:
+        return next(i for i, l in enumerate(f, 1) if text in l and "source_line" not in l)
+
+
+LOAD_LINE = source_line("idx = tl.load(x + idx) % n")  # the dependent-load loop
+FMA_LINE = source_line("acc = acc * 1.0001 + 0.5")     # the FMA loop
 
 
 def worker(mode, out):
+    import logging
     import torch, triton, triton.language as tl
+    logging.basicConfig(level=logging.INFO)  # cproton's summary lines, on stderr
 
     @triton.jit
     def matmul_kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
@@ -63,18 +88,21 @@ def worker(mode, out):
     name = os.path.join(out, f"pcs_{mode}_{os.getpid()}")
     if mode in CPROTON_MODES:
         import cproton as prof
-        prof.start(name, hook="triton", backend="cupti", mode=CPROTON_MODES[mode])
-    elif mode == "proton":
+        prof.start(name, hook="triton", backend="cupti", mode=CPROTON_MODES[mode][0] or None)
+    elif mode in ("proton", "proton_kernels"):
         import triton.profiler as prof
-        prof.start(name, hook="triton", backend="cupti", mode="pcsampling")
+        prof.start(name, hook="triton", backend="cupti",
+                   mode="pcsampling" if mode == "proton" else None)
     t0 = time.perf_counter()
     with (prof.scope("work") if prof else torch.no_grad()):
         work()
+    tl_ = time.perf_counter()
     torch.cuda.synchronize(); t1 = time.perf_counter()
     if prof:
         prof.finalize()
     t2 = time.perf_counter()
-    res = {"mode": mode, "ms": (t1 - t0) * 1e3, "finalize_ms": (t2 - t1) * 1e3}
+    res = {"mode": mode, "ms": (t1 - t0) * 1e3, "launch_ms": (tl_ - t0) * 1e3,
+           "finalize_ms": (t2 - t1) * 1e3}
     if prof:
         res.update(summarise(name + ".hatchet", t1 - t0))
     print("JSON " + json.dumps(res))
@@ -115,16 +143,22 @@ def summarise(path, seconds):
 
 def driver(out, rounds):
     os.makedirs(out, exist_ok=True)
-    modes = ["plain"] + list(CPROTON_MODES) + ["proton"]
+    modes = os.environ.get("PCS_BENCH_MODES", DEFAULT_MODES).split(",")
     res = {m: [] for m in modes}
     for r in range(rounds):
         for m in modes:
-            p = subprocess.run([sys.executable, __file__, "--worker", m, out], capture_output=True, text=True)
+            env = dict(os.environ, **CPROTON_MODES.get(m, ("", {}))[1])
+            p = subprocess.run([sys.executable, __file__, "--worker", m, out], capture_output=True,
+                               text=True, env=env)
             line = [l for l in p.stdout.splitlines() if l.startswith("JSON ")]
             if p.returncode or not line:
                 print(f"FAIL {m} round {r}: rc={p.returncode} {p.stderr[-800:]}")
                 continue
             res[m].append(json.loads(line[0][5:]))
+            if r == rounds - 1:  # cproton's own account of the last round
+                for l in p.stderr.splitlines():
+                    if "pcsampling:" in l and ("PC records" in l or "bracketed" in l or "dropped" in l):
+                        print(f"INFO {m}: {l.split('pcsampling:', 1)[1].strip()}")
     plain = statistics.median(x["ms"] for x in res["plain"]) if res["plain"] else float("nan")
     med = {}
     for m in modes:
@@ -132,15 +166,17 @@ def driver(out, rounds):
             continue
         ms = statistics.median(x["ms"] for x in res[m])
         fin = statistics.median(x["finalize_ms"] for x in res[m])
+        launch = statistics.median(x["launch_ms"] for x in res[m])
         med[m] = ms
         extra = ""
-        if m != "plain":
+        if m not in ("plain", "kernels", "proton_kernels"):
             last = res[m][-1]
             extra = (f" samples/s={statistics.median(x['samples_per_s'] for x in res[m]):.3g}"
                      f" with_line={statistics.median(x['with_line'] for x in res[m]):.3f}"
                      f" chase_on_loop_lines={statistics.median(x['chase_on_loop_lines'] for x in res[m]):.3f}"
                      f" dominant={last['dominant']}")
-        print(f"RESULT pcs_bench {m}: median {ms:.2f} ms ({ms / plain:.2f}x plain) finalize {fin:.1f} ms"
+        print(f"RESULT pcs_bench {m}: median {ms:.2f} ms ({ms / plain:.2f}x plain) launches {launch:.2f} ms"
+              f" finalize {fin:.1f} ms"
               f" rounds={len(res[m])}{extra}")
     if "proton" in med and "exact" in med and "cproton" in med:
         pa, ea = med["proton"] - plain, med["exact"] - plain

@@ -18,6 +18,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "_pyframes.h"
@@ -74,7 +75,7 @@ static int warn_status(int rc) {
 
 /* ---- the log queue -------------------------------------------------------- */
 
-#define LOG_CAP 128
+#define LOG_CAP 1024
 static struct {
   int level;
   char text[512];
@@ -856,7 +857,11 @@ PyMODINIT_FUNC PyInit__cproton(void) {
     Py_DECREF(m);
     return NULL;
   }
-  cproton_log_set_handler(on_log, NULL, CPROTON_LOG_INFO);
+  /* CPROTON_LOG=debug lets debug lines through (as for the injection) */
+  const char *lv = getenv("CPROTON_LOG");
+  cproton_log_set_handler(on_log, NULL,
+                          lv && !strcmp(lv, "debug") ? CPROTON_LOG_DEBUG
+                                                     : CPROTON_LOG_INFO);
   if (cpy_frames_register() != CPROTON_OK) {
     Py_DECREF(m);
     return raise_status(CPROTON_EINVAL);

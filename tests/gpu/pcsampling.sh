@@ -33,6 +33,11 @@ if nvcc -O2 -lineinfo -arch=native "$here/pcs/pcs_app.cu" -o "$out/pcs_app" >"$o
     tag=${mode/:/_}
     run "native_$tag" env CPROTON_LOG=${CPROTON_LOG:-info} CUDA_INJECTION64_PATH="$build/libcproton.so" CPROTON_MODE="$mode" \
       CPROTON_NAME="$out/native_$tag" "$out/pcs_app"
+    # a crash: its backtrace, where gdb is installed
+    if grep -q "Segmentation\|core dumped" "$out/native_$tag.log" 2>/dev/null || [ ! -f "$out/native_$tag.hatchet" ]; then
+      command -v gdb >/dev/null && (cd "$out" && env CUDA_INJECTION64_PATH="$build/libcproton.so" CPROTON_MODE="$mode" \
+        CPROTON_NAME="$out/native_${tag}_gdb" gdb -batch -ex run -ex bt "$out/pcs_app") 2>&1 | tail -40
+    fi
     run "native_${tag}_check" $chk "$out/native_$tag.hatchet" "native_$tag" --lines --loop-lines 13,14 \
       --expect-dominant "13=stalled_long_scoreboard|stalled_lg_throttle"
     run "native_${tag}_graph" $chk "$out/native_$tag.hatchet" "native_${tag}_graph" --under replay --lines
@@ -61,5 +66,5 @@ if [ -n "${PROTON_TESTS:-}" ] && [ -f "$PROTON_TESTS/test_profile.py" ]; then
   run proton_tests "$py" -m pytest -q -p no:cacheprovider "$out/proton_tests/test_profile.py::test_pcsampling" \
     "$out/proton_tests/test_api.py::test_profile_mode"
 fi
-[ "${PCS_BENCH:-1}" = 1 ] && run bench "$py" "$root/bench/pcsampling_overhead.py" "$out/bench" "${PCS_ROUNDS:-5}"
+[ "${PCS_BENCH:-1}" = 1 ] && run bench env CPROTON_LOG=info "$py" "$root/bench/pcsampling_overhead.py" "$out/bench" "${PCS_ROUNDS:-5}"
 exit $fail

@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 
 #ifdef CPROTON_HAVE_CUPTI
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cupti/loader.h"
@@ -20,6 +21,8 @@
 
 static CUpti_PCSamplingData *configured; /* the buffer given at configure */
 static int open_range, enable_fails, n_warnings, n_stops;
+static size_t hw_bytes; /* the hardware buffer size configured */
+static uint32_t sleep_ms; /* CUPTI's decoding period configured */
 static uint32_t stall_index = 7;
 
 static CUptiResult f_version(uint32_t *v) { *v = 130000; return CUPTI_SUCCESS; }
@@ -38,11 +41,17 @@ static CUptiResult f_stalls(CUpti_PCSamplingGetStallReasonsParams *p) {
   return CUPTI_SUCCESS;
 }
 static CUptiResult f_config(CUpti_PCSamplingConfigurationInfoParams *p) {
-  for (size_t i = 0; i < p->numAttributes; i++)
-    if (p->pPCSamplingConfigurationInfo[i].attributeType ==
-        CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
-      configured = p->pPCSamplingConfigurationInfo[i]
-                       .attributeData.samplingDataBufferData.samplingDataBuffer;
+  for (size_t i = 0; i < p->numAttributes; i++) {
+    const CUpti_PCSamplingConfigurationInfo *a = &p->pPCSamplingConfigurationInfo[i];
+    if (a->attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
+      configured = a->attributeData.samplingDataBufferData.samplingDataBuffer;
+    if (a->attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE)
+      hw_bytes = a->attributeData.hardwareBufferSizeData.hardwareBufferSize;
+    if (a->attributeType ==
+        CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN)
+      sleep_ms = a->attributeData.workerThreadPeriodicSleepSpanData
+                     .workerThreadPeriodicSleepSpan;
+  }
   return CUPTI_SUCCESS;
 }
 static CUptiResult f_start(CUpti_PCSamplingStartParams *p) {
@@ -123,6 +132,8 @@ static void setup(void) {
   memset(&st, 0, sizeof st);
   st.corr = cp_corr_new(64);
   configured = NULL;
+  hw_bytes = 0;
+  sleep_ms = 0;
   open_range = enable_fails = n_warnings = n_stops = 0;
   cproton_log_set_handler(on_log, NULL, CPROTON_LOG_DEBUG);
 }
@@ -181,6 +192,8 @@ Test(pcsampling, concurrent_reads_buffer_and_getdata, .init = setup, .fini = tea
   cr_assert_eq(cproton_pcsampling_add_cubin("cubin", 5), 0); /* crc 1 */
   cr_assert_not_null(configured, "the context was not configured at enable");
   cr_assert(open_range, "concurrent mode keeps a range open");
+  cr_assert_eq(hw_bytes, 128u << 20, "a session-long range gets a large buffer");
+  cr_assert_eq(sleep_ms, 10);
   cproton_scope_enter("work", NULL);
   cp_launch_site site;
   cp_session_capture(&site);
@@ -210,6 +223,7 @@ Test(pcsampling, exact_brackets_each_launch, .init = setup, .fini = teardown) {
   cr_assert_eq(cp_pcsampling_enable(&api, &st, &o), 0);
   cr_assert_eq(cproton_pcsampling_add_cubin("cubin", 5), 0);
   cr_assert_not(open_range, "exact mode opens ranges per launch only");
+  cr_assert_eq(hw_bytes, 16u << 20, "one-kernel ranges get a small buffer (cheaper Start)");
   void (*bracket)(void *, uint32_t, int) = atomic_load(&st.hooks.launch_bracket);
   cr_assert_not_null(bracket);
   const char *scopes[] = {"first", "second"};
@@ -232,6 +246,19 @@ Test(pcsampling, exact_brackets_each_launch, .init = setup, .fini = teardown) {
     cr_assert_eq(samples(line_node(root, scopes[k], "src/k.py:6@kern")), 12);
   }
   json_decref(j);
+}
+
+/* CPROTON_PCS_HW_MB / _SLEEP_MS override the defaults; junk is ignored. */
+Test(pcsampling, knobs_override_buffer_and_period, .init = setup, .fini = teardown) {
+  setenv("CPROTON_PCS_HW_MB", "4", 1);
+  setenv("CPROTON_PCS_SLEEP_MS", "1x", 1);
+  cp_pcs_options o;
+  cp_pcs_mode_parse("pcsampling:exact", &o);
+  cr_assert_eq(cp_pcsampling_enable(&api, &st, &o), 0);
+  unsetenv("CPROTON_PCS_HW_MB");
+  unsetenv("CPROTON_PCS_SLEEP_MS");
+  cr_assert_eq(hw_bytes, 4u << 20);
+  cr_assert_eq(sleep_ms, 10, "a malformed period keeps the default");
 }
 
 Test(pcsampling, refused_gives_one_warning, .init = setup, .fini = teardown) {

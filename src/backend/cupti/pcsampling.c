@@ -22,7 +22,16 @@
 #define MAX_CTX 64
 #define DRAIN_MS 10 /* exact mode: delivery period */
 #define SCRATCH_BYTES (16u << 20)
-#define HARDWARE_BYTES (128u << 20)
+/* CUPTI's hardware buffer: a concurrent range spans the whole session, so
+ * it is large (Proton's size); an exact range spans one kernel, and
+ * cuptiPCSamplingStart's cost grows with the buffer (an H100: 13 ms per
+ * Start at 128 MB, 7 ms at 16 MB), so it is small there. */
+#define HARDWARE_MB 128
+#define HARDWARE_MB_EXACT 16
+/* CUPTI's decoding thread wakes every SLEEP_MS (its default: 100 ms); more
+ * often keeps the hardware buffer from filling and shortened Start/Stop
+ * (measured, docs/benchmarks.md). */
+#define SLEEP_MS 10
 #define CUBIN_BYTES (1ull << 30)
 #define MIN_CUPTI_VERSION 22 /* CUPTI 12.4: PC records carry correlationId */
 
@@ -47,7 +56,10 @@ static _Atomic(void *) last_ctx;
 static atomic_int on, warned;
 static atomic_ullong drain_errors, dropped_reported;
 /* diagnostics: cuptiPCSamplingGetData calls, PC records and samples seen */
-static atomic_ullong n_gets, n_pcs, n_total, n_at_disable;
+static atomic_ullong n_gets, n_pcs, n_total, n_at_disable, n_with_corr;
+/* where exact mode's time goes: ns in synchronise, Start, Stop, fetch */
+enum { T_SYNC, T_START, T_STOP, T_FETCH, N_T };
+static atomic_ullong t_ns[N_T], n_brackets;
 static pthread_t drainer;
 static int drainer_running, drainer_stop;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
@@ -143,8 +155,16 @@ static void free_data(CUpti_PCSamplingData *d) {
 
 typedef CUpti_PCSamplingConfigurationInfo attr;
 
+/* Tuning knobs (docs/cupti.md): a positive integer from the environment. */
+static size_t knob(const char *name, size_t dflt) {
+  const char *v = getenv(name);
+  char *end;
+  unsigned long long n = v ? strtoull(v, &end, 10) : 0;
+  return v && *v && !*end && n ? (size_t)n : dflt;
+}
+
 static CUptiResult configure(CUcontext c, CUpti_PCSamplingData *d) {
-  attr a[7];
+  attr a[8];
   memset(a, 0, sizeof a);
   a[0].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON;
   a[0].attributeData.stallReasonData.stallReasonCount = stalls.n;
@@ -152,9 +172,11 @@ static CUptiResult configure(CUcontext c, CUpti_PCSamplingData *d) {
   a[1].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD;
   a[1].attributeData.samplingPeriodData.samplingPeriod = opt.period_log2;
   a[2].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE;
-  a[2].attributeData.scratchBufferSizeData.scratchBufferSize = SCRATCH_BYTES;
+  a[2].attributeData.scratchBufferSizeData.scratchBufferSize =
+      knob("CPROTON_PCS_SCRATCH_MB", SCRATCH_BYTES >> 20) << 20;
   a[3].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE;
-  a[3].attributeData.hardwareBufferSizeData.hardwareBufferSize = HARDWARE_BYTES;
+  a[3].attributeData.hardwareBufferSizeData.hardwareBufferSize =
+      knob("CPROTON_PCS_HW_MB", opt.exact ? HARDWARE_MB_EXACT : HARDWARE_MB) << 20;
   a[4].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
   /* Continuous collection in start/stop ranges: without ranges GetData gave
    * no records while sampling ran (they all appeared at Disable, measured on
@@ -166,9 +188,13 @@ static CUptiResult configure(CUcontext c, CUpti_PCSamplingData *d) {
   a[5].attributeData.samplingDataBufferData.samplingDataBuffer = d;
   a[6].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL;
   a[6].attributeData.enableStartStopControlData.enableStartStopControl = 1;
+  a[7].attributeType =
+      CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN;
+  a[7].attributeData.workerThreadPeriodicSleepSpanData
+      .workerThreadPeriodicSleepSpan = (uint32_t)knob("CPROTON_PCS_SLEEP_MS", SLEEP_MS);
   CUpti_PCSamplingConfigurationInfoParams p = {
       .size = CUpti_PCSamplingConfigurationInfoParamsSize, .ctx = c,
-      .numAttributes = 7, .pPCSamplingConfigurationInfo = a};
+      .numAttributes = 8, .pPCSamplingConfigurationInfo = a};
   return api->cuptiPCSamplingSetConfigurationAttribute(&p);
 }
 
@@ -186,6 +212,8 @@ static void range(sampled_ctx *s, int start) {
                                     .ctx = s->ctx};
     r = api->cuptiPCSamplingStop(&p);
   }
+  cp_debug("pcsampling: cuptiPCSampling%s(ctx %p): %s", start ? "Start" : "Stop",
+           (void *)s->ctx, cp_loader_cupti_error(api, r));
   if (r == CUPTI_SUCCESS)
     s->started = start;
   else if (atomic_fetch_add(&drain_errors, 1) == 0)
@@ -204,6 +232,8 @@ static void add_context(CUcontext c) {
   CUpti_PCSamplingEnableParams ep = {.size = CUpti_PCSamplingEnableParamsSize,
                                      .ctx = c};
   CUptiResult r = api->cuptiPCSamplingEnable(&ep);
+  cp_debug("pcsampling: cuptiPCSamplingEnable(ctx %p): %s", (void *)c,
+           cp_loader_cupti_error(api, r));
   if (r != CUPTI_SUCCESS)
     return warn_once("cuptiPCSamplingEnable", r);
   if (!stalls.n && (r = read_stalls(c)) != CUPTI_SUCCESS)
@@ -243,8 +273,17 @@ static void ctx_seen(void *c) {
 
 /* Takes the records in `s`'s configured buffer, then empties it. */
 static void consume(sampled_ctx *s, uint32_t corr) {
+  cp_debug("pcsampling: buffer of ctx %p: %zu PCs (%zu remaining), %llu "
+           "samples, %llu dropped, range %llu, corr %u",
+           (void *)s->ctx, s->data.totalNumPcs, s->data.remainingNumPcs,
+           (unsigned long long)s->data.totalSamples,
+           (unsigned long long)s->data.droppedSamples,
+           (unsigned long long)s->data.rangeId, corr);
   atomic_fetch_add(&n_pcs, s->data.totalNumPcs);
   atomic_fetch_add(&n_total, s->data.totalSamples);
+  for (size_t i = 0; i < s->data.totalNumPcs; i++)
+    if (s->data.pPcData[i].correlationId)
+      atomic_fetch_add(&n_with_corr, 1);
   cp_pcs_add(pcs, &s->data, &stalls, corr);
   s->data.totalNumPcs = 0;
   s->data.totalSamples = 0;
@@ -301,6 +340,18 @@ static void drain_all(void) {
   api->cuCtxSetCurrent(mine);
 }
 
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void timed(int which, uint64_t *t) {
+  uint64_t n = now_ns();
+  atomic_fetch_add_explicit(&t_ns[which], n - *t, memory_order_relaxed);
+  *t = n;
+}
+
 /* Exact mode, on the launching thread: a range brackets each launch, after
  * the context's earlier work finished (Proton's semantics: every sample
  * belongs to this launch). Samples are only copied into the pending table
@@ -317,12 +368,18 @@ static void bracket(void *c, uint32_t corr, int enter) {
   for (int i = 0; i < n_ctx && !s; i++)
     if (ctxs[i].ctx == c && ctxs[i].ok)
       s = &ctxs[i];
+  uint64_t t = now_ns();
   if (s && enter) {
     api->cuCtxSynchronize();
+    timed(T_SYNC, &t);
     range(s, 1);
+    timed(T_START, &t);
+    atomic_fetch_add_explicit(&n_brackets, 1, memory_order_relaxed);
   } else if (s && s->started) {
     range(s, 0);
+    timed(T_STOP, &t);
     fetch(s, corr);
+    timed(T_FETCH, &t);
   }
   pthread_mutex_unlock(&lock);
 }
@@ -395,7 +452,10 @@ int cp_pcsampling_enable(const cp_loader_api *a, cp_cupti_state *st,
   atomic_store(&drain_errors, 0);
   atomic_store(&dropped_reported, 0);
   atomic_store(&n_gets, 0), atomic_store(&n_pcs, 0), atomic_store(&n_total, 0);
-  atomic_store(&n_at_disable, 0);
+  atomic_store(&n_at_disable, 0), atomic_store(&n_with_corr, 0);
+  for (int i = 0; i < N_T; i++)
+    atomic_store(&t_ns[i], 0);
+  atomic_store(&n_brackets, 0);
   st->hooks.module_loaded = module_loaded;
   atomic_store(&st->hooks.kernel_ran, opt.exact ? NULL : kernel_ran);
   atomic_store(&on, 1);
@@ -443,12 +503,18 @@ static void report(void) {
   cp_pcs_get_stats(pcs, &s);
   cp_pcs_lines_get_stats(lines, &l);
   cp_info("pcsampling: %llu samples, %llu with a source line, %llu cubins; "
-          "%llu fetches gave %llu PC records (CUPTI counted %llu samples); "
-          "%llu samples left at disable",
+          "%llu fetches gave %llu PC records (%llu with a correlation id; "
+          "CUPTI counted %llu samples); %llu samples left at disable",
           (unsigned long long)s.samples, (unsigned long long)s.with_line,
           (unsigned long long)l.cubins, (unsigned long long)n_gets,
-          (unsigned long long)n_pcs, (unsigned long long)n_total,
+          (unsigned long long)n_pcs, (unsigned long long)n_with_corr,
+          (unsigned long long)n_total,
           (unsigned long long)n_at_disable);
+  if (n_brackets)
+    cp_info("pcsampling: %llu launches bracketed: %.1f ms synchronising, "
+            "%.1f ms in Start, %.1f ms in Stop, %.1f ms fetching",
+            (unsigned long long)n_brackets, t_ns[T_SYNC] / 1e6,
+            t_ns[T_START] / 1e6, t_ns[T_STOP] / 1e6, t_ns[T_FETCH] / 1e6);
   if (s.dropped || s.lost || s.unattributed || s.buffer_full ||
       s.sites_full || s.unknown_stall || l.refused || drain_errors)
     cp_warn("pcsampling: %llu samples dropped by CUPTI (hardware buffer full "
@@ -484,7 +550,10 @@ void cp_pcsampling_disable(void) {
       range(&ctxs[i], 0);
       CUpti_PCSamplingDisableParams p = {
           .size = CUpti_PCSamplingDisableParamsSize, .ctx = ctxs[i].ctx};
-      api->cuptiPCSamplingDisable(&p);
+      CUptiResult r = api->cuptiPCSamplingDisable(&p);
+      cp_debug("pcsampling: cuptiPCSamplingDisable(ctx %p): %s, %zu PCs left",
+               (void *)ctxs[i].ctx, cp_loader_cupti_error(api, r),
+               ctxs[i].data.totalNumPcs);
       /* CUPTI leaves what it still held in the configured buffer: no
        * session is left to take it, so it is counted, not delivered */
       for (size_t k = 0; k < ctxs[i].data.totalNumPcs; k++)

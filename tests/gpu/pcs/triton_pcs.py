@@ -20,8 +20,9 @@ def chase_kernel(x, y, n, ITERS: tl.constexpr, BLOCK: tl.constexpr):
 
 
 def main(name, mode, when):
-    import logging
-    logging.basicConfig(level=logging.INFO)
+    import logging, os
+    debug = os.environ.get("CPROTON_LOG") == "debug"
+    logging.basicConfig(level=logging.DEBUG if debug else logging.INFO)
     n = 1 << 20
     x = torch.randint(0, n, (n,), device="cuda", dtype=torch.int32)
     y = torch.empty(n, device="cuda")
