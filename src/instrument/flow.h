@@ -4,7 +4,13 @@
  *
  * Compilers do not keep markers in source order: nvcc places the copy of an
  * RAII scope's end marker on an early-return path before or after the main
- * path's copy. Scopes are therefore matched along paths, not text. */
+ * path's copy. Scopes are therefore matched along paths, not text.
+ *
+ * PTX labels are scoped to their { } block: Triton's inline asm repeats
+ * `waitLoop:` in one block per mbarrier wait, so a branch goes to the label
+ * of its name in the innermost enclosing block. `.loc` / `.file` end at the
+ * end of their line, not at a ';' (Triton emits `.loc` before most
+ * instructions, branches included). */
 #ifndef CP_INSTRUMENT_FLOW_H
 #define CP_INSTRUMENT_FLOW_H
 
@@ -27,16 +33,22 @@ typedef struct cp_flow_event {
   size_t site;     /* record: index into the kernel's sites */
   int64_t target;  /* branch: index of the label event; -1 if unknown */
   size_t name_off, name_len; /* label / branch target name */
+  uint32_t block;  /* label / branch: the { } block it is in (0: the body) */
 } cp_flow_event;
 
 typedef struct cp_flow {
   cp_flow_event *ev;
   size_t n, cap;
-  int indirect; /* brx.idx or a branch to an unknown label: no CFG */
+  uint32_t *block_parent; /* per block: its enclosing block (block 0: itself) */
+  uint32_t n_blocks, cap_blocks;
+  int indirect;    /* brx.idx or a branch to an unknown label: no CFG */
+  const char *why; /* when indirect: what could not be followed (static) */
+  size_t why_off;  /* ... and where */
 } cp_flow;
 
 /* Reads kernel `k`'s body from `text` into `f` (zeroed first). Errors:
- * ENOMEM. A body the reader cannot follow sets f->indirect. */
+ * ENOMEM. A body the reader cannot follow sets f->indirect, f->why and
+ * f->why_off (the first such construct). */
 int cp_flow_read(const char *text, const cp_ptx_kernel *k, cp_flow *f);
 
 /* Line number (1-based) of offset `off` in `text`. */

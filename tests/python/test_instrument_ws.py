@@ -1,0 +1,100 @@
+"""A TMA matmul with a warp-specialized K loop and a scope around the loop
+body, compiled for sm_90 without a GPU through the instrumentation hook (the
+shape of Proton's test_warp_spec). Triton puts a `.loc` line directive, which
+ends at its newline and not at a ';', right before the branch into the loop:
+the PTX pass once read the branch as part of the directive and refused the
+loop's markers as unreachable.
+
+Also the generator of tests/data/instrument/matmul_tma_ws_sm90.ptx:
+    .venv/bin/python tests/python/test_instrument_ws.py OUT.ptx
+writes the kernel's PTX with markers only (no pass)."""
+import sys
+import warnings
+
+import pytest
+
+triton = pytest.importorskip("triton")
+import triton.language as tl  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+
+import cproton.language as pl  # noqa: E402
+from cproton import CprotonWarning  # noqa: E402
+from cproton.flags import flags  # noqa: E402
+from cproton.hooks import instrumentation as instr  # noqa: E402
+
+
+@triton.jit
+def tma_ws_matmul(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                  WS: tl.constexpr):
+    tiles_n = tl.cdiv(N, BN)
+    row = (tl.program_id(0) // tiles_n) * BM
+    col = (tl.program_id(0) % tiles_n) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for kt in tl.range(tl.cdiv(K, BK), warp_specialize=WS):
+        pl.enter_scope("loop")
+        a = a_desc.load([row, kt * BK])
+        b = b_desc.load([col, kt * BK])
+        acc = tl.dot(a, b.T, acc)
+        pl.exit_scope("loop")
+    c_desc.store([row, col], acc.to(tl.float8e4nv))
+
+
+SIG = {"a_desc": "tensordesc<fp8e4nv[128, 128]>", "b_desc": "tensordesc<fp8e4nv[256, 128]>",
+       "c_desc": "tensordesc<fp8e4nv[128, 256]>", "M": "i32", "N": "i32", "K": "i32",
+       "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "WS": "constexpr"}
+CONSTS = {"BM": 128, "BN": 256, "BK": 128, "WS": True}
+OPTIONS = {"num_warps": 8, "num_stages": 2}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_triton_cache(tmp_path, monkeypatch):
+    """Triton's cache keys on the option string, not on the pass: a binary
+    cached by another build of cproton must not stand in for this one's."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+
+
+def compile_with(option):
+    src = ASTSource(tma_ws_matmul, SIG, CONSTS)
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={**OPTIONS, "instrumentation_mode": option})
+
+
+def markers_only_ptx():
+    flags.instrumentation_on = True
+    try:
+        return compile_with("cproton-test-markers:" + pl.marker_text(True, "x")).asm["ptx"]
+    finally:
+        flags.instrumentation_on = False
+
+
+def test_loop_markers_follow_a_loc_directive():
+    ptx = markers_only_ptx()
+    lines = ptx.splitlines()
+    # the construct under test: a .loc line right before a branch
+    assert any(a.strip().startswith(".loc") and "bra" in b for a, b in zip(lines, lines[1:]))
+    assert sum("@cproton proton.record" in ln for ln in lines) == 2
+
+
+@pytest.mark.parametrize("mode", ["default:metric_type=cycle:optimizations=clock32",
+                                  "default:buffer_type=global:metric_type=cycle"])
+def test_hook_instruments_the_ws_loop(mode):
+    hook = instr.InstrumentationHook(mode)
+    hook.activate()
+    try:
+        import triton.knobs as knobs
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", CprotonWarning)
+            k = compile_with(knobs.compilation.instrumentation_mode)
+    finally:
+        hook.deactivate()
+    layout = k.metadata.cproton_layout
+    assert layout["kernel"] == "tma_ws_matmul"
+    assert layout["scope_names"] == ["loop"] and layout["scope_parents"] == [-1]
+    assert "warning" not in layout
+    assert k.metadata.profile_scratch_size == layout["per_cta_bytes"] > 0
+    assert len(k.asm["cubin"]) > 0  # Triton's ptxas took the instrumented PTX
+
+
+if __name__ == "__main__":
+    with open(sys.argv[1], "w") as out:
+        out.write(markers_only_ptx())
