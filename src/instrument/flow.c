@@ -118,6 +118,61 @@ static int label(const char *text, const char *p, const char *end, cp_flow *f, u
   return 1;
 }
 
+/* Whether block `outer` is `inner` or encloses it. */
+static int encloses(const cp_flow *f, uint32_t outer, uint32_t inner) {
+  for (;; inner = f->block_parent[inner]) {
+    if (inner == outer)
+      return 1;
+    if (inner == 0)
+      return 0;
+  }
+}
+
+/* brx.idx at p (opcode ends at q): one branch per label of its
+ * .branchtargets list, which PTX declares in the function before use. */
+static int brx(const char *text, const char *p, const char *q, const char *end, cp_flow *f,
+               uint32_t block, int cond) {
+  if (!word_is(p, (size_t)(q - p), "brx.idx") && !word_is(p, (size_t)(q - p), "brx.idx.uni")) {
+    cannot_follow(text, p, f, "an unknown indirect branch");
+    return 0;
+  }
+  const char *t = memchr(q, ',', (size_t)(end - q));
+  t = t ? skip(t + 1, end) : end;
+  const char *te = ident_end(t, end);
+  const cp_flow_event *list = NULL;
+  for (size_t i = f->n; !list && i-- > 0;) {
+    const cp_flow_event *l = &f->ev[i];
+    if (l->kind == CP_FLOW_LABEL && l->list_off && l->name_len == (size_t)(te - t) &&
+        !memcmp(text + l->name_off, t, l->name_len) && encloses(f, l->block, block))
+      list = l;
+  }
+  if (!list || te == t) {
+    cannot_follow(text, p, f, "an indirect branch (brx.idx) without a .branchtargets list before it");
+    return 0;
+  }
+  uint32_t lblock = list->block;
+  const char *a = skip(text + list->list_off, text + list->list_end);
+  end = text + list->list_end;
+  int rc = 0, any = 0;
+  while (!rc && a < end && *a != ';') {
+    const char *ae = ident_end(a, end);
+    if (ae == a) {
+      cannot_follow(text, a, f, "a .branchtargets list the reader cannot parse");
+      return 0;
+    }
+    const char *next = skip(ae, end);
+    int last = next >= end || *next != ',';
+    rc = push(f, (cp_flow_event){.kind = CP_FLOW_BRANCH, .cond = last ? cond : 1,
+                                 .off = (size_t)(p - text), .name_off = (size_t)(a - text),
+                                 .name_len = (size_t)(ae - a), .target = -1, .block = lblock});
+    any = 1;
+    a = last ? next : skip(next + 1, end);
+  }
+  if (!rc && !any)
+    cannot_follow(text, p, f, "a .branchtargets list the reader cannot parse");
+  return rc;
+}
+
 /* One statement at p (labels already taken): the guarded opcode. */
 static int statement(const char *text, const char *p, const char *end, cp_flow *f,
                      uint32_t block) {
@@ -133,10 +188,13 @@ static int statement(const char *text, const char *p, const char *end, cp_flow *
   if (word_is(p, n, "ret") || word_is(p, n, "ret.uni") || word_is(p, n, "exit"))
     return push(f, (cp_flow_event){.kind = CP_FLOW_EXIT, .cond = cond, .off = (size_t)(p - text),
                                    .target = -1});
-  if (n >= 3 && !memcmp(p, "brx", 3)) {
-    cannot_follow(text, p, f, "an indirect branch (brx.idx)");
+  if (word_is(p, n, ".branchtargets")) {
+    if (f->n && f->ev[f->n - 1].kind == CP_FLOW_LABEL && f->ev[f->n - 1].block == block)
+      f->ev[f->n - 1].list_off = (size_t)(q - text), f->ev[f->n - 1].list_end = (size_t)(end - text);
     return 0;
   }
+  if (n >= 3 && !memcmp(p, "brx", 3))
+    return brx(text, p, q, end, f, block, cond);
   if (!word_is(p, n, "bra") && !word_is(p, n, "bra.uni"))
     return 0;
   const char *t = skip(q, end), *te = ident_end(t, end);

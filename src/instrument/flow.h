@@ -21,7 +21,9 @@
 
 typedef enum cp_flow_kind {
   CP_FLOW_LABEL = 0,  /* a branch target starts here */
-  CP_FLOW_BRANCH = 1, /* bra / bra.uni to `target` */
+  CP_FLOW_BRANCH = 1, /* bra / bra.uni to `target`; brx.idx is one
+                         conditional branch per listed label (the last one
+                         as guarded as the brx.idx) */
   CP_FLOW_EXIT = 2,   /* ret / exit */
   CP_FLOW_RECORD = 3  /* record marker: site index `site` */
 } cp_flow_kind;
@@ -34,6 +36,7 @@ typedef struct cp_flow_event {
   int64_t target;  /* branch: index of the label event; -1 if unknown */
   size_t name_off, name_len; /* label / branch target name */
   uint32_t block;  /* label / branch: the { } block it is in (0: the body) */
+  size_t list_off, list_end; /* label of a .branchtargets list: the list */
 } cp_flow_event;
 
 typedef struct cp_flow {
@@ -41,7 +44,7 @@ typedef struct cp_flow {
   size_t n, cap;
   uint32_t *block_parent; /* per block: its enclosing block (block 0: itself) */
   uint32_t n_blocks, cap_blocks;
-  int indirect;    /* brx.idx or a branch to an unknown label: no CFG */
+  int indirect;    /* a branch the reader cannot resolve: no CFG */
   const char *why; /* when indirect: what could not be followed (static) */
   size_t why_off;  /* ... and where */
 } cp_flow;

@@ -173,3 +173,112 @@ Test(instrument_flow, exit_in_a_nested_block_keeps_finalize_visible) {
     cr_assert_eq(ptxas(out, on, NULL), 0, "ptxas rejected:\n%s", out);
   cproton_ptx_free(p);
 }
+
+static const char *warning_of(const char *text, size_t n, cproton_ptx **p) {
+  cr_assert_eq(cproton_ptx_instrument(text, n, NULL, p), CPROTON_OK, "%s", cproton_last_error());
+  return cproton_ptx_kernel_warning(*p, 0);
+}
+
+Test(instrument_flow, triton_tma_warp_specialized_loop_is_followed) {
+  /* Triton 3.6's PTX of a TMA matmul with a warp-specialized K loop and a
+   * scope around the loop body (tests/data/instrument/README.md): `.loc`
+   * lines precede the branches into and around the loop. */
+  size_t n;
+  char *in = cpt_read_file(CP_SOURCE_DIR "/tests/data/instrument/matmul_tma_ws_sm90.ptx", &n);
+  cr_assert_not_null(in);
+  cproton_ptx *p = NULL;
+  cr_assert_null(warning_of(in, n, &p), "%s", cproton_ptx_kernel_warning(p, 0));
+  cproton_buffer_layout l;
+  cproton_ptx_stats st;
+  cproton_ptx_kernel_layout(p, 0, &l);
+  cproton_ptx_kernel_stats(p, 0, &st);
+  cr_assert_eq(l.n_scopes, 1);
+  cr_assert_str_eq(l.scope_names[0], "loop");
+  cr_assert_eq(st.n_records, 2);
+  size_t on;
+  const char *out = cproton_ptx_text(p, &on);
+  if (have_ptxas())
+    cr_assert_eq(ptxas(out, on, NULL), 0, "ptxas rejected the instrumented PTX");
+  cproton_ptx_free(p);
+  free(in);
+}
+
+Test(instrument_flow, loc_directive_ends_at_its_line) {
+  /* `.loc` has no ';': the branch and the label after it are statements of
+   * their own. Read as one statement, $L_in had no way in (unreachable) and
+   * $L_out no label (text order). */
+  const char *text = HEAD "\tmov.u32 %r1, %tid.x;\n\tsetp.eq.u32 %p1, %r1, 3;\n"
+      "\t.loc\t1 26 31 // k.py:26:31\n\t@%p1 bra \t$L_in;\n\tbra.uni \t$L_out;\n$L_in:\n"
+      M("start a") "\tadd.u32 %r1, %r1, 1;\n" M("end a") "\t.loc\t1 27 3\n$L_out:\n\tret;\n}\n";
+  cproton_ptx *p = NULL;
+  cr_assert_null(warning_of(text, strlen(text), &p), "%s", cproton_ptx_kernel_warning(p, 0));
+  cproton_ptx_free(p);
+  text = HEAD "\tmov.u32 %r1, %tid.x;\n\tsetp.eq.u32 %p1, %r1, 3;\n\t.loc\t1 26 31\n"
+      "\t@%p1 bra \t$L_in;\n\tbra.uni \t$L_out;\n$L_in:\n" M("start a") M("end a") "$L_out:\n\tret;\n}\n";
+  cr_assert_null(warning_of(text, strlen(text), &p), "%s", cproton_ptx_kernel_warning(p, 0));
+  cproton_ptx_free(p);
+}
+
+/* An inline-asm style wait loop in a { } block of its own. */
+#define WAIT "\t{\n\t.reg .pred c;\n\twaitLoop:\n\tsetp.eq.u32 c, %r1, 0;\n\t@!c bra.uni waitLoop;\n\t}\n"
+
+Test(instrument_flow, labels_are_scoped_to_their_block) {
+  /* Two blocks declare waitLoop:, one outside scope 'a' and one inside; each
+   * branch goes to its own block's label. Either label for both branches
+   * would join a path with 'a' open to one without it. */
+  const char *text = HEAD "\tmov.u32 %r1, %tid.x;\n" WAIT M("start a") WAIT M("end a") "\tret;\n}\n";
+  cproton_ptx *p = NULL;
+  cr_assert_null(warning_of(text, strlen(text), &p), "%s", cproton_ptx_kernel_warning(p, 0));
+  size_t on;
+  const char *out = cproton_ptx_text(p, &on);
+  if (have_ptxas())
+    cr_assert_eq(ptxas(out, on, NULL), 0, "ptxas rejected:\n%s", out);
+  cproton_ptx_free(p);
+}
+
+#define BRX(list)                                                                          \
+  HEAD "\tmov.u32 %r1, %tid.x;\n" M("start a") "$L_t: .branchtargets " list ";\n"          \
+       "\tbrx.idx %r1, $L_t;\n$L_0:\n" M("end a") "\tbra.uni $L_x;\n$L_1:\n" M("end a") \
+       "$L_x:\n\tret;\n}\n"
+
+Test(instrument_flow, brx_idx_goes_to_every_listed_label) {
+  /* 'a' ends once on each target's path */
+  const char *text = BRX("$L_0, $L_1");
+  cproton_ptx *p = NULL;
+  cr_assert_null(warning_of(text, strlen(text), &p), "%s", cproton_ptx_kernel_warning(p, 0));
+  cproton_ptx_stats st;
+  cproton_ptx_kernel_stats(p, 0, &st);
+  cr_assert_eq(st.n_records, 3);
+  size_t on;
+  const char *out = cproton_ptx_text(p, &on);
+  if (have_ptxas())
+    cr_assert_eq(ptxas(out, on, NULL), 0, "ptxas rejected:\n%s", out);
+  cproton_ptx_free(p);
+  /* only $L_0 listed: $L_1 and its marker are dead code */
+  text = BRX("$L_0");
+  cr_assert_eq(cproton_ptx_instrument(text, strlen(text), NULL, &p), CPROTON_EPARSE);
+  cr_assert(strstr(cproton_last_error(), "line 20: marker of scope 'a' is unreachable"), "%s",
+            cproton_last_error());
+}
+
+Test(instrument_flow, what_cannot_be_followed_is_checked_in_text_order_with_a_warning) {
+  /* A brx.idx whose list is unknown: no marker may be called unreachable;
+   * the text order (start a, end a) is checked and the kernel says why. */
+  const char *text = HEAD "\tmov.u32 %r1, %tid.x;\n\tbrx.idx %r1, $L_nowhere;\n" M("start a")
+      M("end a") "\tret;\n}\n";
+  cproton_ptx *p = NULL;
+  const char *w = warning_of(text, strlen(text), &p);
+  cr_assert(w && strstr(w, "kernel 'k': line 13: an indirect branch (brx.idx) without a "
+                           ".branchtargets list before it; scope nesting is checked in text order"),
+            "%s", w ? w : "(no warning)");
+  cproton_ptx_free(p);
+  /* the text-order check still refuses bad nesting */
+  text = HEAD "\tbrx.idx %r1, $L_nowhere;\n" M("end a") "\tret;\n}\n";
+  cr_assert_eq(cproton_ptx_instrument(text, strlen(text), NULL, &p), CPROTON_EPARSE);
+  /* so does a branch to a label it cannot see (inside a nested block) */
+  text = HEAD "\tbra.uni $L_in;\n\t{\n$L_in:\n" M("start a") "\t}\n" M("end a") "\tret;\n}\n";
+  w = warning_of(text, strlen(text), &p);
+  cr_assert(w && strstr(w, "line 12: a branch to a label not visible from it"), "%s",
+            w ? w : "(no warning)");
+  cproton_ptx_free(p);
+}
