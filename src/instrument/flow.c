@@ -1,10 +1,14 @@
 /* instrument/flow.c -- reads the labels, branches, exits and markers of one
  * kernel body in text order (see flow.h for why).
  *
- * Invariant: statements are split at ';' outside comments; a statement may
+ * Invariant: statements are split at ';' outside comments, except the line
+ * directives (.loc, .file), which end at their newline; a statement may
  * start with labels ("name:"), a guard ("@%p" / "@!%p") and an opcode; only
- * bra, ret and exit opcodes matter here. Not a hot path; called by
- * instrument/scope.c once per kernel. */
+ * bra, brx.idx (with its .branchtargets list), ret and exit matter here.
+ * '{' and '}' open and close label scopes. Anything the reader cannot
+ * resolve sets `indirect` with the construct and its offset, so the caller
+ * checks text order instead of trusting a partial graph. Not a hot path;
+ * called by instrument/scope.c once per kernel. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,7 +151,8 @@ static int brx(const char *text, const char *p, const char *q, const char *end, 
       list = l;
   }
   if (!list || te == t) {
-    cannot_follow(text, p, f, "an indirect branch (brx.idx) without a .branchtargets list before it");
+    cannot_follow(text, p, f,
+                  "an indirect branch (brx.idx) without a .branchtargets list before it");
     return 0;
   }
   uint32_t lblock = list->block;
@@ -190,7 +195,8 @@ static int statement(const char *text, const char *p, const char *end, cp_flow *
                                    .target = -1});
   if (word_is(p, n, ".branchtargets")) {
     if (f->n && f->ev[f->n - 1].kind == CP_FLOW_LABEL && f->ev[f->n - 1].block == block)
-      f->ev[f->n - 1].list_off = (size_t)(q - text), f->ev[f->n - 1].list_end = (size_t)(end - text);
+      f->ev[f->n - 1].list_off = (size_t)(q - text),
+      f->ev[f->n - 1].list_end = (size_t)(end - text);
     return 0;
   }
   if (n >= 3 && !memcmp(p, "brx", 3))

@@ -95,6 +95,39 @@ def test_hook_instruments_the_ws_loop(mode):
     assert len(k.asm["cubin"]) > 0  # Triton's ptxas took the instrumented PTX
 
 
+UNFOLLOWABLE = """.version 8.7
+.target sm_90a
+.address_size 64
+.visible .entry k(
+\t.param .u64 k_param_0,
+\t.param .u64 .ptr .global .align 1 k_param_1
+)
+.reqntid 64
+{
+\t.reg .b32 %r<4>;
+\tmov.u32 %r1, %tid.x;
+\tbrx.idx %r1, $L_elsewhere;
+\t// @cproton record start a
+\t// @cproton record end a
+\tret;
+}
+"""
+
+
+def test_text_order_fallback_is_a_warning():
+    """A body the pass cannot follow (brx.idx without its list) is checked in
+    text order; the layout says so and the hook raises a CprotonWarning."""
+    hook = instr.InstrumentationHook("default")
+    stages = {"ptx": lambda src, metadata: UNFOLLOWABLE}
+    hook._wrap_ptx_stage(stages)
+    metadata = {"name": "k", "num_warps": 2}
+    with pytest.warns(CprotonWarning, match=r"line 12: an indirect branch \(brx\.idx\).*checked in text order"):
+        out = stages["ptx"](None, metadata)
+    assert "$cpr_fin" in out
+    assert "text order" in metadata["cproton_layout"]["warning"]
+    assert metadata["cproton_layout"]["scope_names"] == ["a"]
+
+
 if __name__ == "__main__":
     with open(sys.argv[1], "w") as out:
         out.write(markers_only_ptx())

@@ -214,19 +214,23 @@ Test(instrument_flow, loc_directive_ends_at_its_line) {
   cr_assert_null(warning_of(text, strlen(text), &p), "%s", cproton_ptx_kernel_warning(p, 0));
   cproton_ptx_free(p);
   text = HEAD "\tmov.u32 %r1, %tid.x;\n\tsetp.eq.u32 %p1, %r1, 3;\n\t.loc\t1 26 31\n"
-      "\t@%p1 bra \t$L_in;\n\tbra.uni \t$L_out;\n$L_in:\n" M("start a") M("end a") "$L_out:\n\tret;\n}\n";
+      "\t@%p1 bra \t$L_in;\n\tbra.uni \t$L_out;\n$L_in:\n" M("start a") M("end a")
+      "$L_out:\n\tret;\n}\n";
   cr_assert_null(warning_of(text, strlen(text), &p), "%s", cproton_ptx_kernel_warning(p, 0));
   cproton_ptx_free(p);
 }
 
 /* An inline-asm style wait loop in a { } block of its own. */
-#define WAIT "\t{\n\t.reg .pred c;\n\twaitLoop:\n\tsetp.eq.u32 c, %r1, 0;\n\t@!c bra.uni waitLoop;\n\t}\n"
+#define WAIT                                                                   \
+  "\t{\n\t.reg .pred c;\n\twaitLoop:\n\tsetp.eq.u32 c, %r1, 0;\n"                      \
+  "\t@!c bra.uni waitLoop;\n\t}\n"
 
 Test(instrument_flow, labels_are_scoped_to_their_block) {
   /* Two blocks declare waitLoop:, one outside scope 'a' and one inside; each
    * branch goes to its own block's label. Either label for both branches
    * would join a path with 'a' open to one without it. */
-  const char *text = HEAD "\tmov.u32 %r1, %tid.x;\n" WAIT M("start a") WAIT M("end a") "\tret;\n}\n";
+  const char *text =
+      HEAD "\tmov.u32 %r1, %tid.x;\n" WAIT M("start a") WAIT M("end a") "\tret;\n}\n";
   cproton_ptx *p = NULL;
   cr_assert_null(warning_of(text, strlen(text), &p), "%s", cproton_ptx_kernel_warning(p, 0));
   size_t on;
