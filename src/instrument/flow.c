@@ -20,15 +20,23 @@ static int is_ident(int c) {
   return isalnum(c) || c == '_' || c == '$' || c == '.' || c == '%';
 }
 
+/* `arr` with room for element n (cap doubled when full), NULL when out of
+ * memory (arr is then unchanged). */
+static void *reserve(void *arr, size_t n, size_t *cap, size_t elem) {
+  if (n < *cap)
+    return arr;
+  size_t c = *cap ? *cap * 2 : 16;
+  void *a = realloc(arr, c * elem);
+  if (a)
+    *cap = c;
+  return a;
+}
+
 static int push(cp_flow *f, cp_flow_event e) {
-  if (f->n == f->cap) {
-    size_t cap = f->cap ? f->cap * 2 : 64;
-    cp_flow_event *ev = realloc(f->ev, cap * sizeof *ev);
-    if (!ev)
-      return cp_error_set(CPROTON_ENOMEM, "out of memory reading control flow");
-    f->ev = ev;
-    f->cap = cap;
-  }
+  cp_flow_event *ev = reserve(f->ev, f->n, &f->cap, sizeof *ev);
+  if (!ev)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory reading control flow");
+  f->ev = ev;
   f->ev[f->n++] = e;
   return 0;
 }
@@ -96,16 +104,12 @@ static void cannot_follow(const char *text, const char *p, cp_flow *f, const cha
 
 /* '{' opens block n_blocks inside `*cur`; '}' returns to its parent. */
 static int open_block(cp_flow *f, uint32_t *cur) {
-  if (f->n_blocks == f->cap_blocks) {
-    uint32_t cap = f->cap_blocks ? f->cap_blocks * 2 : 16;
-    uint32_t *bp = realloc(f->block_parent, cap * sizeof *bp);
-    if (!bp)
-      return cp_error_set(CPROTON_ENOMEM, "out of memory reading control flow");
-    f->block_parent = bp;
-    f->cap_blocks = cap;
-  }
+  uint32_t *bp = reserve(f->block_parent, f->n_blocks, &f->cap_blocks, sizeof *bp);
+  if (!bp)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory reading control flow");
+  f->block_parent = bp;
   f->block_parent[f->n_blocks] = *cur;
-  *cur = f->n_blocks++;
+  *cur = (uint32_t)f->n_blocks++;
   return 0;
 }
 

@@ -43,7 +43,7 @@ typedef struct cp_flow {
   cp_flow_event *ev;
   size_t n, cap;
   uint32_t *block_parent; /* per block: its enclosing block (block 0: itself) */
-  uint32_t n_blocks, cap_blocks;
+  size_t n_blocks, cap_blocks;
   int indirect;    /* a branch the reader cannot resolve: no CFG */
   const char *why; /* when indirect: what could not be followed (static) */
   size_t why_off;  /* ... and where */

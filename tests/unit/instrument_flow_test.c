@@ -37,6 +37,14 @@ static int ptxas(const char *text, size_t n, double *secs) {
   return rc;
 }
 
+/* ptxas (when installed) takes the pass's output of `p`. */
+static void assert_assembles(const cproton_ptx *p) {
+  size_t on;
+  const char *out = cproton_ptx_text(p, &on);
+  if (have_ptxas())
+    cr_assert_eq(ptxas(out, on, NULL), 0, "ptxas rejected the instrumented PTX:\n%s", out);
+}
+
 static const char *scope_name(const cproton_buffer_layout *l, int32_t i) {
   return i < 0 ? "-" : l->scope_names[i];
 }
@@ -64,10 +72,7 @@ Test(instrument_flow, nvcc_raii_early_returns_are_accepted) {
     }
     cr_assert_eq(st.n_records, k == 0 ? 5 : 6);
   }
-  size_t on;
-  const char *out = cproton_ptx_text(p, &on);
-  if (have_ptxas())
-    cr_assert_eq(ptxas(out, on, NULL), 0, "ptxas rejected the instrumented PTX");
+  assert_assembles(p);
   cproton_ptx_free(p);
   free(in);
 }
@@ -195,10 +200,7 @@ Test(instrument_flow, triton_tma_warp_specialized_loop_is_followed) {
   cr_assert_eq(l.n_scopes, 1);
   cr_assert_str_eq(l.scope_names[0], "loop");
   cr_assert_eq(st.n_records, 2);
-  size_t on;
-  const char *out = cproton_ptx_text(p, &on);
-  if (have_ptxas())
-    cr_assert_eq(ptxas(out, on, NULL), 0, "ptxas rejected the instrumented PTX");
+  assert_assembles(p);
   cproton_ptx_free(p);
   free(in);
 }
@@ -233,10 +235,7 @@ Test(instrument_flow, labels_are_scoped_to_their_block) {
       HEAD "\tmov.u32 %r1, %tid.x;\n" WAIT M("start a") WAIT M("end a") "\tret;\n}\n";
   cproton_ptx *p = NULL;
   cr_assert_null(warning_of(text, strlen(text), &p), "%s", cproton_ptx_kernel_warning(p, 0));
-  size_t on;
-  const char *out = cproton_ptx_text(p, &on);
-  if (have_ptxas())
-    cr_assert_eq(ptxas(out, on, NULL), 0, "ptxas rejected:\n%s", out);
+  assert_assembles(p);
   cproton_ptx_free(p);
 }
 
@@ -253,10 +252,7 @@ Test(instrument_flow, brx_idx_goes_to_every_listed_label) {
   cproton_ptx_stats st;
   cproton_ptx_kernel_stats(p, 0, &st);
   cr_assert_eq(st.n_records, 3);
-  size_t on;
-  const char *out = cproton_ptx_text(p, &on);
-  if (have_ptxas())
-    cr_assert_eq(ptxas(out, on, NULL), 0, "ptxas rejected:\n%s", out);
+  assert_assembles(p);
   cproton_ptx_free(p);
   /* only $L_0 listed: $L_1 and its marker are dead code */
   text = BRX("$L_0");
