@@ -5,9 +5,13 @@ ends at its newline and not at a ';', right before the branch into the loop:
 the PTX pass once read the branch as part of the directive and refused the
 loop's markers as unreachable.
 
-Also the generator of tests/data/instrument/matmul_tma_ws_sm90.ptx:
-    .venv/bin/python tests/python/test_instrument_ws.py OUT.ptx
-writes the kernel's PTX with markers only (no pass)."""
+For sm_100 Triton splits the loop into warp-specialized partitions that the
+kernel enters through a `brx.idx` jump table (`.branchtargets`), which the
+pass follows too.
+
+Also the generator of tests/data/instrument/matmul_tma_ws_sm{90,100}.ptx:
+    .venv/bin/python tests/python/test_instrument_ws.py OUT.ptx [90|100]
+writes the kernel's PTX for that target with markers only (no pass)."""
 import sys
 import warnings
 
@@ -26,23 +30,30 @@ from cproton.hooks import instrumentation as instr  # noqa: E402
 
 @triton.jit
 def tma_ws_matmul(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                  WS: tl.constexpr):
+                  WS: tl.constexpr, LOOP_SCOPE: tl.constexpr):
+    if not LOOP_SCOPE:
+        pl.enter_scope("kernel")
     tiles_n = tl.cdiv(N, BN)
     row = (tl.program_id(0) // tiles_n) * BM
     col = (tl.program_id(0) % tiles_n) * BN
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for kt in tl.range(tl.cdiv(K, BK), warp_specialize=WS):
-        pl.enter_scope("loop")
+        if LOOP_SCOPE:
+            pl.enter_scope("loop")
         a = a_desc.load([row, kt * BK])
         b = b_desc.load([col, kt * BK])
         acc = tl.dot(a, b.T, acc)
-        pl.exit_scope("loop")
+        if LOOP_SCOPE:
+            pl.exit_scope("loop")
     c_desc.store([row, col], acc.to(tl.float8e4nv))
+    if not LOOP_SCOPE:
+        pl.exit_scope("kernel")
 
 
 SIG = {"a_desc": "tensordesc<fp8e4nv[128, 128]>", "b_desc": "tensordesc<fp8e4nv[256, 128]>",
        "c_desc": "tensordesc<fp8e4nv[128, 256]>", "M": "i32", "N": "i32", "K": "i32",
-       "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "WS": "constexpr"}
+       "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "WS": "constexpr",
+       "LOOP_SCOPE": "constexpr"}
 CONSTS = {"BM": 128, "BN": 256, "BK": 128, "WS": True}
 OPTIONS = {"num_warps": 8, "num_stages": 2}
 
@@ -54,15 +65,18 @@ def _fresh_triton_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
 
 
-def compile_with(option):
-    src = ASTSource(tma_ws_matmul, SIG, CONSTS)
-    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={**OPTIONS, "instrumentation_mode": option})
+def compile_with(option, cc=90):
+    """sm_90 gets the scope around the loop body; sm_100, where Triton 3.6
+    really splits the loop into partitions, gets it around the whole kernel
+    (its partition scheduling fails on inline asm inside the loop)."""
+    src = ASTSource(tma_ws_matmul, SIG, {**CONSTS, "LOOP_SCOPE": cc < 100})
+    return triton.compile(src, target=GPUTarget("cuda", cc, 32), options={**OPTIONS, "instrumentation_mode": option})
 
 
-def markers_only_ptx():
+def markers_only_ptx(cc=90):
     flags.instrumentation_on = True
     try:
-        return compile_with("cproton-test-markers:" + pl.marker_text(True, "x")).asm["ptx"]
+        return compile_with("cproton-test-markers:" + pl.marker_text(True, "x"), cc).asm["ptx"]
     finally:
         flags.instrumentation_on = False
 
@@ -75,21 +89,28 @@ def test_loop_markers_follow_a_loc_directive():
     assert sum("@cproton proton.record" in ln for ln in lines) == 2
 
 
-@pytest.mark.parametrize("mode", ["default:metric_type=cycle:optimizations=clock32",
-                                  "default:buffer_type=global:metric_type=cycle"])
-def test_hook_instruments_the_ws_loop(mode):
+def test_blackwell_partitions_are_entered_by_brx_idx():
+    ptx = markers_only_ptx(100)
+    assert "setmaxnreg" in ptx and ".branchtargets" in ptx and "brx.idx" in ptx
+    assert sum("@cproton proton.record" in ln for ln in ptx.splitlines()) == 2
+
+
+@pytest.mark.parametrize("cc,mode", [(90, "default:metric_type=cycle:optimizations=clock32"),
+                                     (90, "default:buffer_type=global:metric_type=cycle"),
+                                     (100, "default:metric_type=cycle")])
+def test_hook_instruments_the_ws_kernel(cc, mode):
     hook = instr.InstrumentationHook(mode)
     hook.activate()
     try:
         import triton.knobs as knobs
-        with warnings.catch_warnings():
+        with warnings.catch_warnings():  # the flow is followed: no text-order warning
             warnings.simplefilter("error", CprotonWarning)
-            k = compile_with(knobs.compilation.instrumentation_mode)
+            k = compile_with(knobs.compilation.instrumentation_mode, cc)
     finally:
         hook.deactivate()
     layout = k.metadata.cproton_layout
     assert layout["kernel"] == "tma_ws_matmul"
-    assert layout["scope_names"] == ["loop"] and layout["scope_parents"] == [-1]
+    assert layout["scope_names"] == ["loop" if cc < 100 else "kernel"] and layout["scope_parents"] == [-1]
     assert "warning" not in layout
     assert k.metadata.profile_scratch_size == layout["per_cta_bytes"] > 0
     assert len(k.asm["cubin"]) > 0  # Triton's ptxas took the instrumented PTX
@@ -130,4 +151,4 @@ def test_text_order_fallback_is_a_warning():
 
 if __name__ == "__main__":
     with open(sys.argv[1], "w") as out:
-        out.write(markers_only_ptx())
+        out.write(markers_only_ptx(int(sys.argv[2]) if len(sys.argv) > 2 else 90))

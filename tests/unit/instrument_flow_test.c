@@ -2,6 +2,7 @@
  * early returns), the shared finalize block (many exits stay small and
  * assemble fast) and the reserved $cpr_ label prefix. */
 #include <criterion/criterion.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,15 +20,29 @@
 
 static int have_ptxas(void) { return system("ptxas --version > /dev/null 2>&1") == 0; }
 
-/* Assembles `text`; returns ptxas's exit status and its time in *secs. */
+/* The architecture of `text`'s .target (sm_90a when it has none). */
+static void target_arch(const char *text, char *arch, size_t cap) {
+  const char *t = strstr(text, ".target sm_");
+  size_t n = 0;
+  if (t)
+    for (t += strlen(".target "); n + 1 < cap && (isalnum((unsigned char)t[n]) || t[n] == '_'); n++)
+      arch[n] = t[n];
+  arch[n] = '\0';
+  if (!n)
+    snprintf(arch, cap, "sm_90a");
+}
+
+/* Assembles `text` for its target; returns ptxas's exit status and its time
+ * in *secs. */
 static int ptxas(const char *text, size_t n, double *secs) {
   const char *path = cpt_tmp_path("flow.ptx");
   FILE *f = fopen(path, "wb");
   cr_assert_not_null(f);
   fwrite(text, 1, n, f);
   fclose(f);
-  char cmd[1200];
-  snprintf(cmd, sizeof cmd, "ptxas -arch=sm_90a %s -o %s.o", path, path);
+  char cmd[1200], arch[32];
+  target_arch(text, arch, sizeof arch);
+  snprintf(cmd, sizeof cmd, "ptxas -arch=%s %s -o %s.o", arch, path, path);
   struct timespec a, b;
   clock_gettime(CLOCK_MONOTONIC, &a);
   int rc = system(cmd);
@@ -184,13 +199,15 @@ static const char *warning_of(const char *text, size_t n, cproton_ptx **p) {
   return cproton_ptx_kernel_warning(*p, 0);
 }
 
-Test(instrument_flow, triton_tma_warp_specialized_loop_is_followed) {
-  /* Triton 3.6's PTX of a TMA matmul with a warp-specialized K loop and a
-   * scope around the loop body (tests/data/instrument/README.md): `.loc`
-   * lines precede the branches into and around the loop. */
+/* Instruments Triton's PTX in tests/data/instrument/`file` (see the README
+ * there): the flow is followed (no warning), one scope `name`, ptxas takes
+ * the output. */
+static void triton_ws_kernel(const char *file, const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/tests/data/instrument/%s", CP_SOURCE_DIR, file);
   size_t n;
-  char *in = cpt_read_file(CP_SOURCE_DIR "/tests/data/instrument/matmul_tma_ws_sm90.ptx", &n);
-  cr_assert_not_null(in);
+  char *in = cpt_read_file(path, &n);
+  cr_assert_not_null(in, "%s", path);
   cproton_ptx *p = NULL;
   cr_assert_null(warning_of(in, n, &p), "%s", cproton_ptx_kernel_warning(p, 0));
   cproton_buffer_layout l;
@@ -198,11 +215,23 @@ Test(instrument_flow, triton_tma_warp_specialized_loop_is_followed) {
   cproton_ptx_kernel_layout(p, 0, &l);
   cproton_ptx_kernel_stats(p, 0, &st);
   cr_assert_eq(l.n_scopes, 1);
-  cr_assert_str_eq(l.scope_names[0], "loop");
+  cr_assert_str_eq(l.scope_names[0], name);
   cr_assert_eq(st.n_records, 2);
   assert_assembles(p);
   cproton_ptx_free(p);
   free(in);
+}
+
+Test(instrument_flow, triton_tma_warp_specialized_loop_is_followed) {
+  /* sm_90: a scope around the loop body; `.loc` lines precede the branches
+   * into and around the loop. */
+  triton_ws_kernel("matmul_tma_ws_sm90.ptx", "loop");
+}
+
+Test(instrument_flow, triton_warp_specialized_partitions_are_followed) {
+  /* sm_100: the kernel enters its partitions through brx.idx over a
+   * multi-line .branchtargets list. */
+  triton_ws_kernel("matmul_tma_ws_sm100.ptx", "kernel");
 }
 
 Test(instrument_flow, loc_directive_ends_at_its_line) {
