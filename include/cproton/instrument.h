@@ -164,6 +164,13 @@ CPROTON_API int cproton_ptx_kernel_layout(const cproton_ptx *p, size_t k,
 CPROTON_API int cproton_ptx_kernel_stats(const cproton_ptx *p, size_t k,
                                          cproton_ptx_stats *st);
 
+/* A warning about kernel `k`, or NULL: set when the pass could not follow
+ * the kernel's control flow (e.g. brx.idx) and checked scope nesting in text
+ * order instead; names the line and the construct. The library does not
+ * print it: callers should (cproton-instrument and the Triton hook do).
+ * Valid while `p` lives. */
+CPROTON_API const char *cproton_ptx_kernel_warning(const cproton_ptx *p, size_t k);
+
 /* Frees a result; NULL is fine. */
 CPROTON_API void cproton_ptx_free(cproton_ptx *p);
 

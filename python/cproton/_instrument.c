@@ -5,6 +5,8 @@
  *       the PTX pass with the options of a Proton mode string; each layout
  *       dict is JSON-serialisable, so it can ride in Triton's kernel
  *       metadata (and its cache) and be registered in a later process;
+ *       a layout has "warning" when the pass checked scope nesting in
+ *       text order (cproton_ptx_kernel_warning);
  *   instr_register(name, layout) -> handle      (once per loaded kernel)
  *   instr_alloc(size, stream) -> device pointer (Triton's profile allocator)
  *   instr_launch(handle, ptr, size, stream)     (after the launch)
@@ -70,6 +72,14 @@ static PyObject *layout_dict(const cproton_ptx *p, size_t k) {
       set_u32(d, "buffer", l.buffer) ||
       PyDict_SetItemString(d, "unit_warp", warps) || !scope_lists(&l, d))
     goto error;
+  const char *warning = cproton_ptx_kernel_warning(p, k);
+  if (warning) { /* the hook turns it into a CprotonWarning */
+    PyObject *w = PyUnicode_FromString(warning);
+    int bad = !w || PyDict_SetItemString(d, "warning", w);
+    Py_XDECREF(w);
+    if (bad)
+      goto error;
+  }
   Py_DECREF(warps);
   return d;
 error:

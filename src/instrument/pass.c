@@ -376,6 +376,10 @@ int cproton_ptx_kernel_stats(const cproton_ptx *p, size_t k, cproton_ptx_stats *
   return CPROTON_OK;
 }
 
+const char *cproton_ptx_kernel_warning(const cproton_ptx *p, size_t k) {
+  return p && k < p->n_kernels ? p->k[k].scopes.note : NULL;
+}
+
 void cproton_ptx_free(cproton_ptx *p) {
   if (!p)
     return;

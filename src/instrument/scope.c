@@ -4,11 +4,15 @@
  * Nesting is checked along control-flow paths (instrument/flow.c), since a
  * compiler may order an RAII scope's end markers on different paths either
  * way in the text; every reachable marker sees one stack of open scopes.
- * A body whose flow cannot be followed (brx.idx) is checked in text order.
+ * A body whose flow cannot be followed (brx.idx, a branch to a label the
+ * reader cannot find) is checked in text order, and the table carries a note
+ * saying why: an unreachable marker is an error only when every branch was
+ * followed.
  *
  * Invariant: ids are dense (0..n-1) in order of first appearance, so the
  * table is identical for identical input; a scope's parent is the scope
  * open around its first start. Not a hot path; called by instrument/pass.c. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -270,13 +274,32 @@ static int walk_flow(assigner *a, const cp_flow *f) {
   return rc;
 }
 
-/* Control flow when it can be followed, else text order. */
+/* Says in t->note why nesting falls back to text order. */
+static int note_fallback(assigner *a, const cp_flow *f) {
+  const char *fmt = "kernel '%s': line %u: %s; scope nesting is checked in text order";
+  uint32_t line = cp_flow_line(a->text, f->why_off);
+  int n = snprintf(NULL, 0, fmt, a->kname, line, f->why);
+  a->t->note = n > 0 ? malloc((size_t)n + 1) : NULL;
+  if (!a->t->note)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory checking scopes");
+  snprintf(a->t->note, (size_t)n + 1, fmt, a->kname, line, f->why);
+  return 0;
+}
+
+/* Control flow when it can be followed, else text order (and a note: a
+ * reader that cannot follow the flow must not call markers unreachable). */
 static int check_nesting(assigner *a) {
   cp_flow f;
   int rc = cp_flow_read(a->text, a->k, &f);
   if (rc)
     return rc;
-  rc = f.indirect ? walk(a) : walk_flow(a, &f);
+  if (f.indirect) {
+    rc = note_fallback(a, &f);
+    if (!rc)
+      rc = walk(a);
+  } else {
+    rc = walk_flow(a, &f);
+  }
   cp_flow_free(&f);
   return rc;
 }
@@ -312,5 +335,6 @@ void cp_scope_free(cp_scope_table *t) {
   free(t->names);
   free(t->parents);
   free(t->site_scope);
+  free(t->note);
   memset(t, 0, sizeof *t);
 }

@@ -12,6 +12,9 @@ typedef struct cp_scope_table {
   int32_t *parents;     /* n; -1 = top level */
   uint32_t n;
   uint32_t *site_scope; /* per site of the kernel: scope id (records only) */
+  char *note;           /* owned; non-NULL when nesting was checked in text
+                           order because the control flow could not be
+                           followed (what and where) */
 } cp_scope_table;
 
 /* Gives every scope name of kernel `k` (read from `text`) an id in order of

@@ -25,6 +25,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (size_t k = 0; k < cproton_ptx_n_kernels(p); k++) {
       cproton_buffer_layout l;
       cproton_ptx_kernel_layout(p, k, &l);
+      const char *w = cproton_ptx_kernel_warning(p, k);
+      while (w && *w) /* must be a string */
+        w++;
     }
   }
   cproton_ptx_free(p);

@@ -125,6 +125,9 @@ int main(int argc, char **argv) {
     free(text);
     return rc;
   }
+  for (size_t k = 0; k < cproton_ptx_n_kernels(p); k++) /* even with -q */
+    if (cproton_ptx_kernel_warning(p, k))
+      fprintf(stderr, "cproton: warning: %s: %s\n", a.in, cproton_ptx_kernel_warning(p, k));
   size_t n;
   const char *out = cproton_ptx_text(p, &n);
   if (write_atomic(a.out, out, n))

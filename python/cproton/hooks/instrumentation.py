@@ -30,10 +30,12 @@ import hashlib
 import json
 import re
 import threading
+import warnings
 from typing import Any, Dict, Optional, Union
 
 from .. import _cproton
 from .. import mode as _mode
+from .._log import CprotonWarning
 from ..flags import flags
 from .hook import Hook
 
@@ -176,6 +178,8 @@ class InstrumentationHook(Hook):
             if not layouts:
                 return ptx
             layout = layouts[0]
+            if layout.get("warning"):
+                warnings.warn(layout["warning"], CprotonWarning, stacklevel=2)
             metadata["profile_scratch_size"] = layout["per_cta_bytes"]
             metadata["profile_scratch_align"] = PROFILE_BUFFER_ALIGNMENT
             metadata["cproton_layout"] = layout
