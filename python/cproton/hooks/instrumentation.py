@@ -26,6 +26,7 @@ fill ``InstrumentationHook.host_buffer`` (a CPU ``torch.uint8`` tensor, or
 host-buffer layout (``cproton_buffer_to_proton``): a debugging aid that
 waits for the kernel, as Proton's does.
 """
+import functools
 import hashlib
 import json
 import re
@@ -98,6 +99,14 @@ def _as_tensor(data: bytes):
     return torch.frombuffer(bytearray(data), dtype=torch.uint8)
 
 
+@functools.lru_cache(maxsize=1)
+def _pass_build_id():
+    """A digest of the extension that holds the PTX pass (read once)."""
+    from .. import _cproton
+    with open(_cproton.__file__, "rb") as f:
+        return hashlib.sha1(f.read()).hexdigest()[:12]
+
+
 class InstrumentationHook(Hook):
     priority: int = 0
     active_count: int = 0
@@ -131,12 +140,13 @@ class InstrumentationHook(Hook):
             self._wrap_ptx_stage(stages)
 
         knobs.runtime.add_stages_inspection_hook = stages_hook
-        # the marker text is part of the key: kernels cached with another
-        # cproton's markers are compiled again
+        # the marker text and the build of the PTX pass are part of the key:
+        # kernels cached by another cproton (other markers, another pass) are
+        # compiled again rather than loaded with a stale lowering
         from ..language import marker_text
         markers = hashlib.sha1(marker_text(True, "x").encode()).hexdigest()[:12]
         knobs.compilation.instrumentation_mode = (f"cproton:{self.mode_str}:include={_include}:exclude={_exclude}"
-                                                  f":markers={markers}")
+                                                  f":markers={markers}:pass={_pass_build_id()}")
         from triton.runtime._allocation import set_profile_allocator
         set_profile_allocator(self._allocate)
 
