@@ -185,18 +185,24 @@ static int start(const char *path, const char *mode) {
   return sid;
 }
 
-static json_t *line_node(json_t *root, const char *scope, const char *line) {
-  json_t *n = root;
-  const char *path[] = {scope, "kern", line};
-  for (int k = 0; k < 3 && n; k++) {
+/* The node at `path` (n frame names) below `root`, NULL when absent. */
+static json_t *node_at(json_t *root, const char *const *path, int n) {
+  json_t *node = root;
+  for (int k = 0; k < n && node; k++) {
     json_t *c, *found = NULL;
     size_t i;
-    json_array_foreach(json_object_get(n, "children"), i, c) {
+    json_array_foreach(json_object_get(node, "children"), i, c) {
       if (!strcmp(json_string_value(json_object_get(json_object_get(c, "frame"), "name")), path[k]))
         found = c;
     }
-    n = found;
+    node = found;
   }
+  return node;
+}
+
+static json_t *line_node(json_t *root, const char *scope, const char *line) {
+  const char *path[] = {scope, "kern", line};
+  json_t *n = node_at(root, path, 3);
   cr_assert_not_null(n, "no %s/kern/%s", scope, line);
   return n;
 }
@@ -277,22 +283,6 @@ Test(pcsampling, exact_brackets_each_launch, .init = setup, .fini = teardown) {
   json_decref(j);
 }
 
-/* The kernel node of `kernel` under `scope`, NULL when absent. */
-static json_t *kernel_node(json_t *root, const char *scope, const char *kernel) {
-  json_t *n = root;
-  const char *path[] = {scope, kernel};
-  for (int k = 0; k < 2 && n; k++) {
-    json_t *c, *found = NULL;
-    size_t i;
-    json_array_foreach(json_object_get(n, "children"), i, c) {
-      if (!strcmp(json_string_value(json_object_get(json_object_get(c, "frame"), "name")), path[k]))
-        found = c;
-    }
-    n = found;
-  }
-  return n;
-}
-
 /* Proton's test_pcsampling after the rest of its file: the CUDA context
  * exists before start (here: the runtime's primary context, not current on
  * the thread that starts the session), and the first launch after start is
@@ -329,7 +319,8 @@ static void first_launch_case(const char *mode) {
   cproton_scope_exit("init");
   cr_assert_eq(cp_pcsampling_flush(1), 0);
   json_t *j = finish(sid, path), *root = json_array_get(j, 0);
-  json_t *k = kernel_node(root, "init", "kern");
+  const char *at[] = {"init", "kern"};
+  json_t *k = node_at(root, at, 2);
   cr_assert_not_null(k, "no init/kern node");
   cr_assert_eq(samples(k), 42, "both parts of the hand-over on the kernel node");
   cr_assert_eq(json_array_size(json_object_get(k, "children")), 0, "no line, no child");
