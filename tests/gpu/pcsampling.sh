@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU tests of PC sampling (docs/cupti.md). usage: tests/gpu/pcsampling.sh
 # OUT_DIR [BUILD_DIR]. Prints PASS/FAIL and RESULT lines; exits non-zero on
-# a failure. Cases: a Triton kernel with hook="triton" (loaded under the
+# a failure. Cases: a tiny PyTorch kernel first after start with its context
+# and module loaded before (tests/gpu/pcs/torch_warm.py), a Triton kernel with hook="triton" (loaded under the
 # session and before it; default and exact modes), a native nvcc -lineinfo
 # program through injection (direct launches and a CUDA graph), bad modes,
 # and the overhead/accuracy benchmark (bench/pcsampling_overhead.py).
@@ -20,6 +21,17 @@ run() { # name cmd...: PASS when the command succeeds
   else echo "FAIL $name (see $name.log)"; tail -15 "$out/$name.log"; fail=1; fi
   grep -E "^(PASS|FAIL|RESULT)" "$out/$name.log" | sed "s/^/  /"
 }
+# A tiny library kernel as the first launch after start, its context and
+# module loaded before (Proton's test_pcsampling after the rest of its file);
+# Proton itself on the same program, for comparison, when asked (PCS_PROTON=1).
+for when in warm cold; do
+  for mode in pcsampling pcsampling:exact; do
+    [ "$when" = cold ] && [ "$mode" = pcsampling:exact ] && continue
+    tag=torch_${when}_${mode/:/_}
+    run "$tag" env CPROTON_LOG=${CPROTON_LOG:-debug} "$py" "$here/pcs/torch_warm.py" "$out/$tag" "$mode" "$when"
+  done
+done
+[ "${PCS_PROTON:-0}" = 1 ] && run torch_warm_proton "$py" "$here/pcs/torch_warm.py" "$out/torch_warm_proton" pcsampling warm proton
 for when in cold warm; do
   for mode in pcsampling pcsampling:exact; do
     tag=${when}_${mode/:/_}

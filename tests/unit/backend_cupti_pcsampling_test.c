@@ -24,10 +24,15 @@ static int open_range, enable_fails, n_warnings, n_stops;
 static size_t hw_bytes; /* the hardware buffer size configured */
 static uint32_t sleep_ms; /* CUPTI's decoding period configured */
 static uint32_t stall_index = 7;
+/* The driver: one device whose primary context is CTX; `current` is the
+ * calling thread's context (CTX unless a test says otherwise). */
+static CUcontext current, enabled_on;
+static int primary_active, retained, n_enables;
 
 static CUptiResult f_version(uint32_t *v) { *v = 130000; return CUPTI_SUCCESS; }
 static CUptiResult f_enable(CUpti_PCSamplingEnableParams *p) {
-  (void)p;
+  enabled_on = p->ctx == current ? p->ctx : NULL; /* configured while current */
+  n_enables++;
   return enable_fails ? CUPTI_ERROR_NOT_SUPPORTED : CUPTI_SUCCESS;
 }
 static CUptiResult f_disable(CUpti_PCSamplingDisableParams *p) { (void)p; return CUPTI_SUCCESS; }
@@ -98,8 +103,23 @@ static CUptiResult f_s2s(CUpti_GetSassToSourceCorrelationParams *p) {
   p->dirName = strdup("src");
   return CUPTI_SUCCESS;
 }
-static CUresult f_getctx(CUcontext *c) { *c = CTX; return CUDA_SUCCESS; }
-static CUresult f_setctx(CUcontext c) { (void)c; return CUDA_SUCCESS; }
+static CUresult f_getctx(CUcontext *c) { *c = current; return CUDA_SUCCESS; }
+static CUresult f_setctx(CUcontext c) { current = c; return CUDA_SUCCESS; }
+static CUresult f_count(int *n) { *n = 1; return CUDA_SUCCESS; }
+static CUresult f_device(CUdevice *d, int i) { *d = i; return CUDA_SUCCESS; }
+static CUresult f_state(CUdevice d, unsigned *flags, int *active) {
+  (void)d;
+  *flags = 0;
+  *active = primary_active;
+  return CUDA_SUCCESS;
+}
+static CUresult f_retain(CUcontext *c, CUdevice d) {
+  (void)d;
+  retained++;
+  *c = CTX;
+  return CUDA_SUCCESS;
+}
+static CUresult f_release(CUdevice d) { (void)d; retained--; return CUDA_SUCCESS; }
 static CUresult f_sync(void) { return CUDA_SUCCESS; }
 static CUptiResult f_flush(uint32_t flag) { (void)flag; return CUPTI_SUCCESS; }
 
@@ -127,6 +147,11 @@ static void setup(void) {
   api.cuptiGetSassToSourceCorrelation = f_s2s;
   api.cuCtxGetCurrent = f_getctx;
   api.cuCtxSetCurrent = f_setctx;
+  api.cuDeviceGetCount = f_count;
+  api.cuDeviceGet = f_device;
+  api.cuDevicePrimaryCtxGetState = f_state;
+  api.cuDevicePrimaryCtxRetain = f_retain;
+  api.cuDevicePrimaryCtxRelease_v2 = f_release;
   api.cuCtxSynchronize = f_sync;
   api.cuptiActivityFlushAll = f_flush;
   memset(&st, 0, sizeof st);
@@ -135,6 +160,10 @@ static void setup(void) {
   hw_bytes = 0;
   sleep_ms = 0;
   open_range = enable_fails = n_warnings = n_stops = 0;
+  current = CTX;
+  enabled_on = NULL;
+  primary_active = 1;
+  retained = n_enables = 0;
   cproton_log_set_handler(on_log, NULL, CPROTON_LOG_DEBUG);
 }
 
@@ -156,18 +185,24 @@ static int start(const char *path, const char *mode) {
   return sid;
 }
 
-static json_t *line_node(json_t *root, const char *scope, const char *line) {
-  json_t *n = root;
-  const char *path[] = {scope, "kern", line};
-  for (int k = 0; k < 3 && n; k++) {
+/* The node at `path` (n frame names) below `root`, NULL when absent. */
+static json_t *node_at(json_t *root, const char *const *path, int n) {
+  json_t *node = root;
+  for (int k = 0; k < n && node; k++) {
     json_t *c, *found = NULL;
     size_t i;
-    json_array_foreach(json_object_get(n, "children"), i, c) {
+    json_array_foreach(json_object_get(node, "children"), i, c) {
       if (!strcmp(json_string_value(json_object_get(json_object_get(c, "frame"), "name")), path[k]))
         found = c;
     }
-    n = found;
+    node = found;
   }
+  return node;
+}
+
+static json_t *line_node(json_t *root, const char *scope, const char *line) {
+  const char *path[] = {scope, "kern", line};
+  json_t *n = node_at(root, path, 3);
   cr_assert_not_null(n, "no %s/kern/%s", scope, line);
   return n;
 }
@@ -246,6 +281,76 @@ Test(pcsampling, exact_brackets_each_launch, .init = setup, .fini = teardown) {
     cr_assert_eq(samples(line_node(root, scopes[k], "src/k.py:6@kern")), 12);
   }
   json_decref(j);
+}
+
+/* Proton's test_pcsampling after the rest of its file: the CUDA context
+ * exists before start (here: the runtime's primary context, not current on
+ * the thread that starts the session), and the first launch after start is
+ * a kernel without line information (no cubin handed over). Its context is
+ * configured at start, while current, and its samples land on its kernel
+ * node, in both modes. */
+static void first_launch_case(const char *mode) {
+  const char *path = cpt_tmp_path("pcsv_first");
+  int sid = start(path, mode);
+  cp_pcs_options o;
+  cp_pcs_mode_parse(mode, &o);
+  current = NULL;
+  cr_assert_eq(cp_pcsampling_enable(&api, &st, &o), 0);
+  cr_assert_eq(enabled_on, CTX, "the existing context is configured at start, made current");
+  cr_assert_null(current, "the caller's (absent) context is restored");
+  cr_assert_eq(retained, 0, "the primary context is released");
+  cr_assert_eq(open_range, !o.exact, "concurrent mode samples from start on");
+  cproton_scope_enter("init", NULL);
+  cp_launch_site site;
+  cp_session_capture(&site);
+  cp_corr_put(st.corr, 5, &site);
+  current = CTX; /* the launching thread */
+  void (*seen)(void *) = atomic_load(&st.hooks.launch_context);
+  void (*bracket)(void *, uint32_t, int) = atomic_load(&st.hooks.launch_bracket);
+  seen(CTX);
+  if (bracket) {
+    bracket(CTX, 5, 1);
+    cr_assert(open_range, "the first launch is inside a range");
+    bracket(CTX, 5, 0);
+  }
+  void (*ran)(const char *, const void *, uint64_t) = atomic_load(&st.hooks.kernel_ran);
+  if (ran)
+    ran("kern", &site, 2); /* a 2 ns kernel */
+  cproton_scope_exit("init");
+  cr_assert_eq(cp_pcsampling_flush(1), 0);
+  json_t *j = finish(sid, path), *root = json_array_get(j, 0);
+  const char *at[] = {"init", "kern"};
+  json_t *k = node_at(root, at, 2);
+  cr_assert_not_null(k, "no init/kern node");
+  cr_assert_eq(samples(k), 42, "both parts of the hand-over on the kernel node");
+  cr_assert_eq(json_array_size(json_object_get(k, "children")), 0, "no line, no child");
+  json_decref(j);
+}
+
+Test(pcsampling, context_before_start_first_launch_concurrent, .init = setup,
+     .fini = teardown) {
+  first_launch_case("pcsampling");
+}
+
+Test(pcsampling, context_before_start_first_launch_exact, .init = setup,
+     .fini = teardown) {
+  first_launch_case("pcsampling:exact");
+}
+
+/* A context current at start that is also the primary one is configured
+ * once; a context with no primary context active is left to its launch. */
+Test(pcsampling, current_primary_configured_once, .init = setup, .fini = teardown) {
+  cp_pcs_options o;
+  cp_pcs_mode_parse("pcsampling", &o);
+  cr_assert_eq(cp_pcsampling_enable(&api, &st, &o), 0);
+  cr_assert_eq(n_enables, 1);
+  cr_assert_eq(retained, 0);
+  cp_pcsampling_disable();
+  current = NULL;
+  primary_active = 0;
+  cr_assert_eq(cp_pcsampling_enable(&api, &st, &o), 0);
+  cr_assert_eq(n_enables, 1, "no context, nothing configured");
+  cr_assert_eq(retained, 0, "an inactive primary context is not created");
 }
 
 /* CPROTON_PCS_HW_MB / _SLEEP_MS override the defaults; junk is ignored. */

@@ -13,11 +13,15 @@
 #include "backend/cupti/config.h"
 
 /* X(function) for every vendor function cproton calls. Versioned driver
- * entry points (cuFoo_v2 macros) must not be listed: the name is dlsym'd
- * as written. */
+ * entry points (cuFoo_v2 macros) must not be listed under their macro
+ * name: the name is dlsym'd as written, so list the _v2 symbol itself. */
 #define CP_LOADER_CUDA_FUNCS(X)                                                \
   X(cuDriverGetVersion)                                                        \
   X(cuDeviceGet)                                                               \
+  X(cuDeviceGetCount)                                                          \
+  X(cuDevicePrimaryCtxGetState)                                                \
+  X(cuDevicePrimaryCtxRetain)                                                  \
+  X(cuDevicePrimaryCtxRelease_v2)                                              \
   X(cuCtxGetCurrent)                                                           \
   X(cuCtxSetCurrent)                                                           \
   X(cuCtxSynchronize)

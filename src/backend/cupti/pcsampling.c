@@ -269,15 +269,48 @@ static void ctx_seen(void *c) {
   pthread_mutex_unlock(&lock);
 }
 
+/* Contexts that exist before start: the caller's current one, and every
+ * device's primary context that is active (the runtime's, which PyTorch and
+ * Triton use; the thread calling start may hold none current). Configured
+ * now rather than at their next launch, so that the first launch after
+ * start runs in an open range with nothing left to set up on its path. */
+static void adopt_contexts(void) {
+  CUcontext mine = NULL;
+  if (api->cuCtxGetCurrent(&mine) != CUDA_SUCCESS)
+    mine = NULL;
+  ctx_seen(mine);
+  int n = 0;
+  if (api->cuDeviceGetCount(&n) != CUDA_SUCCESS)
+    return;
+  for (int i = 0; i < n; i++) {
+    CUdevice d;
+    unsigned flags = 0;
+    int active = 0;
+    CUcontext c = NULL;
+    if (api->cuDeviceGet(&d, i) != CUDA_SUCCESS ||
+        api->cuDevicePrimaryCtxGetState(d, &flags, &active) != CUDA_SUCCESS ||
+        !active || api->cuDevicePrimaryCtxRetain(&c, d) != CUDA_SUCCESS)
+      continue;
+    if (c && c != mine) {
+      api->cuCtxSetCurrent(c); /* CUPTI configures the current context */
+      ctx_seen(c);
+      api->cuCtxSetCurrent(mine);
+    }
+    api->cuDevicePrimaryCtxRelease_v2(d);
+  }
+}
+
 /* ---- drain ----------------------------------------------------------------- */
 
 /* Takes the records in `s`'s configured buffer, then empties it. */
 static void consume(sampled_ctx *s, uint32_t corr) {
   cp_debug("pcsampling: buffer of ctx %p: %zu PCs (%zu remaining), %llu "
-           "samples, %llu dropped, range %llu, corr %u",
+           "samples, %llu dropped, %llu in non-user kernels, range %llu, "
+           "corr %u",
            (void *)s->ctx, s->data.totalNumPcs, s->data.remainingNumPcs,
            (unsigned long long)s->data.totalSamples,
            (unsigned long long)s->data.droppedSamples,
+           (unsigned long long)s->data.nonUsrKernelsTotalSamples,
            (unsigned long long)s->data.rangeId, corr);
   atomic_fetch_add(&n_pcs, s->data.totalNumPcs);
   atomic_fetch_add(&n_total, s->data.totalSamples);
@@ -461,9 +494,7 @@ int cp_pcsampling_enable(const cp_loader_api *a, cp_cupti_state *st,
   atomic_store(&on, 1);
   atomic_store(&st->hooks.launch_context, ctx_seen);
   atomic_store(&st->hooks.launch_bracket, opt.exact ? bracket : NULL);
-  CUcontext cur = NULL;
-  if (api->cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur)
-    ctx_seen(cur);
+  adopt_contexts();
   drainer_stop = 0;
   drainer_running = (opt.exact || opt.drain_ms) &&
                     pthread_create(&drainer, NULL, drain_main, NULL) == 0;
@@ -504,11 +535,12 @@ static void report(void) {
   cp_pcs_lines_get_stats(lines, &l);
   cp_info("pcsampling: %llu samples, %llu with a source line, %llu cubins; "
           "%llu fetches gave %llu PC records (%llu with a correlation id; "
-          "CUPTI counted %llu samples); %llu samples left at disable",
+          "CUPTI counted %llu samples, %llu of them in non-user kernels, "
+          "which it gives no PC records for); %llu samples left at disable",
           (unsigned long long)s.samples, (unsigned long long)s.with_line,
           (unsigned long long)l.cubins, (unsigned long long)n_gets,
           (unsigned long long)n_pcs, (unsigned long long)n_with_corr,
-          (unsigned long long)n_total,
+          (unsigned long long)n_total, (unsigned long long)s.non_user,
           (unsigned long long)n_at_disable);
   if (n_brackets)
     cp_info("pcsampling: %llu launches bracketed: %.1f ms synchronising, "
