@@ -256,10 +256,13 @@ CPROTON_API int cproton_metric_add_string(uint64_t scope_id, const char *name,
  * (is_double 0) or double bits. Equal slots are shared and slots live as
  * long as the process, so a CUDA graph that captured a record replays it
  * into the sessions active when the buffer is drained.
- * Errors: EINVAL (bad or reserved name), ESTATE (no active session, or no
- * op open for CPROTON_CURRENT_OP), ENOTFOUND (unknown scope), ELIMIT (too
- * many distinct slots). */
+ * With no active session `*slot_out` is CPROTON_TENSOR_METRIC_NONE: there
+ * is nothing to record (a number would be dropped the same way).
+ * Errors: EINVAL (bad or reserved name), ESTATE (no op open for
+ * CPROTON_CURRENT_OP), ENOTFOUND (unknown scope), ELIMIT (too many
+ * distinct slots). */
 #define CPROTON_TENSOR_METRIC_RECORD_WORDS 2
+#define CPROTON_TENSOR_METRIC_NONE UINT32_MAX
 CPROTON_API int cproton_tensor_metric_slot(uint64_t scope_id, const char *name,
                                            int is_double, uint32_t *slot_out);
 /* Folds `n_words` words of drained records into every active session;

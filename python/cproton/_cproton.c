@@ -987,6 +987,8 @@ PyMODINIT_FUNC PyInit__cproton(void) {
       PyModule_AddStringConstant(m, "version", cproton_version()) < 0 ||
       PyModule_AddIntConstant(m, "TENSOR_METRIC_RECORD_WORDS",
                               CPROTON_TENSOR_METRIC_RECORD_WORDS) < 0 ||
+      PyModule_AddIntConstant(m, "TENSOR_METRIC_NONE",
+                              (long)CPROTON_TENSOR_METRIC_NONE) < 0 ||
       cpy_testing_add(m) < 0 || cpy_instrument_add(m) < 0) {
     Py_DECREF(m);
     return NULL;

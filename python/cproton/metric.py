@@ -231,6 +231,8 @@ def record(scope_id: int, name: str, tensor: Any) -> bool:
     double = is_double(name, tensor)
     buf = _recorder.buffer(tensor.device)
     slot = _cproton.tensor_metric_slot(scope_id, name, double)
+    if slot == _cproton.TENSOR_METRIC_NONE:  # no active session
+        return False
     queue = getattr(_recorder.pending, "queue", None)
     if queue is None:
         queue = _recorder.pending.queue = []

@@ -846,9 +846,9 @@ int cproton_tensor_metric_slot(uint64_t scope_id, const char *name,
   cp_tmetric_slot s = {.name = name_id,
                        .kind = is_double ? CP_VALUE_DOUBLE : CP_VALUE_INT};
   uint32_t mask = cp_session_active_mask();
+  *slot_out = CPROTON_TENSOR_METRIC_NONE; /* no session: as for a number */
   if (!mask)
-    return cp_error_set(CPROTON_ESTATE, "tensor metric '%s': no active "
-                        "session", name);
+    return CPROTON_OK;
   for (; mask; mask &= mask - 1) {
     cp_context_kind k = hot_kind(__builtin_ctz(mask));
     if (!s.node[k] && (rc = metric_node(scope_id, k, &s.node[k])))

@@ -90,7 +90,9 @@ Test(core_tmetric, records_fold_into_the_scope_they_were_reserved_on,
      .init = reset) {
   const char *path = cpt_tmp_path("tmetric.hatchet");
   uint32_t slot;
-  cr_assert_eq(cproton_tensor_metric_slot(0, "x", 1, &slot), CPROTON_ESTATE);
+  cr_assert_eq(cproton_tensor_metric_slot(0, "x", 1, &slot), CPROTON_OK);
+  cr_assert_eq(slot, CPROTON_TENSOR_METRIC_NONE); /* no session */
+  cr_assert_eq(cp_tmetric_count(), 0);
   int sid = start(path);
   uint64_t id;
   uint32_t flops, bytes, peak;
