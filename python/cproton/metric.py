@@ -127,6 +127,10 @@ class CudaDeviceBuffer:
 
     def drain(self):
         import torch
+        if torch.cuda.is_current_stream_capturing():
+            # A flush point inside a capture: synchronising would break it.
+            _warn("tensor metrics: not drained during CUDA graph capture; the next flush drains them")
+            return [], 0
         torch.cuda.synchronize(self.device)
         host = self.words.cpu()  # the one D2H copy
         self.words[:HEADER_WORDS].zero_()
@@ -144,7 +148,10 @@ def _record_kernel():
         import triton
         import triton.language as tl
 
-        @triton.jit
+        # Not specialised on the slot or capacity: one compiled kernel per
+        # value dtype, whatever the slot (Triton would treat slot 1 as a
+        # constant and compile again).
+        @triton.jit(do_not_specialize=["capacity", "slot"])
         def _cproton_tensor_metric(buf_ptr, capacity, slot, value_ptr, IS_DOUBLE: tl.constexpr):
             # Reserve the record atomically: graph replays on several streams
             # may append at once. A full buffer counts the record as dropped.
@@ -259,6 +266,15 @@ def launch_pending() -> None:
                 buf.record(slot, tensor, double)
     finally:
         _cproton.exit_state()
+
+
+def flush() -> None:
+    """drain() at a flush point (start, deactivate, finalize, cproton.data):
+    a failure is reported as a CprotonWarning and the flush goes on."""
+    try:
+        drain()
+    except (ValueError, RuntimeError, TypeError) as e:
+        _warn(f"tensor metrics: {e}")
 
 
 def drain() -> int:

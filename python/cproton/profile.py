@@ -159,7 +159,7 @@ def start(
     rank, local_rank = _ranks()
     # Records replayed while no session was active belong to none: fold
     # them now, before this session can receive them.
-    metric.drain()
+    metric.flush()
     try:
         session = _cproton.start(name, context, data, chosen, mode_str, rank=rank, local_rank=local_rank)
     finally:
@@ -221,7 +221,7 @@ def deactivate(session: Optional[int] = None, flushing: bool = False) -> None:
     if flags.command_line and session != 0:
         raise ValueError("Only one session can be deactivated when running from the command line.")
     HookManager.deactivate(session)
-    metric.drain()  # while the session is active: its records fold into it
+    metric.flush()  # while the session is active: its records fold into it
     try:
         _cproton.deactivate(-1 if session is None else session)
     finally:
@@ -254,7 +254,7 @@ def _finalize(session, output_format):
     # checks the format before it touches a session; so do we).
     _cproton.check_format(output_format or None)
     HookManager.unregister(session)
-    metric.drain()
+    metric.flush()
     try:
         if session is None:
             flags.profiling_on = False
@@ -324,9 +324,6 @@ def profile(
 
 @atexit.register
 def _at_exit():
-    try:
-        metric.drain()  # under the cproton command, finalize follows
-    except Exception as e:  # at exit, a failed drain is reported, not raised
-        _log.warn(f"tensor metrics were not drained at exit: {e}", stacklevel=1)
+    metric.flush()  # under the cproton command, finalize follows
     _log.drain(stacklevel=1)
     _cproton.shutdown()

@@ -277,3 +277,20 @@ def test_fold_rejects_bad_records():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert metric.drain() == 0
+
+
+@pytest.mark.parametrize("dtype,double", [("*fp32", True), ("*i1", False)])
+def test_the_copy_kernel_compiles_for_a_gpu_without_one(dtype, double):
+    """The device kernel compiles ahead of time for sm_90 (no GPU needed);
+    tests/gpu/tensor_metrics.sh runs it."""
+    triton = pytest.importorskip("triton")
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    sig = {"buf_ptr": "*i64", "capacity": "i64", "slot": "i64", "value_ptr": dtype, "IS_DOUBLE": "constexpr"}
+    src = ASTSource(fn=metric._record_kernel(), signature=sig, constexprs={"IS_DOUBLE": double})
+    try:
+        compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 1})
+    except RuntimeError as e:  # no ptxas on this machine
+        pytest.skip(f"Triton cannot compile for CUDA here: {e}")
+    ptx = compiled.asm["ptx"]
+    assert "atom.global" in ptx and "_cproton_tensor_metric" in ptx
