@@ -148,10 +148,12 @@ def _record_kernel():
         import triton
         import triton.language as tl
 
-        # Not specialised on the slot or capacity: one compiled kernel per
-        # value dtype, whatever the slot (Triton would treat slot 1 as a
-        # constant and compile again).
-        @triton.jit(do_not_specialize=["capacity", "slot"])
+        # Specialised on nothing but the value's dtype: one compiled kernel
+        # per dtype and kind whatever the slot (Triton would make slot 1 a
+        # constant) or the value's alignment (t[3] of a float32 tensor), so
+        # prepare() can compile everything a later graph capture launches.
+        @triton.jit(do_not_specialize=["capacity", "slot"],
+                    do_not_specialize_on_alignment=["buf_ptr", "value_ptr"])
         def _cproton_tensor_metric(buf_ptr, capacity, slot, value_ptr, IS_DOUBLE: tl.constexpr):
             # Reserve the record atomically: graph replays on several streams
             # may append at once. A full buffer counts the record as dropped.
@@ -216,14 +218,19 @@ def use_fake_device(enabled: bool = True) -> None:
         _recorder.factory = (lambda capacity, device: FakeDeviceBuffer(capacity)) if enabled else None
 
 
-def prepare(device=None) -> None:
-    """Allocates the buffer of `device` (default: torch's current CUDA
-    device) now, so that tensor metrics can first appear inside a CUDA
-    graph capture."""
+def prepare(device=None, dtypes=()) -> None:
+    """Readies tensor metrics for a CUDA graph capture, where nothing may
+    be allocated or compiled: allocates the buffer of `device` (default:
+    torch's current CUDA device) and compiles the copy kernel for each
+    torch dtype in `dtypes` (both value kinds)."""
+    import torch
     if device is None:
-        import torch
         device = torch.device("cuda", torch.cuda.current_device())
-    _recorder.buffer(device)
+    buf = _recorder.buffer(torch.device(device))
+    for dtype in dtypes:
+        value = torch.zeros((), dtype=dtype, device=device)
+        for double in (False, True):
+            _record_kernel().warmup(buf.words, buf.capacity, 0, value, IS_DOUBLE=double, grid=(1, ), num_warps=1)
 
 
 def record(scope_id: int, name: str, tensor: Any) -> bool:

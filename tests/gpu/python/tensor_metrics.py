@@ -53,7 +53,7 @@ def main():
     with proton.scope("w", {"a": tokens, "b": loss}):
         pass
     proton.finalize(sid)
-    proton.metric.prepare()
+    proton.metric.prepare(dtypes=(torch.int64, torch.float32))
     torch.cuda.synchronize()
 
     sid = proton.start("tensor_metrics", hook="triton")
