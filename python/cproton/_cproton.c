@@ -39,7 +39,8 @@ static unsigned long long launch_count; /* under the GIL */
 static _Thread_local uint64_t ids[MIRROR_DEPTH];
 static _Thread_local size_t n_ids;
 static _Thread_local int op_open;
-/* Tensor metrics (cproton.metric): record(scope_id, name, tensor) -> bool
+/* Tensor metrics (cproton.metric): record(scope_id, name, tensor,
+ * as_double) -> bool
  * (True: a copy kernel is queued) and launch_pending(); NULL until the
  * module registers them. */
 static PyObject *tensor_record, *tensor_launch;
@@ -146,14 +147,16 @@ static int is_tensor(PyObject *v) {
          PyObject_HasAttrString(v, "device");
 }
 
-static int add_tensor(uint64_t scope, const char *key, PyObject *v) {
+static int add_tensor(uint64_t scope, const char *key, PyObject *v,
+                      int as_double) {
   if (!tensor_record) {
     PyErr_Format(PyExc_RuntimeError, "metric '%s': tensor metrics need the "
                  "cproton.metric module (import cproton)", key);
     return -1;
   }
-  PyObject *r = PyObject_CallFunction(tensor_record, "KsO",
-                                      (unsigned long long)scope, key, v);
+  PyObject *r = PyObject_CallFunction(tensor_record, "KsOO",
+                                      (unsigned long long)scope, key, v,
+                                      as_double ? Py_True : Py_False);
   if (!r)
     return -1;
   tensor_pending |= PyObject_IsTrue(r) > 0;
@@ -195,7 +198,7 @@ static int run_pending_outside_op(const char *name) {
 static int add_one(uint64_t scope, const char *key, PyObject *v, int as_double) {
   int rc;
   if (is_tensor(v))
-    return add_tensor(scope, key, v);
+    return add_tensor(scope, key, v, as_double);
   if (!as_double && (PyLong_Check(v) || (!PyFloat_Check(v) &&
                                           PyIndex_Check(v)))) {
     long long x = PyLong_AsLongLong(v);

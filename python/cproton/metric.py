@@ -233,16 +233,19 @@ def prepare(device=None, dtypes=()) -> None:
             _record_kernel().warmup(buf.words, buf.capacity, 0, value, IS_DOUBLE=double, grid=(1, ), num_warps=1)
 
 
-def record(scope_id: int, name: str, tensor: Any) -> bool:
+def record(scope_id: int, name: str, tensor: Any, as_double: bool = False) -> bool:
     """Called by the C layer for a tensor metric value. A CPU tensor is
     added at once; a device tensor gets its slot now (the node is the one
     a number would land on now) and its copy kernel queued; True when a
-    launch is queued (the C layer then calls launch_pending)."""
+    launch is queued (the C layer then calls launch_pending). `as_double`:
+    the launch hook's rule, every value a double (so that a key cannot
+    change type between launches)."""
     _check_scalar(name, tensor)
     if tensor.device.type == "cpu":
-        _cproton.add_metrics(scope_id, {name: _host_value(name, tensor)})
+        value = _host_value(name, tensor)
+        _cproton.add_metrics(scope_id, {name: float(value) if as_double else value})
         return False
-    double = is_double(name, tensor)
+    double = as_double or is_double(name, tensor)
     buf = _recorder.buffer(tensor.device)
     slot = _cproton.tensor_metric_slot(scope_id, name, double)
     if slot == _cproton.TENSOR_METRIC_NONE:  # no active session

@@ -166,7 +166,7 @@ def test_launch_metadata_tensors_land_on_the_op_and_copies_outside_it():
     use_kernel_buffer()
 
     def meta(grid, metadata, args):
-        return {"flops": FakeTensor(2 * args["n"]), "bytes": FakeTensor(3.0 * args["n"]), "plain": 1}
+        return {"flops": FakeTensor(2 * args["n"]), "bytes": FakeTensor(3 * args["n"]), "plain": 1}
 
     sid = proton.start("h", backend="fake", hook="triton")
     with proton.scope("fwd"):
@@ -176,7 +176,9 @@ def test_launch_metadata_tensors_land_on_the_op_and_copies_outside_it():
     t = load_tree("h.hatchet")["fwd"]
     m = t["matmul_kernel"]["@"]
     assert m["count"] == 2  # the copy kernels are not counted on the op
-    assert m["flops"] == 60.0 and m["bytes"] == 90 and m["plain"] == 2.0
+    # the hook's rule: every launch-metadata value is a double
+    assert m["flops"] == 60.0 and m["bytes"] == 90.0 and m["plain"] == 2.0
+    assert all(isinstance(m[k], float) for k in ("flops", "bytes", "plain"))
     assert t["__proton_launch_metadata"]["_cproton_tensor_metric"]["@"]["count"] == 4
 
 
@@ -199,7 +201,7 @@ def test_copy_kernels_do_not_reenter_the_launch_hook():
     proton.finalize(sid)
     t = load_tree("h.hatchet")
     assert t["k"]["@"] == {"count": 2, "device_id": "0", "device_type": "CUDA", "time (ns)": t["k"]["@"]["time (ns)"],
-                           "x": 2}
+                           "x": 2.0}
     assert "_cproton_tensor_metric" not in t
     assert len(seen) == 2
 
