@@ -151,15 +151,7 @@ def test_copy_kernels_run_under_the_metadata_state():
 
 knobs = pytest.importorskip("triton.knobs")
 from triton.compiler.compiler import LazyDict  # noqa: E402
-
-
-def launch(name, meta_fn=None, args=None):
-    lazy = LazyDict({"name": name, "function": 1234, "stream": 0})
-    if meta_fn is not None:
-        lazy.add(meta_fn, (None, None, args or {}))
-    knobs.runtime.launch_enter_hook(lazy)
-    C._fake_launch(name)
-    knobs.runtime.launch_exit_hook(lazy)
+from test_hook import launch  # noqa: E402  (the simulated Triton launcher)
 
 
 def test_launch_metadata_tensors_land_on_the_op_and_copies_outside_it():
