@@ -110,7 +110,7 @@ class FakeDeviceBuffer:
 class CudaDeviceBuffer:
     """One CUDA device's buffer: int64 words in device memory, written by
     `_record_kernel` on the launching stream (no host sync), read back by
-    `drain` in one copy after a device synchronisation."""
+    `drain` in one copy between device synchronisations."""
 
     def __init__(self, capacity: int, device):
         import torch
@@ -134,6 +134,8 @@ class CudaDeviceBuffer:
         torch.cuda.synchronize(self.device)
         host = self.words.cpu()  # the one D2H copy
         self.words[:HEADER_WORDS].zero_()
+        # Before any later copy kernel, on whatever stream, reserves a record.
+        torch.cuda.synchronize(self.device)
         used = min(int(host[0]), self.capacity)
         return host[HEADER_WORDS:HEADER_WORDS + used].tolist(), int(host[1])
 
