@@ -247,6 +247,32 @@ CPROTON_API int cproton_metric_add_double(uint64_t scope_id, const char *name,
 CPROTON_API int cproton_metric_add_string(uint64_t scope_id, const char *name,
                                           const char *value);
 
+/* Tensor metrics (docs/tensor-metrics.md): values that live in device
+ * memory are copied by a small kernel, on the launching stream, into a
+ * device buffer of records {slot, 64 value bits}; the host drains the buffer
+ * at flush time and folds the records here, with the rules above. A slot
+ * names where a value lands: the node cproton_metric_add_* would choose for
+ * `scope_id` now (CPROTON_CURRENT_OP included), metric `name`, and int64
+ * (is_double 0) or double bits. Equal slots are shared and slots live as
+ * long as the process, so a CUDA graph that captured a record replays it
+ * into the sessions active when the buffer is drained.
+ * With no active session `*slot_out` is CPROTON_TENSOR_METRIC_NONE: there
+ * is nothing to record (a number would be dropped the same way).
+ * Errors: EINVAL (bad or reserved name), ESTATE (no op open for
+ * CPROTON_CURRENT_OP), ENOTFOUND (unknown scope), ELIMIT (too many
+ * distinct slots). */
+#define CPROTON_TENSOR_METRIC_RECORD_WORDS 2
+#define CPROTON_TENSOR_METRIC_NONE UINT32_MAX
+CPROTON_API int cproton_tensor_metric_slot(uint64_t scope_id, const char *name,
+                                           int is_double, uint32_t *slot_out);
+/* Folds `n_words` words of drained records into every active session;
+ * `*n_folded` (may be NULL) gets the records folded. Records naming no slot
+ * are skipped and reported (EPARSE with the first one's word offset); a
+ * value whose type differs from the metric's gives EINVAL; both after
+ * folding every valid record. */
+CPROTON_API int cproton_tensor_metric_fold(const uint64_t *words,
+                                           size_t n_words, size_t *n_folded);
+
 /* States: the innermost state of the calling thread becomes the parent frame
  * of every kernel it launches (Proton's `state`). Errors: EINVAL for a bad
  * name, ESTATE for an exit with no state. */

@@ -20,6 +20,6 @@ from .profile import (
     profile,
     DEFAULT_PROFILE_NAME,
 )
-from . import context, specs, mode, data, knobs
+from . import context, specs, mode, data, knobs, metric
 
 __version__ = _cproton.version

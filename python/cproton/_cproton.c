@@ -39,6 +39,13 @@ static unsigned long long launch_count; /* under the GIL */
 static _Thread_local uint64_t ids[MIRROR_DEPTH];
 static _Thread_local size_t n_ids;
 static _Thread_local int op_open;
+/* Tensor metrics (cproton.metric): record(scope_id, name, tensor,
+ * as_double) -> bool
+ * (True: a copy kernel is queued) and launch_pending(); NULL until the
+ * module registers them. */
+static PyObject *tensor_record, *tensor_launch;
+static _Thread_local int tensor_pending;   /* copy kernels queued */
+static _Thread_local int in_metric_launch; /* launching them: no hooks */
 
 /* ---- errors ----------------------------------------------------------------- */
 
@@ -133,8 +140,65 @@ static const char *utf8_no_nul(PyObject *s, const char *what) {
 
 /* ---- metrics ------------------------------------------------------------------ */
 
+/* A tensor metric value: anything with data_ptr() and device (torch). */
+static int is_tensor(PyObject *v) {
+  return !PyLong_Check(v) && !PyFloat_Check(v) && !PyUnicode_Check(v) &&
+         PyObject_HasAttrString(v, "data_ptr") &&
+         PyObject_HasAttrString(v, "device");
+}
+
+static int add_tensor(uint64_t scope, const char *key, PyObject *v,
+                      int as_double) {
+  if (!tensor_record) {
+    PyErr_Format(PyExc_RuntimeError, "metric '%s': tensor metrics need the "
+                 "cproton.metric module (import cproton)", key);
+    return -1;
+  }
+  PyObject *r = PyObject_CallFunction(tensor_record, "KsOO",
+                                      (unsigned long long)scope, key, v,
+                                      as_double ? Py_True : Py_False);
+  if (!r)
+    return -1;
+  tensor_pending |= PyObject_IsTrue(r) > 0;
+  Py_DECREF(r);
+  return 0;
+}
+
+/* Launches the copy kernels queued by add_tensor. Their own Triton launch
+ * must not enter the launch hook (it would open an op for them). */
+static int run_pending(void) {
+  if (!tensor_pending)
+    return 0;
+  tensor_pending = 0;
+  in_metric_launch = 1;
+  PyObject *r = PyObject_CallNoArgs(tensor_launch);
+  in_metric_launch = 0;
+  Py_XDECREF(r);
+  return r ? 0 : -1;
+}
+
+/* run_pending with the thread's op closed around it, so the copy kernels
+ * are not attributed to the op (its kernel's node); the op `name` is
+ * reopened on the same node. */
+static int run_pending_outside_op(const char *name) {
+  if (!tensor_pending)
+    return 0;
+  int was_open = op_open;
+  if (was_open)
+    cproton_op_exit();
+  int ok = run_pending();
+  int rc = was_open ? cproton_op_enter(name) : CPROTON_OK;
+  if (rc && ok == 0) {
+    raise_status(rc);
+    return -1;
+  }
+  return ok;
+}
+
 static int add_one(uint64_t scope, const char *key, PyObject *v, int as_double) {
   int rc;
+  if (is_tensor(v))
+    return add_tensor(scope, key, v, as_double);
   if (!as_double && (PyLong_Check(v) || (!PyFloat_Check(v) &&
                                           PyIndex_Check(v)))) {
     long long x = PyLong_AsLongLong(v);
@@ -185,10 +249,18 @@ static int add_metrics(uint64_t scope, PyObject *metrics) {
                      Py_TYPE(k)->tp_name);
       return -1;
     }
-    if (add_one(scope, key, v, 0) < 0)
+    if (add_one(scope, key, v, 0) < 0) {
+      /* The metrics before this one were added: launch their copies too. */
+      PyObject *t, *val, *tb;
+      PyErr_Fetch(&t, &val, &tb);
+      if (scope != CPROTON_CURRENT_OP && run_pending() < 0)
+        PyErr_Clear();
+      PyErr_Restore(t, val, tb);
       return -1;
+    }
   }
-  return 0;
+  /* An op's copy kernels are launched by its opener, outside the op. */
+  return scope == CPROTON_CURRENT_OP ? 0 : run_pending();
 }
 
 static PyObject *py_add_metrics(PyObject *m, PyObject *args) {
@@ -353,6 +425,59 @@ static PyGetSetDef Scope_getset[] = {
      "The scope id of the last entry, or None.", NULL},
     {NULL}};
 
+/* ---- tensor metrics (cproton.metric) -------------------------------------------- */
+
+static PyObject *py_set_tensor_metric_handler(PyObject *m, PyObject *args) {
+  PyObject *rec, *launch;
+  if (!PyArg_ParseTuple(args, "OO:set_tensor_metric_handler", &rec, &launch))
+    return NULL;
+  if (!PyCallable_Check(rec) || !PyCallable_Check(launch)) {
+    PyErr_SetString(PyExc_TypeError, "tensor metric handlers must be callable");
+    return NULL;
+  }
+  Py_INCREF(rec);
+  Py_XSETREF(tensor_record, rec);
+  Py_INCREF(launch);
+  Py_XSETREF(tensor_launch, launch);
+  Py_RETURN_NONE;
+}
+
+static PyObject *py_tensor_metric_slot(PyObject *m, PyObject *args) {
+  unsigned long long scope;
+  const char *name;
+  int is_double;
+  if (!PyArg_ParseTuple(args, "Ksp:tensor_metric_slot", &scope, &name,
+                        &is_double))
+    return NULL;
+  uint32_t slot;
+  int rc = cproton_tensor_metric_slot(scope, name, is_double, &slot);
+  if (rc)
+    return raise_status(rc);
+  return PyLong_FromUnsignedLong(slot);
+}
+
+/* tensor_metric_fold(bytes of little-endian int64 words) -> records folded */
+static PyObject *py_tensor_metric_fold(PyObject *m, PyObject *arg) {
+  Py_buffer b;
+  if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0)
+    return NULL;
+  size_t folded = 0;
+  int rc = b.len % sizeof(uint64_t)
+               ? CPROTON_EINVAL
+               : cproton_tensor_metric_fold((const uint64_t *)b.buf,
+                                            (size_t)b.len / sizeof(uint64_t),
+                                            &folded);
+  PyBuffer_Release(&b);
+  if (rc == CPROTON_EINVAL && b.len % sizeof(uint64_t)) {
+    PyErr_Format(PyExc_ValueError, "tensor metric records: %zd bytes is not "
+                 "a whole number of 64-bit words", b.len);
+    return NULL;
+  }
+  if (rc)
+    return raise_status(rc);
+  return PyLong_FromSize_t(folded);
+}
+
 static PyMethodDef Scope_methods[] = {
     {"__enter__", (PyCFunction)Scope_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)(void (*)(void))Scope_exit, METH_FASTCALL, NULL},
@@ -448,7 +573,8 @@ static PyObject *py_enter_op(PyObject *m, PyObject *args) {
   if (rc)
     return raise_status(rc);
   op_open = 1;
-  if (add_metrics(CPROTON_CURRENT_OP, metrics) < 0)
+  int ok = add_metrics(CPROTON_CURRENT_OP, metrics);
+  if (run_pending_outside_op(s) < 0 || ok < 0)
     return NULL;
   Py_RETURN_NONE;
 }
@@ -492,7 +618,8 @@ static int add_launch_metrics(PyObject *data) {
     const char *key = PyUnicode_Check(k) ? utf8_no_nul(k, "metric") : NULL;
     if (!key)
       return -1;
-    int skip = PyBool_Check(v) || !(PyLong_Check(v) || PyFloat_Check(v));
+    int skip = PyBool_Check(v) ||
+               !(PyLong_Check(v) || PyFloat_Check(v) || is_tensor(v));
     for (int i = 0; !skip && launch_reserved[i]; i++)
       skip = strcmp(key, launch_reserved[i]) == 0;
     if (!skip && add_one(CPROTON_CURRENT_OP, key, v, 1) < 0)
@@ -533,7 +660,7 @@ static PyObject *py_set_launch_vars(PyObject *m, PyObject *args) {
  * as Proton does) and opens an op named after the kernel with its
  * numeric keys as metrics. */
 static PyObject *py_launch_enter(PyObject *m, PyObject *lazy) {
-  if (!profiling_on || lazy == Py_None)
+  if (!profiling_on || lazy == Py_None || in_metric_launch)
     Py_RETURN_NONE;
   cproton_state_enter("__proton_launch_metadata");
   PyObject *data = PyObject_CallMethod(lazy, "get", NULL);
@@ -549,6 +676,8 @@ static PyObject *py_launch_enter(PyObject *m, PyObject *lazy) {
     op_open = ok > 0;
     if (ok > 0 && add_launch_metrics(data) < 0)
       ok = -1;
+    if (run_pending_outside_op(PyUnicode_AsUTF8(name)) < 0)
+      ok = -1;
     if (ok > 0 && set_launch_vars(name) < 0)
       ok = -1;
   }
@@ -559,7 +688,7 @@ static PyObject *py_launch_enter(PyObject *m, PyObject *lazy) {
 }
 
 static PyObject *py_launch_exit(PyObject *m, PyObject *lazy) {
-  if (op_open) {
+  if (op_open && !in_metric_launch) {
     op_open = 0;
     cproton_op_exit();
   }
@@ -814,6 +943,12 @@ static PyMethodDef methods[] = {
      "ValueError and nothing is popped; an exit with no open scope raises\n"
      "ValueError. `metrics` are added to the exited scope."},
     {"add_metrics", py_add_metrics, METH_VARARGS, "add_metrics(id, dict)"},
+    {"set_tensor_metric_handler", py_set_tensor_metric_handler, METH_VARARGS,
+     "set_tensor_metric_handler(record, launch_pending) (cproton.metric)"},
+    {"tensor_metric_slot", py_tensor_metric_slot, METH_VARARGS,
+     "tensor_metric_slot(scope_id, name, is_double) -> slot"},
+    {"tensor_metric_fold", py_tensor_metric_fold, METH_O,
+     "tensor_metric_fold(bytes of int64 {slot, bits} records) -> folded"},
     {"depth", py_depth, METH_NOARGS, "the calling thread's scope depth"},
     {"enter_state", py_enter_state, METH_O, "enter_state(name)"},
     {"exit_state", py_exit_state, METH_NOARGS, "exit_state()"},
@@ -853,6 +988,10 @@ PyMODINIT_FUNC PyInit__cproton(void) {
   if (!filter_cache ||
       PyModule_AddObject(m, "Scope", (PyObject *)&ScopeType) < 0 ||
       PyModule_AddStringConstant(m, "version", cproton_version()) < 0 ||
+      PyModule_AddIntConstant(m, "TENSOR_METRIC_RECORD_WORDS",
+                              CPROTON_TENSOR_METRIC_RECORD_WORDS) < 0 ||
+      PyModule_AddIntConstant(m, "TENSOR_METRIC_NONE",
+                              (long)CPROTON_TENSOR_METRIC_NONE) < 0 ||
       cpy_testing_add(m) < 0 || cpy_instrument_add(m) < 0) {
     Py_DECREF(m);
     return NULL;

@@ -4,7 +4,7 @@
 import json
 from typing import Optional
 
-from . import _cproton, _log
+from . import _cproton, _log, metric
 from .flags import flags
 
 
@@ -21,6 +21,7 @@ def _check_phase(phase) -> None:
 
 
 def _data(session: int, phase: int, fmt: Optional[str]) -> bytes:
+    metric.flush()  # device-recorded tensor metrics reach the tree first
     try:
         return _cproton.data(session, phase, fmt)
     except ValueError as e:
@@ -71,6 +72,7 @@ def advance_phase(session: Optional[int] = 0) -> Optional[int]:
         return None
     _check(session, "advance phase")
     try:
+        metric.flush()  # records so far belong to the phase that ends
         return _cproton.advance_phase(session)
     finally:
         _log.drain()

@@ -19,7 +19,7 @@ import functools
 import os
 from typing import Optional, Union
 
-from . import _cproton, _log, knobs
+from . import _cproton, _log, knobs, metric
 from .flags import flags
 from .hooks import HookManager, LaunchHook, InstrumentationHook
 from .mode import BaseMode
@@ -157,6 +157,9 @@ def start(
     chosen = _select_backend(backend)
     knobs.export()
     rank, local_rank = _ranks()
+    # Records replayed while no session was active belong to none: fold
+    # them now, before this session can receive them.
+    metric.flush()
     try:
         session = _cproton.start(name, context, data, chosen, mode_str, rank=rank, local_rank=local_rank)
     finally:
@@ -218,6 +221,7 @@ def deactivate(session: Optional[int] = None, flushing: bool = False) -> None:
     if flags.command_line and session != 0:
         raise ValueError("Only one session can be deactivated when running from the command line.")
     HookManager.deactivate(session)
+    metric.flush()  # while the session is active: its records fold into it
     try:
         _cproton.deactivate(-1 if session is None else session)
     finally:
@@ -250,6 +254,7 @@ def _finalize(session, output_format):
     # checks the format before it touches a session; so do we).
     _cproton.check_format(output_format or None)
     HookManager.unregister(session)
+    metric.flush()
     try:
         if session is None:
             flags.profiling_on = False
@@ -319,5 +324,6 @@ def profile(
 
 @atexit.register
 def _at_exit():
+    metric.flush()  # under the cproton command, finalize follows
     _log.drain(stacklevel=1)
     _cproton.shutdown()

@@ -24,6 +24,7 @@
 #include "core/phase.h"
 #include "core/session.h"
 #include "core/strtab.h"
+#include "core/tmetric.h"
 #include "core/trace.h"
 #include "io/format.h"
 
@@ -808,6 +809,96 @@ static int add_metric(uint64_t scope_id, const char *name, cp_value v) {
       n = cp_context_top(hot_kind(i));
     rc = cp_data_add_metric(hot_data(i), n, name_id, v);
   }
+  return rc;
+}
+
+/* ---- tensor metrics: slots resolved now, values folded at drain time ---- */
+
+/* The node a metric for `scope_id` lands on for `kind`, as add_metric and
+ * add_op_metric choose it. Errors: ESTATE (no op), ENOTFOUND (no scope). */
+static int metric_node(uint64_t scope_id, cp_context_kind kind,
+                       const cp_node **out) {
+  if (scope_id == CPROTON_CURRENT_OP) {
+    int is_op;
+    *out = cp_context_launch_node(kind, &is_op);
+    return is_op ? CPROTON_OK
+                 : cp_error_set(CPROTON_ESTATE, "no op is open on this thread");
+  }
+  const cp_frame *f = cp_context_find(scope_id);
+  if (!f && scope_id != 0)
+    return cp_error_set(CPROTON_ENOTFOUND,
+                        "no open or recent scope with id %llu on this thread",
+                        (unsigned long long)scope_id);
+  cp_node *n = f ? cp_context_frame_node(f, kind) : cp_cct_root();
+  *out = n ? n : cp_context_top(kind);
+  return CPROTON_OK;
+}
+
+int cproton_tensor_metric_slot(uint64_t scope_id, const char *name,
+                               int is_double, uint32_t *slot_out) {
+  uint32_t name_id;
+  int rc = slot_out ? intern(name, "metric", &name_id)
+                    : cp_error_set(CPROTON_EINVAL, "slot_out is NULL");
+  if (rc)
+    return rc;
+  if (cp_metric_is_reserved(name))
+    return cp_error_set(CPROTON_EINVAL, "metric name '%s' is reserved", name);
+  cp_tmetric_slot s = {.name = name_id,
+                       .kind = is_double ? CP_VALUE_DOUBLE : CP_VALUE_INT};
+  uint32_t mask = cp_session_active_mask();
+  *slot_out = CPROTON_TENSOR_METRIC_NONE; /* no session: as for a number */
+  if (!mask)
+    return CPROTON_OK;
+  for (; mask; mask &= mask - 1) {
+    cp_context_kind k = hot_kind(__builtin_ctz(mask));
+    if (!s.node[k] && (rc = metric_node(scope_id, k, &s.node[k])))
+      return rc;
+  }
+  return cp_tmetric_reserve(&s, slot_out);
+}
+
+/* Folds one record into every active session whose context kind the slot
+ * resolved; returns the first error. */
+static int fold_record(const cp_tmetric_slot *s, uint64_t bits) {
+  int rc = CPROTON_OK;
+  cp_value v = cp_tmetric_value(s, bits);
+  for (uint32_t mask = cp_session_active_mask(); mask; mask &= mask - 1) {
+    int i = __builtin_ctz(mask);
+    const cp_node *n = s->node[hot_kind(i)];
+    int r = n ? cp_data_add_metric(hot_data(i), n, s->name, v) : CPROTON_OK;
+    rc = rc ? rc : r;
+  }
+  return rc;
+}
+
+int cproton_tensor_metric_fold(const uint64_t *words, size_t n_words,
+                               size_t *n_folded) {
+  size_t done = 0, bad = 0, first_bad = 0;
+  int rc = CPROTON_OK;
+  if (!words && n_words)
+    return cp_error_set(CPROTON_EINVAL, "tensor metric records are NULL");
+  if (n_words % CPROTON_TENSOR_METRIC_RECORD_WORDS)
+    return cp_error_set(CPROTON_EPARSE, "tensor metric buffer: %zu words is "
+                        "not a whole number of %d-word records", n_words,
+                        CPROTON_TENSOR_METRIC_RECORD_WORDS);
+  for (size_t w = 0; w < n_words; w += CPROTON_TENSOR_METRIC_RECORD_WORDS) {
+    const cp_tmetric_slot *s =
+        words[w] > UINT32_MAX ? NULL : cp_tmetric_get((uint32_t)words[w]);
+    if (!s) {
+      first_bad = bad++ ? first_bad : w;
+      continue;
+    }
+    int r = fold_record(s, words[w + 1]);
+    rc = rc ? rc : r;
+    done += r == CPROTON_OK;
+  }
+  if (n_folded)
+    *n_folded = done;
+  if (bad)
+    return cp_error_set(CPROTON_EPARSE, "tensor metric buffer: %zu records "
+                        "name no reserved slot (the first at word %zu, slot "
+                        "%llu)", bad, first_bad,
+                        (unsigned long long)words[first_bad]);
   return rc;
 }
 

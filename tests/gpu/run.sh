@@ -9,7 +9,7 @@ set -uo pipefail
 # (the device tool brings back at most 8 files), beside summary.log.
 root=$(cd "$(dirname "$0")/../.." && pwd)
 final=${OUT:-/tmp/cproton-gpu-out}
-parts=${*:-"build cupti instrument python bench"}
+parts=${*:-"build cupti instrument python tensor_metrics bench"}
 out=/tmp/cproton-gpu-logs
 rm -rf "$out"; mkdir -p "$out" "$final"
 # One build folder per source tree: several checkouts (a lead's and its

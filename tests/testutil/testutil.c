@@ -52,3 +52,17 @@ json_t *cpt_parse_json(const char *text) {
     fprintf(stderr, "json:%d:%d: %s\n", err.line, err.column, err.text);
   return j;
 }
+
+/* Compact, key-sorted text of a JSON value (NULL stays NULL). */
+static char *canonical(json_t *j) {
+  char *s = j ? json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
+  json_decref(j);
+  return s;
+}
+
+int cpt_json_file_matches(const char *path, const char *expected,
+                          char **got_out, char **want_out) {
+  *got_out = canonical(cpt_load_json(path));
+  *want_out = canonical(cpt_parse_json(expected));
+  return *got_out && *want_out && strcmp(*got_out, *want_out) == 0;
+}

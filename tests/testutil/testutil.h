@@ -19,4 +19,10 @@ json_t *cpt_load_json(const char *path);
 /* Parses JSON text; NULL on error. */
 json_t *cpt_parse_json(const char *text);
 
+/* Whether the JSON file `path` equals the JSON text `expected` (key order
+ * aside); *got_out and *want_out receive both, compact and key-sorted (NULL
+ * where unreadable), for the failure message. Caller frees both. */
+int cpt_json_file_matches(const char *path, const char *expected,
+                          char **got_out, char **want_out);
+
 #endif

@@ -1,0 +1,309 @@
+"""Tensor metrics, as in Triton 3.9's ``triton.profiler.metric``: a metric
+value given as a tensor (``scope(..., metrics={"x": t})``, ``enter_scope`` /
+``exit_scope(metrics=...)``, ``add_metrics``, or a ``launch_metadata`` value
+under ``hook="triton"``).
+
+* A CPU tensor is read at once (``item()``) and added like a number.
+* A device (CUDA) tensor is never read by the host while profiling: a small
+  Triton kernel, launched on the current stream, copies its value into a
+  profiler-owned device buffer as a record {slot, 64 value bits}; a slot
+  (``_cproton.tensor_metric_slot``, C: ``cproton_tensor_metric_slot``) names
+  the node, metric and type the value belongs to. Launched during CUDA graph
+  capture, the copy kernel is captured and appends one record per replay.
+  The host drains the buffer when it flushes (deactivate, finalize,
+  ``cproton.data`` calls): one device synchronisation and one D2H copy per
+  device, whatever the number of records, folded into the tree with the
+  usual metric rules (summed; ``(exc)`` exclusive; ``(pty)`` last wins).
+
+Types follow Proton 3.9: ``flops``, ``flops8/16/32/64`` are doubles,
+``bytes`` is int64; other metrics are doubles for floating-point tensors,
+int64 otherwise. One element per tensor: Proton 3.9's vector metrics
+(``numel() > 1``) are refused with a ValueError (cproton's tree holds
+scalars). docs/tensor-metrics.md has the design.
+"""
+import os
+import threading
+from typing import Any, Optional
+
+from . import _cproton
+from ._log import warn as _warn
+
+_FLOPS_WIDTHS = (8, 16, 32, 64)
+# Proton 3.9's roofline metrics keep their type whatever the tensor's dtype.
+ROOFLINE_IS_DOUBLE = {"flops": True, **{f"flops{w}": True for w in _FLOPS_WIDTHS}, "bytes": False}
+
+HEADER_WORDS = 2  # [0]: words reserved by records so far, [1]: records dropped
+RECORD_WORDS = _cproton.TENSOR_METRIC_RECORD_WORDS
+METADATA_STATE = "__proton_launch_metadata"
+
+
+def capacity_words() -> int:
+    """Record words per device buffer: CPROTON_TENSOR_METRIC_WORDS (default
+    65536, 512 KiB). A full buffer drops records and the drain reports how
+    many."""
+    text = os.environ.get("CPROTON_TENSOR_METRIC_WORDS", "65536")
+    try:
+        n = int(text)
+    except ValueError:
+        raise ValueError(f"CPROTON_TENSOR_METRIC_WORDS={text!r} is not an integer") from None
+    if n < RECORD_WORDS or n % RECORD_WORDS:
+        raise ValueError(f"CPROTON_TENSOR_METRIC_WORDS={n}: must be a positive multiple of {RECORD_WORDS}")
+    return n
+
+
+def is_tensor(value: Any) -> bool:
+    return hasattr(value, "data_ptr") and hasattr(value, "device")
+
+
+def is_double(name: str, tensor: Any) -> bool:
+    if name in ROOFLINE_IS_DOUBLE:
+        return ROOFLINE_IS_DOUBLE[name]
+    return bool(tensor.is_floating_point())
+
+
+def _check_scalar(name: str, tensor: Any) -> None:
+    n = tensor.numel()
+    if n != 1:
+        raise ValueError(f"tensor metric '{name}' has {n} elements: cproton records one value per "
+                         "metric (Proton 3.9's vector metrics are not supported); pass one element, "
+                         "e.g. t.sum() or t[i]")
+
+
+def _host_value(name: str, tensor: Any):
+    value = tensor.item()
+    if name in ROOFLINE_IS_DOUBLE:
+        return float(value) if ROOFLINE_IS_DOUBLE[name] else int(value)
+    return value
+
+
+# ---- device buffers ----------------------------------------------------------------
+
+
+class FakeDeviceBuffer:
+    """A test double for one device's buffer: the copy "kernel" runs at
+    once on the host (the value is read when recorded), with the device
+    kernel's layout, capacity and dropping rules. Used without a GPU."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.words = [0] * (HEADER_WORDS + capacity)
+
+    def record(self, slot: int, tensor: Any, double: bool) -> None:
+        import struct
+        off = self.words[0]
+        self.words[0] = off + RECORD_WORDS
+        if off + RECORD_WORDS > self.capacity:
+            self.words[1] += 1
+            return
+        v = tensor.item()
+        bits = struct.unpack("<q", struct.pack("<d", float(v)))[0] if double else int(v)
+        self.words[HEADER_WORDS + off] = slot
+        self.words[HEADER_WORDS + off + 1] = bits
+
+    def drain(self):
+        used = min(self.words[0], self.capacity)
+        out = (self.words[HEADER_WORDS:HEADER_WORDS + used], self.words[1])
+        self.words[0] = self.words[1] = 0
+        return out
+
+
+class CudaDeviceBuffer:
+    """One CUDA device's buffer: int64 words in device memory, written by
+    `_record_kernel` on the launching stream (no host sync), read back by
+    `drain` in one copy between device synchronisations."""
+
+    def __init__(self, capacity: int, device):
+        import torch
+        if torch.cuda.is_current_stream_capturing():
+            raise RuntimeError("tensor metrics: the first device tensor metric on a device was given "
+                               "during CUDA graph capture, when cproton cannot allocate its buffer; "
+                               "call cproton.metric.prepare() (or record one tensor metric) before capturing")
+        self.capacity = capacity
+        self.device = device
+        self.words = torch.zeros(HEADER_WORDS + capacity, dtype=torch.int64, device=device)
+
+    def record(self, slot: int, tensor: Any, double: bool) -> None:
+        _record_kernel()[(1, )](self.words, self.capacity, slot, tensor, IS_DOUBLE=double, num_warps=1)
+
+    def drain(self):
+        import torch
+        if torch.cuda.is_current_stream_capturing():
+            # A flush point inside a capture: synchronising would break it.
+            _warn("tensor metrics: not drained during CUDA graph capture; the next flush drains them")
+            return [], 0
+        torch.cuda.synchronize(self.device)
+        host = self.words.cpu()  # the one D2H copy
+        self.words[:HEADER_WORDS].zero_()
+        # Before any later copy kernel, on whatever stream, reserves a record.
+        torch.cuda.synchronize(self.device)
+        used = min(int(host[0]), self.capacity)
+        return host[HEADER_WORDS:HEADER_WORDS + used].tolist(), int(host[1])
+
+
+_kernel = None
+
+
+def _record_kernel():
+    """The copy kernel, defined on first use (Triton only when needed)."""
+    global _kernel
+    if _kernel is None:
+        import triton
+        import triton.language as tl
+
+        # Specialised on nothing but the value's dtype: one compiled kernel
+        # per dtype and kind whatever the slot (Triton would make slot 1 a
+        # constant) or the value's alignment (t[3] of a float32 tensor), so
+        # prepare() can compile everything a later graph capture launches.
+        @triton.jit(do_not_specialize=["capacity", "slot"],
+                    do_not_specialize_on_alignment=["buf_ptr", "value_ptr"])
+        def _cproton_tensor_metric(buf_ptr, capacity, slot, value_ptr, IS_DOUBLE: tl.constexpr):
+            # Reserve the record atomically: graph replays on several streams
+            # may append at once. A full buffer counts the record as dropped.
+            off = tl.atomic_add(buf_ptr, 2, sem="relaxed")
+            if off + 2 <= capacity:
+                value = tl.load(value_ptr)
+                if IS_DOUBLE:
+                    bits = value.to(tl.float64).to(tl.int64, bitcast=True)
+                else:
+                    bits = value.to(tl.int64)
+                tl.store(buf_ptr + 2 + off, slot.to(tl.int64))
+                tl.store(buf_ptr + 3 + off, bits)
+            else:
+                tl.atomic_add(buf_ptr + 1, 1, sem="relaxed")
+
+        _kernel = _cproton_tensor_metric
+    return _kernel
+
+
+class _Recorder:
+    """The buffers, one per device, and the records queued by metric calls
+    until the C layer launches them (outside any launch-hook op)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.buffers = {}
+        self.factory = None  # None: CUDA buffers; else callable(capacity, device)
+        self.pending = threading.local()
+
+    def buffer(self, device):
+        key = (device.type, device.index)
+        with self.lock:
+            buf = self.buffers.get(key)
+            if buf is None:
+                buf = self._make(device)
+                self.buffers[key] = buf
+        return buf
+
+    def _make(self, device):
+        if self.factory is not None:
+            return self.factory(capacity_words(), device)
+        if device.type != "cuda":
+            raise TypeError(f"tensor metrics: a tensor on device '{device.type}' cannot be recorded "
+                            "(cproton records CPU tensors and CUDA tensors)")
+        try:
+            import torch
+            import triton  # noqa: F401
+        except ImportError as e:
+            raise RuntimeError(f"tensor metrics on a CUDA tensor need torch and triton: {e}") from None
+        if not torch.cuda.is_available():
+            raise RuntimeError("tensor metrics: a CUDA tensor was given but no CUDA device is available")
+        return CudaDeviceBuffer(capacity_words(), device)
+
+
+_recorder = _Recorder()
+
+
+def use_fake_device(enabled: bool = True) -> None:
+    """Tests: record device tensors into FakeDeviceBuffer (no GPU)."""
+    with _recorder.lock:
+        _recorder.buffers.clear()
+        _recorder.factory = (lambda capacity, device: FakeDeviceBuffer(capacity)) if enabled else None
+
+
+def prepare(device=None, dtypes=()) -> None:
+    """Readies tensor metrics for a CUDA graph capture, where nothing may
+    be allocated or compiled: allocates the buffer of `device` (default:
+    torch's current CUDA device) and compiles the copy kernel for each
+    torch dtype in `dtypes` (both value kinds)."""
+    import torch
+    if device is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    buf = _recorder.buffer(torch.device(device))
+    for dtype in dtypes:
+        value = torch.zeros((), dtype=dtype, device=device)
+        for double in (False, True):
+            _record_kernel().warmup(buf.words, buf.capacity, 0, value, IS_DOUBLE=double, grid=(1, ), num_warps=1)
+
+
+def record(scope_id: int, name: str, tensor: Any, as_double: bool = False) -> bool:
+    """Called by the C layer for a tensor metric value. A CPU tensor is
+    added at once; a device tensor gets its slot now (the node is the one
+    a number would land on now) and its copy kernel queued; True when a
+    launch is queued (the C layer then calls launch_pending). `as_double`:
+    the launch hook's rule, every value a double (so that a key cannot
+    change type between launches)."""
+    _check_scalar(name, tensor)
+    if tensor.device.type == "cpu":
+        value = _host_value(name, tensor)
+        _cproton.add_metrics(scope_id, {name: float(value) if as_double else value})
+        return False
+    double = as_double or is_double(name, tensor)
+    buf = _recorder.buffer(tensor.device)
+    slot = _cproton.tensor_metric_slot(scope_id, name, double)
+    if slot == _cproton.TENSOR_METRIC_NONE:  # no active session
+        return False
+    queue = getattr(_recorder.pending, "queue", None)
+    if queue is None:
+        queue = _recorder.pending.queue = []
+    queue.append((buf, slot, tensor, double))
+    return True
+
+
+def launch_pending() -> None:
+    """Launches the queued copy kernels under the launch-metadata state, as
+    Proton launches its metric kernels (their own time lands there)."""
+    queue = getattr(_recorder.pending, "queue", None)
+    if not queue:
+        return
+    _recorder.pending.queue = []
+    _cproton.enter_state(METADATA_STATE)
+    try:
+        for buf, slot, tensor, double in queue:
+            device = getattr(buf, "device", None)
+            if device is not None:
+                import torch
+                with torch.cuda.device(device):
+                    buf.record(slot, tensor, double)
+            else:
+                buf.record(slot, tensor, double)
+    finally:
+        _cproton.exit_state()
+
+
+def flush() -> None:
+    """drain() at a flush point (start, deactivate, finalize, cproton.data):
+    a failure is reported as a CprotonWarning and the flush goes on."""
+    try:
+        drain()
+    except (ValueError, RuntimeError, TypeError) as e:
+        _warn(f"tensor metrics: {e}")
+
+
+def drain() -> int:
+    """Folds every device buffer's records into the active sessions; the
+    number of records folded. Called at each flush point."""
+    with _recorder.lock:
+        buffers = list(_recorder.buffers.values())
+    folded = 0
+    for buf in buffers:
+        words, dropped = buf.drain()
+        if words:
+            import array
+            folded += _cproton.tensor_metric_fold(array.array("q", words).tobytes())
+        if dropped:
+            _warn(f"tensor metrics: {dropped} records dropped, the device buffer ({buf.capacity} words) was "
+                  "full; drain more often (deactivate/data.get) or raise CPROTON_TENSOR_METRIC_WORDS")
+    return folded
+
+
+_cproton.set_tensor_metric_handler(record, launch_pending)

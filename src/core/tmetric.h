@@ -1,0 +1,44 @@
+/* core/tmetric.h -- the tensor-metric slot table (cp_tmetric_*): where a
+ * metric value recorded on the GPU, without a host sync, is folded when the
+ * host drains the device buffer. A slot is {context node per kind, metric
+ * name, value kind}; the device buffer's records name a slot, never a node,
+ * so a record replayed by a CUDA graph long after its capture still finds
+ * its node (nodes are immortal, core/cct.c). See docs/tensor-metrics.md. */
+#ifndef CP_CORE_TMETRIC_H
+#define CP_CORE_TMETRIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/cct.h"
+#include "core/context.h"
+#include "core/metric.h"
+
+/* Slots are never freed (a captured graph may replay its records at any
+ * time); equal slots are shared, so the table holds one slot per distinct
+ * (node, name, kind), not one per record. */
+#define CP_TMETRIC_MAX_SLOTS 65536u
+
+typedef struct cp_tmetric_slot {
+  const cp_node *node[CP_CONTEXT_KINDS]; /* NULL: kind not resolved */
+  uint32_t name;                         /* strtab id */
+  cp_value_kind kind;                    /* CP_VALUE_INT or CP_VALUE_DOUBLE */
+} cp_tmetric_slot;
+
+/* The slot equal to `s`, made if new, in *id_out. Errors: EINVAL (a kind
+ * other than int or double), ELIMIT (CP_TMETRIC_MAX_SLOTS distinct slots). */
+int cp_tmetric_reserve(const cp_tmetric_slot *s, uint32_t *id_out);
+
+/* Slot `id`, or NULL when no such slot was reserved. */
+const cp_tmetric_slot *cp_tmetric_get(uint32_t id);
+
+/* The value a record's 64 bits stand for in slot `s`'s kind. */
+cp_value cp_tmetric_value(const cp_tmetric_slot *s, uint64_t bits);
+
+/* Number of slots reserved so far (tests, docs). */
+uint32_t cp_tmetric_count(void);
+
+/* Forgets every slot (tests only: a live graph's records would dangle). */
+void cp_tmetric_reset(void);
+
+#endif

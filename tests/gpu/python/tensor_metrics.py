@@ -1,0 +1,118 @@
+"""Tensor metrics on a real GPU (issue 13 item 5): device tensors given as
+scope metrics and as launch_metadata values are copied on the stream by
+cproton's metric kernel, with no host sync, and folded at finalize; inside a
+CUDA graph the copy is captured and every replay adds its value.
+Prints one PASS/FAIL line per check and exits non-zero on any FAIL."""
+import sys
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+import cproton as proton
+from common import find, load
+
+failures = 0
+
+
+def check(name, ok, detail=""):
+    global failures
+    print(f"{'PASS' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}", flush=True)
+    failures += not ok
+
+
+def meta(grid, metadata, args):
+    return {"flops": args["flops_t"], "bytes": args["n"] * 8}
+
+
+@triton.jit(launch_metadata=meta)
+def scale(x, n, flops_t, BLOCK: tl.constexpr):
+    off = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = off < n
+    tl.store(x + off, tl.load(x + off, mask=m) * 2.0, mask=m)
+
+
+def metric(root, scope, name):
+    nodes = find(root, scope)
+    return sum(n["metrics"].get(name, 0) for n in nodes), nodes
+
+
+def main():
+    dev = torch.device("cuda")
+    n = 1 << 16
+    x = torch.ones(n, device=dev)
+    flops_t = torch.tensor(1000.0, device=dev)
+    tokens = torch.zeros((), dtype=torch.int64, device=dev)
+    loss = torch.tensor(0.25, device=dev)
+
+    # Warm-up outside the session: Triton compiles the copy kernel per value
+    # dtype, and the user kernel; a graph capture must not compile.
+    scale[(n // 1024, )](x, n, flops_t, BLOCK=1024)
+    sid = proton.start("warm", hook="triton")
+    with proton.scope("w", {"a": tokens, "b": loss}):
+        pass
+    proton.finalize(sid)
+    proton.metric.prepare(dtypes=(torch.int64, torch.float32))
+    torch.cuda.synchronize()
+
+    sid = proton.start("tensor_metrics", hook="triton")
+    # 1. eager scopes: values read on the stream, at the point of the scope.
+    for i in range(3):
+        tokens.fill_(10 + i)  # a stream op before the scope
+        with proton.scope("step", {"tokens": tokens, "loss": loss, "cpu": torch.tensor(2)}):
+            scale[(n // 1024, )](x, n, flops_t, BLOCK=1024)
+        tokens.fill_(1000)  # after the copy, in stream order: not seen
+    # 2. no host sync: with the GPU busy for ~0.2 s, recording returns at once.
+    torch.cuda._sleep(int(3e8))
+    t0 = time.perf_counter()
+    with proton.scope("busy", {"tokens": tokens}):
+        pass
+    host_ms = (time.perf_counter() - t0) * 1e3
+    # 3. a CUDA graph: each replay increments a counter then records it.
+    counter = torch.zeros((), dtype=torch.int64, device=dev)
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        with torch.cuda.graph(g):
+            with proton.scope("graph_step"):
+                counter.add_(1)
+                with proton.scope("counted", {"counter": counter}):
+                    scale[(n // 1024, )](x, n, flops_t, BLOCK=1024)
+    torch.cuda.current_stream().wait_stream(s)
+    for _ in range(4):
+        g.replay()
+    proton.finalize(sid)
+
+    root = load("tensor_metrics.hatchet")[0]
+    tok, nodes = metric(root, "step", "tokens")
+    check("eager_scope_values", tok == 33 and len(nodes) == 1, f"tokens={tok} (want 10+11+12=33)")
+    lo, _ = metric(root, "step", "loss")
+    check("eager_scope_double", abs(lo - 0.75) < 1e-12, f"loss={lo} (want 0.75)")
+    cpu, _ = metric(root, "step", "cpu")
+    check("cpu_tensor_is_a_number", cpu == 6, f"cpu={cpu}")
+    busy, _ = metric(root, "busy", "tokens")
+    check("busy_value", busy == 1000, f"tokens={busy}")
+    check("no_host_sync", host_ms < 50, f"scope with a tensor metric took {host_ms:.2f} ms on the host "
+          "while the GPU was busy ~200 ms")
+    print(f"RESULT tensor_metric_scope_host_ms {host_ms:.3f}")
+    kernels = find(root, "scale")
+    flops = sum(k["metrics"].get("flops", 0) for k in kernels)
+    eager_ops = [k for k in kernels if k["metrics"].get("flops")]
+    check("launch_metadata_tensor", flops >= 3000.0 and all(isinstance(k["metrics"]["flops"], float) for k in eager_ops),
+          f"flops on scale nodes={flops}")
+    cnt, cnodes = metric(root, "counted", "counter")
+    check("graph_replays", cnt == 1 + 2 + 3 + 4, f"counter={cnt} over {len(cnodes)} node(s) (want 1+2+3+4=10)")
+    graph_flops = sum(k["metrics"].get("flops", 0) for c in cnodes for k in find(c, "scale"))
+    check("graph_launch_metadata_tensor", graph_flops == 4000.0, f"flops under counted={graph_flops} (want 4 x 1000)")
+    copies = find(root, "_cproton_tensor_metric")
+    check("copy_kernels_under_metadata_state",
+          bool(copies) and all(c["metrics"].get("count", 0) > 0 for c in copies) and not any(
+              "_cproton_tensor_metric" == c["frame"]["name"] for k in kernels for c in k["children"]),
+          f"{len(copies)} copy kernel node(s)")
+    return failures
+
+
+if __name__ == "__main__":
+    sys.exit(1 if main() else 0)

@@ -1,0 +1,290 @@
+"""Tensor metrics (Triton 3.9's metric.py) without a GPU: device tensors go
+through cproton.metric's FakeDeviceBuffer, which has the device kernel's
+record layout, capacity and dropping rules; the copy "kernel" is a fake
+backend launch, so its attribution is checked too. tests/gpu/tensor_metrics.sh
+runs the same paths on a real GPU (CUDA graphs included)."""
+import struct
+import types
+import warnings
+
+import pytest
+
+import cproton as proton
+from cproton import _cproton as C
+from cproton import metric
+
+from conftest import load_tree
+
+
+class FakeTensor:
+    """The part of torch.Tensor that tensor metrics use."""
+
+    def __init__(self, value, device="cuda", numel=1, floating=None):
+        self.value = value
+        self.device = types.SimpleNamespace(type=device, index=0)
+        self._numel = numel
+        self._floating = isinstance(value, float) if floating is None else floating
+
+    def data_ptr(self):
+        return 0x7F0000001000
+
+    def numel(self):
+        return self._numel
+
+    def is_floating_point(self):
+        return self._floating
+
+    def item(self):
+        return self.value
+
+
+class KernelBuffer(metric.FakeDeviceBuffer):
+    """A fake buffer whose copy is a (fake backend) kernel launch."""
+
+    def record(self, slot, tensor, double):
+        C._fake_launch("_cproton_tensor_metric")
+        super().record(slot, tensor, double)
+
+
+@pytest.fixture(autouse=True)
+def fake_device():
+    metric.use_fake_device()
+    yield
+    metric.use_fake_device(False)
+
+
+def use_kernel_buffer():
+    with metric._recorder.lock:
+        metric._recorder.buffers.clear()
+        metric._recorder.factory = lambda capacity, device: KernelBuffer(capacity)
+
+
+def test_scope_metrics_are_recorded_on_the_device_and_folded_at_flush():
+    sid = proton.start("t", backend="fake")
+    for i in range(3):
+        with proton.scope("step", {"tokens": FakeTensor(10 + i), "loss": FakeTensor(0.5)}):
+            C._fake_launch("k")
+    # nothing folded yet: the values wait in the (fake) device buffer
+    buf = next(iter(metric._recorder.buffers.values()))
+    assert buf.words[0] == 6 * metric.RECORD_WORDS
+    proton.finalize(sid)
+    m = load_tree("t.hatchet")["step"]["@"]
+    assert m["tokens"] == 33 and isinstance(m["tokens"], int)
+    assert m["loss"] == 1.5
+    assert buf.words[0] == 0  # drained
+
+
+def test_types_follow_proton_3_9():
+    sid = proton.start("t", backend="fake")
+    with proton.scope("s", {"flops": FakeTensor(7), "bytes": FakeTensor(2.9, floating=True),
+                            "ratio": FakeTensor(0.25), "n": FakeTensor(True, floating=False)}):
+        pass
+    proton.finalize(sid)
+    m = load_tree("t.hatchet")["s"]["@"]
+    assert m["flops"] == 7.0 and isinstance(m["flops"], float)
+    assert m["bytes"] == 2 and isinstance(m["bytes"], int)  # int64 as torch's .long() truncates
+    assert m["ratio"] == 0.25
+    assert m["n"] == 1
+
+
+def test_cpu_tensors_are_numbers_added_at_once():
+    sid = proton.start("t", backend="fake")
+    with proton.scope("s", {"bytes": FakeTensor(4.0, device="cpu"), "x": FakeTensor(3, device="cpu")}):
+        pass
+    assert not metric._recorder.buffers  # no device buffer was needed
+    proton.finalize(sid)
+    m = load_tree("t.hatchet")["s"]["@"]
+    assert m == {"bytes": 4, "x": 3}
+
+
+def test_enter_exit_scope_and_add_metrics_take_tensors():
+    sid = proton.start("t", backend="fake")
+    sc = proton.enter_scope("a", metrics={"x": FakeTensor(1)})
+    C.add_metrics(sc, {"x": FakeTensor(2)})
+    proton.exit_scope("a", metrics={"x": FakeTensor(4)})
+    proton.finalize(sid)
+    assert load_tree("t.hatchet")["a"]["@"]["x"] == 7
+
+
+def test_vectors_and_other_devices_are_refused_clearly():
+    sid = proton.start("t", backend="fake")
+    with pytest.raises(ValueError, match="has 4 elements.*vector metrics are not supported"):
+        with proton.scope("s", {"v": FakeTensor(1, numel=4)}):
+            pass
+    assert C.depth() == 0  # the failed scope did not stay open
+    metric.use_fake_device(False)
+    with pytest.raises(TypeError, match="device 'mps'"):
+        with proton.scope("s", {"v": FakeTensor(1, device="mps")}):
+            pass
+    proton.finalize(sid)
+
+
+def test_cuda_tensor_without_torch_or_gpu_says_why():
+    metric.use_fake_device(False)
+    sid = proton.start("t", backend="fake")
+    with pytest.raises(RuntimeError, match="tensor metric"):
+        with proton.scope("s", {"v": FakeTensor(1)}):
+            pass
+    proton.finalize(sid)
+
+
+def test_no_session_means_no_slot():
+    proton.start("t", backend="fake")
+    proton.deactivate()
+    # profiling is off for the deactivated session: the metric is ignored like a number
+    with proton.scope("s", {"v": FakeTensor(1)}):
+        pass
+    proton.finalize()
+
+
+def test_copy_kernels_run_under_the_metadata_state():
+    use_kernel_buffer()
+    sid = proton.start("t", backend="fake")
+    with proton.scope("s", {"x": FakeTensor(5)}):
+        C._fake_launch("k")
+    proton.finalize(sid)
+    t = load_tree("t.hatchet")
+    assert t["s"]["@"]["x"] == 5
+    assert t["s"]["k"]["@"]["count"] == 1
+    assert t["s"]["__proton_launch_metadata"]["_cproton_tensor_metric"]["@"]["count"] == 1
+
+
+knobs = pytest.importorskip("triton.knobs")
+from triton.compiler.compiler import LazyDict  # noqa: E402
+from test_hook import launch  # noqa: E402  (the simulated Triton launcher)
+
+
+def test_launch_metadata_tensors_land_on_the_op_and_copies_outside_it():
+    use_kernel_buffer()
+
+    def meta(grid, metadata, args):
+        return {"flops": FakeTensor(2 * args["n"]), "bytes": FakeTensor(3 * args["n"]), "plain": 1}
+
+    sid = proton.start("h", backend="fake", hook="triton")
+    with proton.scope("fwd"):
+        for n in (10, 20):
+            launch("matmul_kernel", meta, {"n": n})
+    proton.finalize(sid)
+    t = load_tree("h.hatchet")["fwd"]
+    m = t["matmul_kernel"]["@"]
+    assert m["count"] == 2  # the copy kernels are not counted on the op
+    # the hook's rule: every launch-metadata value is a double
+    assert m["flops"] == 60.0 and m["bytes"] == 90.0 and m["plain"] == 2.0
+    assert all(isinstance(m[k], float) for k in ("flops", "bytes", "plain"))
+    assert t["__proton_launch_metadata"]["_cproton_tensor_metric"]["@"]["count"] == 4
+
+
+def test_copy_kernels_do_not_reenter_the_launch_hook():
+    seen = []
+
+    class Reentrant(metric.FakeDeviceBuffer):
+        def record(self, slot, tensor, double):
+            # Triton calls the launch hook for the copy kernel too: ignored.
+            lazy = LazyDict({"name": "_cproton_tensor_metric", "function": 1, "stream": 0})
+            knobs.runtime.launch_enter_hook(lazy)
+            seen.append(C._fake_launch("_cproton_tensor_metric"))
+            knobs.runtime.launch_exit_hook(lazy)
+            super().record(slot, tensor, double)
+
+    metric._recorder.factory = lambda capacity, device: Reentrant(capacity)
+    sid = proton.start("h", backend="fake", hook="triton")
+    launch("k", lambda g, md, a: {"x": FakeTensor(1)})
+    launch("k", lambda g, md, a: {"x": FakeTensor(1)})
+    proton.finalize(sid)
+    t = load_tree("h.hatchet")
+    assert t["k"]["@"] == {"count": 2, "device_id": "0", "device_type": "CUDA", "time (ns)": t["k"]["@"]["time (ns)"],
+                           "x": 2.0}
+    assert "_cproton_tensor_metric" not in t
+    assert len(seen) == 2
+
+
+def test_graph_replays_append_records_that_sum():
+    """A captured copy kernel appends one record per replay: emulate three
+    replays of one captured record."""
+    sid = proton.start("t", backend="fake")
+    with proton.scope("graph", {"tokens": FakeTensor(8)}):
+        pass
+    buf = next(iter(metric._recorder.buffers.values()))
+    record = buf.words[metric.HEADER_WORDS:metric.HEADER_WORDS + 2]
+    for _ in range(2):  # the replays
+        off = buf.words[0]
+        buf.words[metric.HEADER_WORDS + off:metric.HEADER_WORDS + off + 2] = record
+        buf.words[0] = off + 2
+    assert metric.drain() == 3
+    assert metric.drain() == 0
+    proton.finalize(sid)
+    assert load_tree("t.hatchet")["graph"]["@"]["tokens"] == 24
+
+
+def test_full_buffer_drops_are_counted_and_reported(monkeypatch):
+    monkeypatch.setenv("CPROTON_TENSOR_METRIC_WORDS", "4")
+    metric.use_fake_device()
+    sid = proton.start("t", backend="fake")
+    for _ in range(3):
+        with proton.scope("s", {"x": FakeTensor(1)}):
+            pass
+    with pytest.warns(proton.CprotonWarning, match="1 records dropped.*4 words"):
+        proton.finalize(sid)
+    assert load_tree("t.hatchet")["s"]["@"]["x"] == 2
+
+
+@pytest.mark.parametrize("value", ["x", "0", "-2", "3"])
+def test_bad_capacity_is_refused(monkeypatch, value):
+    monkeypatch.setenv("CPROTON_TENSOR_METRIC_WORDS", value)
+    metric.use_fake_device()
+    sid = proton.start("t", backend="fake")
+    with pytest.raises(ValueError, match="CPROTON_TENSOR_METRIC_WORDS"):
+        with proton.scope("s", {"x": FakeTensor(1)}):
+            pass
+    proton.finalize(sid)
+
+
+def test_data_get_and_phases_see_drained_values():
+    sid = proton.start("t", backend="fake")
+    with proton.scope("s", {"x": FakeTensor(2)}):
+        pass
+    tree = proton.data.get(sid)
+    (s, ) = [c for c in tree[0]["children"] if c["frame"]["name"] == "s"]
+    assert s["metrics"]["x"] == 2
+    with proton.scope("s", {"x": FakeTensor(5)}):
+        pass
+    proton.data.advance_phase(sid)
+    tree = proton.data.get(sid, 0)
+    (s, ) = [c for c in tree[0]["children"] if c["frame"]["name"] == "s"]
+    assert s["metrics"]["x"] == 7
+    proton.finalize(sid)
+
+
+def test_fold_rejects_bad_records():
+    sid = proton.start("t", backend="fake")
+    with pytest.raises(ValueError, match="whole number of 64-bit words"):
+        C.tensor_metric_fold(b"\0" * 12)
+    with pytest.raises(RuntimeError, match="name no reserved slot.*word 0"):
+        C.tensor_metric_fold(struct.pack("<qq", 10**6, 1))
+    with pytest.raises(ValueError, match="type mismatch"):
+        with proton.scope("s", {"x": 1}):
+            pass
+        with proton.scope("s", {"x": FakeTensor(0.5)}):
+            pass
+        metric.drain()
+    proton.finalize(sid)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert metric.drain() == 0
+
+
+@pytest.mark.parametrize("dtype,double", [("*fp32", True), ("*i1", False)])
+def test_the_copy_kernel_compiles_for_a_gpu_without_one(dtype, double):
+    """The device kernel compiles ahead of time for sm_90 (no GPU needed);
+    tests/gpu/tensor_metrics.sh runs it."""
+    triton = pytest.importorskip("triton")
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    sig = {"buf_ptr": "*i64", "capacity": "i64", "slot": "i64", "value_ptr": dtype, "IS_DOUBLE": "constexpr"}
+    src = ASTSource(fn=metric._record_kernel(), signature=sig, constexprs={"IS_DOUBLE": double})
+    try:
+        compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 1})
+    except RuntimeError as e:  # no ptxas on this machine
+        pytest.skip(f"Triton cannot compile for CUDA here: {e}")
+    ptx = compiled.asm["ptx"]
+    assert "atom.global" in ptx and "_cproton_tensor_metric" in ptx
