@@ -19,6 +19,8 @@ def depth(session: Optional[int] = 0) -> Optional[int]:
     """
     if not flags.profiling_on:
         return None
+    if not flags.command_line:  # Proton: RuntimeError "Session has not been initialized: N"
+        _cproton.output_path(session)
     from .profile import _session_info
     info = _session_info(session)
     if info is not None and info.get("context") == "python":

@@ -148,23 +148,23 @@ Test(core_misuse, bad_options_and_formats, .init = reset) {
   FAILS(CPROTON_EINVAL, cproton_session_start(&o, &sid));
   o.backend = "none";
   o.mode = "pcsampling:interval=abc";
-  FAILS(CPROTON_EINVAL, cproton_session_start(&o, &sid));
+  FAILS(CPROTON_EPARSE, cproton_session_start(&o, &sid));
   o.backend = "instrumentation"; /* checked though no GPU is here */
   o.mode = "default:buffer_size=abc";
-  FAILS(CPROTON_EINVAL, cproton_session_start(&o, &sid));
+  FAILS(CPROTON_EPARSE, cproton_session_start(&o, &sid));
   o.backend = "none";
   o.mode = NULL;
   char longname[5000];
   memset(longname, 'n', sizeof longname - 1);
   longname[sizeof longname - 1] = '\0';
   o.name = longname;
-  FAILS(CPROTON_EINVAL, cproton_session_start(&o, &sid));
+  FAILS(CPROTON_ELIMIT, cproton_session_start(&o, &sid));
   HOLDS(cproton_session_count() == 0);
   /* a second session on the same backend: its mode is checked too */
   sid = start(cpt_tmp_path("misuse_fmt"), "none");
   o.name = cpt_tmp_path("misuse_fmt2");
   o.mode = "pcsampling:interval=abc";
-  FAILS(CPROTON_EINVAL, cproton_session_start(&o, &(int){0}));
+  FAILS(CPROTON_EPARSE, cproton_session_start(&o, &(int){0}));
   /* formats: refused before the session is touched */
   FAILS(CPROTON_EINVAL, cproton_format_check("bogus"));
   FAILS(CPROTON_OK, cproton_format_check(NULL));

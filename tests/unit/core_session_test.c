@@ -157,7 +157,7 @@ Test(core_session, metric_suffix_rules, .init = reset) {
   }
   cr_assert_eq(cproton_metric_add_double(0, "root", 1.0), CPROTON_OK);
   cproton_scope_enter("s", NULL);
-  cr_assert_eq(cproton_metric_add_double(0, "sum", 1.0), CPROTON_EINVAL);
+  cr_assert_eq(cproton_metric_add_double(0, "sum", 1.0), CPROTON_ESTATE);
   cr_assert(strstr(cproton_last_error(), "sum") != NULL);
   cr_assert_eq(cproton_metric_add_int(0, "count", 1), CPROTON_EINVAL);
   cr_assert_eq(cproton_metric_add_int(987654321, "x", 1), CPROTON_ENOTFOUND);
