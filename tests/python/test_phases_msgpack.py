@@ -113,9 +113,9 @@ def test_periodic_flushing_writes_one_part_per_phase(fmt):
 
 
 def test_periodic_flushing_bad_format_lists_valid():
-    with pytest.raises(ValueError, match="valid: hatchet, hatchet_msgpack"):
+    with pytest.raises(RuntimeError, match="valid: hatchet, hatchet_msgpack"):
         proton.start("bad", backend="fake", mode="periodic_flushing:format=xml")
-    with pytest.raises(ValueError, match="valid: chrome_trace"):
+    with pytest.raises(RuntimeError, match="valid: chrome_trace"):
         proton.start("bad", backend="fake", data="trace", mode="periodic_flushing:format=hatchet")
 
 
@@ -123,7 +123,7 @@ def test_unknown_finalize_format_keeps_session():
     sid = proton.start("keep", backend="fake")
     with proton.scope("x"):
         C._fake_launch("k")
-    with pytest.raises(ValueError, match=r"valid: hatchet, hatchet_msgpack, chrome_trace"):
+    with pytest.raises(RuntimeError, match=r"valid: hatchet, hatchet_msgpack, chrome_trace"):
         proton.finalize(sid, "xml")
     assert proton.data.get(sid)[0]["children"][0]["frame"]["name"] == "x"
     proton.finalize(sid)

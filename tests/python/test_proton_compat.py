@@ -115,7 +115,7 @@ def test_session_ids_are_never_reused():
     proton.finalize(b)
     d = proton.start("d")
     assert d == c + 1
-    with pytest.raises(ValueError, match=f"Session has not been initialized: {b}"):
+    with pytest.raises(RuntimeError, match=f"Session has not been initialized: {b}"):
         proton.activate(b)
     proton.finalize()
 
@@ -124,7 +124,7 @@ def test_type_mismatch_message_is_protons():
     proton.start("m")
     proton.enter_scope("s", metrics={"a": 1.0})
     proton.exit_scope()
-    with pytest.raises(ValueError, match=r"Metric value type mismatch for valueId 0 \(a\): "
+    with pytest.raises(RuntimeError, match=r"Metric value type mismatch for valueId 0 \(a\): "
                        r"current=double, new=uint64_t"):
         proton.enter_scope("s", metrics={"a": 1})
     assert proton.context.depth() == 0

@@ -256,7 +256,7 @@ Test(core_misuse, names_and_huge_values, .init = reset) {
   FAILS(CPROTON_OK, cproton_metric_add_int(id, "small", -1));
   FAILS(CPROTON_OK, cproton_metric_add_double(id, "d", 1e308));
   FAILS(CPROTON_OK, cproton_metric_add_double(id, "d", 1e308));
-  FAILS(CPROTON_EINVAL, cproton_metric_add_double(id, "big", 1.0));
+  FAILS(CPROTON_ESTATE, cproton_metric_add_double(id, "big", 1.0));
   cproton_scope_exit("s");
   char *json = NULL;
   cproton_session_data_json(sid, &json, NULL);
