@@ -116,7 +116,8 @@ CPROTON_API int cproton_session_options_init(cproton_session_options *o);
 /* Starts a session and makes it active. Errors: EINVAL for unknown context,
  * data or backend strings (the message lists the valid ones) and for a mode
  * that differs from a running session's on the same backend, EPARSE for a
- * mode string the backend cannot parse, ELIMIT when too many sessions exist
+ * mode string the backend cannot parse (or a "periodic_flushing" mode with
+ * a bad format), ELIMIT when too many sessions exist
  * or the name is too long, ENODEVICE is never returned: a GPU backend that
  * cannot load leaves a CPU-only session and one warning in the log.
  * `session_out` receives the id: 0, 1, 2, ... in start order, never reused

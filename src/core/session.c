@@ -162,7 +162,7 @@ static int parse_mode(const char *mode, session *s, const char **backend_mode) {
                         "bad mode '%s' (expected periodic_flushing or "
                         "periodic_flushing:format=<name>)", mode);
   s->periodic = format_for((cp_io_kind)s->is_trace, rest + 8);
-  return s->periodic ? CPROTON_OK : CPROTON_EINVAL;
+  return s->periodic ? CPROTON_OK : CPROTON_EPARSE; /* 3.9: ValueError */
 }
 
 static int parse_options(const cproton_session_options *o, session *s) {
