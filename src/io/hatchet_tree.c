@@ -51,6 +51,8 @@ static int root_has(const cp_node_metrics *root, uint32_t out_name) {
 
 /* Sorts t->root_zero, drops repeats and the names ROOT holds itself. */
 static void settle_root_zero(cp_hatchet_tree *t) {
+  if (!t->n_root_zero)
+    return; /* root_zero is NULL: qsort must not see it */
   const cp_node_metrics *root = cp_data_metrics(t->d, cp_cct_root());
   qsort(t->root_zero, t->n_root_zero, sizeof *t->root_zero, by_id);
   size_t k = 0;
