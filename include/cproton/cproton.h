@@ -114,8 +114,11 @@ typedef struct cproton_session_options {
 CPROTON_API int cproton_session_options_init(cproton_session_options *o);
 
 /* Starts a session and makes it active. Errors: EINVAL for unknown context,
- * data or backend strings (the message lists the valid ones), ELIMIT when
- * too many sessions exist, ENODEVICE is never returned: a GPU backend that
+ * data or backend strings (the message lists the valid ones) and for a mode
+ * that differs from a running session's on the same backend, EPARSE for a
+ * mode string the backend cannot parse (or a "periodic_flushing" mode with
+ * a bad format), ELIMIT when too many sessions exist
+ * or the name is too long, ENODEVICE is never returned: a GPU backend that
  * cannot load leaves a CPU-only session and one warning in the log.
  * `session_out` receives the id: 0, 1, 2, ... in start order, never reused
  * in a process (as in Proton), so a stale id cannot reach a later session. */
@@ -236,7 +239,8 @@ CPROTON_API size_t cproton_scope_depth(void);
 /* Attach a metric to the scope `scope_id` in every active session. A name
  * ending in "(exc)" is exclusive, "(pty)" is a property (last value wins),
  * any other is summed over every entry of the scope. A metric keeps the type
- * of its first value; adding a double to an integer metric gives EINVAL.
+ * of its first value; adding a double to an integer metric gives ESTATE
+ * (with Proton's message). EINVAL for an empty or reserved name.
  * scope_id 0 means the innermost scope of the calling thread (ROOT if none). */
 CPROTON_API int cproton_metric_add_int(uint64_t scope_id, const char *name,
                                        int64_t value);

@@ -49,29 +49,44 @@ static _Thread_local int in_metric_launch; /* launching them: no hooks */
 
 /* ---- errors ----------------------------------------------------------------- */
 
-static PyObject *exception_for(int rc) {
+/* The Python exception of a status. Where Proton's C++ makes the same check
+ * it throws std::runtime_error, which pybind11 raises as RuntimeError: an
+ * unknown session (ENOTFOUND, everywhere), and at the calls that pass them in
+ * `runtime` (RT(...) bits): unknown backend/data/context names and a second
+ * session's different mode (start), unknown output formats (check_format),
+ * a metric's type change (add_one). What Proton does not check keeps
+ * ValueError; docs/python.md has the table. */
+#define RT(code) (1u << -(CPROTON_##code))
+
+static PyObject *exception_for(int rc, unsigned runtime) {
+  if (rc < 0 && rc > -32 && (runtime & (1u << -rc)))
+    return PyExc_RuntimeError;
   switch (rc) {
   case CPROTON_ENOMEM:
     return PyExc_MemoryError;
   case CPROTON_EIO:
     return PyExc_OSError;
   case CPROTON_EINVAL:
-  case CPROTON_ENOTFOUND:
+  case CPROTON_EPARSE:
   case CPROTON_ESTATE:
   case CPROTON_ELIMIT:
   case CPROTON_EUNSUPPORTED:
     return PyExc_ValueError;
-  default:
+  default: /* ENOTFOUND: Proton's "Session has not been initialized: N" */
     return PyExc_RuntimeError;
   }
 }
 
-/* Raises the Python exception for status `rc`; returns NULL. */
-static PyObject *raise_status(int rc) {
+/* Raises the Python exception for status `rc` (RuntimeError for the codes
+ * in `runtime`); returns NULL. */
+static PyObject *raise_as(int rc, unsigned runtime) {
   const char *msg = cproton_last_error();
-  PyErr_SetString(exception_for(rc), msg && *msg ? msg : cproton_strerror(rc));
+  PyErr_SetString(exception_for(rc, runtime),
+                  msg && *msg ? msg : cproton_strerror(rc));
   return NULL;
 }
+
+static PyObject *raise_status(int rc) { return raise_as(rc, 0); }
 
 /* Emits a CprotonWarning with the library's message; -1 if it raised. */
 static int warn_status(int rc) {
@@ -224,7 +239,7 @@ static int add_one(uint64_t scope, const char *key, PyObject *v, int as_double) 
     return -1;
   }
   if (rc) {
-    raise_status(rc);
+    raise_as(rc, RT(ESTATE)); /* the type mismatch: Proton's RuntimeError */
     return -1;
   }
   return 0;
@@ -732,8 +747,8 @@ static PyObject *py_start(PyObject *m, PyObject *args, PyObject *kw) {
   Py_BEGIN_ALLOW_THREADS
   rc = cproton_session_start(&o, &sid);
   Py_END_ALLOW_THREADS
-  if (rc)
-    return raise_status(rc);
+  if (rc) /* EPARSE (a bad mode string) stays ValueError, as in Proton */
+    return raise_as(rc, RT(EINVAL) | RT(EUNSUPPORTED));
   return PyLong_FromLong(sid);
 }
 
@@ -769,6 +784,13 @@ static PyObject *py_finalize(PyObject *m, PyObject *args) {
   Py_BEGIN_ALLOW_THREADS
   rc = cproton_session_finalize(sid, format);
   Py_END_ALLOW_THREADS
+  /* Proton finalizes an unknown session silently (finalize twice works);
+   * cproton does too, with a warning so that a wrong id is not lost. */
+  if (rc == CPROTON_ENOTFOUND && sid >= 0) {
+    if (warn_status(rc) < 0)
+      return NULL;
+    Py_RETURN_NONE;
+  }
   if (rc)
     return raise_status(rc);
   Py_RETURN_NONE;
@@ -779,8 +801,8 @@ static PyObject *py_check_format(PyObject *m, PyObject *args) {
   if (!PyArg_ParseTuple(args, "|z:check_format", &format))
     return NULL;
   int rc = cproton_format_check(format);
-  if (rc)
-    return raise_status(rc);
+  if (rc) /* Proton: "Unknown output format: x" */
+    return raise_as(rc, RT(EINVAL));
   Py_RETURN_NONE;
 }
 

@@ -16,9 +16,13 @@ def depth(session: Optional[int] = 0) -> Optional[int]:
         depth (int or None): The depth of the context. If profiling is off, returns None.
         For a "shadow" session it is the calling thread's scope depth; for a
         "python" session the number of Python frames the session would record.
+        Raises RuntimeError ("Session has not been initialized: N") for a
+        session that does not exist, as Proton does.
     """
     if not flags.profiling_on:
         return None
+    if not flags.command_line:  # Proton: RuntimeError "Session has not been initialized: N"
+        _cproton.output_path(session)
     from .profile import _session_info
     info = _session_info(session)
     if info is not None and info.get("context") == "python":

@@ -22,13 +22,8 @@ def _check_phase(phase) -> None:
 
 def _data(session: int, phase: int, fmt: Optional[str]) -> bytes:
     metric.flush()  # device-recorded tensor metrics reach the tree first
-    try:
+    try:  # RuntimeError for an unknown session or a phase without data, as in Proton
         return _cproton.data(session, phase, fmt)
-    except ValueError as e:
-        # Proton raises RuntimeError for a phase without data.
-        if "has no data" in str(e):
-            raise RuntimeError(str(e)) from None
-        raise
     finally:
         _log.drain()
 
@@ -41,8 +36,9 @@ def get(session: Optional[int] = 0, phase: int = 0):
     "frame", "metrics" and "children"), for data="trace" the Chrome trace.
     None when `session` is None.
 
-    Raises ValueError for an unknown session, RuntimeError for a phase that
-    was cleared, written by periodic flushing, or never started.
+    Raises RuntimeError for an unknown session ("Session has not been
+    initialized: N") and for a phase that was cleared, written by periodic
+    flushing, or never started.
     """
     if session is None:
         return None

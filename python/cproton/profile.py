@@ -7,8 +7,10 @@ Differences from Proton, all deliberate:
   and one CprotonWarning says so. Backend names are passed through.
 - Under the ``cproton`` command, ``start`` and ``finalize`` inside the
   script are ignored (the command owns the session).
-- Wrong argument types raise TypeError, unknown context/data/backend/format
-  strings raise ValueError naming the valid ones.
+- Wrong argument types raise TypeError; unknown context/data/backend/format
+  strings raise RuntimeError (Proton's type) naming the valid ones; a bad
+  mode string raises ValueError (as Proton's parsers do).
+- ``finalize`` of an unknown session warns (Proton ignores it).
 
 Like Proton's, ``start`` does nothing and returns None when
 ``triton.knobs.proton.disable`` (TRITON_PROTON_DISABLE) is on, and copies

@@ -150,7 +150,7 @@ def main(argv=None):
         sys.exit(run_native(args, target))
     try:
         code = run_profiling(args, target)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, RuntimeError) as e:  # RuntimeError: Proton's, e.g. an unknown backend
         print(f"cproton: error: {e}", file=sys.stderr)
         code = 2
     sys.exit(code)

@@ -53,7 +53,7 @@ int cp_data_touch(cp_data *d, const cp_node *n);
 int cp_data_add_kernel(cp_data *d, const cp_node *n, uint64_t duration_ns,
                        uint32_t device_id, cp_device_type type);
 
-/* Folds a named metric into `n`. Errors: ENOMEM, EINVAL (kind change). */
+/* Folds a named metric into `n`. Errors: ENOMEM, ESTATE (kind change). */
 int cp_data_add_metric(cp_data *d, const cp_node *n, uint32_t name,
                        cp_value v);
 

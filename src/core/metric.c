@@ -82,8 +82,10 @@ static void add_saturating(int64_t *acc, int64_t v, const char *name) {
 
 int cp_metric_fold(cp_value *acc, cp_value v, cp_metric_rule rule,
                    const char *name) {
-  if (acc->kind != v.kind) /* Proton's text: users and tests match on it */
-    return cp_error_set(CPROTON_EINVAL,
+  /* Proton's text: users and tests match on it. ESTATE, not EINVAL: the
+   * value is fine, the metric already holds another type. */
+  if (acc->kind != v.kind)
+    return cp_error_set(CPROTON_ESTATE,
                         "Metric value type mismatch for valueId 0 (%s): "
                         "current=%s, new=%s",
                         name, type_name(acc), type_name(&v));

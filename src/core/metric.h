@@ -30,7 +30,7 @@ typedef struct cp_value {
 /* The rule for a metric name, by its suffix. */
 cp_metric_rule cp_metric_rule_of(const char *name);
 
-/* Folds `v` into `acc` under `rule`. Errors: EINVAL when the kinds differ
+/* Folds `v` into `acc` under `rule`. Errors: ESTATE when the kinds differ
  * (a metric keeps the kind of its first value), with Proton's message
  * "Metric value type mismatch for valueId 0 (name): current=.., new=..". */
 int cp_metric_fold(cp_value *acc, cp_value v, cp_metric_rule rule,

@@ -136,7 +136,7 @@ static int expand_name(const cproton_session_options *o, char *out,
       num[0] = *p++, num[1] = '\0';
     size_t k = strlen(num);
     if (n + k + 1 >= size)
-      return cp_error_set(CPROTON_EINVAL, "session name too long");
+      return cp_error_set(CPROTON_ELIMIT, "session name too long");
     memcpy(out + n, num, k + 1);
     n += k;
   }
@@ -159,11 +159,11 @@ static int parse_mode(const char *mode, session *s, const char **backend_mode) {
     return CPROTON_OK;
   }
   if (strncmp(rest, ":format=", 8) != 0)
-    return cp_error_set(CPROTON_EINVAL,
+    return cp_error_set(CPROTON_EPARSE,
                         "bad mode '%s' (expected periodic_flushing or "
                         "periodic_flushing:format=<name>)", mode);
   s->periodic = format_for((cp_io_kind)s->is_trace, rest + 8);
-  return s->periodic ? CPROTON_OK : CPROTON_EINVAL;
+  return s->periodic ? CPROTON_OK : CPROTON_EPARSE; /* 3.9: ValueError */
 }
 
 static int parse_options(const cproton_session_options *o, session *s) {
@@ -218,9 +218,12 @@ static int check_mode(const session *s, const char *mode) {
                       s->backend->name, a, b);
 }
 
+/* A mode string the backend cannot parse is EPARSE (malformed input), apart
+ * from the EINVAL of unknown names: Python raises ValueError for the one
+ * (Proton's mode parsers do) and RuntimeError for the other (Proton's C++). */
 static int start_backend(session *s, const char *mode) {
   if (s->backend->check_mode && s->backend->check_mode(mode))
-    return CPROTON_EINVAL;
+    return CPROTON_EPARSE;
   if (backend_users(s->backend) > 0)
     return check_mode(s, mode);
   if (!s->backend->available()) {

@@ -156,7 +156,7 @@ int cp_hatchet_msgpack_write(cp_sink *s, cp_data *d, int kernel_root) {
   (void)kernel_root; /* Proton 3.9: root zeros whenever kernels exist */
   cp_hatchet_tree t;
   seen_devices seen = {{0, 0}};
-  int rc = cp_hatchet_tree_open(&t, d, 1);
+  int rc = cp_hatchet_tree_open(&t, d, CP_HATCHET_ROOT_KERNEL);
   if (rc)
     return rc;
   cp_msgpack_array(s, 2);

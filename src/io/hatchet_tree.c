@@ -1,6 +1,7 @@
 /* io/hatchet_tree.c -- selects what a session's Hatchet profile holds: the
  * nodes it touched plus their ancestors, children in byte order of their
- * names (Proton 3.6's order), kernel metrics before flexible ones.
+ * names (Proton 3.6's order), kernel metrics before flexible ones, and the
+ * zeros Proton writes on ROOT for inclusive metrics (CP_HATCHET_ROOT_*).
  *
  * Invariant: the data lock is held from open to close, so the metrics read
  * by a writer are one consistent snapshot. Not a hot path (finalize).
@@ -17,38 +18,93 @@ static int kept(const cp_hatchet_tree *t, const cp_node *n) {
   return n->id < t->n_ids && t->keep[n->id];
 }
 
-/* Marks touched nodes and their ancestors; returns whether any node had
- * kernel metrics. */
-static int mark(cp_hatchet_tree *t) {
-  int any_kernel = 0;
+/* Adds the written names of m's inclusive (not "(exc)") flexible metrics to
+ * t->root_zero, which grows by doubling from *cap. Errors: ENOMEM. */
+static int collect_inclusive(cp_hatchet_tree *t, const cp_node_metrics *m,
+                             size_t *cap) {
+  for (size_t i = 0; i < m->n_flex; i++) {
+    if (m->flex[i].rule == CP_METRIC_EXC)
+      continue;
+    if (t->n_root_zero == *cap) {
+      size_t more = *cap ? *cap * 2 : 16;
+      uint32_t *p = realloc(t->root_zero, more * sizeof *p);
+      if (!p)
+        return cp_error_set(CPROTON_ENOMEM, "out of memory writing a profile");
+      t->root_zero = p, *cap = more;
+    }
+    t->root_zero[t->n_root_zero++] = m->flex[i].out_name;
+  }
+  return CPROTON_OK;
+}
+
+static int by_id(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+static int root_has(const cp_node_metrics *root, uint32_t out_name) {
+  for (size_t i = 0; root && i < root->n_flex; i++)
+    if (root->flex[i].out_name == out_name)
+      return 1;
+  return 0;
+}
+
+/* Sorts t->root_zero, drops repeats and the names ROOT holds itself. */
+static void settle_root_zero(cp_hatchet_tree *t) {
+  if (!t->n_root_zero)
+    return; /* root_zero is NULL: qsort must not see it */
+  const cp_node_metrics *root = cp_data_metrics(t->d, cp_cct_root());
+  qsort(t->root_zero, t->n_root_zero, sizeof *t->root_zero, by_id);
+  size_t k = 0;
+  for (size_t i = 0; i < t->n_root_zero; i++) {
+    uint32_t id = t->root_zero[i];
+    if ((k == 0 || t->root_zero[k - 1] != id) && !root_has(root, id))
+      t->root_zero[k++] = id;
+  }
+  t->n_root_zero = k;
+}
+
+/* Marks touched nodes and their ancestors; notes whether any node had
+ * kernel metrics and, with CP_HATCHET_ROOT_FLEX, the inclusive names. */
+static int mark(cp_hatchet_tree *t, unsigned root) {
+  size_t cap = 0;
+  int rc = CPROTON_OK;
   t->keep[0] = 1;
-  for (uint32_t id = 1; id < t->n_ids; id++) {
+  for (uint32_t id = 1; id < t->n_ids && !rc; id++) {
     cp_node *n = cp_cct_node(id);
     if (!n || !cp_data_touched(t->d, n))
       continue;
     const cp_node_metrics *m = cp_data_metrics(t->d, n);
-    any_kernel |= m && m->has_kernel;
+    t->any_kernel |= m && m->has_kernel;
+    if (m && (root & CP_HATCHET_ROOT_FLEX))
+      rc = collect_inclusive(t, m, &cap);
     for (; n && !t->keep[n->id]; n = n->parent)
       t->keep[n->id] = 1;
   }
-  return any_kernel;
+  if (!(root & CP_HATCHET_ROOT_KERNEL))
+    t->any_kernel = 0;
+  settle_root_zero(t);
+  return rc;
 }
 
-int cp_hatchet_tree_open(cp_hatchet_tree *t, cp_data *d, int kernel_root) {
-  t->d = d;
-  t->n_ids = cp_cct_count();
+int cp_hatchet_tree_open(cp_hatchet_tree *t, cp_data *d, unsigned root) {
+  *t = (cp_hatchet_tree){.d = d, .n_ids = cp_cct_count()};
   t->keep = calloc(t->n_ids ? t->n_ids : 1, 1);
   if (!t->keep)
     return cp_error_set(CPROTON_ENOMEM, "out of memory writing a profile");
   cp_data_lock(d);
-  t->any_kernel = mark(t) && kernel_root;
-  return CPROTON_OK;
+  int rc = mark(t, root);
+  if (rc)
+    cp_hatchet_tree_close(t);
+  return rc;
 }
 
 void cp_hatchet_tree_close(cp_hatchet_tree *t) {
   cp_data_unlock(t->d);
   free(t->keep);
+  free(t->root_zero);
   t->keep = NULL;
+  t->root_zero = NULL;
 }
 
 static int by_name_node(const void *a, const void *b) {
@@ -104,7 +160,8 @@ static cp_hatchet_entry str_entry(const char *name, const char *str) {
 
 size_t cp_hatchet_tree_capacity(const cp_hatchet_tree *t, const cp_node *n) {
   const cp_node_metrics *m = cp_data_metrics(t->d, n);
-  return CP_HATCHET_FIXED_ENTRIES + (m ? m->n_flex : 0);
+  return CP_HATCHET_FIXED_ENTRIES + (m ? m->n_flex : 0) +
+         (n->id == 0 ? t->n_root_zero : 0);
 }
 
 size_t cp_hatchet_tree_metrics(const cp_hatchet_tree *t, const cp_node *n,
@@ -132,6 +189,8 @@ size_t cp_hatchet_tree_metrics(const cp_hatchet_tree *t, const cp_node *n,
                    : (cp_hatchet_entry){.name = cp_strtab_str(f->out_name),
                                         .value = f->value};
   }
+  for (size_t i = 0; n->id == 0 && i < t->n_root_zero; i++)
+    out[k++] = int_entry(cp_strtab_str(t->root_zero[i]), 0);
   qsort(out + *n_fixed_out, k - *n_fixed_out, sizeof *out, by_name);
   return k;
 }

@@ -14,7 +14,21 @@ typedef struct cp_hatchet_tree {
   unsigned char *keep; /* by node id: written or not */
   uint32_t n_ids;      /* nodes created later are not written */
   int any_kernel;      /* ROOT carries zeroed kernel metrics */
+  uint32_t *root_zero; /* written names (strtab ids) ROOT gets a 0 for */
+  size_t n_root_zero;
 } cp_hatchet_tree;
+
+/* What cp_hatchet_tree_open zeroes on ROOT ("hints" for inclusive metrics;
+ * Proton 3.6 writes them so that Hatchet sees every inclusive column at the
+ * top of the tree). */
+enum {
+  /* "time (ns)" and "count" when some node has kernel metrics (Proton 3.6
+   * and 3.9, every backend that times kernels) */
+  CP_HATCHET_ROOT_KERNEL = 1,
+  /* every flexible metric that is not "(exc)" (properties included), seen
+   * on any written node, kernels or not (Proton 3.6's JSON; 3.9 dropped it) */
+  CP_HATCHET_ROOT_FLEX = 2
+};
 
 /* One metric of a node: "name": value. */
 typedef struct cp_hatchet_entry {
@@ -28,9 +42,10 @@ typedef struct cp_hatchet_entry {
 #define CP_HATCHET_FIXED_ENTRIES 4
 
 /* Marks the nodes `d` touched and their ancestors, and locks `d` until
- * cp_hatchet_tree_close. With `kernel_root` ROOT gets zeroed kernel metrics
- * when some node has kernel metrics (as Proton writes). Errors: ENOMEM. */
-int cp_hatchet_tree_open(cp_hatchet_tree *t, cp_data *d, int kernel_root);
+ * cp_hatchet_tree_close. `root` (CP_HATCHET_ROOT_* bits) says which zeroed
+ * metrics ROOT gets; a metric ROOT holds itself (C API only: Proton's ROOT
+ * never has one) keeps its value. Errors: ENOMEM. */
+int cp_hatchet_tree_open(cp_hatchet_tree *t, cp_data *d, unsigned root);
 
 /* Unlocks and frees. */
 void cp_hatchet_tree_close(cp_hatchet_tree *t);

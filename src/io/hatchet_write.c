@@ -153,7 +153,9 @@ static void write_devices(cp_sink *s) {
 
 int cp_hatchet_write(cp_sink *s, cp_data *d, int kernel_root) {
   writer w = {.s = s};
-  int rc = cp_hatchet_tree_open(&w.t, d, kernel_root);
+  /* Proton 3.6's ROOT: a 0 for every inclusive metric of the tree */
+  unsigned root = CP_HATCHET_ROOT_FLEX | (kernel_root ? CP_HATCHET_ROOT_KERNEL : 0);
+  int rc = cp_hatchet_tree_open(&w.t, d, root);
   if (rc)
     return rc;
   cp_sink_puts(s, "[");

@@ -1,15 +1,18 @@
-"""Bad input raises TypeError/ValueError with a message; unbalanced scopes
-are reported (ValueError for explicit exits, CprotonWarning for a `with`
-scope whose exit cannot pop); nothing crashes."""
+"""Bad input raises Proton's exception type with a message (RuntimeError
+where Proton's C++ rejects it, TypeError/ValueError otherwise; the table is
+in docs/python.md); unbalanced scopes are reported (ValueError for explicit
+exits, CprotonWarning for a `with` scope whose exit cannot pop); nothing
+crashes."""
 import pytest
 
 import cproton as proton
 
 
 @pytest.mark.parametrize("kwargs,exc,match", [
-    ({"context": "nope"}, ValueError, "context"),
-    ({"data": "graph"}, ValueError, "data"),
-    ({"backend": "roctracer"}, ValueError, "backend"),
+    ({"context": "nope"}, RuntimeError, "context"),
+    ({"data": "graph"}, RuntimeError, "data"),
+    ({"backend": "roctracer"}, RuntimeError, "backend"),
+    ({"mode": "bogus"}, ValueError, "unknown mode"),
     ({"hook": "torch"}, ValueError, "hook"),
     ({"context": 3}, TypeError, "context"),
     ({"mode": 3}, TypeError, "mode"),
@@ -26,16 +29,22 @@ def test_start_bad_name_type():
 
 
 def test_unknown_session_ids():
-    with pytest.raises(ValueError):
-        proton.activate(7)
-    with pytest.raises(ValueError):
-        proton.deactivate(7)
-    with pytest.raises(ValueError):
-        proton.finalize(7)
+    for call in (proton.activate, proton.deactivate, proton.data.get, proton.data.advance_phase,
+                 proton.data.clear, proton.data.is_phase_complete):
+        with pytest.raises(RuntimeError, match="^Session has not been initialized: 7$"):
+            call(7)
+    with pytest.warns(proton.CprotonWarning, match="Session has not been initialized: 7"):
+        proton.finalize(7)  # Proton ignores it: finalizing twice is not an error
     with pytest.raises(TypeError):
         proton.finalize("0")
-    with pytest.raises(ValueError):
-        proton.data.get(5)
+
+
+def test_context_depth_unknown_session():
+    session = proton.start("x", backend="none")
+    assert proton.context.depth(session) == 0
+    with pytest.raises(RuntimeError, match=f"Session has not been initialized: {session + 1}"):
+        proton.context.depth(session + 1)
+    proton.finalize(session)
 
 
 def test_scope_name_types():
@@ -51,13 +60,13 @@ def test_scope_name_types():
 
 
 def test_unbalanced_exit_scope():
-    proton.start("x")
+    sid = proton.start("x")
     with pytest.raises(ValueError, match="without a matching"):
         proton.exit_scope()
     proton.enter_scope("a")
     with pytest.raises(ValueError, match="does not match"):
         proton.exit_scope("b")
-    assert proton.context.depth() == 1  # nothing popped
+    assert proton.context.depth(sid) == 1  # nothing popped
     assert proton.exit_scope("a") is not None
 
 

@@ -63,11 +63,12 @@ def test_metrics_on_exit_and_by_id():
     assert t["t"]["@"] == {"later": 2}
 
 
-def test_type_change_is_value_error():
+def test_type_change_is_runtime_error():
+    """Proton's C++ throws std::runtime_error, RuntimeError in Python."""
     proton.start("m")
     with proton.scope("s", {"v": 1}):
         pass
-    with pytest.raises(ValueError, match="type"):
+    with pytest.raises(RuntimeError, match="type"):
         with proton.scope("s", {"v": 1.5}):
             pass
 

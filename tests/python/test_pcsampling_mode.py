@@ -37,7 +37,7 @@ def test_second_session_other_mode_refused():
         warnings.simplefilter("ignore")
         cproton.start("a", backend="fake", mode="pcsampling")
         cproton.start("b", backend="fake", mode="pcsampling")
-        with pytest.raises(ValueError, match="Cannot add a session with the same profiler "
+        with pytest.raises(RuntimeError, match="Cannot add a session with the same profiler "
                                              "but a different mode than existing sessions"):
             cproton.start("c", backend="fake")
     cproton.finalize()

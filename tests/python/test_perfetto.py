@@ -317,7 +317,7 @@ def test_periodic_flushing_writes_perfetto_parts():
 
 def test_unknown_format_names_perfetto():
     sid = proton.start("bad", data="trace", backend="fake")
-    with pytest.raises(ValueError, match="perfetto"):
+    with pytest.raises(RuntimeError, match="perfetto"):
         proton.finalize(sid, "protobuf")
 
 

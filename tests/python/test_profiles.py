@@ -147,7 +147,7 @@ def test_finalize_format_and_default_name():
         pass
     proton.finalize(sid, "hatchet")
     assert os.path.exists("proton.hatchet")
-    with pytest.raises(ValueError):
+    with pytest.raises(RuntimeError):  # Proton's "Unknown output format"
         sid = proton.start("f")
         proton.finalize(sid, "nope")
 

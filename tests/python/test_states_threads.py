@@ -54,7 +54,7 @@ def test_scopes_per_thread_and_concurrency():
             for _ in range(n_iter):
                 with proton.scope(f"thread{i % 2}", {"n": 1}):
                     C._fake_launch("k")
-                    assert proton.context.depth() == 1
+                    assert proton.context.depth(sid) == 1
         except Exception as e:  # pragma: no cover - reported below
             errors.append(e)
 
@@ -72,14 +72,14 @@ def test_scopes_per_thread_and_concurrency():
 
 
 def test_thread_exit_scope_is_own_stack():
-    proton.start("t")
+    sid = proton.start("t")
     proton.enter_scope("main")
     seen = []
 
     def other():
         with pytest.raises(ValueError):
             proton.exit_scope()  # this thread has no open scope
-        seen.append(proton.context.depth())
+        seen.append(proton.context.depth(sid))
 
     t = threading.Thread(target=other)
     t.start()

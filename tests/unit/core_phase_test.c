@@ -147,9 +147,9 @@ Test(core_phase, bad_periodic_modes, .init = reset) {
   o.backend = "fake";
   o.mode = "periodic_flushing:fmt=hatchet";
   int sid;
-  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_EINVAL);
+  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_EPARSE);
   o.mode = "periodic_flushing:format=chrome_trace";
-  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_EINVAL);
+  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_EPARSE);
   cr_assert(strstr(cproton_last_error(), "valid: hatchet, hatchet_msgpack"));
   cr_assert_eq(cproton_session_count(), 0);
 }

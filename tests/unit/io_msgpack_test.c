@@ -139,14 +139,18 @@ Test(io_msgpack, reader_matches_the_json_reader, .init = reset) {
                      cproton_profile_node_name(b, i));
     cr_assert_eq(cproton_profile_node_parent(a, i),
                  cproton_profile_node_parent(b, i));
-    uint32_t nmet = cproton_profile_node_metric_count(a, i);
-    cr_assert_eq(cproton_profile_node_metric_count(b, i), nmet);
+    /* ROOT differs on purpose: the JSON (Proton 3.6) has a 0 for every
+     * inclusive metric, MessagePack (3.9) only the kernel ones. Each
+     * metric of the MessagePack file is in the JSON one, alike. */
+    uint32_t nmet = cproton_profile_node_metric_count(b, i);
+    uint32_t extra = i == 0 ? 1 : 0; /* "flops": 0 */
+    cr_assert_eq(cproton_profile_node_metric_count(a, i), nmet + extra);
     for (uint32_t k = 0; k < nmet; k++) {
       uint32_t key;
       cproton_metric_value va, vb;
-      cproton_profile_node_metric_at(a, i, k, &key, &va);
-      const char *name = cproton_profile_metric_name(a, key);
-      cr_assert_eq(cproton_profile_node_metric_by_name(b, i, name, &vb),
+      cproton_profile_node_metric_at(b, i, k, &key, &vb);
+      const char *name = cproton_profile_metric_name(b, key);
+      cr_assert_eq(cproton_profile_node_metric_by_name(a, i, name, &va),
                    CPROTON_OK, "%s", name);
       cr_assert_eq(va.kind, vb.kind, "%s", name);
       if (va.kind == CPROTON_METRIC_STRING)
