@@ -488,8 +488,8 @@ static PyObject *py_tensor_metric_fold(PyObject *m, PyObject *arg) {
                  "a whole number of 64-bit words", b.len);
     return NULL;
   }
-  if (rc)
-    return raise_status(rc);
+  if (rc) /* a metric's type change: Proton's RuntimeError, as in add_one */
+    return raise_as(rc, RT(ESTATE));
   return PyLong_FromSize_t(folded);
 }
 

@@ -259,9 +259,9 @@ def test_fold_rejects_bad_records():
     sid = proton.start("t", backend="fake")
     with pytest.raises(ValueError, match="whole number of 64-bit words"):
         C.tensor_metric_fold(b"\0" * 12)
-    with pytest.raises(RuntimeError, match="name no reserved slot.*word 0"):
+    with pytest.raises(ValueError, match="name no reserved slot.*word 0"):
         C.tensor_metric_fold(struct.pack("<qq", 10**6, 1))
-    with pytest.raises(ValueError, match="type mismatch"):
+    with pytest.raises(RuntimeError, match="type mismatch"):
         with proton.scope("s", {"x": 1}):
             pass
         with proton.scope("s", {"x": FakeTensor(0.5)}):
