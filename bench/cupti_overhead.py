@@ -150,27 +150,36 @@ def kernel_count(path):
         return None
 
 
+def timed_run(step, sync, start, finalize, warmup, settle, steps):
+    """One measured run, shared with bench/realworld.py: `warmup` steps
+    (compile, autotune) outside the profiler, start, `settle` steps for the
+    profiler's own first-use costs, then `steps` timed steps and finalize.
+    Returns (loop seconds, finalize seconds, finalize's result)."""
+    for _ in range(warmup):
+        step()
+    sync()
+    start()
+    for _ in range(settle):
+        step()
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    sync()
+    t1 = time.perf_counter()
+    result = finalize()
+    return t1 - t0, time.perf_counter() - t1, result
+
+
 def child(args):
     out = os.path.join(args.out, f"run_{args.child}_{os.getpid()}")
     os.makedirs(out, exist_ok=True)
     step, sync = make_workload()
-    for _ in range(200):  # compile and warm up outside any profiler
-        step()
-    sync()
     prof = Profiler(args.child, out, args)
-    prof.start()
-    for _ in range(100):  # let the profiler initialise
-        step()
-    sync()
-    t0 = time.perf_counter()
-    for _ in range(args.steps):
-        step()
-    sync()
-    t1 = time.perf_counter()
-    path = prof.finalize()
-    t2 = time.perf_counter()
+    loop_s, finalize_s, path = timed_run(step, sync, prof.start, prof.finalize,
+                                         warmup=200, settle=100, steps=args.steps)
     size = os.path.getsize(path) if path and os.path.exists(path) else 0
-    res = {"variant": args.child, "loop_s": t1 - t0, "finalize_s": t2 - t1,
+    res = {"variant": args.child, "loop_s": loop_s, "finalize_s": finalize_s,
            "profile_bytes": size}
     if path and path.endswith(".hatchet"):
         res["kernels"] = kernel_count(path)

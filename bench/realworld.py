@@ -29,12 +29,11 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import workloads  # noqa: E402
-from cupti_overhead import build_floor, find_cupti, kernel_count  # noqa: E402
+from cupti_overhead import build_floor, find_cupti, kernel_count, timed_run  # noqa: E402
 
 VARIANTS = ["none", "floor", "proton", "cproton", "cproton-hook", "cproton-python"]
 
@@ -83,22 +82,10 @@ def child(args):
     mod, start, finalize = profiler_for(args.child, args, out)
     scope = mod.scope if mod is not None else (lambda name: contextlib.nullcontext())
     step, sync = workloads.WORKLOADS[args.workload](scope)
-    for _ in range(args.warmup):  # compile, autotune and warm up unprofiled
-        step()
-    sync()
-    start()
-    for _ in range(max(1, args.warmup // 4)):  # profiler's own first-use costs
-        step()
-    sync()
-    t0 = time.perf_counter()
-    for _ in range(args.steps):
-        step()
-    sync()
-    t1 = time.perf_counter()
-    prof = finalize()
-    t2 = time.perf_counter()
-    res = {"variant": args.child, "workload": args.workload, "loop_s": t1 - t0,
-           "finalize_s": t2 - t1, "steps": args.steps}
+    loop_s, finalize_s, prof = timed_run(step, sync, start, finalize, warmup=args.warmup,
+                                         settle=max(1, args.warmup // 4), steps=args.steps)
+    res = {"variant": args.child, "workload": args.workload, "loop_s": loop_s,
+           "finalize_s": finalize_s, "steps": args.steps}
     if isinstance(prof, dict):
         res["kernels"] = prof["records"]
     elif prof and os.path.exists(prof):
