@@ -1,5 +1,6 @@
-/* core/cct.c -- the calling-context tree: immortal nodes found by
- * (parent, name) in a lock-free hash and enumerated through child lists.
+/* core/cct.c -- the calling-context tree: nodes found by (parent, name) in
+ * a lock-free hash and enumerated through child lists. Nodes live until
+ * cp_cct_reset, which core/session.c calls only when nothing can hold one.
  *
  * Invariant: a node is fully initialised (id included) before it is
  * published in its hash bucket; it is then published in its parent's
@@ -20,7 +21,8 @@
 #define N_CHUNKS (1u << 14) /* 2^26 nodes */
 
 static cp_node root_node = {.id = 0, .name = 0, .depth = 0};
-static _Atomic(cp_node *) buckets[N_BUCKETS];
+/* page-aligned so that a reset can hand its pages back */
+static _Alignas(4096) _Atomic(cp_node *) buckets[N_BUCKETS];
 static _Atomic(cp_node **) chunks[N_CHUNKS];
 static atomic_uint next_id = 1;
 
@@ -135,3 +137,21 @@ cp_node *cp_cct_node(uint32_t id) {
 }
 
 uint32_t cp_cct_count(void) { return atomic_load(&next_id); }
+
+void cp_cct_reset(void) {
+  for (uint32_t b = 0; b < N_BUCKETS; b++)
+    for (cp_node *n = atomic_load_explicit(&buckets[b], memory_order_relaxed),
+                 *next;
+         n; n = next) {
+      next = n->hash_next;
+      free(n);
+    }
+  for (uint32_t c = 0; c < N_CHUNKS; c++) {
+    free(atomic_load_explicit(&chunks[c], memory_order_relaxed));
+    atomic_store_explicit(&chunks[c], NULL, memory_order_relaxed);
+  }
+  cp_strtab_release_pages(buckets, sizeof buckets);
+  atomic_store(&root_node.first_child, NULL);
+  atomic_store(&root_node.hint, NULL);
+  atomic_store(&next_id, 1);
+}

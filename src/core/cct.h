@@ -2,9 +2,9 @@
  *
  * Every context path ever entered (scopes, states, Python frames, kernel
  * names) is one node here, shared by all sessions; a session's data only
- * says which nodes it saw and what it measured on them. Nodes are immortal,
- * so a pointer taken at a kernel launch stays valid until the record
- * arrives, whatever sessions do in between. */
+ * says which nodes it saw and what it measured on them. Nodes live until
+ * the last session ends and nothing holds one (cp_cct_reset), so a pointer
+ * taken at a kernel launch stays valid until its record arrives. */
 #ifndef CP_CORE_CCT_H
 #define CP_CORE_CCT_H
 
@@ -38,5 +38,10 @@ cp_node *cp_cct_node(uint32_t id);
 
 /* Number of nodes created so far (ids are < this). */
 uint32_t cp_cct_count(void);
+
+/* Frees every node but ROOT; ids start again at 1. The caller guarantees
+ * that no thread uses the tree and that no node pointer or id survives in
+ * a thread's stack, a launch site or a session's store (core/session.c). */
+void cp_cct_reset(void);
 
 #endif

@@ -7,7 +7,14 @@
  * Other threads: a thread with no scope of its own launches under the main
  * thread's (the one that started the latest session) live top of stack,
  * which the main thread publishes in `main_top` on every push and pop; a
- * node pointer is all another thread reads, and nodes are immortal.
+ * node pointer is all another thread reads.
+ * Compaction: every thread is in a registry with two counters that only
+ * it writes: `busy` (it is inside a recording call: cp_context_guard_*)
+ * and `held` (resolved frames, states and the op it holds: each names a
+ * node or a scoped string). cp_context_compact frees the tree and the
+ * scoped names only when every thread has both at zero; exited frames kept
+ * for late metrics carry the generation they were made in and are ignored
+ * once it has passed.
  * Hot path: push/pop (scope enter/exit) and launch_node (launch callbacks).
  * Called by core/session.c. */
 #include <pthread.h>
@@ -22,6 +29,9 @@
 #define N_RECENT 8 /* exited frames kept for metrics added after exit */
 
 typedef struct cp_thread {
+  atomic_uint busy; /* recording calls in progress (nested) */
+  atomic_uint held; /* resolved frames + resolved states + op */
+  struct cp_thread *prev, *next; /* registry, under reg_lock */
   size_t depth;
   cp_frame stack[CP_MAX_DEPTH];
   cp_frame recent[N_RECENT];
@@ -47,11 +57,23 @@ static struct {
 
 static const char *kind_names[CP_CONTEXT_KINDS] = {"shadow", "python"};
 
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static cp_thread *registry;  /* every live thread's state */
+static atomic_uint generation; /* bumped by each compaction */
+
 static void thread_free(void *p) {
   cp_thread *t = p;
   unsigned tid = t->tid;
   if (atomic_compare_exchange_strong(&main_tid, &tid, 0))
     atomic_store(&main_top, NULL); /* its stack is gone: others use ROOT */
+  pthread_mutex_lock(&reg_lock);
+  if (t->prev)
+    t->prev->next = t->next;
+  else
+    registry = t->next;
+  if (t->next)
+    t->next->prev = t->prev;
+  pthread_mutex_unlock(&reg_lock);
   free(p);
   self = NULL; /* destructors run on the exiting thread itself */
 }
@@ -66,7 +88,52 @@ static cp_thread *thread_get(void) {
     return NULL;
   self->tid = atomic_fetch_add(&next_tid, 1);
   pthread_setspecific(thread_key, self);
+  pthread_mutex_lock(&reg_lock);
+  self->next = registry;
+  if (registry)
+    registry->prev = self;
+  registry = self;
+  pthread_mutex_unlock(&reg_lock);
   return self;
+}
+
+/* Only the owner writes its counters: a load and a store, no RMW. */
+static void held_add(cp_thread *t, int d) {
+  unsigned h = atomic_load_explicit(&t->held, memory_order_relaxed);
+  atomic_store_explicit(&t->held, h + (unsigned)d, memory_order_relaxed);
+}
+
+int cp_context_guard_begin(void) {
+  cp_thread *t = thread_get();
+  if (!t)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory for thread state");
+  /* seq_cst: ordered before the caller's load of the active mask, against
+   * the compactor's store of the mask and load of `busy` (Dekker). */
+  atomic_store(&t->busy,
+               atomic_load_explicit(&t->busy, memory_order_relaxed) + 1);
+  return CPROTON_OK;
+}
+
+void cp_context_guard_end(void) {
+  cp_thread *t = self;
+  atomic_store_explicit(
+      &t->busy, atomic_load_explicit(&t->busy, memory_order_relaxed) - 1,
+      memory_order_release);
+}
+
+int cp_context_compact(void (*reset)(void)) {
+  pthread_mutex_lock(&reg_lock);
+  int quiet = 1;
+  for (cp_thread *t = registry; t && quiet; t = t->next)
+    quiet = atomic_load(&t->busy) == 0 &&
+            atomic_load_explicit(&t->held, memory_order_relaxed) == 0;
+  if (quiet) {
+    atomic_store(&main_top, NULL);
+    atomic_fetch_add(&generation, 1);
+    reset();
+  }
+  pthread_mutex_unlock(&reg_lock);
+  return quiet;
 }
 
 int cp_context_kind_parse(const char *name, cp_context_kind *out) {
@@ -175,7 +242,9 @@ int cp_context_push(uint32_t name, unsigned kinds, cp_frame **frame_out) {
   f->timed = 0;
   f->id = ((uint64_t)t->tid << 40) | ++t->next_scope;
   f->state = t->n_states ? t->states[t->n_states - 1] : 0;
+  f->generation = atomic_load_explicit(&generation, memory_order_relaxed);
   t->depth++;
+  held_add(t, 1);
   publish_top(t);
   *frame_out = f;
   return CPROTON_OK;
@@ -199,6 +268,8 @@ int cp_context_pop(const char *name, const cp_frame **popped) {
   if (popped)
     *popped = kept;
   t->depth--;
+  if (f->name)
+    held_add(t, -1);
   publish_top(t);
   return CPROTON_OK;
 }
@@ -212,8 +283,10 @@ const cp_frame *cp_context_find(uint64_t id) {
   for (size_t i = t->depth; i-- > 0;)
     if (t->stack[i].id == id)
       return &t->stack[i];
-  for (unsigned i = 0; i < N_RECENT; i++)
-    if (t->recent[i].id == id)
+  unsigned now = atomic_load_explicit(&generation, memory_order_relaxed);
+  for (unsigned i = 0; i < N_RECENT; i++) /* older ones' nodes are gone */
+    if (t->recent[i].id == id && (!t->recent[i].name ||
+                                  t->recent[i].generation == now))
       return &t->recent[i];
   return NULL;
 }
@@ -262,6 +335,8 @@ int cp_context_state_push(uint32_t name) {
     return cp_error_set(CPROTON_ELIMIT, "more than %d nested states",
                         CP_MAX_STATES);
   t->states[t->n_states++] = name;
+  if (name)
+    held_add(t, 1);
   return CPROTON_OK;
 }
 
@@ -269,7 +344,8 @@ int cp_context_state_pop(void) {
   cp_thread *t = thread_get();
   if (!t || t->n_states == 0)
     return cp_error_set(CPROTON_ESTATE, "exit_state without enter_state");
-  t->n_states--;
+  if (t->states[--t->n_states])
+    held_add(t, -1);
   return CPROTON_OK;
 }
 
@@ -277,6 +353,7 @@ int cp_context_op_set(uint32_t name) {
   cp_thread *t = thread_get();
   if (!t)
     return cp_error_set(CPROTON_ENOMEM, "out of memory for thread state");
+  held_add(t, (name != 0) - (t->op != 0));
   t->op = name;
   return CPROTON_OK;
 }

@@ -31,6 +31,7 @@ typedef struct cp_frame {
   uint64_t name_hash; /* unresolved frames: hash of the name, for exits */
   cp_node *node[CP_CONTEXT_KINDS]; /* all NULL when unresolved */
   uint32_t state;   /* the state open at push (0: none) */
+  uint32_t generation; /* compactions before its push (resolved frames) */
 } cp_frame;
 
 /* Parses "shadow" / "python". Errors: EINVAL (message lists valid names). */
@@ -95,6 +96,21 @@ void cp_context_set_main(void);
 /* No main thread until the next cp_context_set_main: threads without scopes
  * launch under ROOT. */
 void cp_context_clear_main(void);
+
+/* Brackets a recording call (scope, state, op, metric, launch capture):
+ * between them the calling thread may intern scoped names and touch the
+ * tree and session stores, so no compaction runs. Begin must come before
+ * the call reads the active-session mask. Nests. Errors: ENOMEM (then no
+ * end is due). Hot path: a store and a release store. */
+int cp_context_guard_begin(void);
+void cp_context_guard_end(void);
+
+/* Runs `reset` (which frees the tree and the scoped names) if no thread is
+ * inside a guard or holds a resolved frame, state or op; returns whether it
+ * ran. The caller has made the active mask 0 (sequentially consistent) and
+ * keeps it 0 meanwhile; threads block at their first call meanwhile only
+ * if they are new. Frames exited earlier stop being found by id. */
+int cp_context_compact(void (*reset)(void));
 
 /* A small id for the calling thread (1, 2, ...), for trace lanes. */
 uint32_t cp_context_thread_id(void);

@@ -4,7 +4,8 @@
  * of {touched byte, metrics pointer}. Chunks are published with CAS so
  * touching is lock-free; metrics are changed under the store's mutex
  * (record processing and user metrics, never the launch path).
- * Invariant: a slot's metrics pointer, once set, lives until cp_data_free.
+ * Invariant: a slot's metrics pointer, once set, lives until cp_data_free;
+ * chunks live until cp_data_trim (called only when no thread can use d).
  * Hot path: cp_data_touch (scope enter). Called by core/session.c. */
 #include <pthread.h>
 #include <stdlib.h>
@@ -67,6 +68,14 @@ void cp_data_reset(cp_data *d) {
     }
   }
   pthread_mutex_unlock(&d->lock);
+}
+
+void cp_data_trim(cp_data *d) {
+  cp_data_reset(d);
+  for (uint32_t c = 0; c < N_CHUNKS; c++) {
+    free(atomic_load(&d->chunks[c]));
+    atomic_store(&d->chunks[c], NULL);
+  }
 }
 
 static slot *slot_of(cp_data *d, uint32_t id, int create) {

@@ -44,6 +44,10 @@ void cp_data_free(cp_data *d);
  * still hold `d` (a touch racing a finalize) never see freed memory. */
 void cp_data_reset(cp_data *d);
 
+/* Like cp_data_reset, and frees the chunk tables too. No other thread may
+ * use `d` meanwhile (core/session.c calls it when nothing records). */
+void cp_data_trim(cp_data *d);
+
 /* Marks `n` as seen. Hot path: lock-free, allocates only the first time a
  * range of 4096 node ids is touched. Errors: ENOMEM. */
 int cp_data_touch(cp_data *d, const cp_node *n);

@@ -145,6 +145,13 @@ void cp_phases_flushed(cp_phases *ps, uint32_t current_at_start) {
     ps->flushed_through = done;
 }
 
+void cp_phases_trim(cp_phases *ps) {
+  for (size_t i = 0; i < ps->n_live; i++) /* the reset current phase */
+    cp_data_trim(ps->live[i].data);
+  for (size_t i = 0; i < ps->n_spare; i++)
+    cp_data_trim(ps->spare[i].data);
+}
+
 void cp_phases_free(cp_phases *ps) {
   for (size_t i = 0; i < ps->n_live; i++)
     cp_data_free(ps->live[i].data), cp_trace_free(ps->live[i].trace);

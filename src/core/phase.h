@@ -72,4 +72,8 @@ void cp_phases_flushed(cp_phases *ps, uint32_t current_at_start);
 /* Frees every store (the slot goes away; no other thread may use them). */
 void cp_phases_free(cp_phases *ps);
 
+/* Empties every store and frees its per-node tables (a slot whose session
+ * ended). No other thread may use them meanwhile. */
+void cp_phases_trim(cp_phases *ps);
+
 #endif

@@ -9,6 +9,7 @@
  * Hot path: scope enter/exit and cp_session_capture read atomics only.
  * Called by the public API users, the Python extension and backends. */
 #include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -60,6 +61,7 @@ static atomic_uint active_kinds;     /* bit per context kind in use */
 static atomic_uint trace_mask;       /* active slots with data="trace" */
 static atomic_uint epoch = 1;
 static int next_id; /* under table_lock; ids are never reused, as in Proton */
+static atomic_uint compactions; /* times the tree and scoped names were freed */
 
 /* What scope and metric calls read of a slot without a lock: a thread that
  * read the active mask just before a finalize and a new start (or a phase
@@ -88,9 +90,10 @@ static cp_trace *hot_trace(int i) {
   return atomic_load_explicit(&hot[i].trace, memory_order_acquire);
 }
 
-uint32_t cp_session_active_mask(void) {
-  return atomic_load_explicit(&active_mask, memory_order_acquire);
-}
+/* Sequentially consistent: inside a guard (cp_context_guard_begin) this
+ * load and the guard's store pair with compact_if_idle's (Dekker). A plain
+ * load on x86 and a load-acquire on Arm. */
+uint32_t cp_session_active_mask(void) { return atomic_load(&active_mask); }
 
 /* Recomputes the derived masks; caller holds table_lock. */
 static void set_active(int slot, int on) {
@@ -476,6 +479,32 @@ static int do_finalize(int i) {
   return rc;
 }
 
+/* Frees the tree, the scoped names and the spare stores' tables. Runs
+ * under cp_context_compact: no thread records or holds a node. */
+static void reset_tables(void) {
+  cp_cct_reset();
+  cp_strtab_scoped_reset();
+  for (int i = 0; i < CP_MAX_SESSIONS; i++)
+    cp_phases_trim(&slots[i].phases);
+  malloc_trim(0); /* glibc keeps freed small blocks otherwise */
+}
+
+/* With no session in use (every backend stopped, so no launch site or
+ * graph capture is left to deliver), nothing names a node or a scoped
+ * string but threads' open frames, states and ops: if none holds one and
+ * none is inside a recording call, free them all. Caller: table_lock. */
+static void compact_if_idle(void) {
+  for (int i = 0; i < CP_MAX_SESSIONS; i++)
+    if (slots[i].in_use)
+      return;
+  pthread_rwlock_wrlock(&slots_rw);
+  if (cp_context_compact(reset_tables))
+    atomic_fetch_add(&compactions, 1);
+  pthread_rwlock_unlock(&slots_rw);
+}
+
+unsigned cp_session_compactions(void) { return atomic_load(&compactions); }
+
 /* Checks the format against every session it applies to before any is
  * finalized: a bad name must not cost the user their data. */
 static int check_format(int id, const char *format) {
@@ -500,7 +529,11 @@ int cproton_session_finalize(int id, const char *format) {
   if (rc)
     return rc;
   finalize_format = format && *format ? cp_io_format_find(format) : NULL;
-  return each_session(id, do_finalize);
+  rc = each_session(id, do_finalize);
+  pthread_mutex_lock(&table_lock);
+  compact_if_idle();
+  pthread_mutex_unlock(&table_lock);
+  return rc;
 }
 
 int cproton_session_output_path(int id, char *buf, size_t size) {
@@ -661,6 +694,7 @@ void cp_session_reset_all(void) {
   pthread_rwlock_unlock(&slots_rw);
   for (int i = 0; i < n_stop; i++) /* outside slots_rw, as in finalize */
     to_stop[i]->stop();
+  compact_if_idle();
   pthread_mutex_unlock(&table_lock);
 }
 
@@ -673,6 +707,14 @@ static int intern(const char *name, const char *what, uint32_t *id) {
     return cp_error_set(CPROTON_EINVAL, "%s name must be a non-empty string",
                         what);
   return cp_strtab_intern(name, strlen(name), id);
+}
+
+/* Scope, state and op names: freed with the tree when sessions are gone. */
+static int intern_scoped(const char *name, const char *what, uint32_t *id) {
+  if (!name || !*name)
+    return cp_error_set(CPROTON_EINVAL, "%s name must be a non-empty string",
+                        what);
+  return cp_strtab_intern_scoped(name, strlen(name), id);
 }
 
 /* Every active session sees `f`'s node for its context kind. Hot path. */
@@ -700,7 +742,7 @@ static int nothing_records(const char *name, const char *what) {
   return 1;
 }
 
-int cproton_scope_enter(const char *name, uint64_t *id_out) {
+static int scope_enter(const char *name, uint64_t *id_out) {
   uint32_t name_id;
   cp_frame *f;
   int rc = nothing_records(name, "scope");
@@ -712,7 +754,7 @@ int cproton_scope_enter(const char *name, uint64_t *id_out) {
       *id_out = f->id;
     return rc;
   }
-  rc = intern(name, "scope", &name_id);
+  rc = intern_scoped(name, "scope", &name_id);
   if (rc)
     return rc;
   rc = cp_context_push(name_id, atomic_load_explicit(&active_kinds,
@@ -746,9 +788,24 @@ static void trace_scope(const cp_frame *f) {
 
 static int add_metric(uint64_t scope_id, const char *name, cp_value v);
 
-int cproton_cpu_timed_scope_enter(const char *name, uint64_t *id_out) {
+/* Wraps the body of a recording call in the calling thread's guard. */
+#define GUARDED(call)                                                          \
+  do {                                                                         \
+    int guard_rc_ = cp_context_guard_begin();                                  \
+    if (guard_rc_)                                                             \
+      return guard_rc_;                                                        \
+    guard_rc_ = (call);                                                        \
+    cp_context_guard_end();                                                    \
+    return guard_rc_;                                                          \
+  } while (0)
+
+int cproton_scope_enter(const char *name, uint64_t *id_out) {
+  GUARDED(scope_enter(name, id_out));
+}
+
+static int cpu_timed_scope_enter(const char *name, uint64_t *id_out) {
   uint64_t id;
-  int rc = cproton_scope_enter(name, &id);
+  int rc = scope_enter(name, &id);
   cp_frame *f = rc ? NULL : (cp_frame *)cp_context_find(0);
   if (f && f->name) { /* resolved: a session will receive the time */
     f->timed = 1;
@@ -760,7 +817,11 @@ int cproton_cpu_timed_scope_enter(const char *name, uint64_t *id_out) {
   return rc;
 }
 
-int cproton_scope_exit(const char *name) {
+int cproton_cpu_timed_scope_enter(const char *name, uint64_t *id_out) {
+  GUARDED(cpu_timed_scope_enter(name, id_out));
+}
+
+static int scope_exit(const char *name) {
   const cp_frame *f;
   int rc = cp_context_pop(name, &f);
   if (rc || !f->start_ns)
@@ -772,6 +833,8 @@ int cproton_scope_exit(const char *name) {
   trace_scope(f);
   return rc;
 }
+
+int cproton_scope_exit(const char *name) { GUARDED(scope_exit(name)); }
 
 size_t cproton_scope_depth(void) { return cp_context_depth(); }
 
@@ -906,44 +969,56 @@ int cproton_tensor_metric_fold(const uint64_t *words, size_t n_words,
 }
 
 int cproton_metric_add_int(uint64_t scope_id, const char *name, int64_t v) {
-  return add_metric(scope_id, name, (cp_value){CP_VALUE_INT, {.i = v}});
+  GUARDED(add_metric(scope_id, name, (cp_value){CP_VALUE_INT, {.i = v}}));
 }
 
 int cproton_metric_add_double(uint64_t scope_id, const char *name, double v) {
-  return add_metric(scope_id, name, (cp_value){CP_VALUE_DOUBLE, {.d = v}});
+  GUARDED(add_metric(scope_id, name, (cp_value){CP_VALUE_DOUBLE, {.d = v}}));
+}
+
+/* A string value lives in the session's store only: interned scoped. */
+static int add_metric_string(uint64_t scope_id, const char *name,
+                             const char *value) {
+  if (!value)
+    return cp_error_set(CPROTON_EINVAL, "metric '%s': value is NULL",
+                        name ? name : "(null)");
+  if (!cp_session_active_mask()) /* nothing records it: check the name */
+    return add_metric(scope_id, name, (cp_value){CP_VALUE_INT, {.i = 0}});
+  uint32_t id;
+  int rc = cp_strtab_intern_scoped(value, strlen(value), &id);
+  return rc ? rc : add_metric(scope_id, name, (cp_value){CP_VALUE_STRING, {.s = id}});
 }
 
 int cproton_metric_add_string(uint64_t scope_id, const char *name,
                               const char *value) {
-  if (!value)
-    return cp_error_set(CPROTON_EINVAL, "metric '%s': value is NULL",
-                        name ? name : "(null)");
-  uint32_t id;
-  int rc = cp_strtab_intern(value, strlen(value), &id);
-  return rc ? rc : add_metric(scope_id, name, (cp_value){CP_VALUE_STRING, {.s = id}});
+  GUARDED(add_metric_string(scope_id, name, value));
 }
 
-int cproton_state_enter(const char *name) {
+static int state_enter(const char *name) {
   uint32_t id = 0; /* 0: unresolved (no session records it) */
   int rc = nothing_records(name, "state");
   if (rc < 0)
     return rc;
-  rc = rc == 1 ? CPROTON_OK : intern(name, "state", &id);
+  rc = rc == 1 ? CPROTON_OK : intern_scoped(name, "state", &id);
   return rc ? rc : cp_context_state_push(id);
 }
 
-int cproton_state_exit(void) { return cp_context_state_pop(); }
+int cproton_state_enter(const char *name) { GUARDED(state_enter(name)); }
 
-int cproton_op_enter(const char *name) {
+int cproton_state_exit(void) { GUARDED(cp_context_state_pop()); }
+
+static int op_enter(const char *name) {
   uint32_t id = 0; /* with no session the op is not recorded (cleared) */
   int rc = nothing_records(name, "op");
   if (rc < 0)
     return rc;
-  rc = rc == 1 ? CPROTON_OK : intern(name, "op", &id);
+  rc = rc == 1 ? CPROTON_OK : intern_scoped(name, "op", &id);
   return rc ? rc : cp_context_op_set(id);
 }
 
-int cproton_op_exit(void) { return cp_context_op_set(0); }
+int cproton_op_enter(const char *name) { GUARDED(op_enter(name)); }
+
+int cproton_op_exit(void) { GUARDED(cp_context_op_set(0)); }
 
 int cproton_frame_intern(const char *name, uint32_t *id_out) {
   if (!id_out)
@@ -960,7 +1035,7 @@ int cproton_context_register(const char *name, cproton_unwind_fn fn,
 
 /* ---- backends' side ---------------------------------------------------------- */
 
-void cp_session_capture(cp_launch_site *site) {
+static void capture(cp_launch_site *site) {
   uint32_t mask = cp_session_active_mask();
   site->sessions = mask;
   site->epoch = atomic_load_explicit(&epoch, memory_order_acquire);
@@ -978,6 +1053,15 @@ void cp_session_capture(cp_launch_site *site) {
   site->launch_ns =
       atomic_load_explicit(&trace_mask, memory_order_relaxed) ? cp_clock_now_ns()
                                                               : 0;
+}
+
+void cp_session_capture(cp_launch_site *site) {
+  if (cp_context_guard_begin()) { /* no thread state: records nothing */
+    memset(site, 0, sizeof *site);
+    return;
+  }
+  capture(site);
+  cp_context_guard_end();
 }
 
 cp_node *cp_session_kernel_node(const cp_launch_site *site,

@@ -81,6 +81,10 @@ cp_node *cp_session_kernel_node(const cp_launch_site *site,
 /* Bit mask of the active session slots. */
 uint32_t cp_session_active_mask(void);
 
+/* How many times the last finalize freed the context tree and the scoped
+ * names (for tests and stats; see compact_if_idle in session.c). */
+unsigned cp_session_compactions(void);
+
 /* Frees every session without writing (tests, process teardown). */
 void cp_session_reset_all(void);
 

@@ -1,8 +1,10 @@
 /* core/strtab.h -- process-wide string interning (cp_strtab_*).
  *
- * Names of frames, kernels and metrics become dense 32-bit ids so that the
- * tree compares integers, never strings. Ids are never recycled; strings
- * live until process exit (bounded by the number of distinct names). */
+ * Names of frames, kernels and metrics become 32-bit ids so that the tree
+ * compares integers, never strings. Two tiers: kept names (frames, kernels,
+ * metrics: ids that caches outside the core hold) live until process exit;
+ * scoped names (scopes, states, ops) live until the session module empties
+ * their tier, when no session is in use and no thread holds one of them. */
 #ifndef CP_CORE_STRTAB_H
 #define CP_CORE_STRTAB_H
 
@@ -16,11 +18,28 @@
  * long), ENOMEM, ELIMIT (more than 2^24 names). Thread-safe. */
 int cp_strtab_intern(const char *s, size_t len, uint32_t *id_out);
 
+/* Like cp_strtab_intern, for a scope, state or op name: the id is a kept
+ * one when the name is kept already, else a scoped one (bit 31 set), valid
+ * until cp_strtab_scoped_reset. Same errors; lock-free for known names. */
+int cp_strtab_intern_scoped(const char *s, size_t len, uint32_t *id_out);
+
 /* The string of an id returned by cp_strtab_intern (NUL-terminated), or
  * NULL for an id never handed out. Lock-free; thread-safe. */
 const char *cp_strtab_str(uint32_t id);
 
 /* Length of the string of `id` (0 for unknown ids). */
 size_t cp_strtab_len(uint32_t id);
+
+/* Frees every scoped name; later ids may repeat earlier ones. The caller
+ * guarantees that no thread is interning or reading a scoped name and that
+ * no scoped id survives anywhere (core/session.c's compaction). */
+void cp_strtab_scoped_reset(void);
+
+/* Scoped names alive now (for tests and stats). */
+size_t cp_strtab_scoped_count(void);
+
+/* Zeroes the page-aligned static array `p` and returns its whole pages to
+ * the system (they read as zeroes when touched again). */
+void cp_strtab_release_pages(void *p, size_t size);
 
 #endif
