@@ -103,6 +103,12 @@ static void held_add(cp_thread *t, int d) {
   atomic_store_explicit(&t->held, h + (unsigned)d, memory_order_relaxed);
 }
 
+/* The owner lets go of a node or scoped name it has finished reading. */
+static void held_drop(cp_thread *t) {
+  unsigned h = atomic_load_explicit(&t->held, memory_order_relaxed);
+  atomic_store_explicit(&t->held, h - 1, memory_order_release);
+}
+
 int cp_context_guard_begin(void) {
   cp_thread *t = thread_get();
   if (!t)
@@ -126,7 +132,7 @@ int cp_context_compact(void (*reset)(void)) {
   int quiet = 1;
   for (cp_thread *t = registry; t && quiet; t = t->next)
     quiet = atomic_load(&t->busy) == 0 &&
-            atomic_load_explicit(&t->held, memory_order_relaxed) == 0;
+            atomic_load_explicit(&t->held, memory_order_acquire) == 0;
   if (quiet) {
     atomic_store(&main_top, NULL);
     atomic_fetch_add(&generation, 1);
@@ -268,8 +274,8 @@ int cp_context_pop(const char *name, const cp_frame **popped) {
   if (popped)
     *popped = kept;
   t->depth--;
-  if (f->name)
-    held_add(t, -1);
+  if (f->name) /* release: the name was read above, before compaction */
+    held_drop(t);
   publish_top(t);
   return CPROTON_OK;
 }
@@ -345,7 +351,7 @@ int cp_context_state_pop(void) {
   if (!t || t->n_states == 0)
     return cp_error_set(CPROTON_ESTATE, "exit_state without enter_state");
   if (t->states[--t->n_states])
-    held_add(t, -1);
+    held_drop(t);
   return CPROTON_OK;
 }
 

@@ -730,11 +730,12 @@ static void touch_frame(uint32_t mask, const cp_frame *f) {
 
 /* With no session active nothing records a scope, state or op: their names
  * are not interned, so any number of distinct names costs no memory.
- * Returns 1 then, 0 when a session records, or an error. */
-static int nothing_records(const char *name, const char *what) {
+ * Returns 1 then, 0 when a session records, or an error. Outside a guard
+ * (`guarded` 0) nothing may record: the caller saw no active session. */
+static int nothing_records(const char *name, const char *what, int guarded) {
   if (!name || !*name)
     return cp_error_set(CPROTON_EINVAL, "%s name must be a non-empty string", what);
-  if (cp_session_active_mask())
+  if (guarded && cp_session_active_mask())
     return 0; /* intern() checks the length */
   if (strnlen(name, CP_STRTAB_MAX_LEN) >= CP_STRTAB_MAX_LEN)
     return cp_error_set(CPROTON_EINVAL, "%s name longer than %u bytes", what,
@@ -742,10 +743,10 @@ static int nothing_records(const char *name, const char *what) {
   return 1;
 }
 
-static int scope_enter(const char *name, uint64_t *id_out) {
+static int scope_enter(const char *name, uint64_t *id_out, int guarded) {
   uint32_t name_id;
   cp_frame *f;
-  int rc = nothing_records(name, "scope");
+  int rc = nothing_records(name, "scope", guarded);
   if (rc < 0)
     return rc;
   if (rc == 1) {
@@ -799,13 +800,16 @@ static int add_metric(uint64_t scope_id, const char *name, cp_value v);
     return guard_rc_;                                                          \
   } while (0)
 
+/* With no session active a scope touches nothing shared: no guard. */
 int cproton_scope_enter(const char *name, uint64_t *id_out) {
-  GUARDED(scope_enter(name, id_out));
+  if (!cp_session_active_mask())
+    return scope_enter(name, id_out, 0);
+  GUARDED(scope_enter(name, id_out, 1));
 }
 
 static int cpu_timed_scope_enter(const char *name, uint64_t *id_out) {
   uint64_t id;
-  int rc = scope_enter(name, &id);
+  int rc = scope_enter(name, &id, 1);
   cp_frame *f = rc ? NULL : (cp_frame *)cp_context_find(0);
   if (f && f->name) { /* resolved: a session will receive the time */
     f->timed = 1;
@@ -834,7 +838,15 @@ static int scope_exit(const char *name) {
   return rc;
 }
 
-int cproton_scope_exit(const char *name) { GUARDED(scope_exit(name)); }
+/* A scope that only pops reads its own frame, whose name and node the
+ * thread holds (`held` keeps compaction off until the pop has read them):
+ * no guard. A timed or traced one records after the pop: guarded. */
+int cproton_scope_exit(const char *name) {
+  const cp_frame *top = cp_context_find(0);
+  if (!top || !top->start_ns)
+    return scope_exit(name);
+  GUARDED(scope_exit(name));
+}
 
 size_t cproton_scope_depth(void) { return cp_context_depth(); }
 
@@ -996,7 +1008,7 @@ int cproton_metric_add_string(uint64_t scope_id, const char *name,
 
 static int state_enter(const char *name) {
   uint32_t id = 0; /* 0: unresolved (no session records it) */
-  int rc = nothing_records(name, "state");
+  int rc = nothing_records(name, "state", 1);
   if (rc < 0)
     return rc;
   rc = rc == 1 ? CPROTON_OK : intern_scoped(name, "state", &id);
@@ -1009,7 +1021,7 @@ int cproton_state_exit(void) { GUARDED(cp_context_state_pop()); }
 
 static int op_enter(const char *name) {
   uint32_t id = 0; /* with no session the op is not recorded (cleared) */
-  int rc = nothing_records(name, "op");
+  int rc = nothing_records(name, "op", 1);
   if (rc < 0)
     return rc;
   rc = rc == 1 ? CPROTON_OK : intern_scoped(name, "op", &id);

@@ -1,0 +1,205 @@
+/* names_compaction.c -- the context tree and the scoped names are freed at
+ * the last finalize (issue 16 item 13), and only when nothing holds them:
+ * counts of live scoped strings and nodes return to their baseline, a frame
+ * held across a finalize defers the compaction, an exited scope's id from
+ * before it is refused, and threads recording while sessions come and go
+ * never touch freed memory (`make tsan` and `make asan` run it). A plain
+ * program, as tests/concurrency wants; exit status 0 = pass. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/fake/fake.h"
+#include "core/cct.h"
+#include "core/session.h"
+#include "core/strtab.h"
+#include "cproton/cproton.h"
+
+enum { N_NAMES = 100000, N_THREADS = 4, ROUNDS = 30 };
+
+static int failures;
+static pthread_mutex_t fail_lock = PTHREAD_MUTEX_INITIALIZER;
+static const char *dir = ".";
+
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      pthread_mutex_lock(&fail_lock);                                          \
+      failures++;                                                              \
+      fprintf(stderr, "names_compaction:%d: ", __LINE__);                      \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fprintf(stderr, " (%s)\n", cproton_last_error());                        \
+      pthread_mutex_unlock(&fail_lock);                                        \
+    }                                                                          \
+  } while (0)
+
+static int start(const char *backend) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/names_compaction", dir);
+  cproton_session_options o;
+  cproton_session_options_init(&o);
+  o.name = path;
+  o.backend = backend;
+  int sid = -1;
+  int rc = cproton_session_start(&o, &sid);
+  CHECK(rc == 0, "session_start: %s", cproton_error_name(rc));
+  return sid;
+}
+
+static double rss_mb(void) {
+  long pages = 0, resident = 0;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (!f || fscanf(f, "%ld %ld", &pages, &resident) != 2)
+    resident = 0;
+  if (f)
+    fclose(f);
+  return (double)resident * (double)sysconf(_SC_PAGESIZE) / 1e6;
+}
+
+static void enter_exit(const char *prefix, int n) {
+  char name[64];
+  for (int i = 0; i < n; i++) {
+    snprintf(name, sizeof name, "%s%d", prefix, i);
+    int rc = cproton_scope_enter(name, NULL);
+    CHECK(rc == 0, "scope_enter %s", name);
+    rc = cproton_scope_exit(name);
+    CHECK(rc == 0, "scope_exit %s", name);
+  }
+}
+
+/* 10^5 distinct names in a session: after its finalize no scoped string and
+ * no node but ROOT is left, and resident memory is back near the start. */
+static void test_counts_return(void) {
+  unsigned before = cp_session_compactions();
+  double rss0 = rss_mb();
+  int sid = start("none");
+  enter_exit("name", N_NAMES);
+  CHECK(cp_strtab_scoped_count() == N_NAMES, "scoped count %zu",
+        cp_strtab_scoped_count());
+  CHECK(cp_cct_count() > N_NAMES, "nodes %u", cp_cct_count());
+  double rss1 = rss_mb();
+  CHECK(cproton_session_finalize(sid, NULL) == 0, "finalize");
+  double rss2 = rss_mb();
+  CHECK(cp_session_compactions() == before + 1, "no compaction");
+  CHECK(cp_strtab_scoped_count() == 0, "scoped names left: %zu",
+        cp_strtab_scoped_count());
+  CHECK(cp_cct_count() == 1, "nodes left: %u", cp_cct_count());
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  /* sanitizers keep freed memory in quarantine: counts only there */
+  CHECK(rss2 - rss0 < (rss1 - rss0) / 4, "RSS %.1f -> %.1f -> %.1f MB", rss0,
+        rss1, rss2);
+#endif
+  printf("names_compaction: %d names: RSS %.1f -> %.1f -> %.1f MB\n", N_NAMES,
+         rss0, rss1, rss2);
+}
+
+/* A scope open across the finalize holds its node: no compaction until it
+ * exits and another session ends. States and ops hold theirs the same way. */
+static void test_held_defers(void) {
+  unsigned before = cp_session_compactions();
+  int sid = start("none");
+  CHECK(cproton_scope_enter("outer", NULL) == 0, "enter outer");
+  CHECK(cproton_op_enter("op") == 0, "op");
+  enter_exit("inner", 100);
+  CHECK(cproton_session_finalize(sid, NULL) == 0, "finalize");
+  CHECK(cp_session_compactions() == before, "compacted under an open scope");
+  CHECK(cp_strtab_scoped_count() > 0, "scoped names freed under a scope");
+  CHECK(cproton_scope_exit("outer") == 0, "exit outer after finalize");
+  sid = start("none");
+  CHECK(cproton_session_finalize(sid, NULL) == 0, "finalize 2");
+  CHECK(cp_session_compactions() == before, "compacted under an open op");
+  CHECK(cproton_op_exit() == 0, "op exit");
+  sid = start("none");
+  CHECK(cproton_state_enter("state") == 0, "state");
+  CHECK(cproton_session_finalize(sid, NULL) == 0, "finalize 3");
+  CHECK(cp_session_compactions() == before, "compacted under a state");
+  CHECK(cproton_state_exit() == 0, "state exit");
+  sid = start("none");
+  CHECK(cproton_session_finalize(sid, NULL) == 0, "finalize 4");
+  CHECK(cp_session_compactions() == before + 1, "no compaction at the end");
+  CHECK(cp_strtab_scoped_count() == 0, "scoped names left");
+}
+
+/* A scope id from before a compaction no longer finds its (freed) node;
+ * names entered afterwards are recorded under their own names. */
+static void test_stale_recent(void) {
+  int sid = start("none");
+  uint64_t id;
+  CHECK(cproton_scope_enter("gone", &id) == 0, "enter");
+  CHECK(cproton_scope_exit("gone") == 0, "exit");
+  CHECK(cproton_session_finalize(sid, NULL) == 0, "finalize");
+  sid = start("none");
+  int rc = cproton_metric_add_int(id, "late", 1);
+  CHECK(rc == CPROTON_ENOTFOUND, "metric on a freed scope: %s",
+        cproton_error_name(rc));
+  uint64_t id2;
+  CHECK(cproton_scope_enter("fresh", &id2) == 0, "enter fresh");
+  CHECK(cproton_metric_add_int(id2, "m", 7) == 0, "metric fresh");
+  CHECK(cproton_scope_exit("fresh") == 0, "exit fresh");
+  char *json = NULL;
+  CHECK(cproton_session_data_json(sid, &json, NULL) == 0, "json");
+  CHECK(json && strstr(json, "\"fresh\"") && !strstr(json, "\"gone\""),
+        "tree after compaction: %s", json ? json : "(null)");
+  cproton_free(json);
+  CHECK(cproton_session_finalize(sid, NULL) == 0, "finalize 2");
+}
+
+static int stop_flag;
+
+/* Distinct and repeated names, metrics, states, ops and kernel launches
+ * while the main thread starts and finalizes sessions. */
+static void *recorder(void *arg) {
+  int index = (int)(size_t)arg;
+  char name[64];
+  for (unsigned i = 0; !__atomic_load_n(&stop_flag, __ATOMIC_ACQUIRE); i++) {
+    snprintf(name, sizeof name, "t%d_%u", index, i % 5000);
+    uint64_t id;
+    int rc = i % 7 ? cproton_scope_enter(name, &id)
+                   : cproton_cpu_timed_scope_enter(name, &id);
+    CHECK(rc == 0, "enter %s", name);
+    cproton_metric_add_int(id, "n", 1);
+    cproton_metric_add_string(0, "s", name);
+    CHECK(cproton_state_enter("st") == 0, "state");
+    CHECK(cproton_op_enter(i % 2 ? "opA" : name) == 0, "op");
+    cp_fake_launch("kernel", 10, 0, 0);
+    CHECK(cproton_op_exit() == 0, "op exit");
+    CHECK(cproton_state_exit() == 0, "state exit");
+    CHECK(cproton_scope_exit(name) == 0, "exit %s", name);
+  }
+  return NULL;
+}
+
+static void test_racing(void) {
+  pthread_t th[N_THREADS];
+  for (int i = 0; i < N_THREADS; i++)
+    pthread_create(&th[i], NULL, recorder, (void *)(size_t)i);
+  for (int r = 0; r < ROUNDS; r++) {
+    int sid = start(r % 2 ? "fake" : "none");
+    usleep(2000);
+    CHECK(cproton_session_finalize(sid, NULL) == 0, "finalize round %d", r);
+    usleep(500);
+  }
+  __atomic_store_n(&stop_flag, 1, __ATOMIC_RELEASE);
+  for (int i = 0; i < N_THREADS; i++)
+    pthread_join(th[i], NULL);
+  unsigned before = cp_session_compactions();
+  int sid = start("none");
+  CHECK(cproton_session_finalize(sid, NULL) == 0, "last finalize");
+  CHECK(cp_session_compactions() == before + 1, "no compaction after the race");
+  CHECK(cp_strtab_scoped_count() == 0, "scoped names left: %zu",
+        cp_strtab_scoped_count());
+  CHECK(cp_cct_count() == 1, "nodes left: %u", cp_cct_count());
+}
+
+int main(int argc, char **argv) {
+  dir = argc > 1 ? argv[1] : ".";
+  test_counts_return();
+  test_held_defers();
+  test_stale_recent();
+  test_racing();
+  printf("names_compaction: %d failures (%u compactions)\n", failures,
+         cp_session_compactions());
+  return failures != 0;
+}
