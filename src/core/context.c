@@ -17,10 +17,13 @@
  * once it has passed.
  * Hot path: push/pop (scope enter/exit) and launch_node (launch callbacks).
  * Called by core/session.c. */
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "core/context.h"
 #include "core/error.h"
@@ -60,6 +63,10 @@ static const char *kind_names[CP_CONTEXT_KINDS] = {"shadow", "python"};
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static cp_thread *registry;  /* every live thread's state */
 static atomic_uint generation; /* bumped by each compaction */
+/* 1 once the process is registered for expedited membarrier: the guard's
+ * store then needs no fence of its own (the compactor's membarrier makes
+ * every running thread execute one), else it is sequentially consistent. */
+static atomic_int light_fence;
 
 static void thread_free(void *p) {
   cp_thread *t = p;
@@ -109,14 +116,33 @@ static void held_drop(cp_thread *t) {
   atomic_store_explicit(&t->held, h - 1, memory_order_release);
 }
 
+void cp_context_fence_init(void) {
+  static int tried;
+  if (tried)
+    return;
+  tried = 1;
+  long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+  if (cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+      syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0,
+              0) == 0)
+    atomic_store(&light_fence, 1);
+}
+
 int cp_context_guard_begin(void) {
   cp_thread *t = thread_get();
   if (!t)
     return cp_error_set(CPROTON_ENOMEM, "out of memory for thread state");
-  /* seq_cst: ordered before the caller's load of the active mask, against
-   * the compactor's store of the mask and load of `busy` (Dekker). */
-  atomic_store(&t->busy,
-               atomic_load_explicit(&t->busy, memory_order_relaxed) + 1);
+  /* The store must be ordered before the caller's load of the active mask,
+   * against the compactor's store of the mask and load of `busy` (Dekker):
+   * by the compactor's membarrier (then only the compiler must keep the
+   * order) or by a sequentially consistent store. */
+  unsigned b = atomic_load_explicit(&t->busy, memory_order_relaxed) + 1;
+  if (atomic_load_explicit(&light_fence, memory_order_relaxed)) {
+    atomic_store_explicit(&t->busy, b, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+  } else {
+    atomic_store(&t->busy, b);
+  }
   return CPROTON_OK;
 }
 
@@ -128,6 +154,11 @@ void cp_context_guard_end(void) {
 }
 
 int cp_context_compact(void (*reset)(void)) {
+  /* every running thread passes a full barrier: a guard store made before
+   * it is seen below, a mask load after it sees 0 */
+  if (atomic_load(&light_fence) &&
+      syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+    return 0;
   pthread_mutex_lock(&reg_lock);
   int quiet = 1;
   for (cp_thread *t = registry; t && quiet; t = t->next)
@@ -274,11 +305,15 @@ int cp_context_pop(const char *name, const cp_frame **popped) {
   if (popped)
     *popped = kept;
   t->depth--;
-  if (f->name) /* release: the name was read above, before compaction */
+  /* release: the name was read above, before any compaction. A timed or
+   * traced frame stays held until its caller has recorded it. */
+  if (f->name && !f->start_ns)
     held_drop(t);
   publish_top(t);
   return CPROTON_OK;
 }
+
+void cp_context_release(void) { held_drop(self); }
 
 const cp_frame *cp_context_find(uint64_t id) {
   cp_thread *t = thread_get();

@@ -56,9 +56,14 @@ uint64_t cp_context_name_hash(const char *name);
 
 /* Pops the top frame; `*popped` (may be NULL) then points at its copy among
  * the recently exited frames (valid until 8 more pops on this thread). With
- * `name` non-NULL it must match. Errors: ESTATE (empty stack or mismatch;
- * stack unchanged). */
+ * `name` non-NULL it must match. A popped frame with `start_ns` set (timed
+ * or traced) still counts as held, so that its node outlives the caller's
+ * recording: the caller then calls cp_context_release. Needs no guard.
+ * Errors: ESTATE (empty stack or mismatch; stack unchanged). */
 int cp_context_pop(const char *name, const cp_frame **popped);
+
+/* Lets go of the frame a pop kept held (see cp_context_pop). */
+void cp_context_release(void);
 
 /* The frame with scope id `id` on this thread's stack, or among its last
  * exited frames; id 0 is the top frame. NULL if none. */
@@ -101,7 +106,7 @@ void cp_context_clear_main(void);
  * between them the calling thread may intern scoped names and touch the
  * tree and session stores, so no compaction runs. Begin must come before
  * the call reads the active-session mask. Nests. Errors: ENOMEM (then no
- * end is due). Hot path: a store and a release store. */
+ * end is due). Hot path: two plain stores (see cp_context_fence_init). */
 int cp_context_guard_begin(void);
 void cp_context_guard_end(void);
 
@@ -111,6 +116,12 @@ void cp_context_guard_end(void);
  * keeps it 0 meanwhile; threads block at their first call meanwhile only
  * if they are new. Frames exited earlier stop being found by id. */
 int cp_context_compact(void (*reset)(void));
+
+/* Registers the process for expedited membarrier (once; Linux 4.14+), which
+ * makes the guard a plain store; without it the guard's store is
+ * sequentially consistent. Called at session start, before any guard may
+ * take the light path. */
+void cp_context_fence_init(void);
 
 /* A small id for the calling thread (1, 2, ...), for trace lanes. */
 uint32_t cp_context_thread_id(void);

@@ -302,6 +302,7 @@ int cproton_session_start(const cproton_session_options *o, int *session_out) {
     *s = fresh;
     publish_hot(slot);
     pthread_rwlock_unlock(&slots_rw);
+    cp_context_fence_init();
     set_active(slot, 1);
     cp_context_set_main();
     *session_out = fresh.id;
@@ -825,7 +826,11 @@ int cproton_cpu_timed_scope_enter(const char *name, uint64_t *id_out) {
   GUARDED(cpu_timed_scope_enter(name, id_out));
 }
 
-static int scope_exit(const char *name) {
+/* A pop reads only the thread's own frame, whose name and node it holds
+ * (`held` keeps compaction off): no guard. A timed or traced frame stays
+ * held while its time and event are recorded, which keeps every node and
+ * store alive as a guard would. */
+int cproton_scope_exit(const char *name) {
   const cp_frame *f;
   int rc = cp_context_pop(name, &f);
   if (rc || !f->start_ns)
@@ -835,17 +840,8 @@ static int scope_exit(const char *name) {
     rc = add_metric(f->id, "cpu_time (ns)(exc)",
                     (cp_value){CP_VALUE_INT, {.i = (int64_t)(now - f->start_ns)}});
   trace_scope(f);
+  cp_context_release();
   return rc;
-}
-
-/* A scope that only pops reads its own frame, whose name and node the
- * thread holds (`held` keeps compaction off until the pop has read them):
- * no guard. A timed or traced one records after the pop: guarded. */
-int cproton_scope_exit(const char *name) {
-  const cp_frame *top = cp_context_find(0);
-  if (!top || !top->start_ns)
-    return scope_exit(name);
-  GUARDED(scope_exit(name));
 }
 
 size_t cproton_scope_depth(void) { return cp_context_depth(); }
