@@ -9,7 +9,9 @@
  * Hot path: scope enter/exit and cp_session_capture read atomics only.
  * Called by the public API users, the Python extension and backends. */
 #include <limits.h>
+#ifdef __GLIBC__
 #include <malloc.h>
+#endif
 #include <stdio.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -487,7 +489,9 @@ static void reset_tables(void) {
   cp_strtab_scoped_reset();
   for (int i = 0; i < CP_MAX_SESSIONS; i++)
     cp_phases_trim(&slots[i].phases);
-  malloc_trim(0); /* glibc keeps freed small blocks otherwise */
+#ifdef __GLIBC__
+  malloc_trim(0); /* else glibc keeps nearly all of it (names_memory_bench) */
+#endif
 }
 
 /* With no session in use (every backend stopped, so no launch site or
