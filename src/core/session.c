@@ -1067,9 +1067,12 @@ static void capture(cp_launch_site *site) {
                                                               : 0;
 }
 
+/* With no session active a launch touches nothing shared: no guard. */
 void cp_session_capture(cp_launch_site *site) {
-  if (cp_context_guard_begin()) { /* no thread state: records nothing */
+  if (!cp_session_active_mask() ||
+      cp_context_guard_begin()) { /* no thread state: records nothing */
     memset(site, 0, sizeof *site);
+    site->epoch = atomic_load_explicit(&epoch, memory_order_acquire);
     return;
   }
   capture(site);
