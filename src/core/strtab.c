@@ -8,7 +8,7 @@
  *
  * Tiers. The kept tier (ids below 2^31) holds names that caches outside
  * the core keep ids of (Python frames, kernels, metric names): its entries
- * live until process exit. The scoped tier (ids with bit 31 set) holds
+ * live until process exit. The scoped tier (ids with bit 24 set) holds
  * scope, state and op names entered while a session records; the session
  * module empties it when no session is in use and no thread holds or is
  * using one of its ids (cp_strtab_scoped_reset), so distinct scope names
@@ -31,7 +31,7 @@
 #define CHUNK_BITS 12
 #define CHUNK_SIZE (1u << CHUNK_BITS)
 #define N_CHUNKS (1u << 12) /* 2^24 ids per tier */
-#define SCOPED_BIT 0x80000000u
+#define SCOPED_BIT (1u << 24) /* above every kept id: ids stay < 2^25 */
 
 typedef struct entry {
   struct entry *next;
@@ -218,6 +218,10 @@ void cp_strtab_scoped_reset(void) {
   memset(scoped.chunks, 0, sizeof scoped.chunks);
   atomic_store(&scoped.taken, 0);
   atomic_store(&scoped.live, 0);
+}
+
+uint32_t cp_strtab_index(uint32_t id) {
+  return id & SCOPED_BIT ? (index_of(id) << 1) | 1 : id << 1;
 }
 
 size_t cp_strtab_scoped_count(void) { return atomic_load(&scoped.live); }

@@ -19,8 +19,9 @@
 int cp_strtab_intern(const char *s, size_t len, uint32_t *id_out);
 
 /* Like cp_strtab_intern, for a scope, state or op name: the id is a kept
- * one when the name is kept already, else a scoped one (bit 31 set), valid
- * until cp_strtab_scoped_reset. Same errors; lock-free for known names. */
+ * one when the name is kept already, else a scoped one (bit 24 set), valid
+ * until cp_strtab_scoped_reset. Same errors; lock-free for known names.
+ * Ids of both tiers are below 2^25. */
 int cp_strtab_intern_scoped(const char *s, size_t len, uint32_t *id_out);
 
 /* The string of an id returned by cp_strtab_intern (NUL-terminated), or
@@ -34,6 +35,10 @@ size_t cp_strtab_len(uint32_t id);
  * guarantees that no thread is interning or reading a scoped name and that
  * no scoped id survives anywhere (core/session.c's compaction). */
 void cp_strtab_scoped_reset(void);
+
+/* A small index for `id` in tables keyed by name (bitsets): the two tiers'
+ * ids interleaved, so it stays near twice the number of names. */
+uint32_t cp_strtab_index(uint32_t id);
 
 /* Scoped names alive now (for tests and stats). */
 size_t cp_strtab_scoped_count(void);

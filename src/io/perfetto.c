@@ -424,7 +424,8 @@ static void event_close(writer *w, uint32_t name, int has_stack,
                         uint32_t node) {
   cp_pb *p = &w->pkt;
   cp_pb_end(p);
-  int new_name = name != UINT32_MAX && !bit_test_set(w, &w->names, name);
+  int new_name = name != UINT32_MAX &&
+                 !bit_test_set(w, &w->names, cp_strtab_index(name));
   int new_stack = has_stack && !bit_test_set(w, &w->stacks, node);
   if (new_name || new_stack) {
     cp_pb_begin(p, PKT_INTERNED);
