@@ -153,7 +153,7 @@ void cp_context_guard_end(void) {
       memory_order_release);
 }
 
-int cp_context_compact(void (*reset)(void)) {
+int cp_context_compact(int (*reset)(void)) {
   /* every running thread passes a full barrier: a guard store made before
    * it is seen below, a mask load after it sees 0 */
   if (atomic_load(&light_fence) &&
@@ -164,13 +164,13 @@ int cp_context_compact(void (*reset)(void)) {
   for (cp_thread *t = registry; t && quiet; t = t->next)
     quiet = atomic_load(&t->busy) == 0 &&
             atomic_load_explicit(&t->held, memory_order_acquire) == 0;
-  if (quiet) {
+  int done = quiet && reset();
+  if (done) {
     atomic_store(&main_top, NULL);
     atomic_fetch_add(&generation, 1);
-    reset();
   }
   pthread_mutex_unlock(&reg_lock);
-  return quiet;
+  return done;
 }
 
 int cp_context_kind_parse(const char *name, cp_context_kind *out) {

@@ -112,10 +112,11 @@ void cp_context_guard_end(void);
 
 /* Runs `reset` (which frees the tree and the scoped names) if no thread is
  * inside a guard or holds a resolved frame, state or op; returns whether it
- * ran. The caller has made the active mask 0 (sequentially consistent) and
+ * ran and freed (`reset` returns 0 when it could not, e.g. out of memory,
+ * and then must have freed nothing). The caller has made the active mask 0 (sequentially consistent) and
  * keeps it 0 meanwhile; threads block at their first call meanwhile only
  * if they are new. Frames exited earlier stop being found by id. */
-int cp_context_compact(void (*reset)(void));
+int cp_context_compact(int (*reset)(void));
 
 /* Registers the process for expedited membarrier (once; Linux 4.14+), which
  * makes the guard a plain store; without it the guard's store is

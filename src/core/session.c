@@ -483,21 +483,46 @@ static int do_finalize(int i) {
 }
 
 /* Frees the tree, the scoped names and the spare stores' tables. Runs
- * under cp_context_compact: no thread records or holds a node. */
-static void reset_tables(void) {
+ * under cp_context_compact: no thread records, folds or holds a node.
+ * Tensor-metric slots are the one thing that names nodes across it (their
+ * ids sit in device buffers and captured graphs, core/tmetric.c): their
+ * paths are saved as strings first and re-created in the new tree, so a
+ * record drained later lands on the same scope path. Returns 0, freeing
+ * nothing, when the paths cannot be saved (out of memory). */
+static int reset_tables(void) {
+  cp_tmetric_saved *paths;
+  if (cp_tmetric_save_paths(&paths)) {
+    cp_warn("out of memory: scope names are kept until a later finalize");
+    return 0;
+  }
   cp_cct_reset();
   cp_strtab_scoped_reset();
+  cp_tmetric_restore_paths(paths);
   for (int i = 0; i < CP_MAX_SESSIONS; i++)
     cp_phases_trim(&slots[i].phases);
 #ifdef __GLIBC__
   malloc_trim(0); /* else glibc keeps nearly all of it (names_memory_bench) */
 #endif
+  return 1;
 }
 
 /* With no session in use (every backend stopped, so no launch site or
  * graph capture is left to deliver), nothing names a node or a scoped
- * string but threads' open frames, states and ops: if none holds one and
- * none is inside a recording call, free them all. Caller: table_lock. */
+ * string but threads' open frames, states and ops, and tensor-metric slots
+ * (re-created by reset_tables): if no thread holds one and none is inside
+ * a recording call, free them all. Caller: table_lock.
+ * Who else keeps a node or scoped id across a finalize, and why it is safe:
+ * - launch sites (CUPTI's correlation and graph tables, PC sampling's site
+ *   cache, instrumentation launches queued for the decoder threads): every
+ *   delivery checks site_reaches under slots_rw before it reads a node, and
+ *   a site captured before the compaction has an epoch older than any
+ *   session started after it; the instrumentation backend's flush and stop
+ *   wait for its decoder threads before this runs anyway;
+ * - phases (periodic flushing): a finalized slot's stores are cleared, and
+ *   cp_phases_trim frees their per-node tables here;
+ * - perfetto's interned names: per output file, written before this;
+ * - Python's frame-name cache and instrumented kernels' names: kept ids,
+ *   never freed. */
 static void compact_if_idle(void) {
   for (int i = 0; i < CP_MAX_SESSIONS; i++)
     if (slots[i].in_use)
@@ -912,8 +937,8 @@ static int metric_node(uint64_t scope_id, cp_context_kind kind,
   return CPROTON_OK;
 }
 
-int cproton_tensor_metric_slot(uint64_t scope_id, const char *name,
-                               int is_double, uint32_t *slot_out) {
+static int tensor_metric_slot(uint64_t scope_id, const char *name,
+                              int is_double, uint32_t *slot_out) {
   uint32_t name_id;
   int rc = slot_out ? intern(name, "metric", &name_id)
                     : cp_error_set(CPROTON_EINVAL, "slot_out is NULL");
@@ -935,6 +960,13 @@ int cproton_tensor_metric_slot(uint64_t scope_id, const char *name,
   return cp_tmetric_reserve(&s, slot_out);
 }
 
+/* Guarded: the slot takes node pointers, which no compaction may free
+ * before the slot is in the table (whose paths compaction re-creates). */
+int cproton_tensor_metric_slot(uint64_t scope_id, const char *name,
+                               int is_double, uint32_t *slot_out) {
+  GUARDED(tensor_metric_slot(scope_id, name, is_double, slot_out));
+}
+
 /* Folds one record into every active session whose context kind the slot
  * resolved; returns the first error. */
 static int fold_record(const cp_tmetric_slot *s, uint64_t bits) {
@@ -949,8 +981,8 @@ static int fold_record(const cp_tmetric_slot *s, uint64_t bits) {
   return rc;
 }
 
-int cproton_tensor_metric_fold(const uint64_t *words, size_t n_words,
-                               size_t *n_folded) {
+static int tensor_metric_fold(const uint64_t *words, size_t n_words,
+                              size_t *n_folded) {
   size_t done = 0, bad = 0, first_bad = 0;
   int rc = CPROTON_OK;
   if (!words && n_words)
@@ -978,6 +1010,12 @@ int cproton_tensor_metric_fold(const uint64_t *words, size_t n_words,
                         "%llu)", bad, first_bad,
                         (unsigned long long)words[first_bad]);
   return rc;
+}
+
+/* Guarded: folding reads slots' nodes, which compaction re-points. */
+int cproton_tensor_metric_fold(const uint64_t *words, size_t n_words,
+                               size_t *n_folded) {
+  GUARDED(tensor_metric_fold(words, n_words, n_folded));
 }
 
 int cproton_metric_add_int(uint64_t scope_id, const char *name, int64_t v) {

@@ -1,11 +1,25 @@
 /* core/tmetric.c -- the tensor-metric slot table: an append-only array of
  * slots and an open-addressing index over it, under one mutex. Reserving
  * is once per metric per scope entry (not per kernel), folding once per
- * drained record; neither is on a launch path. */
+ * drained record; neither is on a launch path.
+ *
+ * Compaction (issue 16.13): the last finalize frees the context tree and
+ * the scoped names, but a slot's id outlives it in places cproton cannot
+ * reach: records still in a device buffer, copies queued in Python, and
+ * CUDA graphs that replay a captured copy kernel in any later session. So
+ * slots are never dropped; instead cp_tmetric_save_paths copies each
+ * slot's path (names from ROOT down, as strings) before the tree goes, and
+ * cp_tmetric_restore_paths re-creates exactly those paths in the new tree
+ * and points the slots at them. A slot id keeps its meaning (the same
+ * scope path, metric and kind); what stays resident is at most the slots'
+ * paths (CP_TMETRIC_MAX_SLOTS of them), not the names a run invented. */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "core/log.h"
+#include "core/strtab.h"
 #include "core/tmetric.h"
 
 #define INDEX_SIZE (2 * CP_TMETRIC_MAX_SLOTS) /* a power of two, half full */
@@ -81,4 +95,122 @@ void cp_tmetric_reset(void) {
   memset(index_, 0, sizeof index_);
   n_slots = 0;
   pthread_mutex_unlock(&lock);
+}
+
+/* ---- across a compaction ---------------------------------------------------
+ * The saved form is one buffer of records, one per (slot, kind) whose node
+ * is below ROOT: {slot, kind, depth}, then `depth` names from ROOT's child
+ * down, each {length, bytes}. */
+
+struct cp_tmetric_saved {
+  unsigned char *buf;
+  size_t len, cap;
+};
+
+static int put(cp_tmetric_saved *sv, const void *p, size_t n) {
+  if (sv->len + n > sv->cap) {
+    size_t cap = sv->cap ? sv->cap : 4096;
+    while (cap < sv->len + n)
+      cap *= 2;
+    unsigned char *b = realloc(sv->buf, cap);
+    if (!b)
+      return CPROTON_ENOMEM;
+    sv->buf = b, sv->cap = cap;
+  }
+  memcpy(sv->buf + sv->len, p, n);
+  sv->len += n;
+  return CPROTON_OK;
+}
+
+/* Appends the record of `n` (a node below ROOT) for slot `id`, kind `k`. */
+static int save_path(cp_tmetric_saved *sv, uint32_t id, uint32_t k,
+                     const cp_node *n) {
+  uint32_t head[3] = {id, k, n->depth};
+  const cp_node **path = malloc(n->depth * sizeof *path);
+  int rc = path ? put(sv, head, sizeof head) : CPROTON_ENOMEM;
+  for (uint32_t d = n->depth; path && d-- > 0; n = n->parent)
+    path[d] = n;
+  for (uint32_t d = 0; !rc && d < head[2]; d++) {
+    uint32_t len = (uint32_t)cp_strtab_len(path[d]->name);
+    rc = put(sv, &len, sizeof len);
+    rc = rc ? rc : put(sv, cp_strtab_str(path[d]->name), len);
+  }
+  free(path);
+  return rc;
+}
+
+int cp_tmetric_save_paths(cp_tmetric_saved **out) {
+  cp_tmetric_saved *sv = calloc(1, sizeof *sv);
+  int rc = sv ? CPROTON_OK : CPROTON_ENOMEM;
+  pthread_mutex_lock(&lock);
+  for (uint32_t i = 0; !rc && i < n_slots; i++)
+    for (uint32_t k = 0; !rc && k < CP_CONTEXT_KINDS; k++)
+      if (slots[i].node[k] && slots[i].node[k]->depth > 0)
+        rc = save_path(sv, i, k, slots[i].node[k]);
+  pthread_mutex_unlock(&lock);
+  if (rc) {
+    cp_tmetric_saved_free(sv);
+    return cp_error_set(CPROTON_ENOMEM, "out of memory saving tensor-metric "
+                        "slots' paths");
+  }
+  *out = sv;
+  return CPROTON_OK;
+}
+
+void cp_tmetric_saved_free(cp_tmetric_saved *sv) {
+  if (sv)
+    free(sv->buf);
+  free(sv);
+}
+
+/* The node of the path of `depth` names at `*at`, made in the current tree;
+ * *at moves past the names. NULL when out of memory. */
+static const cp_node *make_path(const unsigned char **at, uint32_t depth) {
+  cp_node *n = cp_cct_root();
+  for (uint32_t d = 0; d < depth; d++) {
+    uint32_t len, name;
+    memcpy(&len, *at, sizeof len);
+    const char *s = (const char *)*at + sizeof len;
+    *at += sizeof len + len;
+    /* scoped as at first: a kept name (kernel, frame) keeps its id */
+    if (n && cp_strtab_intern_scoped(s, len, &name) == CPROTON_OK)
+      n = cp_cct_child(n, name);
+    else
+      n = NULL;
+  }
+  return n;
+}
+
+/* Rebuilds the index: node ids changed. Slots that became equal (a name
+ * that was scoped and is kept now) share one index entry; both ids stay. */
+static void reindex(void) {
+  memset(index_, 0, sizeof index_);
+  for (uint32_t s = 0; s < n_slots; s++) {
+    uint32_t i = hash(&slots[s]) & (INDEX_SIZE - 1);
+    while (index_[i] && !same(&slots[index_[i] - 1], &slots[s]))
+      i = (i + 1) & (INDEX_SIZE - 1);
+    if (!index_[i])
+      index_[i] = s + 1;
+  }
+}
+
+void cp_tmetric_restore_paths(cp_tmetric_saved *sv) {
+  size_t lost = 0;
+  pthread_mutex_lock(&lock);
+  for (const unsigned char *at = sv->buf; at < sv->buf + sv->len;) {
+    uint32_t head[3];
+    memcpy(head, at, sizeof head);
+    at += sizeof head;
+    const cp_node *n = make_path(&at, head[2]);
+    if (!n)
+      lost++, n = cp_cct_root(); /* out of memory: ROOT, and said so */
+    slots[head[0]].node[head[1]] = n;
+  }
+  reindex();
+  pthread_mutex_unlock(&lock);
+  cp_tmetric_saved_free(sv);
+  if (lost)
+    cp_warn("tensor metrics: out of memory re-creating %zu slots' scopes "
+            "after the context tree was freed; their values go to ROOT",
+            lost);
 }

@@ -3,7 +3,10 @@
  * host drains the device buffer. A slot is {context node per kind, metric
  * name, value kind}; the device buffer's records name a slot, never a node,
  * so a record replayed by a CUDA graph long after its capture still finds
- * its node (nodes are immortal, core/cct.c). See docs/tensor-metrics.md. */
+ * its node: when the last finalize frees the context tree (core/session.c,
+ * compaction), the slots' paths are saved and re-created in the new tree
+ * (cp_tmetric_save_paths / cp_tmetric_restore_paths). See
+ * docs/tensor-metrics.md and docs/guarantees.md ("Memory of names"). */
 #ifndef CP_CORE_TMETRIC_H
 #define CP_CORE_TMETRIC_H
 
@@ -15,7 +18,7 @@
 #include "core/metric.h"
 
 /* Slots are never freed (a captured graph may replay its records at any
- * time); equal slots are shared, so the table holds one slot per distinct
+ * time, in any later session); equal slots are shared, so the table holds one slot per distinct
  * (node, name, kind), not one per record. */
 #define CP_TMETRIC_MAX_SLOTS 65536u
 
@@ -40,5 +43,19 @@ uint32_t cp_tmetric_count(void);
 
 /* Forgets every slot (tests only: a live graph's records would dangle). */
 void cp_tmetric_reset(void);
+
+/* Every slot's path as names (the tree is about to be freed). Caller: the
+ * compaction, with no thread reserving or folding. Errors: ENOMEM (then
+ * nothing may be freed). */
+typedef struct cp_tmetric_saved cp_tmetric_saved;
+int cp_tmetric_save_paths(cp_tmetric_saved **out);
+
+/* Re-creates the saved paths in the (new) tree, points each slot at its
+ * path's node and frees `saved`. A path that cannot be made (out of
+ * memory) puts its slot on ROOT, with a warning. Same caller. */
+void cp_tmetric_restore_paths(cp_tmetric_saved *saved);
+
+/* Frees a saved form without restoring it (NULL is fine). */
+void cp_tmetric_saved_free(cp_tmetric_saved *saved);
 
 #endif

@@ -124,7 +124,8 @@ Test(core_tmetric, records_fold_into_the_scope_they_were_reserved_on,
 }
 
 Test(core_tmetric, slots_outlive_sessions, .init = reset) {
-  /* A graph captured in one session replays into the next one. */
+  /* A graph captured in one session replays into the next one, after the
+   * last finalize freed the context tree. */
   const char *p1 = cpt_tmp_path("tm1.hatchet");
   const char *p2 = cpt_tmp_path("tm2.hatchet");
   int s1 = start(p1);
@@ -133,7 +134,11 @@ Test(core_tmetric, slots_outlive_sessions, .init = reset) {
   cproton_scope_enter("step", &id);
   cr_assert_eq(cproton_tensor_metric_slot(id, "tokens", 0, &slot), CPROTON_OK);
   cproton_scope_exit("step");
+  unsigned compactions = cp_session_compactions();
   cr_assert_eq(cproton_session_finalize(s1, NULL), CPROTON_OK);
+  /* The finalize freed the tree (issue 16.13): the slot's path "step" was
+   * re-created in the new one, so the records below read no freed node. */
+  cr_assert_eq(cp_session_compactions(), compactions + 1);
   uint64_t words[] = {slot, 5};
   size_t n = 0;
   /* no session: the record belongs to none (folded into nothing) */
