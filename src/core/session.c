@@ -489,15 +489,18 @@ static int do_finalize(int i) {
  * paths are saved as strings first and re-created in the new tree, so a
  * record drained later lands on the same scope path. Returns 0, freeing
  * nothing, when the paths cannot be saved (out of memory). */
+static int paths_unsaved;   /* under table_lock: reported by compact_if_idle */
+static size_t paths_on_root; /* (a log handler must not run under reg_lock) */
+
 static int reset_tables(void) {
   cp_tmetric_saved *paths;
   if (cp_tmetric_save_paths(&paths)) {
-    cp_warn("out of memory: scope names are kept until a later finalize");
+    paths_unsaved = 1;
     return 0;
   }
   cp_cct_reset();
   cp_strtab_scoped_reset();
-  cp_tmetric_restore_paths(paths);
+  paths_on_root = cp_tmetric_restore_paths(paths);
   for (int i = 0; i < CP_MAX_SESSIONS; i++)
     cp_phases_trim(&slots[i].phases);
 #ifdef __GLIBC__
@@ -528,9 +531,17 @@ static void compact_if_idle(void) {
     if (slots[i].in_use)
       return;
   pthread_rwlock_wrlock(&slots_rw);
+  paths_unsaved = 0, paths_on_root = 0;
   if (cp_context_compact(reset_tables))
     atomic_fetch_add(&compactions, 1);
   pthread_rwlock_unlock(&slots_rw);
+  if (paths_unsaved)
+    cp_warn("out of memory saving tensor-metric slots: scope names are kept "
+            "until a later finalize");
+  if (paths_on_root)
+    cp_warn("tensor metrics: out of memory re-creating %zu slots' scopes after "
+            "the context tree was freed; their values go to ROOT",
+            paths_on_root);
 }
 
 unsigned cp_session_compactions(void) { return atomic_load(&compactions); }

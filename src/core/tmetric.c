@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "core/log.h"
 #include "core/strtab.h"
 #include "core/tmetric.h"
 
@@ -194,7 +193,7 @@ static void reindex(void) {
   }
 }
 
-void cp_tmetric_restore_paths(cp_tmetric_saved *sv) {
+size_t cp_tmetric_restore_paths(cp_tmetric_saved *sv) {
   size_t lost = 0;
   pthread_mutex_lock(&lock);
   for (const unsigned char *at = sv->buf; at < sv->buf + sv->len;) {
@@ -209,8 +208,5 @@ void cp_tmetric_restore_paths(cp_tmetric_saved *sv) {
   reindex();
   pthread_mutex_unlock(&lock);
   cp_tmetric_saved_free(sv);
-  if (lost)
-    cp_warn("tensor metrics: out of memory re-creating %zu slots' scopes "
-            "after the context tree was freed; their values go to ROOT",
-            lost);
+  return lost;
 }

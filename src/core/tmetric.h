@@ -52,8 +52,9 @@ int cp_tmetric_save_paths(cp_tmetric_saved **out);
 
 /* Re-creates the saved paths in the (new) tree, points each slot at its
  * path's node and frees `saved`. A path that cannot be made (out of
- * memory) puts its slot on ROOT, with a warning. Same caller. */
-void cp_tmetric_restore_paths(cp_tmetric_saved *saved);
+ * memory) puts its slot on ROOT; returns how many did, for the caller to
+ * report (outside its locks). Same caller. */
+size_t cp_tmetric_restore_paths(cp_tmetric_saved *saved);
 
 /* Frees a saved form without restoring it (NULL is fine). */
 void cp_tmetric_saved_free(cp_tmetric_saved *saved);
