@@ -146,32 +146,29 @@ static int check(const char *s, size_t len) {
   return CPROTON_OK;
 }
 
-int cp_strtab_intern(const char *s, size_t len, uint32_t *id_out) {
+/* Interns in tier `t`; a name the kept tier has keeps its kept id whatever
+ * `t` is (the tree merges it as before). */
+static int intern_in(tier *t, const char *s, size_t len, uint32_t *id_out) {
   int rc = check(s, len);
   if (rc)
     return rc;
   uint32_t hash = hash_bytes(s, len);
-  entry *e = lookup(&kept, hash, s, len);
-  if (e) {
-    *id_out = e->id;
-    return CPROTON_OK;
-  }
-  return insert(&kept, hash, s, len, id_out);
-}
-
-int cp_strtab_intern_scoped(const char *s, size_t len, uint32_t *id_out) {
-  int rc = check(s, len);
-  if (rc)
-    return rc;
-  uint32_t hash = hash_bytes(s, len);
-  entry *e = lookup(&scoped, hash, s, len);
-  if (!e) /* a kept name keeps its id: the tree merges it as before */
+  entry *e = lookup(t, hash, s, len);
+  if (!e && t != &kept)
     e = lookup(&kept, hash, s, len);
   if (e) {
     *id_out = e->id;
     return CPROTON_OK;
   }
-  return insert(&scoped, hash, s, len, id_out);
+  return insert(t, hash, s, len, id_out);
+}
+
+int cp_strtab_intern(const char *s, size_t len, uint32_t *id_out) {
+  return intern_in(&kept, s, len, id_out);
+}
+
+int cp_strtab_intern_scoped(const char *s, size_t len, uint32_t *id_out) {
+  return intern_in(&scoped, s, len, id_out);
 }
 
 static entry *by_id(uint32_t id) {

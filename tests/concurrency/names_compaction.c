@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "backend/fake/fake.h"
+#include "backend/fake/workload.h"
 #include "core/cct.h"
 #include "core/session.h"
 #include "core/strtab.h"
@@ -52,14 +53,9 @@ static int start(const char *backend) {
   return sid;
 }
 
+/* Resident memory in MB (10^6 bytes), as bench/names_memory_bench prints. */
 static double rss_mb(void) {
-  long pages = 0, resident = 0;
-  FILE *f = fopen("/proc/self/statm", "r");
-  if (!f || fscanf(f, "%ld %ld", &pages, &resident) != 2)
-    resident = 0;
-  if (f)
-    fclose(f);
-  return (double)resident * (double)sysconf(_SC_PAGESIZE) / 1e6;
+  return (double)cp_fake_workload_rss_kib() * 1024.0 / 1e6;
 }
 
 static void enter_exit(const char *prefix, int n) {
