@@ -216,6 +216,32 @@ def test_graph_replays_append_records_that_sum():
     assert load_tree("t.hatchet")["graph"]["@"]["tokens"] == 24
 
 
+def test_a_graph_replayed_after_the_tree_was_freed_lands_on_its_scope():
+    """The last finalize frees the context tree and the scope names (issue
+    16.13); a record captured before it and replayed in the next session
+    still lands on its scope path (the slot's path is re-created)."""
+    sid = proton.start("t", backend="fake")
+    with proton.scope("outer"):
+        with proton.scope("graph", {"tokens": FakeTensor(8)}):
+            pass
+        for i in range(100):  # names the finalize frees
+            with proton.scope(f"junk{i}"):
+                pass
+    buf = next(iter(metric._recorder.buffers.values()))
+    record = buf.words[metric.HEADER_WORDS:metric.HEADER_WORDS + 2]
+    proton.finalize(sid)
+    sid = proton.start("t2", backend="fake")
+    for i in range(100):  # new nodes where the freed ones were
+        with proton.scope(f"other{i}"):
+            pass
+    off = buf.words[0]  # a replay of the captured copy kernel
+    buf.words[metric.HEADER_WORDS + off:metric.HEADER_WORDS + off + 2] = record
+    buf.words[0] = off + 2
+    proton.finalize(sid)
+    t = load_tree("t2.hatchet")
+    assert t["outer"]["graph"]["@"]["tokens"] == 8
+
+
 def test_full_buffer_drops_are_counted_and_reported(monkeypatch):
     monkeypatch.setenv("CPROTON_TENSOR_METRIC_WORDS", "4")
     metric.use_fake_device()
