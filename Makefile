@@ -1,6 +1,6 @@
 # Thin wrapper around CMake. `make` builds the library and tools, `make demo`
 # runs the main job, `make test` runs every test (C units, fuzz corpora,
-# tools, Python), `make asan` runs the C suite under ASan + UBSan and
+# tools, Python, Triton 3.6-3.9), `make asan` runs the C suite under ASan + UBSan and
 # `make tsan` the threaded tests under ThreadSanitizer.
 # Each target first checks the Debian packages it needs (scripts/deps.sh
 # build|test|valgrind): as root it installs the missing ones, as anyone else
@@ -14,7 +14,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 .PHONY: all deps deps-test deps-valgrind configure-test build test test-c \
-	test-python asan tsan demo valgrind bench clean
+	test-python test-triton asan tsan demo valgrind bench clean
 
 all: build
 
@@ -39,13 +39,18 @@ configure-test: deps-test $(BUILD)/CMakeCache.txt
 	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) > $(BUILD)/configure.log || \
 	  { cat $(BUILD)/configure.log; exit 1; }
 
-test: test-c test-python
+test: test-c test-python test-triton
 
 test-c: configure-test build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 test-python: configure-test build
 	@scripts/test-python.sh $(BUILD)
+
+# The Python package and the instrumentation front end under each Triton
+# release from 3.6 to 3.9 (kernels compiled ahead of time, no GPU).
+test-triton: build
+	@scripts/triton-compat.sh
 
 asan: deps-test
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCPROTON_SANITIZE=ON

@@ -9,7 +9,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/venv.sh"
 # Proton 3.9 for the byte-compatibility test of hatchet_msgpack (skipped
 # when it cannot be installed, e.g. offline).
-"$root/scripts/venv-proton39.sh" || echo "cproton: no Proton 3.9 venv; its msgpack test will skip"
+"$root/scripts/venv-triton.sh" 3.9.0 > /dev/null ||
+  echo "cproton: no Triton 3.9.0 venv; the Proton 3.9 msgpack test will skip"
 venv=${CPROTON_VENV:-$root/.venv}
 echo "cproton: building the Python package (log: $root/build/pip-install.log)"
 mkdir -p "$root/build"

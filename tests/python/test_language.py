@@ -1,7 +1,8 @@
 """cproton.language and the instrumentation hook, compiled ahead of time for
 sm_90 without a GPU: with an instrumentation session the markers
 `// @cproton proton.record start|end <name>` reach the PTX in program order (each
-followed by the `mov.u32 %rN, 0;` the inline asm defines) and the hook's
+followed by the `mov.u32 %rN, %clock;` the inline asm defines, after a `.loc`
+line from Triton 3.9 on) and the hook's
 PTX pass lowers them; without one, the kernel carries no marker at all."""
 import re
 
@@ -66,7 +67,9 @@ def markers(ptx):
     for i, ln in enumerate(lines):
         m = re.match(r"// @cproton proton.record (start|end) (\S+)$", ln)
         if m:
-            assert re.match(r"mov\.u32 %r\d+, %clock;$", lines[i + 1]), lines[i + 1]
+            # Triton 3.9 puts a .loc line between the comment and the mov
+            following = next(x for x in lines[i + 1:] if not x.startswith(".loc"))
+            assert re.match(r"mov\.u32 %r\d+, %clock;$", following), following
             out.append((m.group(1), m.group(2)))
     return out
 

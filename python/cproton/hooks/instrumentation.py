@@ -107,6 +107,25 @@ def _pass_build_id():
         return hashlib.sha1(f.read()).hexdigest()[:12]
 
 
+def _stages_hook(previous, option: str, wrap):
+    """The hook for ``knobs.runtime.add_stages_inspection_hook``, chained
+    after ``previous``. Triton 3.6 only calls it as ``(backend, stages,
+    options, language, capability)`` while building the pipeline; Triton 3.7
+    and later also call it without arguments, before looking up the cache,
+    for ``(key, hash)`` that it adds to the kernel's cache key."""
+
+    def hook(*args):
+        if not args:
+            key, digest = previous() if previous is not None else ("", "")
+            key = f"{key}{option}"
+            return key, hashlib.sha256(f"{digest}{option}".encode()).hexdigest()
+        if previous is not None:
+            previous(*args)
+        wrap(args[1])
+
+    return hook
+
+
 class InstrumentationHook(Hook):
     priority: int = 0
     active_count: int = 0
@@ -134,19 +153,15 @@ class InstrumentationHook(Hook):
                        _profile_allocator.get())
         previous = self._saved[0]
 
-        def stages_hook(backend, stages, options, language, capability):
-            if previous is not None:
-                previous(backend, stages, options, language, capability)
-            self._wrap_ptx_stage(stages)
-
-        knobs.runtime.add_stages_inspection_hook = stages_hook
         # the marker text and the build of the PTX pass are part of the key:
         # kernels cached by another cproton (other markers, another pass) are
         # compiled again rather than loaded with a stale lowering
         from ..language import marker_text
         markers = hashlib.sha1(marker_text(True, "x").encode()).hexdigest()[:12]
-        knobs.compilation.instrumentation_mode = (f"cproton:{self.mode_str}:include={_include}:exclude={_exclude}"
-                                                  f":markers={markers}:pass={_pass_build_id()}")
+        option = (f"cproton:{self.mode_str}:include={_include}:exclude={_exclude}"
+                  f":markers={markers}:pass={_pass_build_id()}")
+        knobs.runtime.add_stages_inspection_hook = _stages_hook(previous, option, self._wrap_ptx_stage)
+        knobs.compilation.instrumentation_mode = option
         from triton.runtime._allocation import set_profile_allocator
         set_profile_allocator(self._allocate)
 
