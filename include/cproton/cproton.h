@@ -246,6 +246,20 @@ CPROTON_API int cproton_metric_add_int(uint64_t scope_id, const char *name,
                                        int64_t value);
 CPROTON_API int cproton_metric_add_double(uint64_t scope_id, const char *name,
                                           double value);
+/* Vector metrics (Proton 3.9): `n` values (n may be 0), summed element by
+ * element; "(pty)" replaces them. A vector keeps its type and its length:
+ * another type gives ESTATE, another length EINVAL ("Vector metric size
+ * mismatch ..."). The values are copied. Hatchet JSON and hatchet_msgpack
+ * write them as arrays. EINVAL also for values NULL with n > 0 and for
+ * more than CPROTON_METRIC_MAX_VECTOR values. */
+#define CPROTON_METRIC_MAX_VECTOR (1u << 24)
+CPROTON_API int cproton_metric_add_int_vector(uint64_t scope_id,
+                                              const char *name,
+                                              const int64_t *values, size_t n);
+CPROTON_API int cproton_metric_add_double_vector(uint64_t scope_id,
+                                                 const char *name,
+                                                 const double *values,
+                                                 size_t n);
 /* A string value (Proton accepts strings for any metric): it replaces the
  * previous value, whatever the suffix; mixing it with numbers gives EINVAL. */
 CPROTON_API int cproton_metric_add_string(uint64_t scope_id, const char *name,
@@ -253,27 +267,40 @@ CPROTON_API int cproton_metric_add_string(uint64_t scope_id, const char *name,
 
 /* Tensor metrics (docs/tensor-metrics.md): values that live in device
  * memory are copied by a small kernel, on the launching stream, into a
- * device buffer of records {slot, 64 value bits}; the host drains the buffer
+ * device buffer of records {slot, value words}; the host drains the buffer
  * at flush time and folds the records here, with the rules above. A slot
  * names where a value lands: the node cproton_metric_add_* would choose for
- * `scope_id` now (CPROTON_CURRENT_OP included), metric `name`, and int64
- * (is_double 0) or double bits. Equal slots are shared and slots live as
- * long as the process, so a CUDA graph that captured a record replays it
- * into the sessions active when the buffer is drained.
+ * `scope_id` now (CPROTON_CURRENT_OP included), metric `name`, int64
+ * (is_double 0) or double bits, and for a vector metric its length (the
+ * record then has that many value words). Equal slots are shared and slots
+ * live as long as the process, so a CUDA graph that captured a record
+ * replays it into the sessions active when the buffer is drained.
  * With no active session `*slot_out` is CPROTON_TENSOR_METRIC_NONE: there
  * is nothing to record (a number would be dropped the same way).
- * Errors: EINVAL (bad or reserved name), ESTATE (no op open for
+ * Errors: EINVAL (bad or reserved name, a vector of more than
+ * CPROTON_METRIC_MAX_VECTOR values), ESTATE (no op open for
  * CPROTON_CURRENT_OP), ENOTFOUND (unknown scope), ELIMIT (too many
  * distinct slots). */
-#define CPROTON_TENSOR_METRIC_RECORD_WORDS 2
+#define CPROTON_TENSOR_METRIC_RECORD_WORDS 2 /* a scalar's record */
 #define CPROTON_TENSOR_METRIC_NONE UINT32_MAX
+/* A word where a record would start that says "no record from here on": a
+ * copy kernel whose record does not fit writes it at its reserved offset. */
+#define CPROTON_TENSOR_METRIC_PAD UINT64_MAX
 CPROTON_API int cproton_tensor_metric_slot(uint64_t scope_id, const char *name,
                                            int is_double, uint32_t *slot_out);
+/* As cproton_tensor_metric_slot for a vector metric of `n_values` values
+ * (0: a scalar, as cproton_tensor_metric_slot). */
+CPROTON_API int cproton_tensor_metric_slot_vector(uint64_t scope_id,
+                                                  const char *name,
+                                                  int is_double,
+                                                  uint32_t n_values,
+                                                  uint32_t *slot_out);
 /* Folds `n_words` words of drained records into every active session;
- * `*n_folded` (may be NULL) gets the records folded. Records naming no slot
- * are skipped and reported (EPARSE with the first one's word offset); a
- * value whose type differs from the metric's gives EINVAL; both after
- * folding every valid record. */
+ * `*n_folded` (may be NULL) gets the records folded. Folding stops at a
+ * CPROTON_TENSOR_METRIC_PAD word (no error) and at a record naming no slot
+ * or running past `n_words` (EPARSE with its word offset: the length of
+ * what follows is unknown). A value whose type or length differs from the
+ * metric's gives ESTATE / EINVAL after folding the other records. */
 CPROTON_API int cproton_tensor_metric_fold(const uint64_t *words,
                                            size_t n_words, size_t *n_folded);
 

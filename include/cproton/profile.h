@@ -58,16 +58,22 @@ typedef enum cproton_metric_kind {
   CPROTON_METRIC_NONE = 0,   /* absent (also JSON null) */
   CPROTON_METRIC_INT = 1,    /* an integer that fits int64 (JSON true = 1) */
   CPROTON_METRIC_DOUBLE = 2, /* any other number, incl. NaN/Infinity */
-  CPROTON_METRIC_STRING = 3  /* e.g. device_id "0", device_type "CUDA" */
+  CPROTON_METRIC_STRING = 3, /* e.g. device_id "0", device_type "CUDA" */
+  CPROTON_METRIC_VECTOR = 4  /* an array of numbers (Proton 3.9's vector
+                                metrics), e.g. "hist": [1, 2, 3] */
 } cproton_metric_kind;
 
-/* One metric value. `d` is always the numeric value (NaN for strings and
- * absent values); `i` is set for INT; `s` for STRING (owned by the profile). */
+/* One metric value. `d` is always the numeric value (NaN for strings,
+ * vectors and absent values); `i` is set for INT; `s` for STRING; `n` and
+ * `v` for VECTOR: its elements as doubles (null elements are NaN). `s` and
+ * `v` are owned by the profile. */
 typedef struct cproton_metric_value {
   cproton_metric_kind kind;
   int64_t i;
   double d;
   const char *s;
+  uint32_t n;
+  const double *v;
 } cproton_metric_value;
 
 /* One entry of the device-info part: device_info[type][index]. Numbers that

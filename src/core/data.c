@@ -36,6 +36,16 @@ cp_data *cp_data_new(void) {
   return d;
 }
 
+/* Frees a node's metrics and the vector elements they own. */
+static void free_metrics(cp_node_metrics *m) {
+  if (!m)
+    return;
+  for (size_t i = 0; i < m->n_flex; i++)
+    cp_value_release(&m->flex[i].value);
+  free(m->flex);
+  free(m);
+}
+
 void cp_data_free(cp_data *d) {
   if (!d)
     return;
@@ -44,10 +54,7 @@ void cp_data_free(cp_data *d) {
     if (!chunk)
       continue;
     for (uint32_t i = 0; i < CHUNK_SIZE; i++)
-      if (chunk[i].metrics) {
-        free(chunk[i].metrics->flex);
-        free(chunk[i].metrics);
-      }
+      free_metrics(chunk[i].metrics);
     free(chunk);
   }
   pthread_mutex_destroy(&d->lock);
@@ -59,11 +66,8 @@ void cp_data_reset(cp_data *d) {
   for (uint32_t c = 0; c < N_CHUNKS; c++) {
     slot *chunk = atomic_load(&d->chunks[c]);
     for (uint32_t i = 0; chunk && i < CHUNK_SIZE; i++) {
-      if (chunk[i].metrics) {
-        free(chunk[i].metrics->flex);
-        free(chunk[i].metrics);
-        chunk[i].metrics = NULL;
-      }
+      free_metrics(chunk[i].metrics);
+      chunk[i].metrics = NULL;
       atomic_store_explicit(&chunk[i].touched, 0, memory_order_relaxed);
     }
   }
@@ -150,12 +154,13 @@ static int fold_flex(cp_node_metrics *m, uint32_t name, cp_value v) {
                         str);
   m->flex = grown;
   uint32_t out_id;
+  cp_value own;
   int rc = cp_strtab_intern(str, cp_metric_output_len(str), &out_id);
-  if (rc)
+  if (rc || (rc = cp_value_dup(&own, v, str))) /* the caller's vector is borrowed */
     return rc;
   m->flex[m->n_flex++] = (cp_flex_metric){
       .name = name, .out_name = out_id, .rule = cp_metric_rule_of(str),
-      .value = v};
+      .value = own};
   return CPROTON_OK;
 }
 

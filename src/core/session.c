@@ -949,7 +949,8 @@ static int metric_node(uint64_t scope_id, cp_context_kind kind,
 }
 
 static int tensor_metric_slot(uint64_t scope_id, const char *name,
-                              int is_double, uint32_t *slot_out) {
+                              int is_double, uint32_t n_values,
+                              uint32_t *slot_out) {
   uint32_t name_id;
   int rc = slot_out ? intern(name, "metric", &name_id)
                     : cp_error_set(CPROTON_EINVAL, "slot_out is NULL");
@@ -957,8 +958,11 @@ static int tensor_metric_slot(uint64_t scope_id, const char *name,
     return rc;
   if (cp_metric_is_reserved(name))
     return cp_error_set(CPROTON_EINVAL, "metric name '%s' is reserved", name);
-  cp_tmetric_slot s = {.name = name_id,
-                       .kind = is_double ? CP_VALUE_DOUBLE : CP_VALUE_INT};
+  cp_tmetric_slot s = {.name = name_id, .n = n_values ? n_values : 1};
+  if (n_values)
+    s.kind = is_double ? CP_VALUE_DOUBLE_VEC : CP_VALUE_INT_VEC;
+  else
+    s.kind = is_double ? CP_VALUE_DOUBLE : CP_VALUE_INT;
   uint32_t mask = cp_session_active_mask();
   *slot_out = CPROTON_TENSOR_METRIC_NONE; /* no session: as for a number */
   if (!mask)
@@ -975,51 +979,59 @@ static int tensor_metric_slot(uint64_t scope_id, const char *name,
  * before the slot is in the table (whose paths compaction re-creates). */
 int cproton_tensor_metric_slot(uint64_t scope_id, const char *name,
                                int is_double, uint32_t *slot_out) {
-  GUARDED(tensor_metric_slot(scope_id, name, is_double, slot_out));
+  GUARDED(tensor_metric_slot(scope_id, name, is_double, 0, slot_out));
 }
 
-/* Folds one record into every active session whose context kind the slot
- * resolved; returns the first error. */
-static int fold_record(const cp_tmetric_slot *s, uint64_t bits) {
-  int rc = CPROTON_OK;
-  cp_value v = cp_tmetric_value(s, bits);
+int cproton_tensor_metric_slot_vector(uint64_t scope_id, const char *name,
+                                      int is_double, uint32_t n_values,
+                                      uint32_t *slot_out) {
+  GUARDED(tensor_metric_slot(scope_id, name, is_double, n_values, slot_out));
+}
+
+/* Folds one record (its value words) into every active session whose
+ * context kind the slot resolved; returns the first error. */
+static int fold_record(const cp_tmetric_slot *s, const uint64_t *values) {
+  cp_value v;
+  int rc = cp_tmetric_value(s, values, &v);
+  if (rc)
+    return rc;
   for (uint32_t mask = cp_session_active_mask(); mask; mask &= mask - 1) {
     int i = __builtin_ctz(mask);
     const cp_node *n = s->node[hot_kind(i)];
     int r = n ? cp_data_add_metric(hot_data(i), n, s->name, v) : CPROTON_OK;
     rc = rc ? rc : r;
   }
+  cp_value_release(&v);
   return rc;
 }
 
+/* Records are {slot, s->n value words}, so a record naming no slot leaves
+ * the length of everything after it unknown: the fold stops there. */
 static int tensor_metric_fold(const uint64_t *words, size_t n_words,
                               size_t *n_folded) {
-  size_t done = 0, bad = 0, first_bad = 0;
+  size_t done = 0, w = 0;
   int rc = CPROTON_OK;
   if (!words && n_words)
     return cp_error_set(CPROTON_EINVAL, "tensor metric records are NULL");
-  if (n_words % CPROTON_TENSOR_METRIC_RECORD_WORDS)
-    return cp_error_set(CPROTON_EPARSE, "tensor metric buffer: %zu words is "
-                        "not a whole number of %d-word records", n_words,
-                        CPROTON_TENSOR_METRIC_RECORD_WORDS);
-  for (size_t w = 0; w < n_words; w += CPROTON_TENSOR_METRIC_RECORD_WORDS) {
+  while (w < n_words && words[w] != CPROTON_TENSOR_METRIC_PAD) {
     const cp_tmetric_slot *s =
         words[w] > UINT32_MAX ? NULL : cp_tmetric_get((uint32_t)words[w]);
-    if (!s) {
-      first_bad = bad++ ? first_bad : w;
-      continue;
-    }
-    int r = fold_record(s, words[w + 1]);
+    if (!s || s->n > n_words - w - 1)
+      break;
+    int r = fold_record(s, words + w + 1);
     rc = rc ? rc : r;
     done += r == CPROTON_OK;
+    w += 1 + (size_t)s->n;
   }
   if (n_folded)
     *n_folded = done;
-  if (bad)
-    return cp_error_set(CPROTON_EPARSE, "tensor metric buffer: %zu records "
-                        "name no reserved slot (the first at word %zu, slot "
-                        "%llu)", bad, first_bad,
-                        (unsigned long long)words[first_bad]);
+  if (w < n_words && words[w] != CPROTON_TENSOR_METRIC_PAD)
+    return cp_error_set(CPROTON_EPARSE, "tensor metric buffer: the record "
+                        "at word %zu %s (slot %llu); its %zu words and those "
+                        "after it were not read", w,
+                        words[w] > UINT32_MAX || !cp_tmetric_get((uint32_t)words[w])
+                            ? "names no reserved slot" : "is truncated",
+                        (unsigned long long)words[w], n_words - w);
   return rc;
 }
 
@@ -1048,6 +1060,32 @@ static int add_metric_string(uint64_t scope_id, const char *name,
   uint32_t id;
   int rc = cp_strtab_intern_scoped(value, strlen(value), &id);
   return rc ? rc : add_metric(scope_id, name, (cp_value){CP_VALUE_STRING, {.s = id}});
+}
+
+/* The elements are borrowed: core/data.c copies them into a new entry. */
+static int add_vector(uint64_t scope_id, const char *name, cp_value v,
+                      const void *values, size_t n) {
+  if (!values && n)
+    return cp_error_set(CPROTON_EINVAL, "vector metric '%s': values are NULL",
+                        name ? name : "(null)");
+  if (n > CPROTON_METRIC_MAX_VECTOR)
+    return cp_error_set(CPROTON_EINVAL, "vector metric '%s' has %zu values, "
+                        "more than %u", name ? name : "(null)", n,
+                        CPROTON_METRIC_MAX_VECTOR);
+  v.u.v.n = (uint32_t)n;
+  return add_metric(scope_id, name, v);
+}
+
+int cproton_metric_add_int_vector(uint64_t scope_id, const char *name,
+                                  const int64_t *values, size_t n) {
+  cp_value v = {CP_VALUE_INT_VEC, {.v = {.p.i = (int64_t *)values}}};
+  GUARDED(add_vector(scope_id, name, v, values, n));
+}
+
+int cproton_metric_add_double_vector(uint64_t scope_id, const char *name,
+                                     const double *values, size_t n) {
+  cp_value v = {CP_VALUE_DOUBLE_VEC, {.v = {.p.d = (double *)values}}};
+  GUARDED(add_vector(scope_id, name, v, values, n));
 }
 
 int cproton_metric_add_string(uint64_t scope_id, const char *name,

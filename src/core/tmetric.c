@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/strtab.h"
 #include "core/tmetric.h"
+#include "cproton/cproton.h"
 
 #define INDEX_SIZE (2 * CP_TMETRIC_MAX_SLOTS) /* a power of two, half full */
 
@@ -29,23 +30,38 @@ static uint32_t n_slots;
 static uint32_t index_[INDEX_SIZE]; /* slot id + 1; 0 = empty */
 
 static int same(const cp_tmetric_slot *a, const cp_tmetric_slot *b) {
-  return a->name == b->name && a->kind == b->kind &&
+  return a->name == b->name && a->kind == b->kind && a->n == b->n &&
          memcmp(a->node, b->node, sizeof a->node) == 0;
 }
 
 static uint32_t hash(const cp_tmetric_slot *s) {
-  uint64_t h = 1469598103934665603ull ^ s->name ^ ((uint64_t)s->kind << 32);
+  uint64_t h = 1469598103934665603ull ^ s->name ^ ((uint64_t)s->kind << 32) ^
+               ((uint64_t)s->n << 40);
   for (int k = 0; k < CP_CONTEXT_KINDS; k++)
     h = (h ^ (s->node[k] ? s->node[k]->id : 0)) * 1099511628211ull;
   return (uint32_t)(h ^ (h >> 29));
 }
 
-int cp_tmetric_reserve(const cp_tmetric_slot *s, uint32_t *id_out) {
-  if (s->kind != CP_VALUE_INT && s->kind != CP_VALUE_DOUBLE)
-    return cp_error_set(CPROTON_EINVAL,
-                        "tensor metrics are int64 or double, not kind %d",
-                        (int)s->kind);
-  int rc = CPROTON_OK;
+/* EINVAL unless the kind and the number of values go together. */
+static int check_shape(const cp_tmetric_slot *s) {
+  int scalar = s->kind == CP_VALUE_INT || s->kind == CP_VALUE_DOUBLE;
+  if (!scalar && !cp_value_is_vector(s->kind))
+    return cp_error_set(CPROTON_EINVAL, "tensor metrics are int64 or double "
+                        "(or vectors of them), not kind %d", (int)s->kind);
+  if (scalar ? s->n > 1 : s->n == 0 || s->n > CPROTON_METRIC_MAX_VECTOR)
+    return cp_error_set(CPROTON_EINVAL, "a %s tensor metric of %u values",
+                        scalar ? "scalar" : "vector", s->n);
+  return CPROTON_OK;
+}
+
+int cp_tmetric_reserve(const cp_tmetric_slot *shape, uint32_t *id_out) {
+  int rc = check_shape(shape);
+  if (rc)
+    return rc;
+  cp_tmetric_slot slot = *shape;
+  if (!cp_value_is_vector(slot.kind))
+    slot.n = 1; /* a scalar's record has one value word, whatever n said */
+  const cp_tmetric_slot *s = &slot;
   pthread_mutex_lock(&lock);
   uint32_t i = hash(s) & (INDEX_SIZE - 1);
   while (index_[i] && !same(&slots[index_[i] - 1], s))
@@ -73,13 +89,22 @@ const cp_tmetric_slot *cp_tmetric_get(uint32_t id) {
   return s; /* slots are never moved or changed once published */
 }
 
-cp_value cp_tmetric_value(const cp_tmetric_slot *s, uint64_t bits) {
-  cp_value v = {.kind = s->kind};
-  if (s->kind == CP_VALUE_DOUBLE)
-    memcpy(&v.u.d, &bits, sizeof v.u.d);
-  else
-    memcpy(&v.u.i, &bits, sizeof v.u.i);
-  return v;
+int cp_tmetric_value(const cp_tmetric_slot *s, const uint64_t *words,
+                     cp_value *out) {
+  *out = (cp_value){.kind = s->kind};
+  if (s->kind == CP_VALUE_DOUBLE) {
+    memcpy(&out->u.d, words, sizeof out->u.d);
+  } else if (s->kind == CP_VALUE_INT) {
+    memcpy(&out->u.i, words, sizeof out->u.i);
+  } else {
+    /* int64 and double elements are 8 bytes, as the words are: the copy
+     * is the conversion (bit patterns written by the device kernel) */
+    cp_value borrowed = {.kind = s->kind};
+    borrowed.u.v.n = s->n;
+    borrowed.u.v.p.i = (int64_t *)words;
+    return cp_value_dup(out, borrowed, "tensor metric");
+  }
+  return CPROTON_OK;
 }
 
 uint32_t cp_tmetric_count(void) {

@@ -25,18 +25,25 @@
 typedef struct cp_tmetric_slot {
   const cp_node *node[CP_CONTEXT_KINDS]; /* NULL: kind not resolved */
   uint32_t name;                         /* strtab id */
-  cp_value_kind kind;                    /* CP_VALUE_INT or CP_VALUE_DOUBLE */
+  cp_value_kind kind; /* int, double, or their vector kinds */
+  uint32_t n;         /* values per record: 1, or the vector's length */
 } cp_tmetric_slot;
 
 /* The slot equal to `s`, made if new, in *id_out. Errors: EINVAL (a kind
- * other than int or double), ELIMIT (CP_TMETRIC_MAX_SLOTS distinct slots). */
+ * other than int, double or their vectors; n over 1 for a scalar (0 or 1
+ * mean 1), 0 or over
+ * CPROTON_METRIC_MAX_VECTOR for a vector), ELIMIT (CP_TMETRIC_MAX_SLOTS
+ * distinct slots). */
 int cp_tmetric_reserve(const cp_tmetric_slot *s, uint32_t *id_out);
 
 /* Slot `id`, or NULL when no such slot was reserved. */
 const cp_tmetric_slot *cp_tmetric_get(uint32_t id);
 
-/* The value a record's 64 bits stand for in slot `s`'s kind. */
-cp_value cp_tmetric_value(const cp_tmetric_slot *s, uint64_t bits);
+/* The value that a record's s->n value words stand for in slot `s`'s kind,
+ * in *out; a vector's elements are copied to memory the caller frees with
+ * cp_value_release. Errors: ENOMEM. */
+int cp_tmetric_value(const cp_tmetric_slot *s, const uint64_t *words,
+                     cp_value *out);
 
 /* Number of slots reserved so far (tests, docs). */
 uint32_t cp_tmetric_count(void);

@@ -35,16 +35,30 @@
 #include "io/hatchet_tree.h"
 #include "io/msgpack.h"
 
-static void put_value(cp_sink *s, const cp_hatchet_entry *e) {
+static void put_double(cp_sink *s, double d) {
   static const uint8_t nil = 0xc0;
-  if (e->is_str)
-    cp_msgpack_cstr(s, e->str);
-  else if (e->value.kind == CP_VALUE_INT)
-    cp_msgpack_int(s, e->value.u.i);
-  else if (isfinite(e->value.u.d))
-    cp_msgpack_double(s, e->value.u.d);
+  if (isfinite(d))
+    cp_msgpack_double(s, d);
   else
     cp_sink_write(s, &nil, 1);
+}
+
+static void put_value(cp_sink *s, const cp_hatchet_entry *e) {
+  const cp_value *v = &e->value;
+  if (e->is_str) {
+    cp_msgpack_cstr(s, e->str);
+  } else if (cp_value_is_vector(v->kind)) { /* Proton 3.9: an array */
+    cp_msgpack_array(s, v->u.v.n);
+    for (uint32_t k = 0; k < v->u.v.n; k++)
+      if (v->kind == CP_VALUE_INT_VEC)
+        cp_msgpack_int(s, v->u.v.p.i[k]);
+      else
+        put_double(s, v->u.v.p.d[k]);
+  } else if (v->kind == CP_VALUE_INT) {
+    cp_msgpack_int(s, v->u.i);
+  } else {
+    put_double(s, v->u.d);
+  }
 }
 
 /* Devices that kernels of the tree ran on, by type. */

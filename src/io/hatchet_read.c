@@ -211,6 +211,35 @@ static int numeric_metric(const char *name) {
   return 0;
 }
 
+/* A vector metric (Proton 3.9), the current token its '['; ends on its
+ * ']'. Elements are numbers (true/false as 1/0) or null (NaN). */
+static int vector_metric(parser *ps, const key_slot *k, cp_profile_metric *m) {
+  cp_json_lexer *lx = ps->lx;
+  m->kind = CPROTON_METRIC_VECTOR;
+  m->v.vec.off = (uint32_t)ps->p->n_vec;
+  int rc = next(lx);
+  if (rc || lx->tok == CP_JSON_RBRACKET)
+    return rc;
+  for (;;) {
+    double d;
+    switch (lx->tok) {
+    case CP_JSON_INT: d = (double)lx->ival; break;
+    case CP_JSON_DOUBLE: d = lx->dval; break;
+    case CP_JSON_TRUE: case CP_JSON_FALSE: d = lx->tok == CP_JSON_TRUE; break;
+    case CP_JSON_NULL: d = NAN; break;
+    default:
+      return perr(lx, CPROTON_EPARSE, "vector metric \"%.200s\" must hold "
+                  "numbers, found %s", str_of(ps, k->id), tname(lx->tok));
+    }
+    if ((rc = at(ps, cp_profile_model_vec_push(ps->p, d))))
+      return rc;
+    m->v.vec.n++;
+    rc = cp_hatchet_read_json_sep(lx, CP_JSON_RBRACKET);
+    if (rc)
+      return rc == 1 ? CPROTON_OK : rc;
+  }
+}
+
 static int metric_member(parser *ps, void *ctx, const key_slot *k) {
   cp_json_lexer *lx = ps->lx;
   cp_profile_metric m;
@@ -240,9 +269,19 @@ static int metric_member(parser *ps, void *ctx, const key_slot *k) {
   }
   case CP_JSON_NULL:
     return CPROTON_OK;
+  case CP_JSON_LBRACKET: {
+    if (numeric_metric(str_of(ps, k->id)))
+      return perr(lx, CPROTON_EPARSE, "metric \"%.200s\" must be a number, found an array",
+                  str_of(ps, k->id));
+    int rc = vector_metric(ps, k, &m);
+    if (rc)
+      return rc;
+    break;
+  }
   default:
     return perr(lx, CPROTON_EPARSE,
-                "metric \"%.200s\" must be a number or a string, found %s",
+                "metric \"%.200s\" must be a number, a string or an array of "
+                "numbers, found %s",
                 str_of(ps, k->id), tname(lx->tok));
   }
   int rc = metric_key(ps, k, &m.key);

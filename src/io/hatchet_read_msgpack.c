@@ -10,6 +10,7 @@
  * order; unknown keys are skipped; metric values are integers, floats,
  * strings, booleans (as 0/1) or nil (ignored), as in the JSON reader.
  * Not a hot path; called by io/profile_api.c. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,9 +255,39 @@ static int read_frame(reader *r, uint32_t node) {
   return rc;
 }
 
+/* A vector metric (Proton 3.9): an array of numbers (booleans as 0/1, nil
+ * as NaN); `v` is its header. */
+static int vector_value(reader *r, const mp_val *v, const mp_val *k,
+                        cp_profile_metric *m) {
+  m->kind = CPROTON_METRIC_VECTOR;
+  m->v.vec.off = (uint32_t)r->p->n_vec;
+  m->v.vec.n = v->n;
+  for (uint32_t i = 0; i < v->n; i++) {
+    mp_val e;
+    int rc = next(r, &e);
+    if (rc)
+      return rc;
+    double d;
+    switch (e.type) {
+    case MP_INT: case MP_BOOL: d = (double)e.i; break;
+    case MP_DOUBLE: d = e.d; break;
+    case MP_NIL: d = NAN; break;
+    default:
+      return fail(r, e.at, CPROTON_EPARSE,
+                  "vector metric \"%.*s\" must hold numbers, found %s",
+                  (int)(k->n < 200 ? k->n : 200), k->s, type_names[e.type]);
+    }
+    if ((rc = at(r, e.at, cp_profile_model_vec_push(r->p, d))))
+      return rc;
+  }
+  return CPROTON_OK;
+}
+
 static int metric_value(reader *r, const mp_val *v, const mp_val *k,
                         cp_profile_metric *m) {
   switch (v->type) {
+  case MP_ARRAY:
+    return vector_value(r, v, k, m);
   case MP_INT: case MP_BOOL:
     m->kind = CPROTON_METRIC_INT, m->v.i = v->i;
     return CPROTON_OK;
@@ -268,7 +299,8 @@ static int metric_value(reader *r, const mp_val *v, const mp_val *k,
     return at(r, v->at, cp_profile_model_intern(r->p, v->s, v->n, &m->v.s));
   default:
     return fail(r, v->at, CPROTON_EPARSE,
-                "metric \"%.*s\" must be a number or a string, found %s",
+                "metric \"%.*s\" must be a number, a string or an array of "
+                "numbers, found %s",
                 (int)(k->n < 200 ? k->n : 200), k->s, type_names[v->type]);
   }
 }

@@ -23,7 +23,9 @@ static int kept(const cp_hatchet_tree *t, const cp_node *n) {
 static int collect_inclusive(cp_hatchet_tree *t, const cp_node_metrics *m,
                              size_t *cap) {
   for (size_t i = 0; i < m->n_flex; i++) {
-    if (m->flex[i].rule == CP_METRIC_EXC)
+    /* vectors: Proton 3.6, whose ROOT zeros these are, had none */
+    if (m->flex[i].rule == CP_METRIC_EXC ||
+        cp_value_is_vector(m->flex[i].value.kind))
       continue;
     if (t->n_root_zero == *cap) {
       size_t more = *cap ? *cap * 2 : 16;

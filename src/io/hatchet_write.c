@@ -32,6 +32,25 @@ static int by_name(const void *a, const void *b) {
                 ((const cp_hatchet_entry *)b)->name);
 }
 
+/* A vector metric as Proton 3.9 writes it: one element per line, "[]"
+ * when empty; `level` is the metric's own. */
+static void write_vector(cp_sink *s, const cp_value *v, int level) {
+  cp_sink_puts(s, v->u.v.n ? "[" : "[]");
+  for (uint32_t k = 0; k < v->u.v.n; k++) {
+    indent(s, level + 1);
+    if (v->kind == CP_VALUE_INT_VEC)
+      cp_sink_printf(s, "%lld", (long long)v->u.v.p.i[k]);
+    else
+      cp_sink_json_double(s, v->u.v.p.d[k]);
+    if (k + 1 < v->u.v.n)
+      cp_sink_puts(s, ",");
+  }
+  if (v->u.v.n) {
+    indent(s, level);
+    cp_sink_puts(s, "]");
+  }
+}
+
 static void write_metrics(writer *w, const cp_node *n, int level) {
   size_t cap = cp_hatchet_tree_capacity(&w->t, n), n_fixed;
   cp_hatchet_entry stack_entries[16];
@@ -47,6 +66,8 @@ static void write_metrics(writer *w, const cp_node *n, int level) {
     cp_sink_puts(w->s, ": ");
     if (es[i].is_str)
       cp_sink_json_string(w->s, es[i].str);
+    else if (cp_value_is_vector(es[i].value.kind))
+      write_vector(w->s, &es[i].value, level + 1);
     else if (es[i].value.kind == CP_VALUE_INT)
       cp_sink_printf(w->s, "%lld", (long long)es[i].value.u.i);
     else

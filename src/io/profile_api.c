@@ -201,6 +201,9 @@ static void fill_value(const cproton_profile *p, const cp_profile_metric *m,
     out->d = m->v.d;
   } else if (m->kind == CPROTON_METRIC_STRING) {
     out->s = cp_profile_model_str(p, m->v.s);
+  } else if (m->kind == CPROTON_METRIC_VECTOR) {
+    out->n = m->v.vec.n;
+    out->v = p->vec + m->v.vec.off;
   }
 }
 

@@ -65,6 +65,7 @@ void cp_profile_model_free(cproton_profile *p) {
   free(p->hash);
   free(p->nodes);
   free(p->metrics);
+  free(p->vec);
   free(p->children);
   free(p->keys);
   free(p->key_hash);
@@ -199,6 +200,16 @@ int cp_profile_model_key(cproton_profile *p, uint32_t name,
   p->key_hash[j] = p->n_keys + 1;
   *key_out = p->n_keys++;
   return CPROTON_OK;
+}
+
+int cp_profile_model_vec_push(cproton_profile *p, double v) {
+  if (p->n_vec >= UINT32_MAX - 1)
+    return cp_error_set(CPROTON_ELIMIT, "more than %u vector metric elements",
+                        UINT32_MAX - 1);
+  int rc = grow((void **)&p->vec, &p->vec_cap, p->n_vec + 1, sizeof *p->vec);
+  if (!rc)
+    p->vec[p->n_vec++] = v;
+  return rc;
 }
 
 int cp_profile_model_set_metric(cproton_profile *p, uint32_t node,

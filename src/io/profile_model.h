@@ -38,6 +38,9 @@ typedef struct cp_profile_metric {
     int64_t i;
     double d;
     uint32_t s; /* string id */
+    struct {
+      uint32_t off, n; /* elements vec[off .. off+n) */
+    } vec;           /* CPROTON_METRIC_VECTOR */
   } v;
 } cp_profile_metric;
 
@@ -56,6 +59,8 @@ struct cproton_profile {
   uint32_t n_nodes, nodes_cap;
   cp_profile_metric *metrics;
   size_t n_metrics, metrics_cap;
+  double *vec; /* elements of vector metrics */
+  size_t n_vec, vec_cap;
   uint32_t *children;
   uint32_t *keys; /* string ids */
   uint32_t n_keys, keys_cap;
@@ -95,6 +100,11 @@ int cp_profile_model_key(cproton_profile *p, uint32_t name,
 /* Sets metric `key` of `node`, whose metrics must be the last appended
  * (the reader appends one node's metrics object at a time); a repeated key
  * overwrites, as JSON objects do in Python. */
+/* Appends one element of a vector metric whose elements start at
+ * p->n_vec (taken before its first). Errors: ENOMEM, ELIMIT (2^32 - 1
+ * elements in one file). */
+int cp_profile_model_vec_push(cproton_profile *p, double v);
+
 int cp_profile_model_set_metric(cproton_profile *p, uint32_t node,
                                 const cp_profile_metric *m);
 

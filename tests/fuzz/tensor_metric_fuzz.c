@@ -1,9 +1,10 @@
 /* tensor_metric_fuzz.c -- libFuzzer target for drained tensor-metric
  * buffers (cproton_tensor_metric_fold): the input's 64-bit words are
- * records {slot, value bits} as the device copy kernel writes them, folded
- * into a live session with four reserved slots (int, double, "(pty)",
- * a second node). Arbitrary slots, odd lengths and NaN bits must give a
- * status, never a crash. */
+ * records {slot, value words} as the device copy kernel writes them, folded
+ * into a live session with six reserved slots (int, double, "(pty)", a
+ * second node, vectors of 3 doubles and 2 ints: slots 4 and 5). Arbitrary
+ * slots, truncated records, padding words and NaN bits must give a status,
+ * never a crash. */
 #include <stdint.h>
 #include <string.h>
 
@@ -25,6 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t size) {
         cproton_tensor_metric_slot(0, "p (pty)", 0, &slot) ||
         cproton_scope_enter("s", &id) ||
         cproton_tensor_metric_slot(id, "n", 0, &slot) ||
+        cproton_tensor_metric_slot_vector(id, "v", 1, 3, &slot) ||
+        cproton_tensor_metric_slot_vector(id, "iv (pty)", 0, 2, &slot) ||
         cproton_scope_exit("s"))
       return 0;
     ready = 1;

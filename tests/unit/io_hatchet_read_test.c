@@ -219,3 +219,35 @@ Test(io_hatchet_read, file_window_refills) {
   cr_assert_str_eq(cproton_profile_node_name(p, 60000), "kernel_59999");
   cproton_profile_close(p);
 }
+
+Test(io_hatchet_read, vector_metrics) {
+  /* as Proton 3.9 writes them: one element per line, [] when empty */
+  cproton_profile *p = parse_ok(
+      "[{\"frame\": {\"name\": \"R\"}, \"metrics\": {\"e\": [], \"iv\": [\n"
+      "  1,\n  -2\n], \"v\": [0.5, null, true], \"x\": 4}, \"children\": []}]");
+  cproton_metric_value v;
+  cr_assert_eq(cproton_profile_node_metric_by_name(p, 0, "iv", &v), CPROTON_OK);
+  cr_assert_eq(v.kind, CPROTON_METRIC_VECTOR);
+  cr_assert_eq(v.n, 2);
+  cr_assert_eq(v.v[0], 1.0);
+  cr_assert_eq(v.v[1], -2.0);
+  cr_assert(isnan(v.d));
+  cr_assert_eq(cproton_profile_node_metric_by_name(p, 0, "v", &v), CPROTON_OK);
+  cr_assert_eq(v.n, 3);
+  cr_assert_eq(v.v[0], 0.5);
+  cr_assert(isnan(v.v[1]));
+  cr_assert_eq(v.v[2], 1.0);
+  cr_assert_eq(cproton_profile_node_metric_by_name(p, 0, "e", &v), CPROTON_OK);
+  cr_assert_eq(v.kind, CPROTON_METRIC_VECTOR);
+  cr_assert_eq(v.n, 0);
+  cr_assert_eq(cproton_profile_node_metric_by_name(p, 0, "x", &v), CPROTON_OK);
+  cr_assert_eq(v.i, 4);
+  cproton_profile_close(p);
+  parse_bad("[{\"frame\": {\"name\": \"R\"}, \"metrics\": {\"v\": [1, \"a\"]}}]",
+            CPROTON_EPARSE, "t.hatchet:1:50: vector metric \"v\" must hold "
+            "numbers, found string");
+  parse_bad("[{\"frame\": {\"name\": \"R\"}, \"metrics\": {\"v\": [1 2]}}]",
+            CPROTON_EPARSE, "expected ',' or ']'");
+  parse_bad("[{\"frame\": {\"name\": \"R\"}, \"metrics\": {\"count\": [1]}}]",
+            CPROTON_EPARSE, "metric \"count\" must be a number, found an array");
+}

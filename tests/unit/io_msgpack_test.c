@@ -3,6 +3,7 @@
  * giving the same profile as the JSON reader, and bad input refused with
  * the byte offset. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -204,14 +205,48 @@ Test(io_msgpack, corrupt_bytes_name_their_offset) {
                CPROTON_EPARSE);
   cr_assert(strstr(cproton_last_error(), "c: byte 2: truncated"), "%s",
             cproton_last_error());
-  static const char list_metric[] =
+  static const char map_metric[] =
       "\x91\x82\xa5" "frame" "\x81\xa4" "name" "\xa1x"
-      "\xa7" "metrics" "\x81\xa1m\x90";
-  cr_assert_eq(cproton_profile_parse(S(list_metric), "c", &p),
+      "\xa7" "metrics" "\x81\xa1m\x80";
+  cr_assert_eq(cproton_profile_parse(S(map_metric), "c", &p),
                CPROTON_EPARSE);
   cr_assert_str_eq(cproton_last_error(),
-                   "c: byte 27: metric \"m\" must be a number or a string, "
-                   "found array");
+                   "c: byte 27: metric \"m\" must be a number, a string or "
+                   "an array of numbers, found map");
+  static const char str_in_vector[] =
+      "\x91\x82\xa5" "frame" "\x81\xa4" "name" "\xa1x"
+      "\xa7" "metrics" "\x81\xa1m\x92\x01\xa1s";
+  cr_assert_eq(cproton_profile_parse(S(str_in_vector), "c", &p),
+               CPROTON_EPARSE);
+  cr_assert_str_eq(cproton_last_error(),
+                   "c: byte 29: vector metric \"m\" must hold numbers, "
+                   "found string");
+}
+
+Test(io_msgpack, vector_metrics_are_read) {
+  /* Proton 3.9's layout: {"v": [1, -2], "d": [0.5, nil], "e": []} */
+  static const char doc[] =
+      "\x91\x82\xa5" "frame" "\x81\xa4" "name" "\xa1x"
+      "\xa7" "metrics" "\x83\xa1v\x92\x01\xfe"
+      "\xa1" "d" "\x92\xcb\x3f\xe0\0\0\0\0\0\0\xc0" "\xa1" "e" "\x90";
+  cproton_profile *p;
+  cr_assert_eq(cproton_profile_parse(S(doc), "c", &p), CPROTON_OK, "%s",
+               cproton_last_error());
+  cproton_metric_value v;
+  cr_assert_eq(cproton_profile_node_metric_by_name(p, 0, "v", &v), CPROTON_OK);
+  cr_assert_eq(v.kind, CPROTON_METRIC_VECTOR);
+  cr_assert_eq(v.n, 2);
+  cr_assert_eq(v.v[0], 1.0);
+  cr_assert_eq(v.v[1], -2.0);
+  cr_assert(isnan(v.d));
+  cr_assert_eq(cproton_profile_node_metric_by_name(p, 0, "d", &v), CPROTON_OK);
+  cr_assert_eq(v.n, 2);
+  cr_assert_eq(v.v[0], 0.5);
+  cr_assert(isnan(v.v[1]));
+  cr_assert_eq(cproton_profile_node_metric_by_name(p, 0, "e", &v), CPROTON_OK);
+  cr_assert_eq(v.kind, CPROTON_METRIC_VECTOR);
+  cr_assert_eq(v.n, 0);
+  cproton_profile_close(p);
 }
 
 Test(io_msgpack, files_open_by_content, .init = reset) {

@@ -59,7 +59,8 @@ static uint8_t *metric_kinds(const vw_tree *t) {
       uint32_t key;
       cproton_metric_value v;
       cproton_profile_node_metric_at(p, i, m, &key, &v);
-      if (key < n_keys && v.kind != CPROTON_METRIC_NONE)
+      if (key < n_keys && v.kind != CPROTON_METRIC_NONE &&
+          v.kind != CPROTON_METRIC_VECTOR) /* never a column */
         kind[key] |= v.kind == CPROTON_METRIC_STRING ? 2 : 1;
     }
   return kind;

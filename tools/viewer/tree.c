@@ -215,19 +215,20 @@ static int raw_column(vw_tree *t, const char *name) {
   uint32_t key;
   if (cproton_profile_metric_find(t->p, name, &key) != CPROTON_OK)
     return vw_fail("%s: no metric \"%s\"", t->file, name);
-  int c = vw_col_new(t, name, -1), numeric = 0, strings = 0;
+  int c = vw_col_new(t, name, -1), numeric = 0, strings = 0, vectors = 0;
   for (uint32_t i = 0; i < t->n; i++) {
     cproton_metric_value v;
     if (t->nodes[i].src == VW_NONE ||
         cproton_profile_node_metric(t->p, t->nodes[i].src, key, &v))
       continue;
     strings += v.kind == CPROTON_METRIC_STRING;
-    numeric += v.kind != CPROTON_METRIC_STRING;
-    t->cols[c].v[i] = v.d;
+    vectors += v.kind == CPROTON_METRIC_VECTOR;
+    numeric += v.kind != CPROTON_METRIC_STRING && v.kind != CPROTON_METRIC_VECTOR;
+    t->cols[c].v[i] = v.d; /* NaN for a string or a vector */
   }
-  if (strings && !numeric)
-    return vw_fail("%s: metric \"%s\" holds strings, not numbers", t->file,
-                   name);
+  if ((strings || vectors) && !numeric)
+    return vw_fail("%s: metric \"%s\" holds %s, not numbers", t->file, name,
+                   vectors ? "vectors (arrays)" : "strings");
   return c;
 }
 
