@@ -244,7 +244,7 @@ Test(io_hatchet_read, vector_metrics) {
   cr_assert_eq(v.i, 4);
   cproton_profile_close(p);
   parse_bad("[{\"frame\": {\"name\": \"R\"}, \"metrics\": {\"v\": [1, \"a\"]}}]",
-            CPROTON_EPARSE, "t.hatchet:1:50: vector metric \"v\" must hold "
+            CPROTON_EPARSE, "t.hatchet:1:48: vector metric \"v\" must hold "
             "numbers, found string");
   parse_bad("[{\"frame\": {\"name\": \"R\"}, \"metrics\": {\"v\": [1 2]}}]",
             CPROTON_EPARSE, "expected ',' or ']'");
