@@ -210,10 +210,61 @@ static int run_pending_outside_op(const char *name) {
   return ok;
 }
 
+/* A list or tuple of numbers: Proton 3.9's vector metric. Doubles when
+ * `as_double` or when an element is not an integer, else int64. */
+static int add_vector(uint64_t scope, const char *key, PyObject *v,
+                      int as_double) {
+  PyObject *seq = PySequence_Fast(v, "a vector metric");
+  if (!seq)
+    return -1;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  PyObject **items = PySequence_Fast_ITEMS(seq);
+  int dbl = as_double, rc = -1;
+  for (Py_ssize_t k = 0; k < n && !dbl; k++)
+    dbl = PyFloat_Check(items[k]) || !PyIndex_Check(items[k]);
+  union { int64_t i; double d; } *buf = PyMem_Malloc((size_t)(n ? n : 1) * 8);
+  if (!buf) {
+    PyErr_NoMemory();
+    goto out;
+  }
+  for (Py_ssize_t k = 0; k < n; k++) {
+    PyObject *e = items[k];
+    if (PyUnicode_Check(e) || !PyNumber_Check(e)) {
+      PyErr_Format(PyExc_TypeError, "vector metric '%s' must hold numbers, "
+                   "not %.100s (element %zd)", key, Py_TYPE(e)->tp_name, k);
+      goto out;
+    }
+    if (dbl)
+      buf[k].d = PyFloat_AsDouble(e);
+    else
+      buf[k].i = PyLong_AsLongLong(e);
+    if (PyErr_Occurred()) {
+      if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "vector metric '%s': element %zd does "
+                     "not fit in 64 bits", key, k);
+      }
+      goto out;
+    }
+  }
+  int st = dbl ? cproton_metric_add_double_vector(scope, key, &buf[0].d, (size_t)n)
+               : cproton_metric_add_int_vector(scope, key, &buf[0].i, (size_t)n);
+  if (st)
+    raise_as(st, RT(ESTATE)); /* a type change: Proton's RuntimeError */
+  else
+    rc = 0;
+out:
+  PyMem_Free(buf);
+  Py_DECREF(seq);
+  return rc;
+}
+
 static int add_one(uint64_t scope, const char *key, PyObject *v, int as_double) {
   int rc;
   if (is_tensor(v))
     return add_tensor(scope, key, v, as_double);
+  if (PyList_Check(v) || PyTuple_Check(v))
+    return add_vector(scope, key, v, as_double);
   if (!as_double && (PyLong_Check(v) || (!PyFloat_Check(v) &&
                                           PyIndex_Check(v)))) {
     long long x = PyLong_AsLongLong(v);
@@ -234,8 +285,9 @@ static int add_one(uint64_t scope, const char *key, PyObject *v, int as_double) 
       return -1;
     rc = cproton_metric_add_string(scope, key, text);
   } else {
-    PyErr_Format(PyExc_TypeError, "metric '%s' must be an int, a float or "
-                 "a str, not %.100s", key, Py_TYPE(v)->tp_name);
+    PyErr_Format(PyExc_TypeError, "metric '%s' must be an int, a float, a "
+                 "str or a list of numbers, not %.100s", key,
+                 Py_TYPE(v)->tp_name);
     return -1;
   }
   if (rc) {
@@ -461,11 +513,13 @@ static PyObject *py_tensor_metric_slot(PyObject *m, PyObject *args) {
   unsigned long long scope;
   const char *name;
   int is_double;
-  if (!PyArg_ParseTuple(args, "Ksp:tensor_metric_slot", &scope, &name,
-                        &is_double))
+  unsigned int n_values = 0; /* 0: a scalar; else a vector's length */
+  if (!PyArg_ParseTuple(args, "Ksp|I:tensor_metric_slot", &scope, &name,
+                        &is_double, &n_values))
     return NULL;
   uint32_t slot;
-  int rc = cproton_tensor_metric_slot(scope, name, is_double, &slot);
+  int rc = cproton_tensor_metric_slot_vector(scope, name, is_double, n_values,
+                                             &slot);
   if (rc)
     return raise_status(rc);
   return PyLong_FromUnsignedLong(slot);
@@ -634,7 +688,8 @@ static int add_launch_metrics(PyObject *data) {
     if (!key)
       return -1;
     int skip = PyBool_Check(v) ||
-               !(PyLong_Check(v) || PyFloat_Check(v) || is_tensor(v));
+               !(PyLong_Check(v) || PyFloat_Check(v) || is_tensor(v) ||
+                 PyList_Check(v) || PyTuple_Check(v));
     for (int i = 0; !skip && launch_reserved[i]; i++)
       skip = strcmp(key, launch_reserved[i]) == 0;
     if (!skip && add_one(CPROTON_CURRENT_OP, key, v, 1) < 0)
@@ -968,7 +1023,7 @@ static PyMethodDef methods[] = {
     {"set_tensor_metric_handler", py_set_tensor_metric_handler, METH_VARARGS,
      "set_tensor_metric_handler(record, launch_pending) (cproton.metric)"},
     {"tensor_metric_slot", py_tensor_metric_slot, METH_VARARGS,
-     "tensor_metric_slot(scope_id, name, is_double) -> slot"},
+     "tensor_metric_slot(scope_id, name, is_double, n_values=0) -> slot"},
     {"tensor_metric_fold", py_tensor_metric_fold, METH_O,
      "tensor_metric_fold(bytes of int64 {slot, bits} records) -> folded"},
     {"depth", py_depth, METH_NOARGS, "the calling thread's scope depth"},
@@ -1014,6 +1069,8 @@ PyMODINIT_FUNC PyInit__cproton(void) {
                               CPROTON_TENSOR_METRIC_RECORD_WORDS) < 0 ||
       PyModule_AddIntConstant(m, "TENSOR_METRIC_NONE",
                               (long)CPROTON_TENSOR_METRIC_NONE) < 0 ||
+      PyModule_AddIntConstant(m, "METRIC_MAX_VECTOR",
+                              (long)CPROTON_METRIC_MAX_VECTOR) < 0 ||
       cpy_testing_add(m) < 0 || cpy_instrument_add(m) < 0) {
     Py_DECREF(m);
     return NULL;

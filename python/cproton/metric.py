@@ -6,9 +6,10 @@ under ``hook="triton"``).
 * A CPU tensor is read at once (``item()``) and added like a number.
 * A device (CUDA) tensor is never read by the host while profiling: a small
   Triton kernel, launched on the current stream, copies its value into a
-  profiler-owned device buffer as a record {slot, 64 value bits}; a slot
-  (``_cproton.tensor_metric_slot``, C: ``cproton_tensor_metric_slot``) names
-  the node, metric and type the value belongs to. Launched during CUDA graph
+  profiler-owned device buffer as a record {slot, one 64-bit word per
+  element}; a slot (``_cproton.tensor_metric_slot``, C:
+  ``cproton_tensor_metric_slot_vector``) names the node, metric, type and,
+  for a vector, its length. Launched during CUDA graph
   capture, the copy kernel is captured and appends one record per replay.
   The host drains the buffer when it flushes (deactivate, finalize,
   ``cproton.data`` calls): one device synchronisation and one D2H copy per
@@ -17,9 +18,9 @@ under ``hook="triton"``).
 
 Types follow Proton 3.9: ``flops``, ``flops8/16/32/64`` are doubles,
 ``bytes`` is int64; other metrics are doubles for floating-point tensors,
-int64 otherwise. One element per tensor: Proton 3.9's vector metrics
-(``numel() > 1``) are refused with a ValueError (cproton's tree holds
-scalars). docs/tensor-metrics.md has the design.
+int64 otherwise. A tensor of more than one element is a *vector* metric, as
+in Proton 3.9 (``numel() > 1``): its elements are summed element by element
+and written as an array. docs/tensor-metrics.md has the design.
 """
 import os
 import threading
@@ -33,7 +34,10 @@ _FLOPS_WIDTHS = (8, 16, 32, 64)
 ROOFLINE_IS_DOUBLE = {"flops": True, **{f"flops{w}": True for w in _FLOPS_WIDTHS}, "bytes": False}
 
 HEADER_WORDS = 2  # [0]: words reserved by records so far, [1]: records dropped
-RECORD_WORDS = _cproton.TENSOR_METRIC_RECORD_WORDS
+RECORD_WORDS = _cproton.TENSOR_METRIC_RECORD_WORDS  # a scalar's record
+# Written where a record that does not fit would start: no record from here
+# on (CPROTON_TENSOR_METRIC_PAD, all bits set, as a signed int64 word).
+PAD = -1
 METADATA_STATE = "__proton_launch_metadata"
 
 
@@ -61,19 +65,32 @@ def is_double(name: str, tensor: Any) -> bool:
     return bool(tensor.is_floating_point())
 
 
-def _check_scalar(name: str, tensor: Any) -> None:
-    n = tensor.numel()
-    if n != 1:
-        raise ValueError(f"tensor metric '{name}' has {n} elements: cproton records one value per "
-                         "metric (Proton 3.9's vector metrics are not supported); pass one element, "
-                         "e.g. t.sum() or t[i]")
+def n_values(name: str, tensor: Any) -> int:
+    """0 for a scalar (one element), else the length of a vector metric."""
+    n = int(tensor.numel())
+    if n == 0:
+        raise ValueError(f"tensor metric '{name}' has no elements")
+    if n > _cproton.METRIC_MAX_VECTOR:
+        raise ValueError(f"tensor metric '{name}' has {n} elements, more than {_cproton.METRIC_MAX_VECTOR}")
+    return 0 if n == 1 else n
 
 
 def _host_value(name: str, tensor: Any):
-    value = tensor.item()
+    """A CPU tensor's value: a number, or a list for a vector metric."""
+    value = tensor.item() if tensor.numel() == 1 else tensor.reshape(-1).tolist()
     if name in ROOFLINE_IS_DOUBLE:
-        return float(value) if ROOFLINE_IS_DOUBLE[name] else int(value)
+        convert = float if ROOFLINE_IS_DOUBLE[name] else int
+        return [convert(v) for v in value] if isinstance(value, list) else convert(value)
     return value
+
+
+def _words(tensor: Any, double: bool) -> list:
+    """The record's value words for `tensor` (host side: the fake device)."""
+    import struct
+    values = tensor.reshape(-1).tolist() if tensor.numel() > 1 else [tensor.item()]
+    if double:
+        return [struct.unpack("<q", struct.pack("<d", float(v)))[0] for v in values]
+    return [int(v) for v in values]
 
 
 # ---- device buffers ----------------------------------------------------------------
@@ -89,16 +106,16 @@ class FakeDeviceBuffer:
         self.words = [0] * (HEADER_WORDS + capacity)
 
     def record(self, slot: int, tensor: Any, double: bool) -> None:
-        import struct
+        size = 1 + int(tensor.numel())
         off = self.words[0]
-        self.words[0] = off + RECORD_WORDS
-        if off + RECORD_WORDS > self.capacity:
+        self.words[0] = off + size
+        if off + size > self.capacity:
             self.words[1] += 1
+            if off < self.capacity:  # the first record that does not fit
+                self.words[HEADER_WORDS + off] = PAD
             return
-        v = tensor.item()
-        bits = struct.unpack("<q", struct.pack("<d", float(v)))[0] if double else int(v)
         self.words[HEADER_WORDS + off] = slot
-        self.words[HEADER_WORDS + off + 1] = bits
+        self.words[HEADER_WORDS + off + 1:HEADER_WORDS + off + size] = _words(tensor, double)
 
     def drain(self):
         used = min(self.words[0], self.capacity)
@@ -123,7 +140,8 @@ class CudaDeviceBuffer:
         self.words = torch.zeros(HEADER_WORDS + capacity, dtype=torch.int64, device=device)
 
     def record(self, slot: int, tensor: Any, double: bool) -> None:
-        _record_kernel()[(1, )](self.words, self.capacity, slot, tensor, IS_DOUBLE=double, num_warps=1)
+        n = int(tensor.numel())
+        _record_kernel()[(1, )](self.words, self.capacity, slot, tensor, n, IS_DOUBLE=double, num_warps=1)
 
     def drain(self):
         import torch
@@ -151,25 +169,33 @@ def _record_kernel():
         import triton.language as tl
 
         # Specialised on nothing but the value's dtype: one compiled kernel
-        # per dtype and kind whatever the slot (Triton would make slot 1 a
-        # constant) or the value's alignment (t[3] of a float32 tensor), so
-        # prepare() can compile everything a later graph capture launches.
-        @triton.jit(do_not_specialize=["capacity", "slot"],
+        # per dtype and kind whatever the slot or the number of values
+        # (Triton would make 1 a constant) or the value's alignment (t[3]
+        # of a float32 tensor), so prepare() can compile everything a later
+        # graph capture launches.
+        @triton.jit(do_not_specialize=["capacity", "slot", "n"],
                     do_not_specialize_on_alignment=["buf_ptr", "value_ptr"])
-        def _cproton_tensor_metric(buf_ptr, capacity, slot, value_ptr, IS_DOUBLE: tl.constexpr):
-            # Reserve the record atomically: graph replays on several streams
-            # may append at once. A full buffer counts the record as dropped.
-            off = tl.atomic_add(buf_ptr, 2, sem="relaxed")
-            if off + 2 <= capacity:
-                value = tl.load(value_ptr)
-                if IS_DOUBLE:
-                    bits = value.to(tl.float64).to(tl.int64, bitcast=True)
-                else:
-                    bits = value.to(tl.int64)
+        def _cproton_tensor_metric(buf_ptr, capacity, slot, value_ptr, n, IS_DOUBLE: tl.constexpr):
+            # Reserve the whole record {slot, n values} atomically: graph
+            # replays on several streams may append at once. A record that
+            # does not fit is counted as dropped; the first such one writes
+            # the padding word at its offset, so the drain stops there.
+            size = n.to(tl.int64) + 1
+            off = tl.atomic_add(buf_ptr, size, sem="relaxed")
+            if off + size <= capacity:
                 tl.store(buf_ptr + 2 + off, slot.to(tl.int64))
-                tl.store(buf_ptr + 3 + off, bits)
+                for start in range(0, n, 128):
+                    idx = start + tl.arange(0, 128)
+                    value = tl.load(value_ptr + idx, mask=idx < n)
+                    if IS_DOUBLE:
+                        bits = value.to(tl.float64).to(tl.int64, bitcast=True)
+                    else:
+                        bits = value.to(tl.int64)
+                    tl.store(buf_ptr + 3 + off + idx, bits, mask=idx < n)
             else:
                 tl.atomic_add(buf_ptr + 1, 1, sem="relaxed")
+                if off < capacity:
+                    tl.store(buf_ptr + 2 + off, -1)
 
         _kernel = _cproton_tensor_metric
     return _kernel
@@ -232,7 +258,8 @@ def prepare(device=None, dtypes=()) -> None:
     for dtype in dtypes:
         value = torch.zeros((), dtype=dtype, device=device)
         for double in (False, True):
-            _record_kernel().warmup(buf.words, buf.capacity, 0, value, IS_DOUBLE=double, grid=(1, ), num_warps=1)
+            _record_kernel().warmup(buf.words, buf.capacity, 0, value, 1, IS_DOUBLE=double, grid=(1, ),
+                                    num_warps=1)
 
 
 def record(scope_id: int, name: str, tensor: Any, as_double: bool = False) -> bool:
@@ -242,14 +269,18 @@ def record(scope_id: int, name: str, tensor: Any, as_double: bool = False) -> bo
     launch is queued (the C layer then calls launch_pending). `as_double`:
     the launch hook's rule, every value a double (so that a key cannot
     change type between launches)."""
-    _check_scalar(name, tensor)
+    n = n_values(name, tensor)
     if tensor.device.type == "cpu":
         value = _host_value(name, tensor)
-        _cproton.add_metrics(scope_id, {name: float(value) if as_double else value})
+        if as_double:
+            value = [float(v) for v in value] if isinstance(value, list) else float(value)
+        _cproton.add_metrics(scope_id, {name: value})
         return False
     double = as_double or is_double(name, tensor)
+    if n and not getattr(tensor, "is_contiguous", lambda: True)():
+        tensor = tensor.contiguous()  # the copy kernel reads n elements in a row
     buf = _recorder.buffer(tensor.device)
-    slot = _cproton.tensor_metric_slot(scope_id, name, double)
+    slot = _cproton.tensor_metric_slot(scope_id, name, double, n)
     if slot == _cproton.TENSOR_METRIC_NONE:  # no active session
         return False
     queue = getattr(_recorder.pending, "queue", None)

@@ -18,6 +18,9 @@ STEPS = [
     (["b_second"], {"flops": 1.0e12, "small": -5, "u8": 200, "u16": 60000}),
     (["b_second", LONG], {"x": 0.1}),
     (["c" * 40], {}),
+    # vector metrics (lists): summed element by element, written as arrays
+    (["d_vectors"], {"hist": [1.0, 2.5], "ids": [1, -2, 300], "empty": [], "big": [2 ** 40]}),
+    (["d_vectors"], {"hist": [0.5, 0.5], "ids": [1, 1, 70000], "empty": [], "big": [1]}),
 ]
 
 

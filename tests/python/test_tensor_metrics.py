@@ -17,13 +17,15 @@ from conftest import load_tree
 
 
 class FakeTensor:
-    """The part of torch.Tensor that tensor metrics use."""
+    """The part of torch.Tensor that tensor metrics use; a list value is a
+    tensor of that many elements (a vector metric)."""
 
-    def __init__(self, value, device="cuda", numel=1, floating=None):
+    def __init__(self, value, device="cuda", numel=None, floating=None):
         self.value = value
+        self.values = list(value) if isinstance(value, list) else [value]
         self.device = types.SimpleNamespace(type=device, index=0)
-        self._numel = numel
-        self._floating = isinstance(value, float) if floating is None else floating
+        self._numel = len(self.values) if numel is None else numel
+        self._floating = any(isinstance(v, float) for v in self.values) if floating is None else floating
 
     def data_ptr(self):
         return 0x7F0000001000
@@ -35,7 +37,14 @@ class FakeTensor:
         return self._floating
 
     def item(self):
-        return self.value
+        assert self._numel == 1, "item() of a tensor of several elements"
+        return self.values[0]
+
+    def reshape(self, *shape):
+        return self
+
+    def tolist(self):
+        return list(self.values)
 
 
 class KernelBuffer(metric.FakeDeviceBuffer):
@@ -106,10 +115,10 @@ def test_enter_exit_scope_and_add_metrics_take_tensors():
     assert load_tree("t.hatchet")["a"]["@"]["x"] == 7
 
 
-def test_vectors_and_other_devices_are_refused_clearly():
+def test_empty_tensors_and_other_devices_are_refused_clearly():
     sid = proton.start("t", backend="fake")
-    with pytest.raises(ValueError, match="has 4 elements.*vector metrics are not supported"):
-        with proton.scope("s", {"v": FakeTensor(1, numel=4)}):
+    with pytest.raises(ValueError, match="tensor metric 'v' has no elements"):
+        with proton.scope("s", {"v": FakeTensor([])}):
             pass
     assert C.depth() == 0  # the failed scope did not stay open
     metric.use_fake_device(False)
@@ -285,7 +294,7 @@ def test_fold_rejects_bad_records():
     sid = proton.start("t", backend="fake")
     with pytest.raises(ValueError, match="whole number of 64-bit words"):
         C.tensor_metric_fold(b"\0" * 12)
-    with pytest.raises(ValueError, match="name no reserved slot.*word 0"):
+    with pytest.raises(ValueError, match="word 0 names no reserved slot"):
         C.tensor_metric_fold(struct.pack("<qq", 10**6, 1))
     with pytest.raises(RuntimeError, match="type mismatch"):
         with proton.scope("s", {"x": 1}):
@@ -306,7 +315,8 @@ def test_the_copy_kernel_compiles_for_a_gpu_without_one(dtype, double):
     triton = pytest.importorskip("triton")
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    sig = {"buf_ptr": "*i64", "capacity": "i64", "slot": "i64", "value_ptr": dtype, "IS_DOUBLE": "constexpr"}
+    sig = {"buf_ptr": "*i64", "capacity": "i64", "slot": "i64", "value_ptr": dtype, "n": "i32",
+           "IS_DOUBLE": "constexpr"}
     src = ASTSource(fn=metric._record_kernel(), signature=sig, constexprs={"IS_DOUBLE": double})
     try:
         compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 1})
@@ -314,3 +324,111 @@ def test_the_copy_kernel_compiles_for_a_gpu_without_one(dtype, double):
         pytest.skip(f"Triton cannot compile for CUDA here: {e}")
     ptx = compiled.asm["ptx"]
     assert "atom.global" in ptx and "_cproton_tensor_metric" in ptx
+
+
+def msgpack_tree(sid):
+    msgpack = pytest.importorskip("msgpack")
+    return msgpack.unpackb(proton.data.get_msgpack(sid))
+
+
+def test_vector_tensors_fold_element_by_element():
+    """numel() > 1: Proton 3.9's vector metrics, one record of n values per
+    copy, summed element by element; bytes stays int64, flops double."""
+    sid = proton.start("t", backend="fake")
+    for k in range(2):
+        with proton.scope("step", {"hist": FakeTensor([1.0, 2.0, 3.5 + k]), "bytes": FakeTensor([4.0, 5.0]),
+                                   "ids": FakeTensor([7, -8, 9])}):
+            pass
+    buf = next(iter(metric._recorder.buffers.values()))
+    assert buf.words[0] == 2 * (4 + 3 + 4)  # {slot, n values} per record
+    assert metric.drain() == 6
+    (step, ) = [c for c in msgpack_tree(sid)[0]["children"] if c["frame"]["name"] == "step"]
+    assert step["metrics"] == {"hist": [2.0, 4.0, 8.0], "bytes": [8, 10], "ids": [14, -16, 18]}
+    proton.finalize(sid)
+    assert load_tree("t.hatchet")["step"]["@"] == {"hist": [2.0, 4.0, 8.0], "bytes": [8, 10], "ids": [14, -16, 18]}
+
+
+def test_cpu_vector_tensors_and_lists_are_added_at_once():
+    sid = proton.start("t", backend="fake")
+    with proton.scope("s", {"v": FakeTensor([1, 2], device="cpu"), "w": [0.5, 1.5], "e": []}):
+        pass
+    proton.enter_scope("s", metrics={"v": [10, 20], "w": (1.0, 1.0)})
+    proton.exit_scope()
+    assert not metric._recorder.buffers  # nothing went to the device
+    proton.finalize(sid)
+    assert load_tree("t.hatchet")["s"]["@"] == {"v": [11, 22], "w": [1.5, 2.5], "e": []}
+
+
+def test_vector_errors_are_protons():
+    sid = proton.start("t", backend="fake")
+    with proton.scope("s", {"v": [1, 2, 3]}):
+        pass
+    with pytest.raises(ValueError, match=r"Vector metric size mismatch for valueId 0 \(v\): current=3, new=2"):
+        with proton.scope("s", {"v": [1, 2]}):
+            pass
+    with pytest.raises(RuntimeError, match=r"current=std::vector<int64_t>, new=std::vector<double>"):
+        with proton.scope("s", {"v": [1.0, 2.0, 3.0]}):
+            pass
+    with pytest.raises(RuntimeError, match=r"current=std::vector<int64_t>, new=uint64_t"):
+        with proton.scope("s", {"v": 1}):
+            pass
+    with pytest.raises(TypeError, match="vector metric 'v' must hold numbers, not str"):
+        with proton.scope("s", {"v": [1, "a", 3]}):
+            pass
+    # a device vector of another length: found when the records are folded
+    with proton.scope("s", {"d": FakeTensor([1.0, 2.0])}):
+        pass
+    with proton.scope("s", {"d": FakeTensor([1.0, 2.0, 3.0])}):
+        pass
+    with pytest.raises(ValueError, match=r"size mismatch for valueId 0 \(d\): current=2, new=3"):
+        metric.drain()
+    proton.finalize(sid)
+    assert load_tree("t.hatchet")["s"]["@"] == {"v": [1, 2, 3], "d": [1.0, 2.0]}
+
+
+def test_a_record_that_does_not_fit_pads_the_buffer(monkeypatch):
+    """Records have different lengths: the first one that does not fit
+    writes the padding word where it would have started, so the drain knows
+    where the records end; it and every later one are counted as dropped."""
+    monkeypatch.setenv("CPROTON_TENSOR_METRIC_WORDS", "8")
+    metric.use_fake_device()
+    sid = proton.start("t", backend="fake")
+    with proton.scope("s", {"x": FakeTensor(1), "v": FakeTensor([1, 2, 3])}):  # 2 + 4 words
+        pass
+    with proton.scope("s", {"v": FakeTensor([1, 2, 3]), "x": FakeTensor(1)}):  # do not fit
+        pass
+    buf = next(iter(metric._recorder.buffers.values()))
+    assert buf.words[metric.HEADER_WORDS + 6] == metric.PAD
+    with pytest.warns(proton.CprotonWarning, match="2 records dropped.*8 words"):
+        proton.finalize(sid)
+    assert load_tree("t.hatchet")["s"]["@"] == {"x": 1, "v": [1, 2, 3]}
+
+
+def test_graph_replays_of_a_vector_record_sum():
+    sid = proton.start("t", backend="fake")
+    with proton.scope("graph", {"tokens": FakeTensor([1, 10])}):
+        pass
+    buf = next(iter(metric._recorder.buffers.values()))
+    record = buf.words[metric.HEADER_WORDS:metric.HEADER_WORDS + 3]
+    for _ in range(3):  # the replays
+        off = buf.words[0]
+        buf.words[metric.HEADER_WORDS + off:metric.HEADER_WORDS + off + 3] = record
+        buf.words[0] = off + 3
+    assert metric.drain() == 4
+    proton.finalize(sid)
+    assert load_tree("t.hatchet")["graph"]["@"]["tokens"] == [4, 40]
+
+
+def test_launch_metadata_vectors_are_doubles_on_the_op():
+    knobs = pytest.importorskip("triton.knobs")
+    from triton.compiler.compiler import LazyDict
+    sid = proton.start("t", backend="fake", hook="triton")
+    for _ in range(2):
+        lazy = LazyDict({"name": "k", "function": 1, "stream": 0})
+        lazy.add(lambda grid, meta, args: {"per_expert": [1, 2], "hist": FakeTensor([0.5, 0.25])}, (None, None, {}))
+        knobs.runtime.launch_enter_hook(lazy)
+        C._fake_launch("k")
+        knobs.runtime.launch_exit_hook(lazy)
+    proton.finalize(sid)
+    m = load_tree("t.hatchet")["k"]["@"]
+    assert m["per_expert"] == [2.0, 4.0] and m["hist"] == [1.0, 0.5] and m["count"] == 2
