@@ -44,6 +44,11 @@ static _Thread_local int op_open;
  * (True: a copy kernel is queued) and launch_pending(); NULL until the
  * module registers them. */
 static PyObject *tensor_record, *tensor_launch;
+/* cproton.metric's "is the current stream capturing a CUDA graph?", set
+ * once it has a CUDA buffer (a capture needs one made before it): numbers
+ * given during a capture then take the device path, so that every replay
+ * adds them (docs/tensor-metrics.md). NULL: never capturing. */
+static PyObject *capture_probe;
 static _Thread_local int tensor_pending;   /* copy kernels queued */
 static _Thread_local int in_metric_launch; /* launching them: no hooks */
 
@@ -259,9 +264,24 @@ out:
   return rc;
 }
 
-static int add_one(uint64_t scope, const char *key, PyObject *v, int as_double) {
+/* 1 when numbers must be recorded on the device now (a CUDA graph is being
+ * captured on the current stream), 0 if not, -1 with an exception. */
+static int capturing_now(void) {
+  if (!capture_probe)
+    return 0;
+  PyObject *r = PyObject_CallNoArgs(capture_probe);
+  if (!r)
+    return -1;
+  int on = PyObject_IsTrue(r);
+  Py_DECREF(r);
+  return on;
+}
+
+/* `capturing`: from capturing_now(), once per dict of metrics. */
+static int add_one(uint64_t scope, const char *key, PyObject *v, int as_double,
+                   int capturing) {
   int rc;
-  if (is_tensor(v))
+  if (is_tensor(v) || (capturing && (PyLong_Check(v) || PyFloat_Check(v))))
     return add_tensor(scope, key, v, as_double);
   if (PyList_Check(v) || PyTuple_Check(v))
     return add_vector(scope, key, v, as_double);
@@ -308,6 +328,9 @@ static int add_metrics(uint64_t scope, PyObject *metrics) {
   }
   Py_ssize_t pos = 0;
   PyObject *k, *v;
+  int capturing = PyDict_GET_SIZE(metrics) ? capturing_now() : 0;
+  if (capturing < 0)
+    return -1;
   while (PyDict_Next(metrics, &pos, &k, &v)) {
     const char *key = PyUnicode_Check(k) ? utf8_no_nul(k, "metric") : NULL;
     if (!key) {
@@ -316,7 +339,7 @@ static int add_metrics(uint64_t scope, PyObject *metrics) {
                      Py_TYPE(k)->tp_name);
       return -1;
     }
-    if (add_one(scope, key, v, 0) < 0) {
+    if (add_one(scope, key, v, 0, capturing) < 0) {
       /* The metrics before this one were added: launch their copies too. */
       PyObject *t, *val, *tb;
       PyErr_Fetch(&t, &val, &tb);
@@ -509,6 +532,15 @@ static PyObject *py_set_tensor_metric_handler(PyObject *m, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+static PyObject *py_set_capture_probe(PyObject *m, PyObject *probe) {
+  if (probe != Py_None && !PyCallable_Check(probe)) {
+    PyErr_SetString(PyExc_TypeError, "the capture probe must be callable or None");
+    return NULL;
+  }
+  Py_XSETREF(capture_probe, probe == Py_None ? NULL : Py_NewRef(probe));
+  Py_RETURN_NONE;
+}
+
 static PyObject *py_tensor_metric_slot(PyObject *m, PyObject *args) {
   unsigned long long scope;
   const char *name;
@@ -683,6 +715,9 @@ static int admitted(PyObject *name) {
 static int add_launch_metrics(PyObject *data) {
   Py_ssize_t pos = 0;
   PyObject *k, *v;
+  int capturing = PyDict_GET_SIZE(data) ? capturing_now() : 0;
+  if (capturing < 0)
+    return -1;
   while (PyDict_Next(data, &pos, &k, &v)) {
     const char *key = PyUnicode_Check(k) ? utf8_no_nul(k, "metric") : NULL;
     if (!key)
@@ -692,7 +727,7 @@ static int add_launch_metrics(PyObject *data) {
                  PyList_Check(v) || PyTuple_Check(v));
     for (int i = 0; !skip && launch_reserved[i]; i++)
       skip = strcmp(key, launch_reserved[i]) == 0;
-    if (!skip && add_one(CPROTON_CURRENT_OP, key, v, 1) < 0)
+    if (!skip && add_one(CPROTON_CURRENT_OP, key, v, 1, capturing) < 0)
       return -1;
   }
   return 0;
@@ -1022,6 +1057,9 @@ static PyMethodDef methods[] = {
     {"add_metrics", py_add_metrics, METH_VARARGS, "add_metrics(id, dict)"},
     {"set_tensor_metric_handler", py_set_tensor_metric_handler, METH_VARARGS,
      "set_tensor_metric_handler(record, launch_pending) (cproton.metric)"},
+    {"set_capture_probe", py_set_capture_probe, METH_O,
+     "set_capture_probe(callable or None): numbers take the device path "
+     "while it returns True"},
     {"tensor_metric_slot", py_tensor_metric_slot, METH_VARARGS,
      "tensor_metric_slot(scope_id, name, is_double, n_values=0) -> slot"},
     {"tensor_metric_fold", py_tensor_metric_fold, METH_O,

@@ -16,6 +16,10 @@ under ``hook="triton"``).
   device, whatever the number of records, folded into the tree with the
   usual metric rules (summed; ``(exc)`` exclusive; ``(pty)`` last wins).
 
+A plain number given while the current stream captures a CUDA graph takes
+the device path too, through a copy kernel that carries the value as its
+argument: each replay adds it, as Proton 3.9's scalar metric kernel does.
+
 Types follow Proton 3.9: ``flops``, ``flops8/16/32/64`` are doubles,
 ``bytes`` is int64; other metrics are doubles for floating-point tensors,
 int64 otherwise. A tensor of more than one element is a *vector* metric, as
@@ -84,13 +88,30 @@ def _host_value(name: str, tensor: Any):
     return value
 
 
-def _words(tensor: Any, double: bool) -> list:
-    """The record's value words for `tensor` (host side: the fake device)."""
+def _bits(value, double: bool) -> int:
+    """A value as the signed 64-bit word a record holds."""
     import struct
-    values = tensor.reshape(-1).tolist() if tensor.numel() > 1 else [tensor.item()]
-    if double:
-        return [struct.unpack("<q", struct.pack("<d", float(v)))[0] for v in values]
-    return [int(v) for v in values]
+    return struct.unpack("<q", struct.pack("<d", float(value)))[0] if double else int(value)
+
+
+def _words(value: Any, double: bool) -> list:
+    """The record's value words for a tensor or a number (host side)."""
+    if not is_tensor(value):
+        return [_bits(value, double)]
+    values = value.reshape(-1).tolist() if value.numel() > 1 else [value.item()]
+    return [_bits(v, double) for v in values]
+
+
+# A number is passed to the scalar copy kernel as three 22-bit pieces:
+# Triton types a Python int argument by its range (i32, u32, i64), so the
+# word itself could need a compile of its own in the middle of a capture.
+_PIECE_BITS = 22
+
+
+def _pieces(bits: int) -> tuple:
+    u = bits & ((1 << 64) - 1)
+    mask = (1 << _PIECE_BITS) - 1
+    return u & mask, (u >> _PIECE_BITS) & mask, u >> (2 * _PIECE_BITS)
 
 
 # ---- device buffers ----------------------------------------------------------------
@@ -106,7 +127,7 @@ class FakeDeviceBuffer:
         self.words = [0] * (HEADER_WORDS + capacity)
 
     def record(self, slot: int, tensor: Any, double: bool) -> None:
-        size = 1 + int(tensor.numel())
+        size = 1 + (int(tensor.numel()) if is_tensor(tensor) else 1)
         off = self.words[0]
         self.words[0] = off + size
         if off + size > self.capacity:
@@ -140,6 +161,10 @@ class CudaDeviceBuffer:
         self.words = torch.zeros(HEADER_WORDS + capacity, dtype=torch.int64, device=device)
 
     def record(self, slot: int, tensor: Any, double: bool) -> None:
+        if not is_tensor(tensor):  # a number during graph capture
+            lo, mid, hi = _pieces(_bits(tensor, double))
+            _scalar_kernel()[(1, )](self.words, self.capacity, slot, lo, mid, hi, num_warps=1)
+            return
         n = int(tensor.numel())
         _record_kernel()[(1, )](self.words, self.capacity, slot, tensor, n, IS_DOUBLE=double, num_warps=1)
 
@@ -201,6 +226,38 @@ def _record_kernel():
     return _kernel
 
 
+_scalar = None
+
+
+def _scalar_kernel():
+    """The copy kernel of a number given during graph capture: the value is
+    its argument, so the captured launch appends it at every replay."""
+    global _scalar
+    if _scalar is None:
+        import triton
+        import triton.language as tl
+
+        @triton.jit(do_not_specialize=["capacity", "slot", "lo", "mid", "hi"])
+        def _cproton_scalar_metric(buf_ptr, capacity, slot, lo, mid, hi):
+            off = tl.atomic_add(buf_ptr, 2, sem="relaxed")
+            if off + 2 <= capacity:
+                bits = lo.to(tl.int64) | (mid.to(tl.int64) << 22) | (hi.to(tl.int64) << 44)
+                tl.store(buf_ptr + 2 + off, slot.to(tl.int64))
+                tl.store(buf_ptr + 3 + off, bits)
+            else:
+                tl.atomic_add(buf_ptr + 1, 1, sem="relaxed")
+                if off < capacity:
+                    tl.store(buf_ptr + 2 + off, -1)
+
+        _scalar = _cproton_scalar_metric
+    return _scalar
+
+
+def _cuda_capturing() -> bool:
+    import torch
+    return torch.cuda.is_current_stream_capturing()
+
+
 class _Recorder:
     """The buffers, one per device, and the records queued by metric calls
     until the C layer launches them (outside any launch-hook op)."""
@@ -209,6 +266,7 @@ class _Recorder:
         self.lock = threading.Lock()
         self.buffers = {}
         self.factory = None  # None: CUDA buffers; else callable(capacity, device)
+        self.fake_capture = False
         self.pending = threading.local()
 
     def buffer(self, device):
@@ -233,7 +291,9 @@ class _Recorder:
             raise RuntimeError(f"tensor metrics on a CUDA tensor need torch and triton: {e}") from None
         if not torch.cuda.is_available():
             raise RuntimeError("tensor metrics: a CUDA tensor was given but no CUDA device is available")
-        return CudaDeviceBuffer(capacity_words(), device)
+        buf = CudaDeviceBuffer(capacity_words(), device)
+        _cproton.set_capture_probe(_cuda_capturing)  # from now on numbers check for a capture
+        return buf
 
 
 _recorder = _Recorder()
@@ -244,13 +304,34 @@ def use_fake_device(enabled: bool = True) -> None:
     with _recorder.lock:
         _recorder.buffers.clear()
         _recorder.factory = (lambda capacity, device: FakeDeviceBuffer(capacity)) if enabled else None
+    fake_capture(False)
+
+
+class _FakeDevice:
+    type, index = "cuda", 0
+
+
+def fake_capture(active: bool) -> None:
+    """Tests: behave as if the current stream were capturing a CUDA graph
+    (numbers go to the fake device's buffer) until fake_capture(False)."""
+    _recorder.fake_capture = active
+    _cproton.set_capture_probe((lambda: True) if active else None)
+
+
+def _capture_device():
+    """The device whose buffer records numbers given during a capture."""
+    if _recorder.fake_capture:
+        return _FakeDevice()
+    import torch
+    return torch.device("cuda", torch.cuda.current_device())
 
 
 def prepare(device=None, dtypes=()) -> None:
     """Readies tensor metrics for a CUDA graph capture, where nothing may
     be allocated or compiled: allocates the buffer of `device` (default:
-    torch's current CUDA device) and compiles the copy kernel for each
-    torch dtype in `dtypes` (both value kinds)."""
+    torch's current CUDA device), compiles the copy kernel for each torch
+    dtype in `dtypes` (both value kinds) and the kernel that records numbers
+    given during a capture."""
     import torch
     if device is None:
         device = torch.device("cuda", torch.cuda.current_device())
@@ -260,15 +341,41 @@ def prepare(device=None, dtypes=()) -> None:
         for double in (False, True):
             _record_kernel().warmup(buf.words, buf.capacity, 0, value, 1, IS_DOUBLE=double, grid=(1, ),
                                     num_warps=1)
+    _scalar_kernel().warmup(buf.words, buf.capacity, 0, 0, 0, 0, grid=(1, ), num_warps=1)
+
+
+def _record_number(scope_id: int, name: str, value, as_double: bool) -> bool:
+    """A number given during a graph capture: queued like a tensor's copy,
+    on the current device's buffer, with the type it would have on the host
+    (an int is int64, a float double; every launch-metadata value double)."""
+    double = as_double or isinstance(value, float)
+    if not double and not -2**63 <= value < 2**63:
+        raise ValueError(f"metric '{name}' does not fit in 64 bits")
+    buf = _recorder.buffer(_capture_device())
+    slot = _cproton.tensor_metric_slot(scope_id, name, double)
+    if slot == _cproton.TENSOR_METRIC_NONE:
+        return False
+    _queue(buf, slot, value, double)
+    return True
+
+
+def _queue(buf, slot: int, value, double: bool) -> None:
+    queue = getattr(_recorder.pending, "queue", None)
+    if queue is None:
+        queue = _recorder.pending.queue = []
+    queue.append((buf, slot, value, double))
 
 
 def record(scope_id: int, name: str, tensor: Any, as_double: bool = False) -> bool:
-    """Called by the C layer for a tensor metric value. A CPU tensor is
-    added at once; a device tensor gets its slot now (the node is the one
-    a number would land on now) and its copy kernel queued; True when a
-    launch is queued (the C layer then calls launch_pending). `as_double`:
-    the launch hook's rule, every value a double (so that a key cannot
-    change type between launches)."""
+    """Called by the C layer for a tensor metric value, or for a number
+    given while a CUDA graph is being captured. A CPU tensor is added at
+    once; a device tensor (or such a number) gets its slot now (the node is
+    the one a number would land on now) and its copy kernel queued; True
+    when a launch is queued (the C layer then calls launch_pending).
+    `as_double`: the launch hook's rule, every value a double (so that a
+    key cannot change type between launches)."""
+    if not is_tensor(tensor):
+        return _record_number(scope_id, name, tensor, as_double)
     n = n_values(name, tensor)
     if tensor.device.type == "cpu":
         value = _host_value(name, tensor)
@@ -283,10 +390,7 @@ def record(scope_id: int, name: str, tensor: Any, as_double: bool = False) -> bo
     slot = _cproton.tensor_metric_slot(scope_id, name, double, n)
     if slot == _cproton.TENSOR_METRIC_NONE:  # no active session
         return False
-    queue = getattr(_recorder.pending, "queue", None)
-    if queue is None:
-        queue = _recorder.pending.queue = []
-    queue.append((buf, slot, tensor, double))
+    _queue(buf, slot, tensor, double)
     return True
 
 

@@ -432,3 +432,70 @@ def test_launch_metadata_vectors_are_doubles_on_the_op():
     proton.finalize(sid)
     m = load_tree("t.hatchet")["k"]["@"]
     assert m["per_expert"] == [2.0, 4.0] and m["hist"] == [1.0, 0.5] and m["count"] == 2
+
+
+def test_numbers_during_a_graph_capture_are_added_per_replay():
+    """Proton records a number given during CUDA graph capture at every
+    replay (its scalar metric kernel); cproton queues a copy whose value is
+    the kernel's argument, so the captured launch appends it per replay."""
+    sid = proton.start("t", backend="fake")
+    with proton.scope("eager", {"n": 5}):  # no capture: added at once
+        pass
+    metric.fake_capture(True)
+    try:
+        with proton.scope("graph", {"tokens": 3, "loss": 0.5, "label": "text"}):
+            pass
+    finally:
+        metric.fake_capture(False)
+    buf = next(iter(metric._recorder.buffers.values()))
+    assert buf.words[0] == 4  # two records {slot, value}; the string stayed on the host
+    record = buf.words[metric.HEADER_WORDS:metric.HEADER_WORDS + 4]
+    for _ in range(2):  # two more replays of the captured copies
+        off = buf.words[0]
+        buf.words[metric.HEADER_WORDS + off:metric.HEADER_WORDS + off + 4] = record
+        buf.words[0] = off + 4
+    assert metric.drain() == 6
+    proton.finalize(sid)
+    t = load_tree("t.hatchet")
+    assert t["eager"]["@"] == {"n": 5}
+    assert t["graph"]["@"] == {"tokens": 9, "loss": 1.5, "label": "text"}
+
+
+def test_launch_metadata_numbers_during_a_capture_land_on_the_op():
+    knobs = pytest.importorskip("triton.knobs")
+    from triton.compiler.compiler import LazyDict
+    sid = proton.start("t", backend="fake", hook="triton")
+    metric.fake_capture(True)
+    try:
+        lazy = LazyDict({"name": "k", "function": 1, "stream": 0})
+        lazy.add(lambda grid, meta, args: {"flops": 8, "bytes": 4}, (None, None, {}))
+        knobs.runtime.launch_enter_hook(lazy)
+        C._fake_launch("k")
+        knobs.runtime.launch_exit_hook(lazy)
+    finally:
+        metric.fake_capture(False)
+    assert metric.drain() == 2
+    proton.finalize(sid)
+    m = load_tree("t.hatchet")["k"]["@"]
+    assert m["flops"] == 8.0 and m["bytes"] == 4.0 and m["count"] == 1
+
+
+@pytest.mark.parametrize("bits", [0, 1, -1, 2**63 - 1, -2**63, 0x123456789ABCDEF])
+def test_scalar_kernel_pieces_cover_64_bits(bits):
+    lo, mid, hi = metric._pieces(bits)
+    assert all(0 <= p < 2**22 for p in (lo, mid, hi))
+    word = lo | (mid << 22) | (hi << 44)
+    assert (word - (1 << 64) if word >= 1 << 63 else word) == bits
+
+
+def test_the_scalar_kernel_compiles_for_a_gpu_without_one():
+    triton = pytest.importorskip("triton")
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    sig = {"buf_ptr": "*i64", "capacity": "i64", "slot": "i64", "lo": "i32", "mid": "i32", "hi": "i32"}
+    src = ASTSource(fn=metric._scalar_kernel(), signature=sig, constexprs={})
+    try:
+        compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 1})
+    except RuntimeError as e:  # no ptxas on this machine
+        pytest.skip(f"Triton cannot compile for CUDA here: {e}")
+    assert "atom.global" in compiled.asm["ptx"] and len(compiled.asm["cubin"]) > 0
