@@ -1,7 +1,10 @@
 """Tensor metrics on a real GPU (issue 13 item 5): device tensors given as
 scope metrics and as launch_metadata values are copied on the stream by
 cproton's metric kernel, with no host sync, and folded at finalize; inside a
-CUDA graph the copy is captured and every replay adds its value.
+CUDA graph the copy is captured and every replay adds its value. Vector
+metrics (tensors of several elements, more than one block of the copy
+kernel, non-contiguous) are summed element by element; plain numbers given
+during the capture are added at every replay.
 Prints one PASS/FAIL line per check and exits non-zero on any FAIL."""
 import sys
 import time
@@ -45,6 +48,9 @@ def main():
     flops_t = torch.tensor(1000.0, device=dev)
     tokens = torch.zeros((), dtype=torch.int64, device=dev)
     loss = torch.tensor(0.25, device=dev)
+    hist = torch.tensor([1.0, 2.0, 3.0], device=dev)
+    ids = torch.arange(200, dtype=torch.int64, device=dev)  # two blocks of 128
+    mat = torch.arange(12, dtype=torch.float32, device=dev).reshape(4, 3)
 
     # Warm-up outside the session: Triton compiles the copy kernel per value
     # dtype, and the user kernel; a graph capture must not compile.
@@ -60,7 +66,8 @@ def main():
     # 1. eager scopes: values read on the stream, at the point of the scope.
     for i in range(3):
         tokens.fill_(10 + i)  # a stream op before the scope
-        with proton.scope("step", {"tokens": tokens, "loss": loss, "cpu": torch.tensor(2)}):
+        with proton.scope("step", {"tokens": tokens, "loss": loss, "cpu": torch.tensor(2), "hist": hist,
+                                   "ids": ids, "column": mat[:, 1]}):
             scale[(n // 1024, )](x, n, flops_t, BLOCK=1024)
         tokens.fill_(1000)  # after the copy, in stream order: not seen
     # 2. no host sync: with the GPU busy for ~0.2 s, recording returns at once.
@@ -71,6 +78,8 @@ def main():
     host_ms = (time.perf_counter() - t0) * 1e3
     # 3. a CUDA graph: each replay increments a counter then records it.
     counter = torch.zeros((), dtype=torch.int64, device=dev)
+    counters = torch.zeros(3, dtype=torch.int64, device=dev)
+    steps = torch.tensor([1, 10, 100], dtype=torch.int64, device=dev)
     g = torch.cuda.CUDAGraph()
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
@@ -78,7 +87,9 @@ def main():
         with torch.cuda.graph(g):
             with proton.scope("graph_step"):
                 counter.add_(1)
-                with proton.scope("counted", {"counter": counter}):
+                counters.add_(steps)
+                with proton.scope("counted", {"counter": counter, "counters": counters, "plain": 5,
+                                              "half": 0.5}):
                     scale[(n // 1024, )](x, n, flops_t, BLOCK=1024)
     torch.cuda.current_stream().wait_stream(s)
     for _ in range(4):
@@ -106,6 +117,23 @@ def main():
     check("graph_replays", cnt == 1 + 2 + 3 + 4, f"counter={cnt} over {len(cnodes)} node(s) (want 1+2+3+4=10)")
     graph_flops = sum(k["metrics"].get("flops", 0) for c in cnodes for k in find(c, "scale"))
     check("graph_launch_metadata_tensor", graph_flops == 4000.0, f"flops under counted={graph_flops} (want 4 x 1000)")
+    hs = [n["metrics"].get("hist") for n in nodes]
+    check("vector_double", hs == [[3.0, 6.0, 9.0]], f"hist={hs} (want [[3, 6, 9]])")
+    idv = [n["metrics"].get("ids") for n in nodes]
+    check("vector_int_two_blocks", idv == [[3 * i for i in range(200)]],
+          f"ids[:5]={idv[0][:5] if idv and idv[0] else idv}, len={len(idv[0]) if idv and idv[0] else 0}")
+    col = [n["metrics"].get("column") for n in nodes]
+    check("vector_non_contiguous", col == [[3.0, 12.0, 21.0, 30.0]], f"column={col} (want [[3, 12, 21, 30]])")
+    vec_replays = [c["metrics"].get("counters") for c in cnodes]
+    check("graph_vector_replays", vec_replays == [[10, 100, 1000]],
+          f"counters={vec_replays} (want [[1+2+3+4, x10, x100]])")
+    plain = sum(c["metrics"].get("plain", 0) for c in cnodes)
+    half = sum(c["metrics"].get("half", 0) for c in cnodes)
+    check("graph_plain_numbers_per_replay", plain == 20 and half == 2.0,
+          f"plain={plain} half={half} (want 4 x 5 = 20, 4 x 0.5 = 2.0)")
+    graph_bytes = sum(k["metrics"].get("bytes", 0) for c in cnodes for k in find(c, "scale"))
+    check("graph_launch_metadata_number_per_replay", graph_bytes == 4 * n * 8,
+          f"bytes under counted={graph_bytes} (want 4 x {n * 8})")
     copies = find(root, "_cproton_tensor_metric")
     check("copy_kernels_under_metadata_state",
           bool(copies) and all(c["metrics"].get("count", 0) > 0 for c in copies) and not any(
