@@ -161,12 +161,14 @@ class CudaDeviceBuffer:
         self.words = torch.zeros(HEADER_WORDS + capacity, dtype=torch.int64, device=device)
 
     def record(self, slot: int, tensor: Any, double: bool) -> None:
-        if not is_tensor(tensor):  # a number during graph capture
+        if not is_tensor(tensor):  # a number during graph capture: the value is an argument
             lo, mid, hi = _pieces(_bits(tensor, double))
-            _scalar_kernel()[(1, )](self.words, self.capacity, slot, lo, mid, hi, num_warps=1)
+            _record_kernel()[(1, )](self.words, self.capacity, slot, self.words, 1, lo, mid, hi, IS_DOUBLE=double,
+                                    FROM_ARGS=True, num_warps=1)
             return
         n = int(tensor.numel())
-        _record_kernel()[(1, )](self.words, self.capacity, slot, tensor, n, IS_DOUBLE=double, num_warps=1)
+        _record_kernel()[(1, )](self.words, self.capacity, slot, tensor, n, 0, 0, 0, IS_DOUBLE=double,
+                                FROM_ARGS=False, num_warps=1)
 
     def drain(self):
         import torch
@@ -193,14 +195,15 @@ def _record_kernel():
         import triton
         import triton.language as tl
 
-        # Specialised on nothing but the value's dtype: one compiled kernel
-        # per dtype and kind whatever the slot or the number of values
-        # (Triton would make 1 a constant) or the value's alignment (t[3]
-        # of a float32 tensor), so prepare() can compile everything a later
-        # graph capture launches.
-        @triton.jit(do_not_specialize=["capacity", "slot", "n"],
+        # Specialised on nothing but the value's dtype and where the value
+        # comes from: one compiled kernel per dtype and kind whatever the
+        # slot, the number of values (Triton would make 1 a constant) or the
+        # value's alignment (t[3] of a float32 tensor), so prepare() can
+        # compile everything a later graph capture launches.
+        @triton.jit(do_not_specialize=["capacity", "slot", "n", "lo", "mid", "hi"],
                     do_not_specialize_on_alignment=["buf_ptr", "value_ptr"])
-        def _cproton_tensor_metric(buf_ptr, capacity, slot, value_ptr, n, IS_DOUBLE: tl.constexpr):
+        def _cproton_tensor_metric(buf_ptr, capacity, slot, value_ptr, n, lo, mid, hi, IS_DOUBLE: tl.constexpr,
+                                   FROM_ARGS: tl.constexpr):
             # Reserve the whole record {slot, n values} atomically: graph
             # replays on several streams may append at once. A record that
             # does not fit is counted as dropped; the first such one writes
@@ -209,14 +212,18 @@ def _record_kernel():
             off = tl.atomic_add(buf_ptr, size, sem="relaxed")
             if off + size <= capacity:
                 tl.store(buf_ptr + 2 + off, slot.to(tl.int64))
-                for start in range(0, n, 128):
-                    idx = start + tl.arange(0, 128)
-                    value = tl.load(value_ptr + idx, mask=idx < n)
-                    if IS_DOUBLE:
-                        bits = value.to(tl.float64).to(tl.int64, bitcast=True)
-                    else:
-                        bits = value.to(tl.int64)
-                    tl.store(buf_ptr + 3 + off + idx, bits, mask=idx < n)
+                if FROM_ARGS:  # a number given during capture: _pieces() of its bits
+                    bits = lo.to(tl.int64) | (mid.to(tl.int64) << 22) | (hi.to(tl.int64) << 44)
+                    tl.store(buf_ptr + 3 + off, bits)
+                else:
+                    for start in range(0, n, 128):
+                        idx = start + tl.arange(0, 128)
+                        value = tl.load(value_ptr + idx, mask=idx < n)
+                        if IS_DOUBLE:
+                            bits = value.to(tl.float64).to(tl.int64, bitcast=True)
+                        else:
+                            bits = value.to(tl.int64)
+                        tl.store(buf_ptr + 3 + off + idx, bits, mask=idx < n)
             else:
                 tl.atomic_add(buf_ptr + 1, 1, sem="relaxed")
                 if off < capacity:
@@ -224,33 +231,6 @@ def _record_kernel():
 
         _kernel = _cproton_tensor_metric
     return _kernel
-
-
-_scalar = None
-
-
-def _scalar_kernel():
-    """The copy kernel of a number given during graph capture: the value is
-    its argument, so the captured launch appends it at every replay."""
-    global _scalar
-    if _scalar is None:
-        import triton
-        import triton.language as tl
-
-        @triton.jit(do_not_specialize=["capacity", "slot", "lo", "mid", "hi"])
-        def _cproton_scalar_metric(buf_ptr, capacity, slot, lo, mid, hi):
-            off = tl.atomic_add(buf_ptr, 2, sem="relaxed")
-            if off + 2 <= capacity:
-                bits = lo.to(tl.int64) | (mid.to(tl.int64) << 22) | (hi.to(tl.int64) << 44)
-                tl.store(buf_ptr + 2 + off, slot.to(tl.int64))
-                tl.store(buf_ptr + 3 + off, bits)
-            else:
-                tl.atomic_add(buf_ptr + 1, 1, sem="relaxed")
-                if off < capacity:
-                    tl.store(buf_ptr + 2 + off, -1)
-
-        _scalar = _cproton_scalar_metric
-    return _scalar
 
 
 def _cuda_capturing() -> bool:
@@ -339,9 +319,11 @@ def prepare(device=None, dtypes=()) -> None:
     for dtype in dtypes:
         value = torch.zeros((), dtype=dtype, device=device)
         for double in (False, True):
-            _record_kernel().warmup(buf.words, buf.capacity, 0, value, 1, IS_DOUBLE=double, grid=(1, ),
-                                    num_warps=1)
-    _scalar_kernel().warmup(buf.words, buf.capacity, 0, 0, 0, 0, grid=(1, ), num_warps=1)
+            _record_kernel().warmup(buf.words, buf.capacity, 0, value, 1, 0, 0, 0, IS_DOUBLE=double,
+                                    FROM_ARGS=False, grid=(1, ), num_warps=1)
+    for double in (False, True):  # numbers given during a capture
+        _record_kernel().warmup(buf.words, buf.capacity, 0, buf.words, 1, 0, 0, 0, IS_DOUBLE=double,
+                                FROM_ARGS=True, grid=(1, ), num_warps=1)
 
 
 def _record_number(scope_id: int, name: str, value, as_double: bool) -> bool:

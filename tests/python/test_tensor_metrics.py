@@ -213,12 +213,7 @@ def test_graph_replays_append_records_that_sum():
     sid = proton.start("t", backend="fake")
     with proton.scope("graph", {"tokens": FakeTensor(8)}):
         pass
-    buf = next(iter(metric._recorder.buffers.values()))
-    record = buf.words[metric.HEADER_WORDS:metric.HEADER_WORDS + 2]
-    for _ in range(2):  # the replays
-        off = buf.words[0]
-        buf.words[metric.HEADER_WORDS + off:metric.HEADER_WORDS + off + 2] = record
-        buf.words[0] = off + 2
+    replay(next(iter(metric._recorder.buffers.values())), 2, 2)
     assert metric.drain() == 3
     assert metric.drain() == 0
     proton.finalize(sid)
@@ -315,15 +310,25 @@ def test_the_copy_kernel_compiles_for_a_gpu_without_one(dtype, double):
     triton = pytest.importorskip("triton")
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    sig = {"buf_ptr": "*i64", "capacity": "i64", "slot": "i64", "value_ptr": dtype, "n": "i32",
-           "IS_DOUBLE": "constexpr"}
-    src = ASTSource(fn=metric._record_kernel(), signature=sig, constexprs={"IS_DOUBLE": double})
+    sig = {"buf_ptr": "*i64", "capacity": "i64", "slot": "i64", "value_ptr": dtype, "n": "i32", "lo": "i32",
+           "mid": "i32", "hi": "i32", "IS_DOUBLE": "constexpr", "FROM_ARGS": "constexpr"}
+    src = ASTSource(fn=metric._record_kernel(), signature=sig, constexprs={"IS_DOUBLE": double, "FROM_ARGS": False})
     try:
         compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 1})
     except RuntimeError as e:  # no ptxas on this machine
         pytest.skip(f"Triton cannot compile for CUDA here: {e}")
     ptx = compiled.asm["ptx"]
     assert "atom.global" in ptx and "_cproton_tensor_metric" in ptx
+
+
+def replay(buf, n_words, times):
+    """Emulates `times` more replays of a captured graph whose copies wrote
+    the buffer's first `n_words` words."""
+    record = buf.words[metric.HEADER_WORDS:metric.HEADER_WORDS + n_words]
+    for _ in range(times):
+        off = buf.words[0]
+        buf.words[metric.HEADER_WORDS + off:metric.HEADER_WORDS + off + n_words] = record
+        buf.words[0] = off + n_words
 
 
 def msgpack_tree(sid):
@@ -408,12 +413,7 @@ def test_graph_replays_of_a_vector_record_sum():
     sid = proton.start("t", backend="fake")
     with proton.scope("graph", {"tokens": FakeTensor([1, 10])}):
         pass
-    buf = next(iter(metric._recorder.buffers.values()))
-    record = buf.words[metric.HEADER_WORDS:metric.HEADER_WORDS + 3]
-    for _ in range(3):  # the replays
-        off = buf.words[0]
-        buf.words[metric.HEADER_WORDS + off:metric.HEADER_WORDS + off + 3] = record
-        buf.words[0] = off + 3
+    replay(next(iter(metric._recorder.buffers.values())), 3, 3)
     assert metric.drain() == 4
     proton.finalize(sid)
     assert load_tree("t.hatchet")["graph"]["@"]["tokens"] == [4, 40]
@@ -449,11 +449,7 @@ def test_numbers_during_a_graph_capture_are_added_per_replay():
         metric.fake_capture(False)
     buf = next(iter(metric._recorder.buffers.values()))
     assert buf.words[0] == 4  # two records {slot, value}; the string stayed on the host
-    record = buf.words[metric.HEADER_WORDS:metric.HEADER_WORDS + 4]
-    for _ in range(2):  # two more replays of the captured copies
-        off = buf.words[0]
-        buf.words[metric.HEADER_WORDS + off:metric.HEADER_WORDS + off + 4] = record
-        buf.words[0] = off + 4
+    replay(buf, 4, 2)  # two more replays of the captured copies
     assert metric.drain() == 6
     proton.finalize(sid)
     t = load_tree("t.hatchet")
@@ -488,12 +484,14 @@ def test_scalar_kernel_pieces_cover_64_bits(bits):
     assert (word - (1 << 64) if word >= 1 << 63 else word) == bits
 
 
-def test_the_scalar_kernel_compiles_for_a_gpu_without_one():
+@pytest.mark.parametrize("double", [False, True])
+def test_the_copy_kernel_of_numbers_compiles_for_a_gpu_without_one(double):
     triton = pytest.importorskip("triton")
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    sig = {"buf_ptr": "*i64", "capacity": "i64", "slot": "i64", "lo": "i32", "mid": "i32", "hi": "i32"}
-    src = ASTSource(fn=metric._scalar_kernel(), signature=sig, constexprs={})
+    sig = {"buf_ptr": "*i64", "capacity": "i64", "slot": "i64", "value_ptr": "*i64", "n": "i32", "lo": "i32",
+           "mid": "i32", "hi": "i32", "IS_DOUBLE": "constexpr", "FROM_ARGS": "constexpr"}
+    src = ASTSource(fn=metric._record_kernel(), signature=sig, constexprs={"IS_DOUBLE": double, "FROM_ARGS": True})
     try:
         compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 1})
     except RuntimeError as e:  # no ptxas on this machine
