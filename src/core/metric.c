@@ -78,8 +78,9 @@ int cp_value_dup(cp_value *dst, cp_value src, const char *name) {
   if (!p)
     return cp_error_set(CPROTON_ENOMEM, "out of memory adding vector metric "
                         "'%s' (%u elements)", name, src.u.v.n);
-  memcpy(p, src.kind == CP_VALUE_INT_VEC ? (void *)src.u.v.p.i : (void *)src.u.v.p.d,
-         (size_t)src.u.v.n * sizeof(int64_t));
+  if (src.u.v.n) /* an empty vector may come with no elements at all */
+    memcpy(p, src.kind == CP_VALUE_INT_VEC ? (void *)src.u.v.p.i : (void *)src.u.v.p.d,
+           (size_t)src.u.v.n * sizeof(int64_t));
   if (src.kind == CP_VALUE_INT_VEC)
     dst->u.v.p.i = p;
   else
