@@ -269,7 +269,12 @@ def _derive_percent(df, metric, inclusive, exclusive, device_info):
 
 
 def _derive_raw(df, metric, inclusive, exclusive, device_info):
-    return match_available_metrics(metric, inclusive, exclusive)[0]
+    column = match_available_metrics(metric, inclusive, exclusive)[0]
+    # Proton 3.9's vector metrics are lists in the column: nothing to print
+    # or sum (Hatchet's renderer would fail on them with a numpy TypeError)
+    if column in df and df[column].map(lambda v: isinstance(v, list)).any():
+        raise ValueError(f"metric {column!r} holds vectors (arrays), not numbers")
+    return column
 
 
 def _rule(metric):

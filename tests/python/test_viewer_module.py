@@ -287,3 +287,14 @@ def test_profile_without_device_table_or_frames(tmp_path):
     (tmp_path / "empty.hatchet").write_text(json.dumps([dict(root, children=[metadata]), {}]))
     with pytest.raises(ValueError, match="empty.hatchet: no frame with metrics"):
         cv.read(str(tmp_path / "empty.hatchet"))
+
+
+def test_vector_metrics_are_refused_by_name_and_others_still_shown(capsys):
+    """Proton 3.9's vector metrics (tests/golden/viewer/inputs/proton39_vectors.hatchet,
+    written by its libproton) are lists in the dataframe: asking for one says so,
+    instead of Hatchet's numpy TypeError; a number beside them prints."""
+    path = str(INPUTS / "proton39_vectors.hatchet")
+    with pytest.raises(ValueError, match="metric 'v' holds vectors"):
+        cv.main(["-m", "v", path])
+    cv.main(["-m", "x", path])
+    assert "4.000 a" in capsys.readouterr().out
