@@ -303,22 +303,25 @@ def test_fold_rejects_bad_records():
         assert metric.drain() == 0
 
 
-@pytest.mark.parametrize("dtype,double", [("*fp32", True), ("*i1", False)])
-def test_the_copy_kernel_compiles_for_a_gpu_without_one(dtype, double):
-    """The device kernel compiles ahead of time for sm_90 (no GPU needed);
-    tests/gpu/tensor_metrics.sh runs it."""
+@pytest.mark.parametrize("dtype,double,from_args", [("*fp32", True, False), ("*i1", False, False),
+                                                    ("*i64", False, True), ("*i64", True, True)])
+def test_the_copy_kernel_compiles_for_a_gpu_without_one(dtype, double, from_args):
+    """The device kernel, for tensors and for numbers given during a capture
+    (FROM_ARGS), compiles ahead of time for sm_90 and ptxas assembles it (no
+    GPU needed); tests/gpu/tensor_metrics.sh runs it."""
     triton = pytest.importorskip("triton")
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
     sig = {"buf_ptr": "*i64", "capacity": "i64", "slot": "i64", "value_ptr": dtype, "n": "i32", "lo": "i32",
            "mid": "i32", "hi": "i32", "IS_DOUBLE": "constexpr", "FROM_ARGS": "constexpr"}
-    src = ASTSource(fn=metric._record_kernel(), signature=sig, constexprs={"IS_DOUBLE": double, "FROM_ARGS": False})
+    src = ASTSource(fn=metric._record_kernel(), signature=sig,
+                    constexprs={"IS_DOUBLE": double, "FROM_ARGS": from_args})
     try:
         compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 1})
     except RuntimeError as e:  # no ptxas on this machine
         pytest.skip(f"Triton cannot compile for CUDA here: {e}")
     ptx = compiled.asm["ptx"]
-    assert "atom.global" in ptx and "_cproton_tensor_metric" in ptx
+    assert "atom.global" in ptx and "_cproton_tensor_metric" in ptx and len(compiled.asm["cubin"]) > 0
 
 
 def replay(buf, n_words, times):
@@ -482,18 +485,3 @@ def test_scalar_kernel_pieces_cover_64_bits(bits):
     assert all(0 <= p < 2**22 for p in (lo, mid, hi))
     word = lo | (mid << 22) | (hi << 44)
     assert (word - (1 << 64) if word >= 1 << 63 else word) == bits
-
-
-@pytest.mark.parametrize("double", [False, True])
-def test_the_copy_kernel_of_numbers_compiles_for_a_gpu_without_one(double):
-    triton = pytest.importorskip("triton")
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-    sig = {"buf_ptr": "*i64", "capacity": "i64", "slot": "i64", "value_ptr": "*i64", "n": "i32", "lo": "i32",
-           "mid": "i32", "hi": "i32", "IS_DOUBLE": "constexpr", "FROM_ARGS": "constexpr"}
-    src = ASTSource(fn=metric._record_kernel(), signature=sig, constexprs={"IS_DOUBLE": double, "FROM_ARGS": True})
-    try:
-        compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 1})
-    except RuntimeError as e:  # no ptxas on this machine
-        pytest.skip(f"Triton cannot compile for CUDA here: {e}")
-    assert "atom.global" in compiled.asm["ptx"] and len(compiled.asm["cubin"]) > 0
