@@ -233,9 +233,10 @@ Test(pcsampling, concurrent_reads_buffer_and_getdata, .init = setup, .fini = tea
   cp_launch_site site;
   cp_session_capture(&site);
   cproton_scope_exit("work");
-  void (*ran)(const char *, const void *, uint64_t) = atomic_load(&st.hooks.kernel_ran);
+  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t) =
+      atomic_load(&st.hooks.kernel_ran);
   cr_assert_not_null(ran);
-  ran("kern", &site, 100);
+  ran("kern", &site, 100, 1, 128, 0);
   cr_assert_eq(cp_pcsampling_flush(1), 0);
   cr_assert(open_range, "the range is reopened after the drain");
   json_t *j = finish(sid, path), *root = json_array_get(j, 0);
@@ -313,9 +314,10 @@ static void first_launch_case(const char *mode) {
     cr_assert(open_range, "the first launch is inside a range");
     bracket(CTX, 5, 0);
   }
-  void (*ran)(const char *, const void *, uint64_t) = atomic_load(&st.hooks.kernel_ran);
+  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t) =
+      atomic_load(&st.hooks.kernel_ran);
   if (ran)
-    ran("kern", &site, 2); /* a 2 ns kernel */
+    ran("kern", &site, 2, 1, 128, 0); /* a 2 ns kernel */
   cproton_scope_exit("init");
   cr_assert_eq(cp_pcsampling_flush(1), 0);
   json_t *j = finish(sid, path), *root = json_array_get(j, 0);
