@@ -5,7 +5,10 @@
 # and module loaded before (tests/gpu/pcs/torch_warm.py), a Triton kernel with hook="triton" (loaded under the
 # session and before it; default and exact modes), a native nvcc -lineinfo
 # program through injection (direct launches and a CUDA graph), bad modes,
-# and the overhead/accuracy benchmark (bench/pcsampling_overhead.py).
+# Proton's test_pcsampling repeated in a warm process (tests/gpu/pcs/
+# tiny_first.py), the concurrent rule's error against exact mode
+# (bench/pcsampling_contexts.py) and the overhead/accuracy benchmark
+# (bench/pcsampling_overhead.py).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -31,13 +34,21 @@ for when in warm cold; do
     run "$tag" env CPROTON_LOG=${CPROTON_LOG:-debug} "$py" "$here/pcs/torch_warm.py" "$out/$tag" "$mode" "$when"
   done
 done
+# Proton's test_pcsampling, 20 times in one warm process (a ~2 us fill
+# kernel under "init" must carry samples). PCS_TINY: specs
+# "tag|profiler|mode|VAR=VALUE,..." (the last field optional).
+for spec in ${PCS_TINY:-"tiny|cproton|pcsampling tiny_exact|cproton|pcsampling:exact"}; do
+  IFS='|' read -r tag prof mode envs <<<"$spec"
+  run "$tag" env CPROTON_LOG=info ${envs//,/ } "$py" "$here/pcs/tiny_first.py" "$out/$tag" "$mode" "$prof" "${PCS_TINY_ITERS:-20}"
+done
 [ "${PCS_PROTON:-0}" = 1 ] && run torch_warm_proton "$py" "$here/pcs/torch_warm.py" "$out/torch_warm_proton" pcsampling warm proton
 for when in cold warm; do
   for mode in pcsampling pcsampling:exact; do
     tag=${when}_${mode/:/_}
     run "triton_$tag" "$py" "$here/pcs/triton_pcs.py" "$out/triton_$tag" "$mode" "$when"
     run "triton_${tag}_check" $chk "$out/triton_$tag.hatchet" "triton_$tag" --lines \
-      --loop-lines 16,18 --under test --expect-dominant "16=stalled_long_scoreboard|stalled_lg_throttle"
+      --source "$root/bench/kernels/pcs_kernels.py" --loop-lines load,fma --under test \
+      --expect-dominant "load=stalled_long_scoreboard|stalled_lg_throttle"
   done
 done
 if nvcc -O2 -lineinfo -arch=native "$here/pcs/pcs_app.cu" -o "$out/pcs_app" >"$out/nvcc.log" 2>&1; then
@@ -78,5 +89,6 @@ if [ -n "${PROTON_TESTS:-}" ] && [ -f "$PROTON_TESTS/test_profile.py" ]; then
   run proton_tests "$py" -m pytest -q -p no:cacheprovider "$out/proton_tests/test_profile.py::test_pcsampling" \
     "$out/proton_tests/test_api.py::test_profile_mode"
 fi
+[ "${PCS_BENCH:-1}" = 1 ] && run bench_contexts "$py" "$root/bench/pcsampling_contexts.py" "$out/bench_ctx" "${PCS_CTX_ROUNDS:-2}"
 [ "${PCS_BENCH:-1}" = 1 ] && run bench env CPROTON_LOG=info "$py" "$root/bench/pcsampling_overhead.py" "$out/bench" "${PCS_ROUNDS:-5}"
 exit $fail
