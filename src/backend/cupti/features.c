@@ -4,8 +4,6 @@
  * sampler weighs its attribution with them). Not a hot path. Called by
  * cupti_backend.c. */
 #include <stddef.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "backend/cupti/callbacks.h"
 #include "backend/cupti/features.h"
@@ -45,19 +43,12 @@ static int always(const cp_features_env *e) { return (void)e, 1; }
 static int nvtx_wanted(const cp_features_env *e) { return e->config->nvtx; }
 static int pcs_wanted(const cp_features_env *e) { return e->mode.enabled; }
 
-/* CPROTON_KERNEL_ACTIVITY=serial: CUPTI's serialising kernel records
- * (what Proton enables with PC sampling), for comparison; the default keeps
- * kernels concurrent. */
-static CUpti_ActivityKind kernel_kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-
 static int kernels_on(cp_features_env *e) {
-  const char *k = getenv("CPROTON_KERNEL_ACTIVITY");
-  kernel_kind = k && !strcmp(k, "serial") ? CUPTI_ACTIVITY_KIND_KERNEL
-                                          : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   int rc = callbacks(e, CP_CB_KERNELS, 1);
   CUptiResult r;
-  if (!rc && (r = e->api->cuptiActivityEnable(kernel_kind)) != CUPTI_SUCCESS)
-    rc = cp_features_fail(e->api, r, "cuptiActivityEnable(kernels)");
+  if (!rc && (r = e->api->cuptiActivityEnable(
+                  CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) != CUPTI_SUCCESS)
+    rc = cp_features_fail(e->api, r, "cuptiActivityEnable(CONCURRENT_KERNEL)");
   return rc;
 }
 static int kernels_flush(cp_features_env *e) {
@@ -68,7 +59,7 @@ static int kernels_flush(cp_features_env *e) {
 }
 static void kernels_off(cp_features_env *e) {
   e->api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  e->api->cuptiActivityDisable(kernel_kind);
+  e->api->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   callbacks(e, CP_CB_KERNELS, 0);
 }
 

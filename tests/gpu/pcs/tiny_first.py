@@ -5,12 +5,18 @@ usage: tiny_first.py OUT_DIR MODE [PROFILER [ITERS]]
 Before the loop a kernel-level session runs PyTorch's fill kernel, so the
 context and the fill's module exist before each sampled session (the state
 of test_pcsampling when the rest of its file ran first). Each repetition is
-the test's program and its assertions: a ~2 us fill kernel under "init"
-must carry num_samples on its kernel node (no line information), the
-Triton kernel under "test" a line child with samples. Prints a RESULT line
-per repetition (samples under init, on kernel nodes outside every scope,
-and cproton's account of CUPTI's samples), a summary RESULT line and one
-PASS/FAIL line: every repetition must pass."""
+the test's program and its assertions: the fill (~2 us) under "init" must
+carry num_samples on its kernel node, the Triton kernel under "test" a line
+child with samples.
+
+At Proton's period (2^10 cycles) the fill gets about one PC sample per two
+launches, so the fill assertion holds in about half of the repetitions for
+Proton and cproton alike (docs/compatibility.md); its count is reported
+(RESULT ... hits=H/N) for pcsampling.sh to compare the two profilers.
+Asserted in every repetition: the Triton kernel's assertions, no samples
+outside the two scopes, and (cproton) every sample cproton read from CUPTI
+is in the profile (the tree's num_samples == the count in its end-of-session
+log line)."""
 import importlib
 import json
 import logging
@@ -46,7 +52,8 @@ class Lines(logging.Handler):
 
 
 def one(proton, path):
-    """Proton's test body; returns (passed, why, init samples, outside)."""
+    """Proton's test body; returns (fill assertion held, why, init samples,
+    outside, Triton kernel's assertions held, samples in the tree)."""
     proton.start(path, hook="triton", backend="cupti", mode=MODE)
     with proton.scope("init"):
         x = torch.ones((1024,), device="cuda", dtype=torch.float32)
@@ -59,16 +66,19 @@ def one(proton, path):
     scopes = {c["frame"]["name"]: c for c in kids}
     init = scopes.get("init", {"children": []})
     outside = sum(samples(c) for n, c in scopes.items() if n not in ("init", "test"))
+    total = samples(data[0])
+    foo_ok = False
     try:
         init_frame, test_frame = kids[0], kids[1]
         assert "foo" in test_frame["children"][0]["frame"]["name"], "no foo under test"
         assert test_frame["children"][0]["children"][0]["metrics"]["num_samples"] > 0, "foo: no samples"
         assert "@" in test_frame["children"][0]["children"][0]["frame"]["name"], "foo: no line"
+        foo_ok = True
         assert "elementwise" in init_frame["children"][0]["frame"]["name"], "no fill under init"
         assert init_frame["children"][0]["metrics"]["num_samples"] > 0, "fill: num_samples 0"
-        return True, "", samples(init), outside
+        return True, "", samples(init), outside, foo_ok, total
     except (AssertionError, KeyError, IndexError) as e:
-        return False, f"{type(e).__name__}: {e}", samples(init), outside
+        return False, f"{type(e).__name__}: {e}", samples(init), outside, foo_ok, total
 
 
 def main(out, mode, profiler="cproton", iters="20"):
@@ -86,18 +96,28 @@ def main(out, mode, profiler="cproton", iters="20"):
     torch.cuda.synchronize()
     proton.finalize()
     tag = f"tiny_first_{profiler}_{mode.replace(':', '_')}"
-    passed = 0
+    hits = bad = 0
     for i in range(int(iters)):
         del log.lines[:]
-        ok, why, init, outside = one(proton, os.path.join(out, f"it{i}"))
-        passed += ok
+        hit, why, init, outside, foo_ok, total = one(proton, os.path.join(out, f"it{i}"))
+        hits += hit
         acct = [m for m in log.lines if "CUPTI counted" in m]
-        cupti = re.search(r"CUPTI counted (\d+) samples, (\d+) of them in non-user", acct[-1]) if acct else None
-        print(f"RESULT {tag} iteration {i}: {'pass' if ok else 'FAIL ' + why} init={init} "
-              f"outside_scopes={outside}" + (f" cupti_samples={cupti[1]} non_user={cupti[2]}" if cupti else ""))
-    print(f"RESULT {tag}: passed {passed}/{iters}")
-    print(("PASS" if passed == int(iters) else "FAIL") + f" {tag}: test_pcsampling's assertions in {passed}/{iters} warm repetitions")
-    return 0 if passed == int(iters) else 1
+        got = re.search(r"pcsampling: (\d+) samples, .*CUPTI counted (\d+) samples, (\d+) of them in non-user",
+                        acct[-1]) if acct else None
+        problems = [] if foo_ok else ["the Triton kernel's assertions failed"]
+        if outside:
+            problems.append(f"{outside} samples outside the scopes")
+        if profiler == "cproton" and (not got or int(got[1]) != total):
+            problems.append(f"profile holds {total} samples, cproton read {got[1] if got else '?'}")
+        bad += bool(problems)
+        print(f"RESULT {tag} iteration {i}: fill {'has samples' if hit else 'none (' + why + ')'} init={init} "
+              f"outside_scopes={outside} tree={total}" +
+              (f" read={got[1]} cupti_samples={got[2]} non_user={got[3]}" if got else "") +
+              ("" if not problems else " PROBLEM: " + "; ".join(problems)))
+    print(f"RESULT {tag}: hits={hits}/{iters} (test_pcsampling's fill assertion held)")
+    print(("PASS" if not bad else "FAIL") + f" {tag}: Triton kernel's assertions, no samples outside the"
+          f" scopes, every sample read is in the profile: {int(iters) - bad}/{iters} repetitions")
+    return 0 if not bad else 1
 
 
 sys.exit(main(*sys.argv[1:]))
