@@ -120,4 +120,5 @@ def main(out, mode, profiler="cproton", iters="20"):
     return 0 if not bad else 1
 
 
-sys.exit(main(*sys.argv[1:]))
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))
