@@ -4,14 +4,18 @@ usage: pcsampling_overhead.py OUTDIR [ROUNDS]      driver: interleaved rounds
        pcsampling_overhead.py --worker MODE OUTDIR one fresh process
 
 Work: 10 x 4096^3 fp16 Triton matmuls and one kernel with a dependent-load
-loop and an FMA loop on separate lines (Proton's reference script). Modes:
+loop and an FMA loop on separate lines (Proton's reference script), timed;
+then, in a scope of its own and timed separately, 5 launches of a fused
+attention forward kernel (its output checked against PyTorch). The kernels
+are bench/kernels/pcs_kernels.py's. Modes:
 plain, cproton (default pcsampling), exact (pcsampling:exact), proton
 (triton.profiler mode="pcsampling"). Each round runs every mode once, in
 order, each in a fresh process, after compiling and warming up the kernels
 (so the modules are loaded before start). Prints a RESULT line per mode with
 the median time of the work, the finalize time, samples/s, the share of
 samples with a line, and for the chase kernel the share on its two loop
-lines and their dominant stall reasons."""
+lines and their dominant stall reasons; the same for the attention segment;
+and the time of the first launch call after start."""
 import json, os, statistics, subprocess, sys, time
 
 # name -> (cproton mode, extra environment); "kernels" is cproton without

@@ -508,6 +508,8 @@ int cp_pcsampling_enable(const cp_loader_api *a, cp_cupti_state *st,
   atomic_store(&n_brackets, 0);
   const char *w = getenv("CPROTON_PCS_WEIGHT");
   time_rule = w && !strcmp(w, "time");
+  for (int i = 0; i < 64; i++)
+    atomic_store(&device_sms[i], 0);
   st->hooks.module_loaded = module_loaded;
   atomic_store(&st->hooks.kernel_ran, opt.exact ? NULL : kernel_ran);
   atomic_store(&on, 1);
