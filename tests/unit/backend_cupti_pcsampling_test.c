@@ -266,20 +266,30 @@ Test(pcsampling, concurrent_reads_buffer_and_getdata, .init = setup, .fini = tea
   json_decref(j);
 }
 
-/* The last kernel's record reaches the library only after the final Stop
- * (it was still running at the kernel row's flush): the final flush takes
- * it before attributing, so its samples land under its scope, not ROOT. */
-Test(pcsampling, final_flush_takes_late_records, .init = setup, .fini = teardown) {
-  const char *path = cpt_tmp_path("pcsv_late");
+/* A concurrent session with the fake's cubin (crc 1) handed over. */
+static int start_concurrent(const char *path) {
   int sid = start(path, "pcsampling");
   cp_pcs_options o;
   cp_pcs_mode_parse("pcsampling", &o);
   cr_assert_eq(cp_pcsampling_enable(&api, &st, &o), 0);
   cr_assert_eq(cproton_pcsampling_add_cubin("cubin", 5), 0);
-  cproton_scope_enter("last", NULL);
+  return sid;
+}
+
+static void site_in(const char *scope, cp_launch_site *s) {
+  cproton_scope_enter(scope, NULL);
+  cp_session_capture(s);
+  cproton_scope_exit(scope);
+}
+
+/* The last kernel's record reaches the library only after the final Stop
+ * (it was still running at the kernel row's flush): the final flush takes
+ * it before attributing, so its samples land under its scope, not ROOT. */
+Test(pcsampling, final_flush_takes_late_records, .init = setup, .fini = teardown) {
+  const char *path = cpt_tmp_path("pcsv_late");
+  int sid = start_concurrent(path);
   cp_launch_site site;
-  cp_session_capture(&site);
-  cproton_scope_exit("last");
+  site_in("last", &site);
   late_record = &site;
   cr_assert_eq(cp_pcsampling_flush(1), 0);
   json_t *j = finish(sid, path), *root = json_array_get(j, 0);
@@ -294,19 +304,11 @@ Test(pcsampling, final_flush_takes_late_records, .init = setup, .fini = teardown
  * sub-partitions (528 : 128 on 132 SMs), not the time (1 : 1). */
 Test(pcsampling, split_weighs_grid_occupancy, .init = setup, .fini = teardown) {
   const char *path = cpt_tmp_path("pcsv_grid");
-  int sid = start(path, "pcsampling");
   st.hooks.describe_device = describe_h100;
-  cp_pcs_options o;
-  cp_pcs_mode_parse("pcsampling", &o);
-  cr_assert_eq(cp_pcsampling_enable(&api, &st, &o), 0);
-  cr_assert_eq(cproton_pcsampling_add_cubin("cubin", 5), 0);
+  int sid = start_concurrent(path);
   cp_launch_site full, small;
-  cproton_scope_enter("full", NULL);
-  cp_session_capture(&full);
-  cproton_scope_exit("full");
-  cproton_scope_enter("small", NULL);
-  cp_session_capture(&small);
-  cproton_scope_exit("small");
+  site_in("full", &full);
+  site_in("small", &small);
   void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t) =
       atomic_load(&st.hooks.kernel_ran);
   ran("kern", &full, 1000, 4096, 256, 0);
