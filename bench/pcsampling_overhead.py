@@ -4,14 +4,18 @@ usage: pcsampling_overhead.py OUTDIR [ROUNDS]      driver: interleaved rounds
        pcsampling_overhead.py --worker MODE OUTDIR one fresh process
 
 Work: 10 x 4096^3 fp16 Triton matmuls and one kernel with a dependent-load
-loop and an FMA loop on separate lines (Proton's reference script). Modes:
+loop and an FMA loop on separate lines (Proton's reference script), timed;
+then, in a scope of its own and timed separately, 5 launches of a fused
+attention forward kernel (its output checked against PyTorch). The kernels
+are bench/kernels/pcs_kernels.py's. Modes:
 plain, cproton (default pcsampling), exact (pcsampling:exact), proton
 (triton.profiler mode="pcsampling"). Each round runs every mode once, in
 order, each in a fresh process, after compiling and warming up the kernels
 (so the modules are loaded before start). Prints a RESULT line per mode with
 the median time of the work, the finalize time, samples/s, the share of
 samples with a line, and for the chase kernel the share on its two loop
-lines and their dominant stall reasons."""
+lines and their dominant stall reasons; the same for the attention segment;
+and the time of the first launch call after start."""
 import json, os, statistics, subprocess, sys, time
 
 # name -> (cproton mode, extra environment); "kernels" is cproton without
@@ -33,57 +37,51 @@ CPROTON_MODES = {
 DEFAULT_MODES = "plain,kernels,proton_kernels,cproton,sparse,exact,proton"
 
 
-def source_line(text):
-    """The line of this file holding `text` (the chase kernel's loops)."""
-    with open(__file__) as f:
-        return next(i for i, l in enumerate(f, 1) if text in l and "source_line" not in l)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels"))
+import pcs_kernels  # noqa: E402  (the kernels; lines found by marker)
 
-
-LOAD_LINE = source_line("idx = tl.load(x + idx) % n")  # the dependent-load loop
-FMA_LINE = source_line("acc = acc * 1.0001 + 0.5")     # the FMA loop
+LOAD_LINE = pcs_kernels.line_of("load")  # the chase kernel's dependent-load loop
+FMA_LINE = pcs_kernels.line_of("fma")    # its FMA loop
+ATTN_LAUNCHES = 5
+ATTN_SHAPE = (4 * 16, 2048, 64)  # (batch * heads, sequence, head dim), fp16
 
 
 def worker(mode, out):
     import logging
-    import torch, triton, triton.language as tl
+    import torch
     logging.basicConfig(level=logging.INFO)  # cproton's summary lines, on stderr
-
-    @triton.jit
-    def matmul_kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-        pm = tl.program_id(0); pn = tl.program_id(1)
-        rm = pm * BM + tl.arange(0, BM); rn = pn * BN + tl.arange(0, BN); rk = tl.arange(0, BK)
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k in range(0, K, BK):
-            x = tl.load(a + rm[:, None] * K + (k + rk)[None, :])
-            y = tl.load(b + (k + rk)[:, None] * N + rn[None, :])
-            acc += tl.dot(x, y)
-        tl.store(c + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
-
-    @triton.jit
-    def chase_kernel(x, y, n, ITERS: tl.constexpr, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        idx = offs
-        acc = offs.to(tl.float32)
-        for _ in range(ITERS):
-            idx = tl.load(x + idx) % n
-        for _ in range(ITERS):
-            acc = acc * 1.0001 + 0.5
-        tl.store(y + offs, acc + idx.to(tl.float32))
-
-    M = N = K = 4096
-    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
-    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    K = pcs_kernels
+    M = N = KK = 4096
+    a = torch.randn(M, KK, device="cuda", dtype=torch.float16)
+    b = torch.randn(KK, N, device="cuda", dtype=torch.float16)
     c = torch.empty(M, N, device="cuda", dtype=torch.float16)
     n = 1 << 20
     x = torch.randint(0, n, (n,), device="cuda", dtype=torch.int32)
     y = torch.empty(n, device="cuda")
+    q, k, v = (torch.randn(ATTN_SHAPE, device="cuda", dtype=torch.float16) for _ in range(3))
+    o = torch.empty_like(q)
+    calls = []  # seconds spent in each launch call of the reference work
 
-    def work():
+    def timed(launch):
+        t = time.perf_counter()
+        launch()
+        calls.append(time.perf_counter() - t)
+
+    def work():  # Proton's reference script
         for _ in range(10):
-            matmul_kernel[(M // 128, N // 128)](a, b, c, M, N, K, BM=128, BN=128, BK=64, num_warps=8, num_stages=3)
-        chase_kernel[(n // 256,)](x, y, n, ITERS=256, BLOCK=256)
+            timed(lambda: K.matmul_kernel[(M // 128, N // 128)](a, b, c, M, N, KK, BM=128, BN=128, BK=64,
+                                                                 num_warps=8, num_stages=3))
+        timed(lambda: K.chase_kernel[(n // 256,)](x, y, n, ITERS=256, BLOCK=256))
 
-    work(); torch.cuda.synchronize()
+    def attention():
+        for _ in range(ATTN_LAUNCHES):
+            K.attention(q, k, v, o)
+
+    work(); attention(); torch.cuda.synchronize()
+    ref = torch.softmax((q.float() @ k.float().transpose(1, 2)) * ATTN_SHAPE[2] ** -0.5, -1) @ v.float()
+    attn_err = (o.float() - ref).abs().max().item()  # the kernel computes attention
+    del ref
+    calls.clear()
     prof = None
     name = os.path.join(out, f"pcs_{mode}_{os.getpid()}")
     if mode in CPROTON_MODES:
@@ -98,29 +96,40 @@ def worker(mode, out):
         work()
     tl_ = time.perf_counter()
     torch.cuda.synchronize(); t1 = time.perf_counter()
+    with (prof.scope("attention") if prof else torch.no_grad()):
+        attention()
+    torch.cuda.synchronize(); t2 = time.perf_counter()
     if prof:
         prof.finalize()
-    t2 = time.perf_counter()
+    t3 = time.perf_counter()
     res = {"mode": mode, "ms": (t1 - t0) * 1e3, "launch_ms": (tl_ - t0) * 1e3,
-           "finalize_ms": (t2 - t1) * 1e3}
+           "first_launch_ms": calls[0] * 1e3, "attn_ms": (t2 - t1) * 1e3,
+           "finalize_ms": (t3 - t2) * 1e3, "attn_err": attn_err}
     if prof:
-        res.update(summarise(name + ".hatchet", t1 - t0))
+        res.update(summarise(name + ".hatchet", t1 - t0, t2 - t1))
     print("JSON " + json.dumps(res))
 
 
-def summarise(path, seconds):
+def summarise(path, seconds, attn_seconds):
+    """Samples of the reference work (everything outside the "attention"
+    scope) and of the attention segment: count, per second of that
+    segment, share with a source line; for the chase kernel the share on
+    its two loop lines and their dominant stall reasons."""
     tree = json.load(open(path))[0]
-    total = with_line = chase = on_lines = 0
+    seg = {"work": [0, 0], "attention": [0, 0]}  # samples, with a line
+    chase = on_lines = 0
     stalls = {}
 
-    def walk(n, in_chase):
-        nonlocal total, with_line, chase, on_lines
+    def walk(n, where, in_chase):
+        nonlocal chase, on_lines
         name = n["frame"]["name"]; m = n["metrics"]
+        where = "attention" if name == "attention" else where
         in_chase = in_chase or name == "chase_kernel"
         if "num_samples" in m and name != "ROOT":
-            s = m["num_samples"]; total += s
+            s = m["num_samples"]
+            seg[where][0] += s
             if "@" in name:
-                with_line += s
+                seg[where][1] += s
             if in_chase:
                 chase += s
                 line = name.rsplit("@", 1)[0].rsplit(":", 1)[-1] if "@" in name else ""
@@ -131,12 +140,15 @@ def summarise(path, seconds):
                         if k.startswith("stalled_"):
                             d[k] = d.get(k, 0) + v
         for ch in n["children"]:
-            walk(ch, in_chase)
+            walk(ch, where, in_chase)
 
-    walk(tree, False)
+    walk(tree, "work", False)
     dom = {l: max(d, key=d.get) for l, d in stalls.items() if d}
-    return {"samples": total, "samples_per_s": total / seconds if seconds else 0,
-            "with_line": with_line / total if total else 0,
+    (w, wl), (at, al) = seg["work"], seg["attention"]
+    return {"samples": w, "samples_per_s": w / seconds if seconds else 0,
+            "with_line": wl / w if w else 0,
+            "attn_samples_per_s": at / attn_seconds if attn_seconds else 0,
+            "attn_with_line": al / at if at else 0,
             "chase_on_loop_lines": on_lines / chase if chase else 0,
             "dominant": dom}
 
@@ -159,8 +171,9 @@ def driver(out, rounds):
                 for l in p.stderr.splitlines():
                     if "pcsampling:" in l and ("PC records" in l or "bracketed" in l or "dropped" in l):
                         print(f"INFO {m}: {l.split('pcsampling:', 1)[1].strip()}")
-    plain = statistics.median(x["ms"] for x in res["plain"]) if res["plain"] else float("nan")
-    med = {}
+    plain = statistics.median(x["ms"] for x in res["plain"]) if res.get("plain") else float("nan")
+    plain_attn = statistics.median(x["attn_ms"] for x in res["plain"]) if res.get("plain") else float("nan")
+    med, med_attn = {}, {}
     for m in modes:
         if not res[m]:
             continue
@@ -168,20 +181,28 @@ def driver(out, rounds):
         fin = statistics.median(x["finalize_ms"] for x in res[m])
         launch = statistics.median(x["launch_ms"] for x in res[m])
         med[m] = ms
+        attn = statistics.median(x["attn_ms"] for x in res[m])
+        med_attn[m] = attn
+        first = statistics.median(x["first_launch_ms"] for x in res[m])
         extra = ""
         if m not in ("plain", "kernels", "proton_kernels"):
             last = res[m][-1]
-            extra = (f" samples/s={statistics.median(x['samples_per_s'] for x in res[m]):.3g}"
-                     f" with_line={statistics.median(x['with_line'] for x in res[m]):.3f}"
-                     f" chase_on_loop_lines={statistics.median(x['chase_on_loop_lines'] for x in res[m]):.3f}"
-                     f" dominant={last['dominant']}")
+            mid = lambda key: statistics.median(x[key] for x in res[m])
+            extra = (f" samples/s={mid('samples_per_s'):.3g} with_line={mid('with_line'):.3f}"
+                     f" chase_on_loop_lines={mid('chase_on_loop_lines'):.3f} dominant={last['dominant']}"
+                     f" | attention samples/s={mid('attn_samples_per_s'):.3g}"
+                     f" with_line={mid('attn_with_line'):.3f}")
         print(f"RESULT pcs_bench {m}: median {ms:.2f} ms ({ms / plain:.2f}x plain) launches {launch:.2f} ms"
-              f" finalize {fin:.1f} ms"
-              f" rounds={len(res[m])}{extra}")
+              f" (first {first:.2f} ms) attention {attn:.2f} ms ({attn / plain_attn:.2f}x plain)"
+              f" finalize {fin:.1f} ms rounds={len(res[m])}"
+              f" attn_max_err={max(x['attn_err'] for x in res[m]):.3g}{extra}")
     if "proton" in med and "exact" in med and "cproton" in med:
         pa, ea = med["proton"] - plain, med["exact"] - plain
         print(f"RESULT pcs_bench targets: default {med['cproton'] / plain:.2f}x plain (target <= 1.5),"
               f" exact added {ea:.1f} ms vs proton added {pa:.1f} ms (target <= 0.5: {ea / pa if pa else float('nan'):.2f})")
+        pa, ea = med_attn["proton"] - plain_attn, med_attn["exact"] - plain_attn
+        print(f"RESULT pcs_bench targets (attention): default {med_attn['cproton'] / plain_attn:.2f}x plain,"
+              f" exact added {ea:.1f} ms vs proton added {pa:.1f} ms ({ea / pa if pa else float('nan'):.2f})")
 
 
 if __name__ == "__main__":

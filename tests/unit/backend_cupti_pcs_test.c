@@ -369,6 +369,18 @@ Test(pcs_attr, concurrent_split_by_time, .init = setup, .fini = teardown) {
 
 /* Samples drained before their kernel's record wait for it; at the final
  * flush a function never seen goes under ROOT, counted. */
+/* The concurrent rule's weight: time x the sub-partitions a grid keeps
+ * busy (4 per SM), capped at the GPU; no SM count or grid: time alone. */
+Test(pcs_attr, kernel_weight) {
+  cr_assert_eq(cp_pcs_kernel_weight(10, 4096, 256, 0), 10, "no SM count: time");
+  cr_assert_eq(cp_pcs_kernel_weight(10, 0, 256, 132), 10, "no grid: time");
+  cr_assert_eq(cp_pcs_kernel_weight(10, 4096, 256, 132), 10 * 528, "full GPU");
+  cr_assert_eq(cp_pcs_kernel_weight(10, 32, 256, 132), 10 * 128, "32 blocks x 4");
+  cr_assert_eq(cp_pcs_kernel_weight(10, 32, 32, 132), 10 * 32, "one warp each");
+  cr_assert_eq(cp_pcs_kernel_weight(10, 200, 64, 132), 10 * 400, "2 warps each");
+  cr_assert_eq(cp_pcs_kernel_weight(10, 300, 64, 132), 10 * 528, "capped");
+}
+
 Test(pcs_attr, pending_until_record, .init = setup, .fini = teardown) {
   const char *path = cpt_tmp_path("pcs_pending");
   int sid = start(path, "pcsampling");

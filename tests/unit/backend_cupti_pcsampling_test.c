@@ -121,10 +121,24 @@ static CUresult f_retain(CUcontext *c, CUdevice d) {
 }
 static CUresult f_release(CUdevice d) { (void)d; retained--; return CUDA_SUCCESS; }
 static CUresult f_sync(void) { return CUDA_SUCCESS; }
-static CUptiResult f_flush(uint32_t flag) { (void)flag; return CUPTI_SUCCESS; }
-
 static cp_loader_api api;
 static cp_cupti_state st;
+/* A kernel record CUPTI hands over only at the next activity flush. */
+static const cp_launch_site *late_record;
+static CUptiResult f_flush(uint32_t flag) {
+  (void)flag;
+  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t) =
+      atomic_load(&st.hooks.kernel_ran);
+  if (late_record && ran)
+    ran("kern", late_record, 100, 1, 128, 0);
+  late_record = NULL;
+  return CUPTI_SUCCESS;
+}
+static int describe_h100(uint32_t id, cp_device_info *d) {
+  (void)id;
+  d->num_sms = 132;
+  return 0;
+}
 
 static void on_log(void *u, cproton_log_level level, const char *m) {
   (void)u, (void)m;
@@ -157,6 +171,7 @@ static void setup(void) {
   memset(&st, 0, sizeof st);
   st.corr = cp_corr_new(64);
   configured = NULL;
+  late_record = NULL;
   hw_bytes = 0;
   sleep_ms = 0;
   open_range = enable_fails = n_warnings = n_stops = 0;
@@ -233,9 +248,10 @@ Test(pcsampling, concurrent_reads_buffer_and_getdata, .init = setup, .fini = tea
   cp_launch_site site;
   cp_session_capture(&site);
   cproton_scope_exit("work");
-  void (*ran)(const char *, const void *, uint64_t) = atomic_load(&st.hooks.kernel_ran);
+  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t) =
+      atomic_load(&st.hooks.kernel_ran);
   cr_assert_not_null(ran);
-  ran("kern", &site, 100);
+  ran("kern", &site, 100, 1, 128, 0);
   cr_assert_eq(cp_pcsampling_flush(1), 0);
   cr_assert(open_range, "the range is reopened after the drain");
   json_t *j = finish(sid, path), *root = json_array_get(j, 0);
@@ -247,6 +263,63 @@ Test(pcsampling, concurrent_reads_buffer_and_getdata, .init = setup, .fini = tea
   cr_assert_eq(n_warnings, 0);
   cp_pcsampling_disable();
   cr_assert_eq(n_warnings, 1, "dropped samples are reported once at stop");
+  json_decref(j);
+}
+
+/* A concurrent session with the fake's cubin (crc 1) handed over. */
+static int start_concurrent(const char *path) {
+  int sid = start(path, "pcsampling");
+  cp_pcs_options o;
+  cp_pcs_mode_parse("pcsampling", &o);
+  cr_assert_eq(cp_pcsampling_enable(&api, &st, &o), 0);
+  cr_assert_eq(cproton_pcsampling_add_cubin("cubin", 5), 0);
+  return sid;
+}
+
+static void site_in(const char *scope, cp_launch_site *s) {
+  cproton_scope_enter(scope, NULL);
+  cp_session_capture(s);
+  cproton_scope_exit(scope);
+}
+
+/* The last kernel's record reaches the library only after the final Stop
+ * (it was still running at the kernel row's flush): the final flush takes
+ * it before attributing, so its samples land under its scope, not ROOT. */
+Test(pcsampling, final_flush_takes_late_records, .init = setup, .fini = teardown) {
+  const char *path = cpt_tmp_path("pcsv_late");
+  int sid = start_concurrent(path);
+  cp_launch_site site;
+  site_in("last", &site);
+  late_record = &site;
+  cr_assert_eq(cp_pcsampling_flush(1), 0);
+  json_t *j = finish(sid, path), *root = json_array_get(j, 0);
+  cr_assert_eq(samples(line_node(root, "last", "src/k.py:5@kern")), 30);
+  cr_assert_eq(samples(line_node(root, "last", "src/k.py:6@kern")), 12);
+  cp_pcsampling_disable();
+  json_decref(j);
+}
+
+/* Two scopes ran the kernel equally long, one with a full grid, one with
+ * 32 blocks: with the device's SM count known the split follows the busy
+ * sub-partitions (528 : 128 on 132 SMs), not the time (1 : 1). */
+Test(pcsampling, split_weighs_grid_occupancy, .init = setup, .fini = teardown) {
+  const char *path = cpt_tmp_path("pcsv_grid");
+  st.hooks.describe_device = describe_h100;
+  int sid = start_concurrent(path);
+  cp_launch_site full, small;
+  site_in("full", &full);
+  site_in("small", &small);
+  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t) =
+      atomic_load(&st.hooks.kernel_ran);
+  ran("kern", &full, 1000, 4096, 256, 0);
+  ran("kern", &small, 1000, 32, 256, 0);
+  cr_assert_eq(cp_pcsampling_flush(1), 0);
+  json_t *j = finish(sid, path), *root = json_array_get(j, 0);
+  /* 30 samples on line 5: 30 * 128/656 = 5 (floor) to "small", the rest
+   * (25) to the heaviest site */
+  cr_assert_eq(samples(line_node(root, "small", "src/k.py:5@kern")), 5);
+  cr_assert_eq(samples(line_node(root, "full", "src/k.py:5@kern")), 25);
+  cp_pcsampling_disable();
   json_decref(j);
 }
 
@@ -313,9 +386,10 @@ static void first_launch_case(const char *mode) {
     cr_assert(open_range, "the first launch is inside a range");
     bracket(CTX, 5, 0);
   }
-  void (*ran)(const char *, const void *, uint64_t) = atomic_load(&st.hooks.kernel_ran);
+  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t) =
+      atomic_load(&st.hooks.kernel_ran);
   if (ran)
-    ran("kern", &site, 2); /* a 2 ns kernel */
+    ran("kern", &site, 2, 1, 128, 0); /* a 2 ns kernel */
   cproton_scope_exit("init");
   cr_assert_eq(cp_pcsampling_flush(1), 0);
   json_t *j = finish(sid, path), *root = json_array_get(j, 0);

@@ -182,6 +182,19 @@ static site_entry *site_slot(cp_pcs *p, uint32_t fn, const cp_launch_site *s,
   return NULL;
 }
 
+#define SUBPARTITIONS 4 /* per SM since Volta; each samples its own warps */
+
+uint64_t cp_pcs_kernel_weight(uint64_t ns, uint64_t blocks, uint32_t threads,
+                              uint32_t sms) {
+  if (!sms || !blocks || !threads)
+    return ns;
+  uint64_t warps = (threads + 31u) / 32u;
+  uint64_t per_block = warps < SUBPARTITIONS ? warps : SUBPARTITIONS;
+  uint64_t cap = (uint64_t)sms * SUBPARTITIONS;
+  uint64_t busy = blocks > cap ? cap : blocks * per_block;
+  return ns * (busy < cap ? busy : cap);
+}
+
 void cp_pcs_note_kernel(cp_pcs *p, const char *name,
                         const cp_launch_site *site, uint64_t ns) {
   uint32_t fn;

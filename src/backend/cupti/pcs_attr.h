@@ -9,7 +9,9 @@
  *   cp_pcs_attribute(final)
  *     corr != 0 (exact mode): the launch's site (correlation ring)
  *     corr == 0 (concurrent): split among the sites that ran the function
- *       since the last attribution, in proportion to their kernel time;
+ *       since the last attribution, in proportion to their weight
+ *       (cp_pcs_kernel_weight: kernel time x the SM sub-partitions the
+ *       grid can occupy, since each sub-partition samples its warps);
  *       none yet: kept for the next attribution; at `final`, the last site
  *       seen for the function, else ROOT (counted unattributed)
  *
@@ -83,10 +85,19 @@ void cp_pcs_free(cp_pcs *p);
 /* Forgets pending samples, sites and counters (backend start). */
 void cp_pcs_clear(cp_pcs *p);
 
-/* A kernel of `name` ran `ns` under `site` (record path; graph kernels
- * with their composed site). */
+/* A kernel of `name` ran under `site` with `weight` (record path; graph
+ * kernels with their composed site). */
 void cp_pcs_note_kernel(cp_pcs *p, const char *name,
-                        const cp_launch_site *site, uint64_t ns);
+                        const cp_launch_site *site, uint64_t weight);
+
+/* The expected share of samples of one kernel run: `ns` x the SM
+ * sub-partitions (4 per SM) its grid can keep busy, min(blocks x min(warps
+ * per block, 4), 4 x sms). PC sampling takes one sample per sub-partition
+ * and period, so a 32-block kernel on a 132-SM GPU gets ~1/4 the samples of
+ * a full grid running as long. `sms` 0 or an unknown grid: `ns` (the time
+ * rule). Pure. */
+uint64_t cp_pcs_kernel_weight(uint64_t ns, uint64_t blocks, uint32_t threads,
+                              uint32_t sms);
 
 /* Accumulates one CUpti_PCSamplingData filled by cuptiPCSamplingGetData:
  * totalNumPcs records, each with stallReasonCount reasons. `corr` non-zero:

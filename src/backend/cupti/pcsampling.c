@@ -100,8 +100,25 @@ static void module_loaded(const void *cubin, size_t size) {
     cp_pcs_lines_add(lines, cubin, size);
 }
 
-static void kernel_ran(const char *name, const void *site, uint64_t ns) {
-  cp_pcs_note_kernel(pcs, name, site, ns);
+/* SM counts per device id, looked up once (0: unknown, the time rule). */
+static _Atomic uint32_t device_sms[64];
+static int time_rule; /* CPROTON_PCS_WEIGHT=time: weigh by duration only */
+
+static uint32_t sms_of(uint32_t device) {
+  if (device >= 64 || time_rule)
+    return 0;
+  uint32_t n = atomic_load_explicit(&device_sms[device], memory_order_relaxed);
+  cp_device_info d = {0};
+  if (!n && state->hooks.describe_device &&
+      state->hooks.describe_device(device, &d) == 0 && d.num_sms)
+    atomic_store(&device_sms[device], n = d.num_sms);
+  return n;
+}
+
+static void kernel_ran(const char *name, const void *site, uint64_t ns,
+                       uint64_t blocks, uint32_t threads, uint32_t device) {
+  cp_pcs_note_kernel(pcs, name, site,
+                     cp_pcs_kernel_weight(ns, blocks, threads, sms_of(device)));
 }
 
 /* ---- per-context configuration ----------------------------------------------- */
@@ -489,6 +506,10 @@ int cp_pcsampling_enable(const cp_loader_api *a, cp_cupti_state *st,
   for (int i = 0; i < N_T; i++)
     atomic_store(&t_ns[i], 0);
   atomic_store(&n_brackets, 0);
+  const char *w = getenv("CPROTON_PCS_WEIGHT");
+  time_rule = w && !strcmp(w, "time");
+  for (int i = 0; i < 64; i++)
+    atomic_store(&device_sms[i], 0);
   st->hooks.module_loaded = module_loaded;
   atomic_store(&st->hooks.kernel_ran, opt.exact ? NULL : kernel_ran);
   atomic_store(&on, 1);
@@ -521,6 +542,11 @@ int cp_pcsampling_flush(int final) {
   if (!atomic_load(&on))
     return CPROTON_OK;
   drain_all();
+  /* Stop waited for the range's kernels: the records of those still
+   * running when the kernel row flushed arrive now, so that their samples
+   * find their sites instead of the fallback */
+  if (final && !opt.exact)
+    api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   int rc = cp_pcs_attribute(pcs, final);
   cp_pcs_stats s;
   cp_pcs_get_stats(pcs, &s);

@@ -65,6 +65,16 @@ static int site_of(cp_cupti_state *st, const kernel_record *k,
   return 1;
 }
 
+/* Grid and block sizes (CUPTI reports them as signed ints; 0 when not). */
+static uint64_t blocks_of(const kernel_record *k) {
+  int64_t n = (int64_t)k->gridX * k->gridY * k->gridZ;
+  return n > 0 ? (uint64_t)n : 0;
+}
+static uint32_t threads_of(const kernel_record *k) {
+  int64_t n = (int64_t)k->blockX * k->blockY * k->blockZ;
+  return n > 0 && n <= UINT32_MAX ? (uint32_t)n : 0;
+}
+
 static void on_kernel(cp_cupti_state *st, const CUpti_Activity *rec) {
   const kernel_record *k = (const kernel_record *)rec;
   cp_records_note_device(st, k->deviceId);
@@ -79,10 +89,12 @@ static void on_kernel(cp_cupti_state *st, const CUpti_Activity *rec) {
                         .correlation_id = k->correlationId,
                         .graph_id = k->graphId,
                         .device_type = CP_DEVICE_CUDA};
-  void (*ran)(const char *, const void *, uint64_t) =
+  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t,
+              uint32_t) =
       atomic_load_explicit(&st->hooks.kernel_ran, memory_order_relaxed);
   if (ran)
-    ran(k->name, &site, k->end > k->start ? k->end - k->start : 0);
+    ran(k->name, &site, k->end > k->start ? k->end - k->start : 0,
+        blocks_of(k), threads_of(k), k->deviceId);
   if (cp_session_deliver_kernel(&site, &r) != 0)
     atomic_fetch_add_explicit(&st->stats.deliver_errors, 1,
                               memory_order_relaxed);

@@ -44,10 +44,12 @@ typedef struct cp_cupti_hooks {
    * and exit (0) on the launching thread, to bracket it. NULL when off. */
   void (*_Atomic launch_bracket)(void *cu_context, uint32_t correlation,
                                  int enter);
-  /* PC sampling: a kernel record with its final site (concurrent mode
-   * weights). NULL when off. */
-  void (*_Atomic kernel_ran)(const char *name, const void *site,
-                             uint64_t ns);
+  /* PC sampling: a kernel record with its final site, duration, grid
+   * (blocks), block (threads) and device (concurrent mode weights). NULL
+   * when off. */
+  void (*_Atomic kernel_ran)(const char *name, const void *site, uint64_t ns,
+                             uint64_t blocks, uint32_t threads,
+                             uint32_t device);
 } cp_cupti_hooks;
 
 /* Destroyed graph nodes whose entries are kept a while: their kernels'

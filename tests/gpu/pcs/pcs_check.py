@@ -1,5 +1,8 @@
 """Checks a PC-sampling profile. usage: pcs_check.py FILE.hatchet NAME
    [--lines] [--loop-lines A,B] [--expect-dominant LINE=reason,...]
+   [--source FILE]
+A line is a number or, with --source, a marker name: the line of FILE that
+ends with the comment `# pcs: NAME` (bench/kernels/pcs_kernels.py).
 Prints PASS/FAIL lines and RESULT lines (samples, share with a line, share
 on the loop lines, dominant stall reason per loop line)."""
 import json, sys, argparse
@@ -19,7 +22,17 @@ def main():
     ap.add_argument("--kernel", default="")
     ap.add_argument("--expect-dominant", default="")
     ap.add_argument("--under", default="")
+    ap.add_argument("--source", default="")
     a = ap.parse_args()
+
+    def resolve(tok):
+        if tok.isdigit() or not a.source:
+            return tok
+        with open(a.source) as f:
+            hits = [str(i) for i, l in enumerate(f, 1) if l.rstrip().endswith(f"# pcs: {tok}")]
+        if len(hits) != 1:
+            sys.exit(f"FAIL {a.name}: marker '# pcs: {tok}' found {len(hits)} times in {a.source}")
+        return hits[0]
     ok = True
     def check(cond, what):
         nonlocal ok
@@ -50,19 +63,20 @@ def main():
     if a.lines:
         check(share > 0.9, f"share of samples with a source line {share:.3f} > 0.9")
     if a.loop_lines:
-        want = a.loop_lines.split(",")
+        want = [resolve(t) for t in a.loop_lines.split(",")]
         on = sum(per_line.get(l, {}).get("num_samples", 0) for l in want)
         frac = on / total if total else 0
         print(f"RESULT {a.name} on_loop_lines={frac:.3f}")
         check(frac >= 0.9, f"{frac:.3f} of samples on lines {want} (>= 0.9)")
     for spec in filter(None, a.expect_dominant.split(",")):
-        line, reasons = spec.split("=")
-        d = per_line.get(line, {})
+        tok, reasons = spec.split("=")
+        ln = resolve(tok)
+        d = per_line.get(ln, {})
         stalls = {k: v for k, v in d.items() if k.startswith(STALLS_PREFIX)}
         dom = max(stalls, key=stalls.get) if stalls else None
-        print(f"RESULT {a.name} line {line} dominant={dom} " +
+        print(f"RESULT {a.name} line {ln} dominant={dom} " +
               " ".join(f"{k}={v}" for k, v in sorted(stalls.items(), key=lambda kv: -kv[1])[:4]))
-        check(dom in reasons.split("|"), f"line {line}: dominant stall {dom} in {reasons}")
+        check(dom in reasons.split("|"), f"line {ln} ({tok}): dominant stall {dom} in {reasons}")
     sys.exit(0 if ok else 1)
 
 main()

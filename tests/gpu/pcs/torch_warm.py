@@ -16,28 +16,17 @@ with no PC record (docs/cupti.md), so it has none in a fair share of runs,
 with Proton as with cproton."""
 import importlib
 import json
+import os
 import sys
 
 import torch
-import triton
-import triton.language as tl
 
-
-@triton.jit
-def foo(x, y, size: tl.constexpr):
-    offs = tl.arange(0, size)
-    for _ in range(1000):
-        tl.store(y + offs, tl.load(x + offs))
-
-
-def samples(node):
-    """num_samples of a node and everything under it."""
-    own = node.get("metrics", {}).get("num_samples", 0)
-    return own + sum(samples(c) for c in node.get("children", []))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tiny_first import foo, samples  # noqa: E402  (Proton's test kernel)
 
 
 def main(name, mode, when, profiler="cproton"):
-    import logging, os
+    import logging
     if os.environ.get("CPROTON_LOG") == "debug":  # cproton logs through logging
         logging.basicConfig(level=logging.DEBUG)
     proton = importlib.import_module("cproton" if profiler == "cproton" else "triton.profiler")

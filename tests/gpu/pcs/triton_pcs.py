@@ -1,26 +1,21 @@
 """A Triton kernel under cproton PC sampling with hook="triton".
 usage: triton_pcs.py OUT_NAME MODE WHEN   (MODE: a cproton mode string;
 WHEN: cold = compiled and loaded under the session, warm = before start).
-The dependent-load loop is on line 16, the FMA loop on line 18."""
+The kernel is bench/kernels/pcs_kernels.py's chase_kernel: its
+dependent-load loop is the line marked `# pcs: load`, its FMA loop `# pcs:
+fma` (pcs_check.py --source finds them)."""
+import os
 import sys
-import torch, triton, triton.language as tl
+
+import torch
 import cproton as proton
 
-
-@triton.jit
-def chase_kernel(x, y, n, ITERS: tl.constexpr, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    idx = offs
-    acc = offs.to(tl.float32)
-    for _ in range(ITERS):
-        idx = tl.load(x + idx) % n
-    for _ in range(ITERS):
-        acc = acc * 1.0001 + 0.5
-    tl.store(y + offs, acc + idx.to(tl.float32))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench", "kernels"))
+from pcs_kernels import chase_kernel  # noqa: E402
 
 
 def main(name, mode, when):
-    import logging, os
+    import logging
     debug = os.environ.get("CPROTON_LOG") == "debug"
     logging.basicConfig(level=logging.DEBUG if debug else logging.INFO)
     n = 1 << 20
