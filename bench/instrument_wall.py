@@ -3,7 +3,12 @@
 (issue 12; GPU, not a test): wall time per launch in steady state, from the
 first of N back-to-back launches until every launch's profile is decoded and
 delivered (cproton's decoder threads flushed), against N plain launches
-until the GPU is idle.
+until the GPU is idle, and against Proton 3.6 instrumenting the same kernels
+(its `pl`; until the GPU is idle: Proton keeps its buffers until finalize,
+whose time is printed beside).
+
+By default tree profiles reduce each launch's buffer on the GPU (mode key
+`reduce=device`); `--mode default:reduce=host` measures host decoding.
 
 Kernels (bench/kernels/instrumented.py.in): the 64M-element vector add
 (65,536 CTAs x 4 warps, 2 scopes) and the 4096^3 fp16 matmul (scope around
@@ -13,7 +18,7 @@ dropped by full buffers and the session's finalize time.
 
 Target (issue 12): <= 1.2x plain per launch.
 
-  python bench/instrument_wall.py [--reps 3] [--launches 300] [--mode default]
+  python bench/instrument_wall.py [--reps 3] [--launches 1000] [--mode default] [--no-proton]
 """
 import argparse
 import os
@@ -35,6 +40,7 @@ def workloads(k):
 
 
 def wall_per_launch(fn, launches, instrumented):
+    """`instrumented`: flush cproton's decoders before stopping the clock."""
     from cproton import _cproton
     for _ in range(10):  # warm: compiled, buffers pooled
         fn()
@@ -54,25 +60,33 @@ def wall_per_launch(fn, launches, instrumented):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--launches", type=int, default=300)
+    ap.add_argument("--launches", type=int, default=1000)
     ap.add_argument("--mode", default="default")
+    ap.add_argument("--no-proton", action="store_true")
     args = ap.parse_args()
     import cproton
     from cproton import _cproton
     fns = workloads(load_kernels("cproton.language", "cproton"))
+    profilers = {"cproton": (cproton, fns)}
+    if not args.no_proton:
+        import triton.profiler as proton
+        profilers["proton"] = (proton, workloads(load_kernels("triton.profiler.language", "proton")))
+    variants = ["plain"] + list(profilers)
     res = {}
     for rep in range(args.reps):
-        for name, fn in fns.items():
-            for variant in (("plain", "cproton") if rep % 2 == 0 else ("cproton", "plain")):
+        for name in fns:
+            for variant in (variants if rep % 2 == 0 else variants[::-1]):
                 session, before = None, _cproton.instr_stats()
-                if variant == "cproton":
-                    session = cproton.start(f"/tmp/cproton-wall-{name}", backend="instrumentation", mode=args.mode)
+                prof, vfns = profilers.get(variant, (None, fns))
+                if prof is not None:
+                    session = prof.start(f"/tmp/cproton-wall-{variant}-{name}", backend="instrumentation",
+                                         mode=args.mode if variant == "cproton" else None)
                 try:
-                    wall, loop = wall_per_launch(fn, args.launches, variant == "cproton")
+                    wall, loop = wall_per_launch(vfns[name], args.launches, variant == "cproton")
                 finally:
                     t0 = time.perf_counter()
                     if session is not None:
-                        cproton.finalize(session)
+                        prof.finalize(session)
                     fin = (time.perf_counter() - t0) * 1e3
                 after = _cproton.instr_stats()
                 drops = after["dropped"] - before["dropped"]
@@ -87,8 +101,13 @@ def main():
         loop = statistics.median(r[1] for r in res[(name, "cproton")])
         fin = statistics.median(r[2] for r in res[(name, "cproton")])
         drops = max(r[3] for r in res[(name, "cproton")])
-        print(f"RESULT {name}: plain {p:.4f} ms, cproton {c:.4f} ms ({c / p:.2f}x plain; loop {loop:.4f} ms), "
-              f"finalize {fin:.1f} ms, dropped records {drops}")
+        line = (f"RESULT {name}: plain {p:.4f} ms, cproton {c:.4f} ms ({c / p:.2f}x plain; loop {loop:.4f} ms), "
+                f"finalize {fin:.1f} ms, dropped records {drops}")
+        if (name, "proton") in res:
+            pr = statistics.median(r[0] for r in res[(name, "proton")])
+            pf = statistics.median(r[2] for r in res[(name, "proton")])
+            line += f"; Proton {pr:.4f} ms ({pr / p:.2f}x plain), finalize {pf:.1f} ms"
+        print(line)
     return 0
 
 

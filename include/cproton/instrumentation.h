@@ -53,6 +53,13 @@ CPROTON_API int cproton_instr_current_options(cproton_ptx_options *out);
 CPROTON_API int cproton_instr_mode_decode_flags(const char *mode,
                                                 unsigned *flags);
 
+/* Where a mode decodes tree-mode launches: `reduce=device` (the default:
+ * a reduction kernel on the copy stream sums per-scope totals, and a few
+ * hundred bytes come back per launch) or `reduce=host` (the whole buffer is
+ * copied back and decoded on the CPU). Traces always decode on the host.
+ * Sets *on_device to 1 or 0. Errors: those of cproton_instr_mode_options. */
+CPROTON_API int cproton_instr_mode_reduce(const char *mode, int *on_device);
+
 /* A registered instrumented kernel: its name and buffer layout (copied). */
 typedef struct cproton_instr_kernel cproton_instr_kernel;
 
@@ -106,9 +113,12 @@ CPROTON_API int cproton_instr_read(uint64_t dptr, size_t size, uint64_t stream,
 CPROTON_API int cproton_instr_flush(void);
 
 /* Counters since start: launches reported, decoded, records dropped by
- * full circular segments, unpaired records, CTAs with bad headers. */
+ * full circular segments, unpaired records, CTAs with bad headers; launches
+ * reduced on the device, of those checked against the host decoder
+ * (CPROTON_INSTR_REDUCE_CHECK=1) and found to differ. */
 typedef struct cproton_instr_stats {
   uint64_t launches, decoded, dropped, unpaired, bad_ctas, failed;
+  uint64_t reduced, reduce_checked, reduce_mismatches;
 } cproton_instr_stats;
 /* Errors: EINVAL for NULL `out`. */
 CPROTON_API int cproton_instr_get_stats(cproton_instr_stats *out);

@@ -15,6 +15,8 @@ typedef void *cp_custream;
 typedef void *cp_cuevent;
 typedef void *cp_cucontext;
 typedef int cp_cudevice;
+typedef void *cp_cumodule;
+typedef void *cp_cufunction;
 
 /* X(return, name, symbol, (params)) -- the table of driver entry points. */
 #define CP_CUDADRV_LIST(X)                                                     \
@@ -44,6 +46,14 @@ typedef int cp_cudevice;
   X(cuEventQuery, "cuEventQuery", (cp_cuevent e))                              \
   X(cuEventSynchronize, "cuEventSynchronize", (cp_cuevent e))                  \
   X(cuEventDestroy, "cuEventDestroy_v2", (cp_cuevent e))                       \
+  X(cuModuleLoadData, "cuModuleLoadData",                                     \
+    (cp_cumodule * m, const void *image))                                      \
+  X(cuModuleGetFunction, "cuModuleGetFunction",                               \
+    (cp_cufunction * f, cp_cumodule m, const char *name))                      \
+  X(cuLaunchKernel, "cuLaunchKernel",                                          \
+    (cp_cufunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,      \
+     unsigned by, unsigned bz, unsigned shared, cp_custream s, void **params,  \
+     void **extra))                                                            \
   X(cuGetErrorString, "cuGetErrorString", (cp_curesult r, const char **s))
 
 typedef struct cp_cudadrv {

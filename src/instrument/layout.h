@@ -67,6 +67,21 @@ enum {
   CP_HDR_COUNTS = 64
 };
 
+/* The device reduction's result (backend/instrumentation/reduce.cu): u64
+ * words, CP_REDUCE_FIXED totals, then cycles, counts and unpaired records
+ * per scope (n_scopes each). CTAS counts good slices; the clock pair sums,
+ * over CTAs with a paired end, the furthest end (counter units after the
+ * start counter) and the globaltimer span from entry to finalize. */
+enum {
+  CP_REDUCE_CTAS = 0,
+  CP_REDUCE_BAD_CTAS = 1,
+  CP_REDUCE_DROPPED = 2,
+  CP_REDUCE_UNPAIRED = 3,
+  CP_REDUCE_CLOCK_CYCLES = 4,
+  CP_REDUCE_CLOCK_NS = 5,
+  CP_REDUCE_FIXED = 8
+};
+
 /* Bytes of header for `n_units` units: fixed part plus counts, rounded up
  * to 16 so that segments allow 16-byte vector copies. */
 static inline uint32_t cp_layout_header_bytes(uint32_t n_units) {

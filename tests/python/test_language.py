@@ -106,7 +106,8 @@ def test_no_session_no_markers():
 
 
 @pytest.mark.parametrize("mode", ["default", "default:buffer_type=global:metric_type=cycle",
-                                  "default:sampling_strategy=selective:sampling_options=0,2"])
+                                  "default:sampling_strategy=selective:sampling_options=0,2",
+                                  "default:reduce=host"])
 def test_hook_instruments_the_ptx_stage(mode):
     """The whole compile path of backend="instrumentation": the stages hook runs
     the C pass, Triton's ptxas assembles the result, the metadata carries the
@@ -151,6 +152,10 @@ def test_filter_skips_kernels():
 def test_bad_modes_and_filters():
     with pytest.raises(ValueError):
         instr.InstrumentationHook("default:buffer_type=texture")
+    with pytest.raises(ValueError, match="reduce must be"):  # the runtime's key, checked by the hook
+        instr.InstrumentationHook("default:reduce=gpu")
+    with pytest.raises(ValueError):  # and by the session
+        _cproton.instr_check_mode("default:reduce=gpu")
     with pytest.raises(TypeError):
         instr.set_filter(include=3)
     with pytest.raises(ValueError):

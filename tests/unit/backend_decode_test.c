@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/instrumentation/decode.h"
+#include "backend/instrumentation/reduce.h"
 #include "cproton/cproton.h"
 #include "instrument/layout.h"
 
@@ -390,4 +392,57 @@ Test(backend_decode, time_shift_removes_the_record_cost) {
   cr_assert_eq(w.events[1].start, 100, "nanoseconds are not shifted");
   cproton_decoded_free(d);
   free(buf);
+}
+
+/* The device reduction's result words (layout.h, CP_REDUCE_*) from a host
+ * decode, back into a decoded result, and their diff. The kernel itself
+ * runs only on a GPU (tests/gpu/python/instrument_reduce.py diffs it with
+ * this decoder); here: the conversions the runtime applies to its words. */
+Test(backend_decode, reduce_words_round_trip_and_diff) {
+  cproton_buffer_layout l = layout(2, 64, CPROTON_COUNTER_CLOCK64);
+  unsigned char *buf = calloc(3, l.per_cta_bytes);
+  for (uint32_t c = 0; c < 2; c++) {
+    header(buf, &l, c, 2);
+    for (int i = 0; i < 6; i++) { /* wraps the 8-record segment of unit 0 */
+      record(buf, &l, c, 0, 1, 0, 5000 + 100 * i);
+      record(buf, &l, c, 0, 1, 1, 5000 + 100 * i + 9 + c);
+    }
+    record(buf, &l, c, 1, 2, 0, 5010);
+  }
+  /* slice 2 never finalized: no header */
+  size_t n = cp_reduce_n_words(l.n_scopes);
+  uint64_t *w = calloc(n, sizeof *w), *back = calloc(n, sizeof *back);
+  cproton_decoded *d = decode(buf, 3 * (size_t)l.per_cta_bytes, &l,
+                              CPROTON_DECODE_NO_EVENTS | CPROTON_DECODE_SKIP_BAD_CTAS);
+  cp_reduce_words_of(d, w);
+  cr_assert_eq(w[CP_REDUCE_CTAS], 2);
+  cr_assert_eq(w[CP_REDUCE_BAD_CTAS], 1);
+  cr_assert_eq(w[CP_REDUCE_DROPPED], 8, "12 records in 8 slots, twice");
+  cr_assert_eq(w[CP_REDUCE_UNPAIRED], 2, "each CTA's unit 1 start");
+  cr_assert_eq(w[CP_REDUCE_CLOCK_CYCLES], 509 + 510, "the furthest end per CTA");
+  cr_assert_eq(w[CP_REDUCE_CLOCK_NS], (2000000 - 1000000) + (2000000 - 1000001));
+  cr_assert_eq(w[CP_REDUCE_FIXED + 1], 4 * 9 + 4 * 10, "scope b: 4 surviving pairs per CTA");
+  cr_assert_eq(w[CP_REDUCE_FIXED + 3 + 1], 8);
+  cr_assert_eq(w[CP_REDUCE_FIXED + 6 + 2], 2);
+  cproton_decoded *r = NULL;
+  cr_assert_eq(cp_decoded_from_reduce(w, &l, &r), CPROTON_OK);
+  cp_reduce_words_of(r, back);
+  back[CP_REDUCE_CTAS] = w[CP_REDUCE_CTAS]; /* the totals keep no CTA entries */
+  char msg[256];
+  cr_assert_eq(cp_reduce_diff(back, w, &l, msg, sizeof msg), 0, "%s", msg);
+  cproton_decoded_scope a, b;
+  cproton_decoded_get_scope(d, 1, &a);
+  cproton_decoded_get_scope(r, 1, &b);
+  cr_assert_float_eq(a.normalized_cycles, b.normalized_cycles, 0, "same normalisation (units x good CTAs)");
+  cr_assert_str_eq(b.name, "b");
+  back[CP_REDUCE_FIXED + 3 + 1]++;
+  back[CP_REDUCE_DROPPED]++;
+  cr_assert_eq(cp_reduce_diff(back, w, &l, msg, sizeof msg), 2);
+  cr_assert_str_eq(msg, "dropped records: device 9, host 8");
+  back[CP_REDUCE_DROPPED]--;
+  cp_reduce_diff(back, w, &l, msg, sizeof msg);
+  cr_assert_str_eq(msg, "scope 1 (b) count: device 9, host 8");
+  cproton_decoded_free(d);
+  cproton_decoded_free(r);
+  free(w), free(back), free(buf);
 }

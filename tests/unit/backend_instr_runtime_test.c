@@ -47,6 +47,17 @@ Test(instr_mode, proton_mode_strings) {
   cr_assert_eq(f, 0u);
   cr_assert_eq(cproton_instr_mode_options("default:optimizations=clock32,turbo", &o), CPROTON_EINVAL);
   cr_assert(strstr(cproton_last_error(), "turbo"));
+  /* reduce: where tree-mode launches are decoded; the device by default */
+  int dev = -1;
+  cr_assert_eq(cproton_instr_mode_reduce("default", &dev), CPROTON_OK);
+  cr_assert_eq(dev, 1);
+  cr_assert_eq(cproton_instr_mode_reduce("default:buffer_type=global:reduce=host", &dev), CPROTON_OK);
+  cr_assert_eq(dev, 0);
+  cr_assert_eq(cproton_instr_mode_reduce("default:reduce=device", &dev), CPROTON_OK);
+  cr_assert_eq(dev, 1);
+  cr_assert_eq(cproton_instr_mode_reduce("default:reduce=gpu", &dev), CPROTON_EINVAL);
+  cr_assert(strstr(cproton_last_error(), "device, host"), "%s", cproton_last_error());
+  cr_assert_eq(cproton_instr_mode_options("default:reduce=host", &o), CPROTON_OK, "an option the pass ignores");
 }
 
 static const char *const names[] = {"outer", "inner"};

@@ -33,6 +33,7 @@ struct cproton_decoded {
   cproton_decoded_event *events;
   size_t n_events, cap_events;
   uint64_t dropped, unpaired;
+  uint64_t clock_cycles, clock_ns; /* the clock measurement's sums */
 };
 
 typedef struct open_rec {
@@ -287,6 +288,10 @@ static int decode_all(cproton_decoded *d, const unsigned char *buf, size_t size,
       rc = decode_cta(d, p, l, c);
     if (rc)
       return rc;
+    if (c->last_end > 0 && c->finalize_time > c->start_time) {
+      d->clock_cycles += (uint64_t)c->last_end;
+      d->clock_ns += c->finalize_time - c->start_time;
+    }
     d->n_ctas++;
   }
   for (size_t i = 0; i < d->n_warps; i++)
@@ -328,6 +333,45 @@ int cproton_buffer_decode(const void *data, size_t size, const cproton_buffer_la
   *out = d;
   return CPROTON_OK;
 }
+
+int cp_decoded_from_reduce(const uint64_t *w, const cproton_buffer_layout *layout, cproton_decoded **out) {
+  if (!w || !layout || !out)
+    return cp_error_set(CPROTON_EINVAL, "cp_decoded_from_reduce: NULL argument");
+  *out = NULL;
+  int rc = check_layout(layout);
+  if (rc)
+    return rc;
+  cproton_decoded *d = calloc(1, sizeof *d);
+  if (!d)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory decoding");
+  d->flags = CPROTON_DECODE_NO_EVENTS;
+  rc = copy_scopes(d, layout);
+  if (rc) {
+    cproton_decoded_free(d);
+    return rc;
+  }
+  const uint64_t *cyc = w + CP_REDUCE_FIXED, *cnt = cyc + layout->n_scopes, *unp = cnt + layout->n_scopes;
+  for (size_t i = 0; i < layout->n_scopes; i++) {
+    d->cycles[i] = cyc[i];
+    d->counts[i] = cnt[i];
+    d->unpaired_by_scope[i] = unp[i];
+  }
+  d->n_bad = (size_t)w[CP_REDUCE_BAD_CTAS];
+  d->dropped = w[CP_REDUCE_DROPPED];
+  d->unpaired = w[CP_REDUCE_UNPAIRED];
+  d->clock_cycles = w[CP_REDUCE_CLOCK_CYCLES];
+  d->clock_ns = w[CP_REDUCE_CLOCK_NS];
+  d->n_units_total = (size_t)layout->n_units * (size_t)w[CP_REDUCE_CTAS];
+  *out = d;
+  return CPROTON_OK;
+}
+
+void cp_decoded_clock(const cproton_decoded *d, uint64_t *cycles, uint64_t *ns) {
+  *cycles = d ? d->clock_cycles : 0;
+  *ns = d ? d->clock_ns : 0;
+}
+
+size_t cp_decoded_n_units_total(const cproton_decoded *d) { return d ? d->n_units_total : 0; }
 
 size_t cproton_decoded_n_scopes(const cproton_decoded *d) { return d ? d->n_scopes : 0; }
 size_t cproton_decoded_n_ctas(const cproton_decoded *d) { return d ? d->n_ctas : 0; }

@@ -5,9 +5,31 @@
 #define CP_BACKEND_INSTRUMENTATION_DECODE_H
 
 /* Open scopes tracked per unit while pairing; deeper starts are unpaired. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cproton/instrument.h"
+
+/* Open scopes tracked per unit while pairing; deeper starts are unpaired.
+ * reduce.cu's CP_REDUCE_DEPTH is the same number. */
 #define CP_DECODE_MAX_DEPTH 64
 
 /* Largest buffer accepted (bytes). */
 #define CP_DECODE_MAX_BYTES (1ull << 36)
+
+/* A decoded result made from the device reduction's words (layout.h,
+ * CP_REDUCE_*): per-scope totals, dropped, unpaired, bad CTAs and the clock
+ * sums, as the host decoder computes them with CPROTON_DECODE_NO_EVENTS;
+ * no CTA or unit entries (n_ctas and n_warps are 0). Errors: EINVAL (a bad
+ * layout), ENOMEM. */
+int cp_decoded_from_reduce(const uint64_t *words, const cproton_buffer_layout *layout, cproton_decoded **out);
+
+/* The clock measurement's inputs: over the CTAs with a paired end, the sum
+ * of the furthest end (counter units after the start counter) and of the
+ * globaltimer span from kernel entry to finalize. */
+void cp_decoded_clock(const cproton_decoded *d, uint64_t *cycles, uint64_t *ns);
+
+/* Units x good CTAs: the normalisation of normalized_cycles. */
+size_t cp_decoded_n_units_total(const cproton_decoded *d);
 
 #endif

@@ -11,15 +11,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/instrumentation/decode.h"
+#include "backend/instrumentation/reduce.h"
 #include "backend/instrumentation/runtime.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/strtab.h"
 
 #define MAX_NESTING 64
 
 static struct {
   atomic_ullong launches, decoded, dropped, unpaired, bad_ctas, failed;
+  atomic_ullong reduced, reduce_checked, reduce_mismatches;
 } stats;
 
 void cp_instr_count_launch(void) { atomic_fetch_add(&stats.launches, 1); }
@@ -34,6 +38,9 @@ int cproton_instr_get_stats(cproton_instr_stats *out) {
   out->unpaired = atomic_load(&stats.unpaired);
   out->bad_ctas = atomic_load(&stats.bad_ctas);
   out->failed = atomic_load(&stats.failed);
+  out->reduced = atomic_load(&stats.reduced);
+  out->reduce_checked = atomic_load(&stats.reduce_checked);
+  out->reduce_mismatches = atomic_load(&stats.reduce_mismatches);
   return CPROTON_OK;
 }
 
@@ -52,21 +59,16 @@ static size_t scope_path(const cproton_instr_kernel *k, int32_t s,
 
 /* Counter units per nanosecond, measured: per CTA, the latest paired end
  * any unit recorded (counter units after thread 0's start counter) over the
- * globaltimer time from kernel entry to finalize, summed over CTAs. Falls
- * back to the device's reported clock when nothing was recorded. */
+ * globaltimer time from kernel entry to finalize, summed over CTAs (integer
+ * sums, so that the device reduction's are identical). Falls back to the
+ * device's reported clock when nothing was recorded. */
 static double measured_rate(const cproton_decoded *d, uint32_t counter,
                             uint32_t device) {
   if (counter == CPROTON_COUNTER_GLOBALTIMER)
     return 1.0;
-  double cycles = 0, ns = 0;
-  for (size_t c = 0; c < cproton_decoded_n_ctas(d); c++) {
-    cproton_decoded_cta cta;
-    cproton_decoded_get_cta(d, c, &cta);
-    if (cta.last_end > 0 && cta.finalize_time > cta.start_time) {
-      cycles += (double)cta.last_end;
-      ns += (double)(cta.finalize_time - cta.start_time);
-    }
-  }
+  uint64_t sum_cycles, sum_ns;
+  cp_decoded_clock(d, &sum_cycles, &sum_ns);
+  double cycles = (double)sum_cycles, ns = (double)sum_ns;
   if (ns > 0 && cycles / ns > 0.1 && cycles / ns < 10.0)
     return cycles / ns;
   cp_device_info devs[CP_MAX_DEVICES];
@@ -222,6 +224,45 @@ int cp_instr_decode(const cproton_instr_kernel *k, const cp_launch_site *site,
     flags |= CPROTON_DECODE_NO_EVENTS;
   int rc = cproton_buffer_decode(data, size, &k->layout, flags, out);
   atomic_fetch_add(rc ? &stats.failed : &stats.decoded, 1);
+  return rc;
+}
+
+/* The host decode of CPROTON_INSTR_REDUCE_CHECK, diffed with the device's
+ * words: the host decoder is the reference. */
+static void check_reduced(const cproton_instr_kernel *k, const uint64_t *words, const void *data, size_t size) {
+  cproton_decoded *h = NULL;
+  size_t n = cp_reduce_n_words(k->layout.n_scopes), bad;
+  uint64_t *hw = malloc(n * sizeof *hw);
+  char msg[256];
+  int rc = hw ? cproton_buffer_decode(data, size, &k->layout, CPROTON_DECODE_SKIP_BAD_CTAS |
+                                      CPROTON_DECODE_NO_EVENTS | cp_instr_mode_decode_flags(), &h)
+              : cp_error_set(CPROTON_ENOMEM, "out of memory checking the device reduction");
+  if (rc) {
+    cp_warn("kernel %s: device reduction check: %s", k->name, cp_error_message());
+    bad = 1;
+  } else {
+    cp_reduce_words_of(h, hw);
+    bad = cp_reduce_diff(words, hw, &k->layout, msg, sizeof msg);
+    if (bad)
+      cp_warn("kernel %s: the device reduction differs from the host decoder in %zu values; first: %s", k->name,
+              bad, msg);
+  }
+  atomic_fetch_add(&stats.reduce_checked, 1);
+  if (bad)
+    atomic_fetch_add(&stats.reduce_mismatches, 1);
+  cproton_decoded_free(h);
+  free(hw);
+}
+
+int cp_instr_take_reduced(const cproton_instr_kernel *k, const cp_launch_site *site, const uint64_t *words,
+                          const void *check_data, size_t size, cproton_decoded **out) {
+  (void)site;
+  if (check_data)
+    check_reduced(k, words, check_data, size);
+  int rc = cp_decoded_from_reduce(words, &k->layout, out);
+  atomic_fetch_add(rc ? &stats.failed : &stats.decoded, 1);
+  if (!rc)
+    atomic_fetch_add(&stats.reduced, 1);
   return rc;
 }
 

@@ -31,6 +31,8 @@ static const word granularities[] = {
     {"cta", CPROTON_GRANULARITY_CTA},
     {NULL, 0}};
 static const word strategies[] = {{"circular", 0}, {NULL, 0}};
+/* Where tree-mode launches are decoded (docs/instrumentation-runtime.md). */
+static const word reductions[] = {{"device", 1}, {"host", 0}, {NULL, 0}};
 static const word samplings[] = {{"none", 0}, {"selective", 1}, {NULL, 0}};
 /* Proton's optimizations. sched_stores and sched_barriers reorder Proton's
  * own lowering (its buffer stores, AMD scheduling barriers); cproton's
@@ -81,6 +83,7 @@ typedef struct parsed {
   int sampling;
   uint32_t units;
   int opts; /* OPT_* */
+  int reduce_host; /* reduce=host */
 } parsed;
 
 /* "clock32,time_shift" -> OPT_* bits. */
@@ -129,6 +132,9 @@ static int apply(cproton_ptx_options *o, parsed *ps, const char *key,
   }
   if (!strcmp(key, "optimizations"))
     return parse_optimizations(value, &ps->opts);
+  if (!strcmp(key, "reduce"))
+    return lookup(reductions, value, &v) ? (ps->reduce_host = !v, 0)
+                                         : bad(key, value, "device, host");
   return cp_error_set(CPROTON_EINVAL, "instrumentation mode: unknown key '%s'",
                       key);
 }
@@ -191,5 +197,15 @@ int cproton_instr_mode_decode_flags(const char *mode, unsigned *flags) {
   parsed ps;
   int rc = parse_mode(mode, &o, &ps);
   *flags = !rc && (ps.opts & OPT_TIME_SHIFT) ? CPROTON_DECODE_TIME_SHIFT : 0;
+  return rc;
+}
+
+int cproton_instr_mode_reduce(const char *mode, int *on_device) {
+  if (!on_device)
+    return cp_error_set(CPROTON_EINVAL, "instrumentation mode: on_device is NULL");
+  cproton_ptx_options o;
+  parsed ps;
+  int rc = parse_mode(mode, &o, &ps);
+  *on_device = rc || !ps.reduce_host;
   return rc;
 }

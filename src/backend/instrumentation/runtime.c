@@ -6,10 +6,14 @@
  *   cproton_instr_alloc  -> pool buffer
  *   (kernel launch)
  *   cproton_instr_launch -> capture site,
- *     cuMemcpyDtoHAsync into pinned host
- *     memory + cuEventRecord on the stream
- *     -> queue                             cuEventSynchronize, decode,
- *                                          deliver, buffers back to pool
+ *     on the copy stream: the device
+ *     reduction + a copy of its totals
+ *     (tree mode), or a copy of the whole
+ *     buffer (traces, reduce=host) into
+ *     pinned host memory; cuEventRecord
+ *     -> queue                             cuEventSynchronize, decode (or
+ *                                          take the totals), deliver,
+ *                                          buffers back to pool
  *
  * Invariant: a device buffer is handed out again only after the copy of its
  * launch completed, so a kernel never writes into a buffer being read. No
@@ -21,6 +25,8 @@
 
 #include "backend/backend.h"
 #include "backend/cudadrv.h"
+#include "backend/instrumentation/decode.h"
+#include "backend/instrumentation/reduce.h"
 #include "backend/instrumentation/runtime.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -36,6 +42,10 @@ typedef struct buffer {
   cp_cucontext ctx;
   int in_use;
   int dirty; /* new from cuMemAlloc: must be zeroed before its first use */
+  /* the device reduction's totals and their pinned copy (grown on demand) */
+  cp_cudeviceptr sum_dptr;
+  uint64_t *sum_host;
+  size_t sum_words;
 } buffer;
 
 typedef struct pending {
@@ -48,6 +58,8 @@ typedef struct pending {
   cp_cuevent copied;       /* on the copy stream */
   uint32_t device;
   uint64_t seq; /* launch order: deliveries keep it */
+  int reduced;  /* totals reduced on the device (sum_host), not the buffer */
+  int checked;  /* reduced, and the buffer copied too, to diff the two */
   cproton_decoded *dec;       /* decoded, waiting for its turn (or NULL) */
   struct pending *ready_next; /* in the ready list, by seq */
 } pending;
@@ -100,6 +112,8 @@ static pthread_t workers[MAX_WORKERS];
 static cproton_ptx_options current;
 static int have_current;
 static unsigned mode_decode_flags; /* from the session's mode: time_shift */
+static int mode_reduce_device;     /* reduce=device (the default) */
+static int reduce_check;           /* CPROTON_INSTR_REDUCE_CHECK=1: diff with the host */
 
 /* ---- kernels ---------------------------------------------------------------- */
 
@@ -166,6 +180,10 @@ static void evict(const cp_cudadrv *d, size_t size, cp_cucontext ctx) {
       continue;
     d->cuMemFree(b->dptr);
     d->cuMemFreeHost(b->host);
+    if (b->sum_dptr)
+      d->cuMemFree(b->sum_dptr);
+    if (b->sum_host)
+      d->cuMemFreeHost(b->sum_host);
     pool_bytes -= b->size;
     memset(b, 0, sizeof *b);
   }
@@ -339,8 +357,9 @@ static void finish(const cp_cudadrv *d, pending *p) {
     cp_cudadrv_error(r, "waiting for a profile buffer copy");
     cp_warn("%s", cp_error_message());
     cp_instr_count_failure();
-  } else if (cp_instr_decode(p->kernel, &p->site, p->buf->host, p->size,
-                             &p->dec)) {
+  } else if (p->reduced ? cp_instr_take_reduced(p->kernel, &p->site, p->buf->sum_host,
+                                                 p->checked ? p->buf->host : NULL, p->size, &p->dec)
+                         : cp_instr_decode(p->kernel, &p->site, p->buf->host, p->size, &p->dec)) {
     cp_warn("kernel %s: %s", p->kernel->name, cp_error_message());
     p->dec = NULL;
   }
@@ -398,10 +417,68 @@ static int ensure_worker(const cp_cudadrv *d) {
                                   "cannot start a decoder thread");
 }
 
+/* Room for `words` totals of the device reduction in `b`. Caller: lock. */
+static int sum_room(const cp_cudadrv *d, buffer *b, size_t words) {
+  if (b->sum_words >= words)
+    return CPROTON_OK;
+  if (b->sum_dptr)
+    d->cuMemFree(b->sum_dptr);
+  if (b->sum_host)
+    d->cuMemFreeHost(b->sum_host);
+  b->sum_dptr = 0, b->sum_host = NULL, b->sum_words = 0;
+  cp_curesult r = d->cuMemAlloc(&b->sum_dptr, words * sizeof(uint64_t));
+  if (!r && (r = d->cuMemHostAlloc((void **)&b->sum_host, words * sizeof(uint64_t), 0))) {
+    d->cuMemFree(b->sum_dptr);
+    b->sum_dptr = 0;
+  }
+  if (r)
+    return cp_cudadrv_error(r, "allocating the device reduction's totals");
+  b->sum_words = words;
+  return CPROTON_OK;
+}
+
+/* Tree mode: on the copy stream, zero the totals, run the reduction over
+ * the buffer, copy the totals back. Returns non-zero (after one warning)
+ * when the reduction cannot run; the caller then copies the buffer.
+ * Caller: lock. */
+static int enqueue_reduce(const cp_cudadrv *d, pending *p, cp_custream cs) {
+  static int warned;
+  const cproton_buffer_layout *l = &p->kernel->layout;
+  size_t words = cp_reduce_n_words(l->n_scopes);
+  int64_t shift = (mode_decode_flags & CPROTON_DECODE_TIME_SHIFT) && l->counter != CPROTON_COUNTER_GLOBALTIMER
+                      ? CPROTON_TIME_SHIFT_CYCLES : 0;
+  int rc = sum_room(d, p->buf, words);
+  if (!rc) {
+    cp_curesult r = d->cuMemsetD8Async(p->buf->sum_dptr, 0, words * sizeof(uint64_t), cs);
+    rc = r ? cp_cudadrv_error(r, "zeroing the device reduction's totals")
+           : cp_reduce_launch(d, p->buf->ctx, cs, l, p->buf->dptr, p->size, p->buf->sum_dptr, shift);
+  }
+  if (!rc) {
+    cp_curesult r = d->cuMemcpyDtoHAsync(p->buf->sum_host, p->buf->sum_dptr, words * sizeof(uint64_t), cs);
+    rc = r ? cp_cudadrv_error(r, "copying the device reduction's totals") : 0;
+  }
+  if (rc && !warned) { /* once: every later launch falls back the same way */
+    warned = 1;
+    cp_warn("instrumentation: %s; decoding profile buffers on the host instead", cp_error_message());
+  }
+  return rc;
+}
+
+/* Whether launch `p` is reduced on the device: tree mode (no session of
+ * its site records a trace), reduce=device, a kernel within the kernel's
+ * limits. Caller: lock. */
+static int wants_reduce(const pending *p) {
+  return mode_reduce_device && !cp_session_site_traces(&p->site) &&
+         p->kernel->layout.n_scopes <= CP_REDUCE_MAX_SCOPES;
+}
+
 /* After the kernel (an event on the user's stream), on the copy stream:
- * copy the buffer to its pinned twin, then re-arm it by zeroing each CTA's
- * magic word (a strided 2D memset of n_ctas words), then record `copied`.
- * The user's stream gets one event record, nothing else. Caller: lock. */
+ * reduce the buffer on the device and copy its totals back (tree mode), or
+ * copy the whole buffer to its pinned twin (traces, reduce=host, or the
+ * reduction unavailable; both with CPROTON_INSTR_REDUCE_CHECK), then re-arm
+ * the buffer by zeroing each CTA's magic word (a strided 2D memset of
+ * n_ctas words), then record `copied`. The user's stream gets one event
+ * record, nothing else. Caller: lock. */
 static int enqueue_copy(const cp_cudadrv *d, pending *p, uint64_t stream) {
   cp_custream user = (cp_custream)(uintptr_t)stream, cs;
   cp_cucontext ctx = p->buf->ctx;
@@ -417,7 +494,11 @@ static int enqueue_copy(const cp_cudadrv *d, pending *p, uint64_t stream) {
   cp_curesult r = d->cuEventRecord(p->after_kernel, user);
   if (!r)
     r = d->cuStreamWaitEvent(cs, p->after_kernel, 0);
-  if (!r)
+  if (r)
+    return cp_cudadrv_error(r, "enqueueing a profile buffer copy");
+  p->reduced = wants_reduce(p) && enqueue_reduce(d, p, cs) == CPROTON_OK;
+  p->checked = p->reduced && reduce_check;
+  if (!p->reduced || p->checked)
     r = d->cuMemcpyDtoHAsync(p->buf->host, p->buf->dptr, p->size, cs);
   if (!r && n_ctas)
     r = d->cuMemsetD2D32Async(p->buf->dptr, pitch, 0, 1, n_ctas, cs);
@@ -556,15 +637,21 @@ unsigned cp_instr_mode_decode_flags(void) {
 static int instr_start(const char *mode) {
   cproton_ptx_options o;
   unsigned flags = 0;
+  int on_device = 1;
   int rc = cproton_instr_mode_options(mode, &o);
   if (!rc)
     rc = cproton_instr_mode_decode_flags(mode, &flags);
+  if (!rc)
+    rc = cproton_instr_mode_reduce(mode, &on_device);
   if (rc)
     return rc;
   pthread_mutex_lock(&lock);
   current = o;
   have_current = 1;
   mode_decode_flags = flags;
+  mode_reduce_device = on_device;
+  const char *check = getenv("CPROTON_INSTR_REDUCE_CHECK");
+  reduce_check = check && *check && strcmp(check, "0") != 0;
   pthread_mutex_unlock(&lock);
   return CPROTON_OK;
 }

@@ -31,6 +31,12 @@ unsigned cp_instr_mode_decode_flags(void);
 
 int cp_instr_decode(const cproton_instr_kernel *k, const cp_launch_site *site,
                     const void *data, size_t size, cproton_decoded **out);
+/* The device reduction's totals `words` (instrument/layout.h, CP_REDUCE_*)
+ * of a launch of `k` as a decoded result. With `check_data` (the same
+ * buffer copied back, `size` bytes), decodes it on the host too and counts
+ * and reports any difference (CPROTON_INSTR_REDUCE_CHECK). */
+int cp_instr_take_reduced(const cproton_instr_kernel *k, const cp_launch_site *site, const uint64_t *words,
+                          const void *check_data, size_t size, cproton_decoded **out);
 int cp_instr_deliver_decoded(const cproton_instr_kernel *k,
                              const cp_launch_site *site, cproton_decoded *d,
                              uint32_t device);

@@ -1,0 +1,142 @@
+"""The device reduction of profile buffers (reduce=device, the default for
+tree profiles) against the host decoder, the reference: with
+CPROTON_INSTR_REDUCE_CHECK=1 every reduced launch's buffer is also copied
+back and decoded on the host, and the two results (per-scope cycles,
+counts, unpaired; dropped, bad CTAs, the clock measurement's sums) must be
+identical. Kernels: the 64M vector add and the 4096^3 matmul of bench/ (its
+scope in the K loop, with segments that wrap), triton_instrument.py's
+cases (warp / warp_group / cta granularity, clock32, selected warps, a loop
+into 8-record segments), an early-exit kernel (unpaired starts) and
+time_shift. reduce=host and traces never reduce on the device."""
+import json
+import os
+import sys
+
+os.environ["CPROTON_INSTR_REDUCE_CHECK"] = "1"  # read when a session starts
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+import cproton as proton  # noqa: E402
+import cproton.language as pl  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "bench"))
+import triton_instrument as ti  # noqa: E402
+from common import load  # noqa: E402
+from instrument_overhead import load_kernels  # noqa: E402
+
+
+@triton.jit
+def early_exit(x, out, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    pl.enter_scope("body")
+    v = tl.load(x + pid * BLOCK + tl.arange(0, BLOCK))
+    if pid % 3 == 1:
+        return
+    pl.enter_scope("tail")
+    v = v * 2
+    pl.exit_scope("tail")
+    tl.store(out + pid * BLOCK + tl.arange(0, BLOCK), v)
+    pl.exit_scope("body")
+
+
+def stats():
+    return proton._cproton.instr_stats()
+
+
+def checked(name, run, expect_reduced=True):
+    """Runs `run`; every launch it reduced on the device was diffed with the
+    host decoder and none differed."""
+    before = stats()
+    run()
+    after = stats()
+    d = {k: after[k] - before[k] for k in after}
+    if expect_reduced:
+        assert d["reduced"] > 0, f"nothing reduced on the device: {d}"
+        assert d["reduce_checked"] == d["reduced"], d
+        assert d["reduce_mismatches"] == 0, f"device and host results differ (see the warnings): {d}"
+    else:
+        assert d["reduced"] == 0 and d["decoded"] > 0, d
+    assert d["failed"] == 0, d
+    print(f"PASS {name}: {d['reduced']} launches reduced on the device, identical to the host decoder "
+          f"({d['dropped']} dropped, {d['unpaired']} unpaired records)")
+
+
+def session(name, mode, fn, launches=3, data="tree"):
+    def run():
+        sid = proton.start(name, backend="instrumentation", mode=mode, data=data)
+        for _ in range(launches):
+            fn()
+        proton.finalize(sid)
+    return run
+
+
+def main():
+    k = load_kernels("cproton.language", "cproton_reduce")
+    n = 1 << 26
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    z = torch.empty_like(x)
+    M = N = K = 4096
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    c = torch.empty(M, N, device="cuda", dtype=torch.float16)
+    ex, eo = torch.randn(4096 * 128, device="cuda"), torch.empty(4096 * 128, device="cuda")
+
+    def vadd():
+        k.vadd[(n // 1024,)](x, y, z, n, BLOCK=1024, num_warps=4)
+
+    def mm():
+        k.matmul[(M // 128 * (N // 128),)](a, b, c, M, N, K, BM=128, BN=128, BK=64, num_warps=8, num_stages=3)
+
+    def early():
+        early_exit[(4096,)](ex, eo, BLOCK=128, num_warps=4)
+
+    cases = [
+        ("vadd64M", lambda: checked("vadd64M", session("r_vadd", "default", vadd))),
+        ("matmul4096", lambda: checked("matmul4096", session("r_mm", "default", mm))),
+        ("matmul4096_wrapped", lambda: checked("matmul4096_wrapped",
+                                               session("r_mmw", "default:buffer_size=2048", mm))),
+        ("matmul4096_global_time_shift", lambda: checked(
+            "matmul4096_global_time_shift",
+            session("r_mmg", "default:buffer_type=global:optimizations=time_shift", mm))),
+        ("early_exit", lambda: checked("early_exit", session("r_early", "default", early))),
+        ("early_exit_cta", lambda: checked("early_exit_cta", session("r_early_cta", "default:granularity=cta",
+                                                                      early))),
+        ("warp", lambda: checked("warp", lambda: ti.case("r_shared", "default"))),
+        ("global", lambda: checked("global", lambda: ti.case("r_global", "default:buffer_type=global"))),
+        ("clock32", lambda: checked("clock32", lambda: ti.case("r_clock32", "default:optimizations=clock32"))),
+        ("sampled", lambda: checked("sampled", lambda: ti.case(
+            "r_sampled", "default:sampling_strategy=selective:sampling_options=0,2", sampled=2))),
+        ("warp_group", lambda: checked("warp_group", lambda: ti.case(
+            "r_wg", "default:granularity=warp_group", sampled=1))),
+        ("cta", lambda: checked("cta", lambda: ti.case("r_cta", "default:granularity=cta", sampled=1))),
+        ("drops", lambda: checked("drops", ti.drops_case)),
+        ("reduce_host", lambda: checked("reduce_host", session("r_host", "default:reduce=host", vadd),
+                                        expect_reduced=False)),
+        ("trace", lambda: checked("trace", session("r_trace", "default", early, launches=1, data="trace"),
+                                  expect_reduced=False)),
+    ]
+    failed = 0
+    for name, c in cases:
+        try:
+            c()
+        except Exception as e:  # report every case
+            failed += 1
+            print(f"FAIL {name}: {type(e).__name__}: {e}")
+    try:  # the early-exit profile: CTAs with pid % 3 == 1 leave "body" open
+        root = load("r_early.hatchet")[0]
+        body = ti.metrics(root, "early_exit", "body")
+        per = 3 * 4 * sum(1 for p in range(4096) if p % 3 == 1)
+        assert body["unpaired_records"] == per, (body, per)
+        print(f"PASS early_exit_profile: {per} unpaired starts of body in the profile")
+    except Exception as e:
+        failed += 1
+        print(f"FAIL early_exit_profile: {type(e).__name__}: {e}")
+    print("stats", json.dumps(stats()))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
