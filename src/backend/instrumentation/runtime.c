@@ -465,11 +465,13 @@ static int enqueue_reduce(const cp_cudadrv *d, pending *p, cp_custream cs) {
 }
 
 /* Whether launch `p` is reduced on the device: tree mode (no session of
- * its site records a trace), reduce=device, a kernel within the kernel's
- * limits. Caller: lock. */
+ * its site records a trace), reduce=device, a kernel within the reduction's
+ * limits, whole CTA slices (else the host decoder reports the size). Caller:
+ * lock. */
 static int wants_reduce(const pending *p) {
-  return mode_reduce_device && !cp_session_site_traces(&p->site) &&
-         p->kernel->layout.n_scopes <= CP_REDUCE_MAX_SCOPES;
+  const cproton_buffer_layout *l = &p->kernel->layout;
+  return mode_reduce_device && !cp_session_site_traces(&p->site) && l->n_scopes <= CP_REDUCE_MAX_SCOPES &&
+         l->per_cta_bytes && p->size % l->per_cta_bytes == 0;
 }
 
 /* After the kernel (an event on the user's stream), on the copy stream:
