@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "bench"))
 import triton_instrument as ti  # noqa: E402
 from common import load  # noqa: E402
-from instrument_overhead import load_kernels  # noqa: E402
+from instrument_overhead import load_kernels, workloads  # noqa: E402
 
 
 @triton.jit
@@ -74,21 +74,9 @@ def session(name, mode, fn, launches=3, data="tree"):
 
 
 def main():
-    k = load_kernels("cproton.language", "cproton_reduce")
-    n = 1 << 26
-    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
-    z = torch.empty_like(x)
-    M = N = K = 4096
-    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
-    b = torch.randn(K, N, device="cuda", dtype=torch.float16)
-    c = torch.empty(M, N, device="cuda", dtype=torch.float16)
+    fns, _, _ = workloads(load_kernels("cproton.language", "cproton_reduce"), n=1 << 26)
+    vadd, mm = fns["vadd"], fns["matmul"]  # the 64M vector add, the 4096^3 matmul
     ex, eo = torch.randn(4096 * 128, device="cuda"), torch.empty(4096 * 128, device="cuda")
-
-    def vadd():
-        k.vadd[(n // 1024,)](x, y, z, n, BLOCK=1024, num_warps=4)
-
-    def mm():
-        k.matmul[(M // 128 * (N // 128),)](a, b, c, M, N, K, BM=128, BN=128, BK=64, num_warps=8, num_stages=3)
 
     def early():
         early_exit[(4096,)](ex, eo, BLOCK=128, num_warps=4)
