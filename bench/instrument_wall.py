@@ -19,6 +19,7 @@ dropped by full buffers and the session's finalize time.
 Target (issue 12): <= 1.2x plain per launch.
 
   python bench/instrument_wall.py [--reps 3] [--launches 1000] [--mode default] [--no-proton]
+                                  [--proton-launches 10]
 """
 import argparse
 import os
@@ -63,6 +64,9 @@ def main():
     ap.add_argument("--launches", type=int, default=1000)
     ap.add_argument("--mode", default="default")
     ap.add_argument("--no-proton", action="store_true")
+    # Proton 3.6 synchronises on every instrumented launch (hundreds of ms
+    # each on these grids): fewer launches keep the run short.
+    ap.add_argument("--proton-launches", type=int, default=10)
     args = ap.parse_args()
     import cproton
     from cproton import _cproton
@@ -82,7 +86,8 @@ def main():
                     session = prof.start(f"/tmp/cproton-wall-{variant}-{name}", backend="instrumentation",
                                          mode=args.mode if variant == "cproton" else None)
                 try:
-                    wall, loop = wall_per_launch(vfns[name], args.launches, variant == "cproton")
+                    n = args.proton_launches if variant == "proton" else args.launches
+                    wall, loop = wall_per_launch(vfns[name], n, variant == "cproton")
                 finally:
                     t0 = time.perf_counter()
                     if session is not None:
