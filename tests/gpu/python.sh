@@ -28,6 +28,7 @@ run autograd_thread "$py" "$here/python/autograd_thread.py" cproton
 run autograd_thread_proton "$py" "$here/python/autograd_thread.py" triton.profiler
 run python_context  "$py" "$here/python/python_context.py"
 run triton_instrument "$py" "$here/python/triton_instrument.py"
+run instrument_reduce "$py" "$here/python/instrument_reduce.py"
 run proton_example  "$py" "$here/python/proton_example_check.py"
 run cli             "$py" -m cproton -n cli_profile -k triton "$here/python/cli_example.py"
 run cli_check       "$py" "$here/python/cli_check.py"
