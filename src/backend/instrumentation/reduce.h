@@ -9,7 +9,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend/cudadrv.h"
 #include "cproton/instrument.h"
 
 /* Scopes the kernel sums in shared memory (3 words each, 48 KiB in all);
@@ -29,15 +28,5 @@ void cp_reduce_words_of(const cproton_decoded *d, uint64_t *w);
  * names included). */
 size_t cp_reduce_diff(const uint64_t *dev, const uint64_t *host, const cproton_buffer_layout *layout, char *msg,
                       size_t cap);
-
-/* Launches the reduction of `buf` (`size` bytes, whole CTA slices of
- * `layout`) into `out` (cp_reduce_n_words words, zeroed by the caller on
- * the same stream) on stream `s` of the current context `ctx`. `shift` is
- * the time_shift in cycles per record (0 for none). Loads the module on the
- * context's first use. Errors: EBACKEND (the module does not load or the
- * launch fails: the caller decodes on the host), ELIMIT (too many scopes or
- * contexts). */
-int cp_reduce_launch(const cp_cudadrv *d, cp_cucontext ctx, cp_custream s, const cproton_buffer_layout *layout,
-                     cp_cudeviceptr buf, size_t size, cp_cudeviceptr out, int64_t shift);
 
 #endif

@@ -7,7 +7,7 @@
  * one JIT attempt per launch. Caller holds the runtime's lock. */
 #include <stddef.h>
 
-#include "backend/instrumentation/reduce.h"
+#include "backend/instrumentation/reduce_launch.h"
 #include "core/error.h"
 #include "instrument/layout.h"
 

@@ -26,7 +26,7 @@
 #include "backend/backend.h"
 #include "backend/cudadrv.h"
 #include "backend/instrumentation/decode.h"
-#include "backend/instrumentation/reduce.h"
+#include "backend/instrumentation/reduce_launch.h"
 #include "backend/instrumentation/runtime.h"
 #include "core/error.h"
 #include "core/log.h"
