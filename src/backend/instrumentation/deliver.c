@@ -254,9 +254,8 @@ static void check_reduced(const cproton_instr_kernel *k, const uint64_t *words, 
   free(hw);
 }
 
-int cp_instr_take_reduced(const cproton_instr_kernel *k, const cp_launch_site *site, const uint64_t *words,
-                          const void *check_data, size_t size, cproton_decoded **out) {
-  (void)site;
+int cp_instr_take_reduced(const cproton_instr_kernel *k, const uint64_t *words, const void *check_data, size_t size,
+                          cproton_decoded **out) {
   if (check_data)
     check_reduced(k, words, check_data, size);
   int rc = cp_decoded_from_reduce(words, &k->layout, out);

@@ -357,7 +357,7 @@ static void finish(const cp_cudadrv *d, pending *p) {
     cp_cudadrv_error(r, "waiting for a profile buffer copy");
     cp_warn("%s", cp_error_message());
     cp_instr_count_failure();
-  } else if (p->reduced ? cp_instr_take_reduced(p->kernel, &p->site, p->buf->sum_host,
+  } else if (p->reduced ? cp_instr_take_reduced(p->kernel, p->buf->sum_host,
                                                  p->checked ? p->buf->host : NULL, p->size, &p->dec)
                          : cp_instr_decode(p->kernel, &p->site, p->buf->host, p->size, &p->dec)) {
     cp_warn("kernel %s: %s", p->kernel->name, cp_error_message());

@@ -35,8 +35,8 @@ int cp_instr_decode(const cproton_instr_kernel *k, const cp_launch_site *site,
  * of a launch of `k` as a decoded result. With `check_data` (the same
  * buffer copied back, `size` bytes), decodes it on the host too and counts
  * and reports any difference (CPROTON_INSTR_REDUCE_CHECK). */
-int cp_instr_take_reduced(const cproton_instr_kernel *k, const cp_launch_site *site, const uint64_t *words,
-                          const void *check_data, size_t size, cproton_decoded **out);
+int cp_instr_take_reduced(const cproton_instr_kernel *k, const uint64_t *words, const void *check_data, size_t size,
+                          cproton_decoded **out);
 int cp_instr_deliver_decoded(const cproton_instr_kernel *k,
                              const cp_launch_site *site, cproton_decoded *d,
                              uint32_t device);
