@@ -49,7 +49,9 @@ static int devices_match(const vw_tree *a, const vw_tree *b) {
   return 0;
 }
 
-/* Per metric key of `t`: bit 0 = seen as a number, bit 1 = as a string. */
+/* Per metric key of `t`: bit 0 = seen as a number, bit 1 = as a string,
+ * bit 2 = as a vector (an array: never a column, but a name that is a vector
+ * in one rank and a number in another is a type change the merge refuses). */
 static uint8_t *metric_kinds(const vw_tree *t) {
   const cproton_profile *p = t->p;
   uint32_t n_keys = cproton_profile_metric_count(p);
@@ -59,15 +61,26 @@ static uint8_t *metric_kinds(const vw_tree *t) {
       uint32_t key;
       cproton_metric_value v;
       cproton_profile_node_metric_at(p, i, m, &key, &v);
-      if (key < n_keys && v.kind != CPROTON_METRIC_NONE &&
-          v.kind != CPROTON_METRIC_VECTOR) /* never a column */
-        kind[key] |= v.kind == CPROTON_METRIC_STRING ? 2 : 1;
+      if (key < n_keys && v.kind != CPROTON_METRIC_NONE)
+        kind[key] |= v.kind == CPROTON_METRIC_STRING   ? 2
+                     : v.kind == CPROTON_METRIC_VECTOR ? 4
+                                                       : 1;
     }
   return kind;
 }
 
-static const char *const kind_words[] = {"", "numbers", "strings",
-                                         "numbers and strings"};
+/* "numbers", "strings and vectors", ... for a set of kind bits. */
+static const char *kind_words(uint8_t k) {
+  static const char *const words[] = {"",
+                                      "numbers",
+                                      "strings",
+                                      "numbers and strings",
+                                      "vectors",
+                                      "numbers and vectors",
+                                      "strings and vectors",
+                                      "numbers, strings and vectors"};
+  return words[k & 7];
+}
 
 static int metrics_match(const vw_tree *a, const vw_tree *b) {
   uint8_t *ka = metric_kinds(a), *kb = metric_kinds(b);
@@ -75,12 +88,14 @@ static int metrics_match(const vw_tree *a, const vw_tree *b) {
   int rc = 0;
   for (uint32_t k = 0; k < cproton_profile_metric_count(b->p) && !rc; k++) {
     const char *name = cproton_profile_metric_name(b->p, k);
-    for (uint32_t j = 0; j < na && !rc; j++)
-      if (ka[j] && kb[k] && (ka[j] | kb[k]) == 3 &&
+    for (uint32_t j = 0; j < na && !rc; j++) {
+      uint8_t both = ka[j] | kb[k];
+      if (ka[j] && kb[k] && (both & (both - 1)) && /* more than one kind */
           !strcmp(cproton_profile_metric_name(a->p, j), name))
         rc = vw_fail("%s: metric '%s' holds %s there but %s in %s; the "
                      "profiles cannot be merged", b->file, name,
-                     kind_words[kb[k]], kind_words[ka[j]], a->file);
+                     kind_words(kb[k]), kind_words(ka[j]), a->file);
+    }
   }
   free(ka), free(kb);
   return rc;
