@@ -60,12 +60,21 @@ typedef enum cproton_buffer_kind {
   CPROTON_BUFFER_GLOBAL = 1
 } cproton_buffer_kind;
 
-/* Which threads record. A unit is one warp, one warp group (4 warps; its
- * first warp records) or the whole CTA (thread 0 records). */
+/* Which threads record. A unit is one warp, N warps (WARP_N), one warp
+ * group (4 warps), N warp groups (WARPGROUP_N: 4N warps) or the whole CTA;
+ * lane 0 of the unit's first warp records (thread 0 for CTA). Proton's
+ * granularities of the same names ("recorded for every N warp groups").
+ * Values 0-2 keep their meaning from earlier versions. */
 typedef enum cproton_granularity {
   CPROTON_GRANULARITY_WARP = 0,
   CPROTON_GRANULARITY_WARPGROUP = 1,
-  CPROTON_GRANULARITY_CTA = 2
+  CPROTON_GRANULARITY_CTA = 2,
+  CPROTON_GRANULARITY_WARP_2 = 3,
+  CPROTON_GRANULARITY_WARP_4 = 4,
+  CPROTON_GRANULARITY_WARP_8 = 5,
+  CPROTON_GRANULARITY_WARPGROUP_2 = 6,
+  CPROTON_GRANULARITY_WARPGROUP_4 = 7,
+  CPROTON_GRANULARITY_WARPGROUP_8 = 8
 } cproton_granularity;
 
 typedef struct cproton_ptx_options {

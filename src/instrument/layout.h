@@ -10,7 +10,7 @@
  *   +0   u32 magic      0x42525043  "CPRB" in memory order
  *   +4   u16 version    1
  *   +6   u8  counter    cproton_counter of the records
- *   +7   u8  flags      bit0 shared buffer, bits 1-2 granularity
+ *   +7   u8  flags      bit0 shared buffer, bits 1-4 granularity
  *   +8   u32 cta_id     linear CTA id (checks the slice index)
  *   +12  u32 sm_id      %smid of thread 0
  *   +16  u64 start_time %globaltimer at kernel entry (thread 0)
@@ -91,6 +91,16 @@ static inline uint32_t cp_layout_header_bytes(uint32_t n_units) {
 /* The 16-bit tag stored in bits 48..63 of a record. */
 static inline uint32_t cp_layout_tag(uint32_t scope, int is_end) {
   return (is_end ? 0x8000u : 0u) | (scope & 0x7fffu);
+}
+
+/* Warps per unit of each cproton_granularity (index = the enum value):
+ * warp, warp group, CTA (32: thread 0 records; at most 32 warps), warp_2,
+ * warp_4, warp_8, warp_group_2, warp_group_4, warp_group_8. Always a power
+ * of two, so a unit is (thread id >> (5 + log2 warps)). */
+#define CP_LAYOUT_N_GRANULARITIES 9u
+static inline uint32_t cp_layout_unit_warps(uint32_t granularity) {
+  static const uint8_t warps[CP_LAYOUT_N_GRANULARITIES] = {1, 4, 32, 2, 4, 8, 8, 16, 32};
+  return granularity < CP_LAYOUT_N_GRANULARITIES ? warps[granularity] : 1u;
 }
 
 /* Number of counter bits a record keeps for `counter`. */

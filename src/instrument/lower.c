@@ -27,7 +27,9 @@ static void ins(cp_text *t, cp_lower_cfg *c, const char *fmt, ...) {
 
 static const char *const counter_names[] = {"clock", "clock64", "globaltimer"};
 static const char *const buffer_names[] = {"shared", "global"};
-static const char *const gran_names[] = {"warp", "warpgroup", "cta"};
+static const char *const gran_names[] = {"warp",         "warpgroup",    "cta",
+                                          "warp_2",       "warp_4",       "warp_8",
+                                          "warp_group_2", "warp_group_4", "warp_group_8"};
 
 /* Linear thread id into %cpr_tid and linear CTA id into %cpr_cta. */
 static void ids(cp_text *t, cp_lower_cfg *c) {
@@ -51,10 +53,14 @@ static void ids(cp_text *t, cp_lower_cfg *c) {
 
 /* %cpr_on (this thread records) and %cpr_slot (its segment index). */
 static void unit(cp_text *t, cp_lower_cfg *c) {
-  static const unsigned shift[] = {0, 2, 5};
-  static const unsigned low[] = {31, 127, 0xffffffffu};
-  ins(t, c, "shr.u32 %%cpr_unit, %%cpr_tid, %u;", 5 + shift[c->granularity]);
-  ins(t, c, "and.b32 %%cpr_t, %%cpr_tid, %u;", low[c->granularity]);
+  /* a unit is 2^shift warps; lane 0 of its first warp records (for CTA,
+   * 32 warps: thread 0) */
+  uint32_t warps = cp_layout_unit_warps((uint32_t)c->granularity);
+  unsigned shift = 0;
+  while ((1u << shift) < warps)
+    shift++;
+  ins(t, c, "shr.u32 %%cpr_unit, %%cpr_tid, %u;", 5 + shift);
+  ins(t, c, "and.b32 %%cpr_t, %%cpr_tid, %u;", (32u << shift) - 1);
   ins(t, c, "setp.eq.u32 %%cpr_on, %%cpr_t, 0;");
   ins(t, c, "setp.eq.u32 %%cpr_first, %%cpr_tid, 0;");
   if (!c->sample_mask) {

@@ -54,8 +54,10 @@ static int check_options(const cproton_ptx_options *o) {
     return cp_error_set(CPROTON_EINVAL, "unknown counter %d (clock, clock64 or globaltimer)", (int)o->counter);
   if ((unsigned)o->buffer > CPROTON_BUFFER_GLOBAL)
     return cp_error_set(CPROTON_EINVAL, "unknown buffer kind %d (shared or global)", (int)o->buffer);
-  if ((unsigned)o->granularity > CPROTON_GRANULARITY_CTA)
-    return cp_error_set(CPROTON_EINVAL, "unknown granularity %d (warp, warpgroup or cta)", (int)o->granularity);
+  if ((unsigned)o->granularity >= CP_LAYOUT_N_GRANULARITIES)
+    return cp_error_set(CPROTON_EINVAL,
+                        "unknown granularity %d (warp, warpgroup, cta, warp_2/4/8 or warp_group_2/4/8)",
+                        (int)o->granularity);
   if (o->num_warps > 32)
     return cp_error_set(CPROTON_EINVAL, "num_warps %u exceeds 32", o->num_warps);
   if (o->buffer_size > (1u << 30))
@@ -83,8 +85,7 @@ static int size_units(const cp_ptx_kernel *k, const cproton_ptx_options *o, cons
                         "(cproton-instrument --num-warps N, or __launch_bounds__ in CUDA C)", kname);
   if (warps > 32)
     return cp_error_set(CPROTON_EUNSUPPORTED, "kernel '%s': %u warps per CTA; at most 32", kname, warps);
-  static const uint32_t per_unit[] = {1, 4, 32};
-  uint32_t wpu = per_unit[o->granularity];
+  uint32_t wpu = cp_layout_unit_warps((uint32_t)o->granularity);
   uint32_t total = (warps + wpu - 1) / wpu;
   uint32_t all = total >= 32 ? 0xffffffffu : (1u << total) - 1;
   uint32_t mask = o->sample_mask ? (o->sample_mask & all) : 0;

@@ -26,6 +26,11 @@ Test(instr_mode, proton_mode_strings) {
   cr_assert_eq(o.sample_mask, 5u);
   cr_assert_eq(o.buffer_size, 4096u);
   cr_assert_eq(o.counter, CPROTON_COUNTER_CLOCK);
+  cr_assert_eq(cproton_instr_mode_options("default:granularity=warp_group_2", &o), CPROTON_OK);
+  cr_assert_eq(o.granularity, CPROTON_GRANULARITY_WARPGROUP_2);
+  cr_assert_eq(cproton_instr_mode_options("default:granularity=GRANULARITY.WARP_8", &o), CPROTON_OK);
+  cr_assert_eq(o.granularity, CPROTON_GRANULARITY_WARP_8);
+  cr_assert_eq(cproton_instr_mode_options("default:granularity=warp_group_3", &o), CPROTON_EINVAL);
   /* Python's enum spellings, as str(InstrumentationMode) may print them */
   cr_assert_eq(cproton_instr_mode_options("default:buffer_type=BUFFER_TYPE.GLOBAL", &o),
                CPROTON_OK);

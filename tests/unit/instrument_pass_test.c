@@ -101,7 +101,7 @@ Test(instrument_pass, every_option_assembles) {
     char *in = fixture(fx[f], &n);
     for (int b = 0; b < 2; b++)
       for (int c = 0; c < 3; c++)
-        for (int g = 0; g < 3; g++) {
+        for (int g = 0; g < 9; g++) {
           cproton_ptx_options o;
           cproton_ptx_options_init(&o);
           o.buffer = b;
@@ -192,6 +192,25 @@ Test(instrument_pass, sampling_and_granularity_size_units) {
   cr_assert_eq(l.unit_warp[1], 4);
   cr_assert_eq(l.segment_bytes, 1024);
   cproton_ptx_free(p);
+  /* Proton's warp_N / warp_group_N: one unit per N warps / N warp groups */
+  static const struct {
+    cproton_granularity g;
+    uint32_t units, second;
+  } per_n[] = {{CPROTON_GRANULARITY_WARP_2, 4, 2},      {CPROTON_GRANULARITY_WARP_4, 2, 4},
+               {CPROTON_GRANULARITY_WARP_8, 1, 0},      {CPROTON_GRANULARITY_WARPGROUP_2, 1, 0},
+               {CPROTON_GRANULARITY_WARPGROUP_4, 1, 0}, {CPROTON_GRANULARITY_WARPGROUP_8, 1, 0}};
+  for (size_t i = 0; i < sizeof per_n / sizeof per_n[0]; i++) {
+    o.granularity = per_n[i].g;
+    p = run(in, n, &o);
+    cproton_ptx_kernel_layout(p, 0, &l);
+    cr_assert_eq(l.n_units, per_n[i].units, "granularity %d", (int)per_n[i].g);
+    cr_assert_eq(l.unit_warp[1], per_n[i].second, "granularity %d", (int)per_n[i].g);
+    cr_assert_eq(l.granularity, (uint32_t)per_n[i].g);
+    cproton_ptx_free(p);
+  }
+  o.granularity = (cproton_granularity)9;
+  cr_assert_eq(cproton_ptx_instrument(in, n, &o, &p), CPROTON_EINVAL);
+  o.granularity = CPROTON_GRANULARITY_WARPGROUP;
   o.sample_mask = 0x100; /* beyond the 2 warp groups */
   cproton_ptx *q = NULL;
   cr_assert_eq(cproton_ptx_instrument(in, n, &o, &q), CPROTON_EINVAL);

@@ -18,7 +18,8 @@ const char ci_usage[] =
     "  --counter C             clock | clock64 (default) | globaltimer\n"
     "  --buffer B              shared (default) | global\n"
     "  --buffer-size N         record bytes per CTA (split in power-of-two segments)\n"
-    "  --granularity G         warp (default) | warpgroup | cta\n"
+    "  --granularity G         warp (default) | warpgroup | cta | warp_2|4|8 |\n"
+    "                          warp_group_2|4|8 (Proton's: one unit per N warps/groups)\n"
     "  --sample-warps LIST     units that record, e.g. 0,2,5 (default: all)\n"
     "  --num-warps N           warps per CTA when the kernel has no .reqntid/.maxntid\n"
     "  --existing-shared N     dynamic shared bytes the kernel already uses\n"
@@ -65,7 +66,8 @@ static int parse_list(const char *v, uint32_t *mask) {
 static int value_option(const char *k, const char *v, ci_args *a) {
   static const char *const counters[] = {"clock", "clock64", "globaltimer"};
   static const char *const buffers[] = {"shared", "global"};
-  static const char *const grans[] = {"warp", "warpgroup", "cta"};
+  static const char *const grans[] = {"warp",   "warpgroup", "cta",          "warp_2",       "warp_4",
+                                       "warp_8", "warp_group_2", "warp_group_4", "warp_group_8"};
   int e = 0, x = 0;
   if (!strcmp(k, "-o")) {
     a->out = v;
@@ -76,7 +78,7 @@ static int value_option(const char *k, const char *v, ci_args *a) {
     if (!(e = pick(v, buffers, 2, &x)))
       a->o.buffer = (cproton_buffer_kind)x;
   } else if (!strcmp(k, "--granularity")) {
-    if (!(e = pick(v, grans, 3, &x)))
+    if (!(e = pick(v, grans, 9, &x)))
       a->o.granularity = (cproton_granularity)x;
   } else if (!strcmp(k, "--buffer-size")) {
     e = parse_u32(v, &a->o.buffer_size);

@@ -81,7 +81,8 @@ static int write_atomic(const char *path, const char *text, size_t size) {
 static void print_table(FILE *f, const cproton_ptx *p) {
   static const char *const counters[] = {"clock", "clock64", "globaltimer"};
   static const char *const buffers[] = {"shared", "global"};
-  static const char *const grans[] = {"warp", "warpgroup", "cta"};
+  static const char *const grans[] = {"warp",   "warpgroup", "cta",          "warp_2",       "warp_4",
+                                       "warp_8", "warp_group_2", "warp_group_4", "warp_group_8"};
   for (size_t k = 0; k < cproton_ptx_n_kernels(p); k++) {
     cproton_buffer_layout l;
     cproton_ptx_stats st;

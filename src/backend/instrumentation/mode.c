@@ -29,6 +29,12 @@ static const word granularities[] = {
     {"warp_group", CPROTON_GRANULARITY_WARPGROUP},
     {"warpgroup", CPROTON_GRANULARITY_WARPGROUP},
     {"cta", CPROTON_GRANULARITY_CTA},
+    {"warp_2", CPROTON_GRANULARITY_WARP_2},
+    {"warp_4", CPROTON_GRANULARITY_WARP_4},
+    {"warp_8", CPROTON_GRANULARITY_WARP_8},
+    {"warp_group_2", CPROTON_GRANULARITY_WARPGROUP_2},
+    {"warp_group_4", CPROTON_GRANULARITY_WARPGROUP_4},
+    {"warp_group_8", CPROTON_GRANULARITY_WARPGROUP_8},
     {NULL, 0}};
 static const word strategies[] = {{"circular", 0}, {NULL, 0}};
 /* Where tree-mode launches are decoded (docs/instrumentation-runtime.md). */
@@ -114,7 +120,7 @@ static int apply(cproton_ptx_options *o, parsed *ps, const char *key,
   if (!strcmp(key, "granularity"))
     return lookup(granularities, value, &v)
                ? (o->granularity = v, 0)
-               : bad(key, value, "warp, warp_group, cta");
+               : bad(key, value, "warp, warp_2, warp_4, warp_8, warp_group, warp_group_2, warp_group_4, warp_group_8, cta");
   if (!strcmp(key, "buffer_strategy"))
     return lookup(strategies, value, &v) ? 0 : bad(key, value, "circular");
   if (!strcmp(key, "sampling_strategy"))

@@ -50,7 +50,8 @@ def metrics(root, *path):
     return nodes[0]["metrics"]
 
 
-def case(name, mode, launches=3, sampled=None):
+def case(name, mode, launches=3, sampled=None, num_warps=N_WARPS):
+    """`sampled`: recording units per CTA (None: one per warp)."""
     n = 1 << 16
     BLOCK = 1024
     ctas = n // BLOCK
@@ -59,12 +60,12 @@ def case(name, mode, launches=3, sampled=None):
     out = torch.empty(ctas * 128, device="cuda")
     sid = proton.start(name, backend="instrumentation", mode=mode)
     for _ in range(launches):
-        vadd[(ctas,)](x, y, z, n, BLOCK=BLOCK, num_warps=N_WARPS)
-        looped[(ctas,)](x, out, K=8, BLOCK=128, num_warps=N_WARPS)
+        vadd[(ctas,)](x, y, z, n, BLOCK=BLOCK, num_warps=num_warps)
+        looped[(ctas,)](x, out, K=8, BLOCK=128, num_warps=num_warps)
     proton.finalize(sid)
     torch.testing.assert_close(z, x + y)
     root = load(f"{name}.hatchet")[0]
-    warps = N_WARPS if sampled is None else sampled
+    warps = num_warps if sampled is None else sampled
     per = launches * ctas * warps
     k = metrics(root, "vadd", "kernel")
     ld = metrics(root, "vadd", "kernel", "load")
@@ -194,6 +195,15 @@ def main():
              lambda: case("sampled", "default:sampling_strategy=selective:sampling_options=0,2", sampled=2),
              lambda: case("warp_group", "default:granularity=warp_group", sampled=1),
              lambda: case("cta", "default:granularity=cta", sampled=1),
+             # Proton's warp_N / warp_group_N: one recording unit per N warps
+             # / N warp groups; 16 warps per CTA give exact unit counts
+             lambda: case("warp_2", "default:granularity=warp_2", sampled=8, num_warps=16),
+             lambda: case("warp_8", "default:granularity=warp_8", sampled=2, num_warps=16),
+             lambda: case("warp_group_w16", "default:granularity=warp_group", sampled=4, num_warps=16),
+             lambda: case("warp_group_2", "default:granularity=warp_group_2", sampled=2, num_warps=16),
+             lambda: case("warp_group_4", "default:granularity=warp_group_4:buffer_type=global",
+                          sampled=1, num_warps=16),
+             lambda: case("warp_group_8", "default:granularity=warp_group_8", sampled=1, num_warps=16),
              drops_case, exact_sizing_case, clock_reference, trace_case, no_sync]
     for c in cases:
         try:
