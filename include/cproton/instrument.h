@@ -146,6 +146,14 @@ typedef struct cproton_ptx_stats {
 
 /* ---- the buffer layout (shared by the pass and the decoder) -------------- */
 
+/* scope_parents value of an event (Proton's pl.allocate_event): a named
+ * region outside the scope nesting whose start and end may be recorded in
+ * different basic blocks, loop iterations or warps. The decoder pairs an
+ * event's records per unit first (a start then the next end), then the
+ * leftovers across the units of a CTA in time order (each end with the
+ * earliest open start before it); it is a top-level node of the profile. */
+#define CPROTON_SCOPE_PARENT_EVENT (-2)
+
 /* Everything the decoder needs to read a kernel's profile buffer. Filled by
  * cproton_ptx_kernel_layout; a caller that keeps the values elsewhere (a
  * Python extension) may fill it by hand. Strings and arrays are borrowed. */
@@ -159,7 +167,9 @@ typedef struct cproton_buffer_layout {
   uint32_t buffer;         /* a cproton_buffer_kind */
   uint32_t n_scopes;       /* scope ids are 0 .. n_scopes-1 */
   const char *const *scope_names; /* n_scopes names */
-  const int32_t *scope_parents;   /* n_scopes parent ids, -1 = top; may be NULL */
+  /* n_scopes parent ids, -1 = top, CPROTON_SCOPE_PARENT_EVENT = an event;
+   * may be NULL */
+  const int32_t *scope_parents;
   /* unit_warp[u]: the first warp of unit u (its recording warp) */
   uint8_t unit_warp[32];
 } cproton_buffer_layout;

@@ -27,8 +27,24 @@ markers are plain inline asm, independent of the MLIR pipeline); the
 ``enable_semantic``/``disable_semantic`` switches are kept for
 compatibility.
 
-Scope names: non-empty, at most 255 characters, no whitespace, quotes or
-control characters (they must survive as one PTX comment token).
+Events (Proton's ``pl.allocate_event`` / ``pl.start_event`` /
+``pl.end_event``) are named regions that need not nest: a start and its end
+may sit in different basic blocks, loop iterations, inlined functions or
+warp-specialized partitions::
+
+    ev = pl.allocate_event("handoff")     # an opaque value: pass it on
+    ...  pl.start_event(ev)  ...          # e.g. in a producer partition
+    ...  pl.end_event(ev)    ...          # e.g. in a consumer partition
+
+An event emits ``// @cproton proton.event start|end <name>``; the PTX pass
+gives it a scope id outside the scope nesting, and the decoder pairs its
+records per warp first and then across the warps of a CTA in time order
+(docs/instrumentation.md). The ``Event`` value carries its name in its
+type and one i32 IR value, so it crosses loops, ``@jit`` calls and Gluon's
+``warp_specialize`` partition arguments like any other value.
+
+Scope and event names: non-empty, at most 255 characters, no whitespace,
+quotes or control characters (they must survive as one PTX comment token).
 """
 import re
 
@@ -38,6 +54,7 @@ from .flags import flags
 from triton.language.core import builtin
 
 MARKER_PREFIX = "// @cproton proton.record"
+EVENT_PREFIX = "// @cproton proton.event"
 _NAME = re.compile(r"^[^\s\"'\\`\x00-\x1f\x7f]{1,255}$")
 
 _SEMANTICS = {"triton", "gluon"}
@@ -51,13 +68,23 @@ def disable_semantic(semantic_name: str):
     _SEMANTICS.discard(semantic_name)
 
 
-def marker_text(is_start: bool, scope_name: str) -> str:
-    """The inline-assembly text of one record op."""
-    if not isinstance(scope_name, str) or not _NAME.match(scope_name):
-        raise ValueError(f"invalid cproton scope name {scope_name!r}: use 1-255 characters "
+def _check_name(name, what="scope"):
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(f"invalid cproton {what} name {name!r}: use 1-255 characters "
                          "without whitespace, quotes or control characters")
+
+
+def marker_text(is_start: bool, scope_name: str, prefix: str = MARKER_PREFIX) -> str:
+    """The inline-assembly text of one record op (or, with EVENT_PREFIX, of
+    one event op)."""
+    _check_name(scope_name, "event" if prefix == EVENT_PREFIX else "scope")
     kind = "start" if is_start else "end"
-    return f"{MARKER_PREFIX} {kind} {scope_name}\n\tmov.u32 $0, %clock;"
+    return f"{prefix} {kind} {scope_name}\n\tmov.u32 $0, %clock;"
+
+
+def _emit(asm, semantic):
+    return tl.inline_asm_elementwise(asm, "=r", [], dtype=tl.int32, is_pure=False, pack=1,
+                                     _semantic=semantic)
 
 
 def record(is_start: tl.constexpr, scope_name: tl.constexpr, semantic):
@@ -70,8 +97,7 @@ def record(is_start: tl.constexpr, scope_name: tl.constexpr, semantic):
     asm = marker_text(bool(is_start), scope_name)
     if not flags.instrumentation_on:
         return None
-    return tl.inline_asm_elementwise(asm, "=r", [], dtype=tl.int32, is_pure=False, pack=1,
-                                     _semantic=semantic)
+    return _emit(asm, semantic)
 
 
 @builtin
@@ -82,6 +108,79 @@ def enter_scope(name: tl.constexpr, _semantic=None):
 @builtin
 def exit_scope(name: tl.constexpr, _semantic=None):
     record(is_start=False, scope_name=name, semantic=_semantic)
+
+
+class _EventType(tl.base_type):
+    """Front-end type of an event: one i32 IR value, with the event's name in
+    the type, so that an event passed through a loop, a call or a partition
+    argument comes back as the same event (and specializations of a callee
+    taking different events differ)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def _unflatten_ir(self, handles, cursor):
+        return Event(handles[cursor], self.name), cursor + 1
+
+    def _flatten_ir_types(self, builder, out):
+        tl.int32._flatten_ir_types(builder, out)
+
+    def __eq__(self, other):
+        return isinstance(other, _EventType) and other.name == self.name
+
+    def __hash__(self):
+        return hash((_EventType, self.name))
+
+    def mangle(self):
+        return "PEvent" + self.name.encode().hex()
+
+    def __str__(self):
+        return f"proton.event<{self.name}>"
+
+
+class Event(tl.base_value):
+    """Opaque event returned by :func:`allocate_event`; consumed only by
+    :func:`start_event` and :func:`end_event`."""
+
+    def __init__(self, handle, name: str):
+        self.handle = handle
+        self.name = name
+        self.type = _EventType(name)
+
+    def _flatten_ir(self, handles):
+        handles.append(self.handle)
+
+    def _set_name(self, builder, name):
+        pass
+
+
+@builtin
+def allocate_event(name: tl.constexpr, _semantic=None):
+    """A new event named `name` (one id in the kernel's scope table)."""
+    name = tl._unwrap_if_constexpr(name)
+    _check_name(name, "event")
+    # the value itself is a constant: the marker text names the event
+    return Event(_semantic.builder.get_int32(0), name)
+
+
+def record_event(event, is_start: bool, semantic):
+    if not isinstance(event, Event):
+        raise TypeError("expected an event returned by allocate_event, not "
+                        f"{type(event).__name__}")
+    asm = marker_text(bool(is_start), event.name, EVENT_PREFIX)
+    if not flags.instrumentation_on:
+        return None
+    return _emit(asm, semantic)
+
+
+@builtin
+def start_event(event, _semantic=None):
+    record_event(event, True, _semantic)
+
+
+@builtin
+def end_event(event, _semantic=None):
+    record_event(event, False, _semantic)
 
 
 class scope:

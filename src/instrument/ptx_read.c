@@ -104,8 +104,8 @@ static int name_char_ok(int c) {
   return c > 32 && c < 127 && c != '"' && c != '\\';
 }
 
-/* Parses "// @cproton record start|end NAME" (or "proton.record") at line
- * offset b + cmt. */
+/* Parses "// @cproton record start|end NAME" (or "proton.record"; "event"
+ * and "proton.event" for events) at line offset b + cmt. */
 static int read_marker(reader *r, size_t b, size_t e, long cmt, int *found) {
   const char *s = r->s + b + cmt + 2, *end = r->s + e;
   *found = 0;
@@ -136,14 +136,16 @@ static int read_marker(reader *r, size_t b, size_t e, long cmt, int *found) {
   /* "proton.record" (Proton's op name, what the Triton front end writes so
    * that IR dumps show record ops as Proton's do) is the same op */
   int is_op = (wl[0] == 6 && !memcmp(w[0], "record", 6)) || (wl[0] == 13 && !memcmp(w[0], "proton.record", 13));
-  if (nw != 3 || !is_op || !(is_end || is_start))
-    return cp_error_set(CPROTON_EPARSE, "line %u: malformed marker; expected '// @cproton record start|end <name>'", r->lineno);
+  int is_event = (wl[0] == 5 && !memcmp(w[0], "event", 5)) || (wl[0] == 12 && !memcmp(w[0], "proton.event", 12));
+  if (nw != 3 || !(is_op || is_event) || !(is_end || is_start))
+    return cp_error_set(CPROTON_EPARSE,
+                        "line %u: malformed marker; expected '// @cproton record|event start|end <name>'", r->lineno);
   if (wl[2] > CP_PTX_MAX_NAME)
     return cp_error_set(CPROTON_ELIMIT, "line %u: scope name longer than %u bytes", r->lineno, CP_PTX_MAX_NAME);
   for (size_t i = 0; i < wl[2]; i++)
     if (!name_char_ok((unsigned char)w[2][i]))
       return cp_error_set(CPROTON_EPARSE, "line %u: scope name with a quote, backslash or non-ASCII byte", r->lineno);
-  cp_ptx_site site = {.kind = CP_SITE_RECORD, .line = r->lineno, .is_end = is_end,
+  cp_ptx_site site = {.kind = CP_SITE_RECORD, .line = r->lineno, .is_end = is_end, .is_event = is_event,
                       .name_off = (size_t)(w[2] - r->s), .name_len = wl[2]};
   site.at = e < r->n ? e + 1 : e;
   if (r->st != ST_BODY || !r->is_entry)

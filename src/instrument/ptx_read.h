@@ -20,6 +20,8 @@ typedef struct cp_ptx_site {
   cp_site_kind kind;
   uint32_t line;   /* 1-based line number */
   int is_end;      /* record: an end marker */
+  int is_event;    /* record: an event op (Proton's pl.start_event/end_event:
+                      outside the scope nesting) rather than a scope record */
   size_t name_off; /* record: scope name in the input */
   size_t name_len;
   size_t at;       /* record: insert after here (end of the marker line);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "cproton/instrument.h"
 #include "instrument/flow.h"
 #include "instrument/layout.h"
 #include "instrument/scope.h"
@@ -44,14 +45,26 @@ static uint64_t hash_name(const char *s, size_t n) {
   return h;
 }
 
-/* The id of name [s, s+n), adding it with `parent` when new. */
-static int lookup(assigner *a, const char *s, size_t n, int32_t parent, uint32_t *id) {
+static int is_event_id(const cp_scope_table *t, uint32_t id) {
+  return t->parents[id] == CPROTON_SCOPE_PARENT_EVENT;
+}
+
+/* The id of site `st`'s name, adding it with `parent` when new (events get
+ * CPROTON_SCOPE_PARENT_EVENT); a name is either a scope or an event. */
+static int lookup(assigner *a, const cp_ptx_site *st, int32_t parent, uint32_t *id) {
   cp_scope_table *t = a->t;
+  const char *s = a->text + st->name_off;
+  size_t n = st->name_len;
+  if (st->is_event)
+    parent = CPROTON_SCOPE_PARENT_EVENT;
   size_t i = hash_name(s, n) & (a->hcap - 1);
   for (; a->hash[i]; i = (i + 1) & (a->hcap - 1)) {
     const char *nm = t->names[a->hash[i] - 1];
     if (strlen(nm) == n && !memcmp(nm, s, n)) {
       *id = a->hash[i] - 1;
+      if (is_event_id(t, *id) != !!st->is_event)
+        return cp_error_set(CPROTON_EPARSE, "kernel '%s': line %u: '%s' is used both as a scope and as an event",
+                            a->kname, st->line, nm);
       return 0;
     }
   }
@@ -107,8 +120,8 @@ static int walk(assigner *a) {
       continue;
     int32_t parent = a->depth ? (int32_t)a->stack[a->depth - 1].id : -1;
     uint32_t id = 0;
-    int rc = lookup(a, a->text + s->name_off, s->name_len, parent, &id);
-    if (!rc)
+    int rc = lookup(a, s, parent, &id);
+    if (!rc && !s->is_event) /* events stay outside the nesting */
       rc = s->is_end ? on_end(a, s, id) : on_start(a, s, id);
     if (rc)
       return rc;
@@ -175,6 +188,8 @@ static int flow_record(flow_walk *w, size_t join, const cp_ptx_site *s, size_t s
   assigner *a = w->a;
   uint32_t id = a->t->site_scope[site];
   w->reached[site] = 1;
+  if (s->is_event) /* outside the nesting: any stack is fine */
+    return 0;
   if (w->conflict)
     return cp_error_set(CPROTON_EPARSE,
                         "kernel '%s': line %u: marker of scope '%s' is reached with different "
@@ -233,7 +248,7 @@ static int flow_finish(flow_walk *w) {
     if (!w->reached[i])
       rc = cp_error_set(CPROTON_EPARSE, "kernel '%s': line %u: marker of scope '%s' is unreachable",
                         a->kname, s->line, nm);
-    else if (!s->is_end && !ended[a->t->site_scope[i]])
+    else if (!s->is_end && !s->is_event && !ended[a->t->site_scope[i]])
       rc = cp_error_set(CPROTON_EPARSE, "kernel '%s': line %u: scope '%s' is never ended", a->kname,
                         s->line, nm);
   }
@@ -247,7 +262,7 @@ static int walk_flow(assigner *a, const cp_flow *f) {
     const cp_ptx_site *s = &k->sites[i];
     if (s->kind != CP_SITE_RECORD)
       continue;
-    int rc = lookup(a, a->text + s->name_off, s->name_len, -1, &a->t->site_scope[i]);
+    int rc = lookup(a, s, -1, &a->t->site_scope[i]);
     if (rc)
       return rc;
   }
@@ -304,6 +319,32 @@ static int check_nesting(assigner *a) {
   return rc;
 }
 
+/* Every event needs a start and an end somewhere in the kernel (where they
+ * are is free: they pair at decode time, across warps if need be). */
+static int check_events(assigner *a) {
+  const cp_ptx_kernel *k = a->k;
+  uint32_t n = a->t->n ? a->t->n : 1;
+  size_t *first[2] = {malloc(n * sizeof(size_t)), malloc(n * sizeof(size_t))};
+  int rc = !first[0] || !first[1] ? cp_error_set(CPROTON_ENOMEM, "out of memory checking events") : 0;
+  for (uint32_t id = 0; !rc && id < a->t->n; id++)
+    first[0][id] = first[1][id] = SIZE_MAX;
+  for (size_t i = 0; !rc && i < k->n_sites; i++) {
+    const cp_ptx_site *s = &k->sites[i];
+    if (s->kind == CP_SITE_RECORD && s->is_event && first[s->is_end][a->t->site_scope[i]] == SIZE_MAX)
+      first[s->is_end][a->t->site_scope[i]] = i;
+  }
+  for (uint32_t id = 0; !rc && id < a->t->n; id++) {
+    if (!is_event_id(a->t, id) || (first[0][id] != SIZE_MAX) == (first[1][id] != SIZE_MAX))
+      continue;
+    int has_start = first[0][id] != SIZE_MAX;
+    rc = cp_error_set(CPROTON_EPARSE, "kernel '%s': line %u: event '%s' is %s but never %s anywhere in the kernel",
+                      a->kname, k->sites[has_start ? first[0][id] : first[1][id]].line, a->t->names[id],
+                      has_start ? "started" : "ended", has_start ? "ended" : "started");
+  }
+  free(first[0]), free(first[1]);
+  return rc;
+}
+
 int cp_scope_assign(const char *text, const cp_ptx_kernel *k, cp_scope_table *t) {
   memset(t, 0, sizeof *t);
   assigner a = {.text = text, .k = k, .t = t};
@@ -322,6 +363,8 @@ int cp_scope_assign(const char *text, const cp_ptx_kernel *k, cp_scope_table *t)
   int rc = (!a.hash || !a.stack || !t->names || !t->parents || !t->site_scope)
                ? cp_error_set(CPROTON_ENOMEM, "out of memory assigning scopes")
                : check_nesting(&a);
+  if (!rc)
+    rc = check_events(&a);
   free(a.hash);
   free(a.stack);
   if (rc)

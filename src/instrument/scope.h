@@ -9,7 +9,8 @@
 
 typedef struct cp_scope_table {
   char **names;         /* n owned, NUL-terminated */
-  int32_t *parents;     /* n; -1 = top level */
+  int32_t *parents;     /* n; -1 = top level, CPROTON_SCOPE_PARENT_EVENT for
+                           an event (outside the nesting) */
   uint32_t n;
   uint32_t *site_scope; /* per site of the kernel: scope id (records only) */
   char *note;           /* owned; non-NULL when nesting was checked in text
@@ -20,7 +21,9 @@ typedef struct cp_scope_table {
 /* Gives every scope name of kernel `k` (read from `text`) an id in order of
  * first appearance and checks that starts and ends nest in program order.
  * Errors: EPARSE naming kernel, scope and line for an end without a start,
- * crossing scopes, a scope started again while open or never ended; ELIMIT
+ * crossing scopes, a scope started again while open or never ended, an
+ * event with starts but no end (or ends but no start) anywhere in the
+ * kernel, a name used both as a scope and as an event; ELIMIT
  * past CP_LAYOUT_MAX_SCOPES scopes; ENOMEM. */
 int cp_scope_assign(const char *text, const cp_ptx_kernel *k, cp_scope_table *t);
 

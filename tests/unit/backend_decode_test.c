@@ -446,3 +446,68 @@ Test(backend_decode, reduce_words_round_trip_and_diff) {
   cproton_decoded_free(r);
   free(w), free(back), free(buf);
 }
+
+/* Events (pl.start_event / pl.end_event): a producer unit starts, a
+ * consumer unit ends; a unit that both starts and ends pairs its own
+ * records first; leftovers pair across units in time order (each end with
+ * the earliest open start before it); what stays alone is unpaired. */
+Test(backend_decode, events_pair_across_units) {
+  static const char *const en[] = {"loop", "handoff", "gap"};
+  static const int32_t ep[] = {-1, CPROTON_SCOPE_PARENT_EVENT, CPROTON_SCOPE_PARENT_EVENT};
+  cproton_buffer_layout l = layout(3, 256, CPROTON_COUNTER_CLOCK64);
+  l.scope_names = en;
+  l.scope_parents = ep;
+  unsigned char *buf = calloc(1, l.per_cta_bytes);
+  header(buf, &l, 0, 3);
+  /* unit 0 (producer): a scope, and starts of "handoff" at 10, 20, 30, 40 */
+  record(buf, &l, 0, 0, 0, 0, 5000 + 5);
+  for (int i = 1; i <= 4; i++)
+    record(buf, &l, 0, 0, 1, 0, 5000 + 10 * (uint64_t)i);
+  record(buf, &l, 0, 0, 0, 1, 5000 + 45);
+  /* unit 1 (consumer): ends at 25, 35, 45 (the start at 40 stays open), and
+   * an end at 1 before any start (unpaired) */
+  record(buf, &l, 0, 1, 1, 1, 5000 + 1);
+  for (int i = 0; i < 3; i++)
+    record(buf, &l, 0, 1, 1, 1, 5000 + 25 + 10 * (uint64_t)i);
+  /* unit 2: "gap" from the end of one iteration to the start of the next */
+  record(buf, &l, 0, 2, 2, 0, 5000 + 100);
+  record(buf, &l, 0, 2, 2, 1, 5000 + 107);
+  record(buf, &l, 0, 2, 2, 0, 5000 + 200);
+  record(buf, &l, 0, 2, 2, 1, 5000 + 203);
+  for (unsigned f = 0; f <= CPROTON_DECODE_NO_EVENTS; f += CPROTON_DECODE_NO_EVENTS) {
+    cproton_decoded *d = decode(buf, l.per_cta_bytes, &l, f);
+    cproton_decoded_scope s;
+    cproton_decoded_get_scope(d, 1, &s);
+    cr_assert_eq(s.parent, CPROTON_SCOPE_PARENT_EVENT);
+    cr_assert_eq(s.count, 3); /* 10-25, 20-35, 30-45 */
+    cr_assert_eq(s.cycles, 45);
+    cr_assert_eq(s.unpaired, 2); /* the start at 40, the end at 1 */
+    cproton_decoded_get_scope(d, 2, &s);
+    cr_assert_eq(s.count, 2);
+    cr_assert_eq(s.cycles, 10);
+    cr_assert_eq(s.unpaired, 0);
+    cproton_decoded_get_scope(d, 0, &s);
+    cr_assert_eq(s.count, 1);
+    cr_assert_eq(s.cycles, 40);
+    cr_assert_eq(cproton_decoded_n_unpaired(d), 2);
+    if (f == 0) { /* occurrences sit on the unit that started them */
+      cproton_decoded_warp w;
+      cproton_decoded_get_warp(d, 0, &w);
+      cr_assert_eq(w.n_events, 4);
+      cr_assert_eq(w.events[0].scope, 0);
+      cr_assert_eq(w.events[1].scope, 1);
+      cr_assert_eq(w.events[1].depth, 64);
+      cr_assert_eq(w.events[1].start, 10);
+      cr_assert_eq(w.events[1].end, 25);
+      cr_assert_eq(w.n_unpaired, 1);
+      cproton_decoded_get_warp(d, 1, &w);
+      cr_assert_eq(w.n_events, 0);
+      cr_assert_eq(w.n_unpaired, 1);
+      cproton_decoded_get_warp(d, 2, &w);
+      cr_assert_eq(w.n_events, 2);
+      cr_assert_eq(w.events[1].start, 200);
+    }
+    cproton_decoded_free(d);
+  }
+  free(buf);
+}

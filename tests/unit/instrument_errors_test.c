@@ -150,3 +150,35 @@ Test(instrument_errors, block_comments_and_strings_are_not_code) {
   cr_assert(ptxas_ok(cproton_ptx_text(p, NULL)));
   cproton_ptx_free(p);
 }
+
+#define E(s) "\t// begin inline asm\n\t// @cproton proton.event " s "\n\t// end inline asm\n"
+
+/* Events stay outside the scope nesting: a start before a loop and its end
+ * inside it, starts and ends crossing scopes, an end on one path only --
+ * all accepted, with the event's parent marking it as an event. */
+Test(instrument_errors, events_need_not_nest) {
+  const char *text = HEAD E("start gap") M("start a") "$L_loop:\n" E("end gap") M("end a") M("start a")
+      E("start gap") "\tsetp.eq.u32 %p1, %r1, 0;\n\t@%p1 bra $L_loop;\n" M("end a") E("end gap") TAIL;
+  cproton_ptx *p = NULL;
+  cr_assert_eq(inst(text, NULL, &p), CPROTON_OK, "%s", cproton_last_error());
+  cproton_buffer_layout l;
+  cproton_ptx_kernel_layout(p, 0, &l);
+  cr_assert_eq(l.n_scopes, 2);
+  cr_assert_str_eq(l.scope_names[0], "gap");
+  cr_assert_eq(l.scope_parents[0], CPROTON_SCOPE_PARENT_EVENT);
+  cr_assert_eq(l.scope_parents[1], -1);
+  cr_assert(ptxas_ok(cproton_ptx_text(p, NULL)));
+  cproton_ptx_free(p);
+}
+
+/* Unbalanced events and a name used both ways are refused with kernel,
+ * event and line. */
+Test(instrument_errors, unbalanced_events) {
+  expect_error(HEAD M("start a") E("start ev") M("end a") TAIL, CPROTON_EPARSE,
+               (const char *const[]){"kernel 'k'", "line 16", "event 'ev' is started but never ended", NULL});
+  expect_error(HEAD E("end ev") TAIL, CPROTON_EPARSE,
+               (const char *const[]){"kernel 'k'", "line 13", "event 'ev' is ended but never started", NULL});
+  expect_error(HEAD M("start x") E("start x") E("end x") M("end x") TAIL, CPROTON_EPARSE,
+               (const char *const[]){"kernel 'k'", "line 16", "'x' is used both as a scope and as an event", NULL});
+  expect_error(HEAD E("begin ev") TAIL, CPROTON_EPARSE, (const char *const[]){"line 13", "malformed marker", NULL});
+}

@@ -156,8 +156,9 @@ class InstrumentationHook(Hook):
         # the marker text and the build of the PTX pass are part of the key:
         # kernels cached by another cproton (other markers, another pass) are
         # compiled again rather than loaded with a stale lowering
-        from ..language import marker_text
-        markers = hashlib.sha1(marker_text(True, "x").encode()).hexdigest()[:12]
+        from ..language import EVENT_PREFIX, marker_text
+        text = marker_text(True, "x") + marker_text(True, "x", EVENT_PREFIX)
+        markers = hashlib.sha1(text.encode()).hexdigest()[:12]
         option = (f"cproton:{self.mode_str}:include={_include}:exclude={_exclude}"
                   f":markers={markers}:pass={_pass_build_id()}")
         knobs.runtime.add_stages_inspection_hook = _stages_hook(previous, option, self._wrap_ptx_stage)

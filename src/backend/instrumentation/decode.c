@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "backend/instrumentation/decode.h"
+#include "backend/instrumentation/decode_events.h"
 #include "core/error.h"
 #include "cproton/instrument.h"
 #include "instrument/layout.h"
@@ -34,6 +35,10 @@ struct cproton_decoded {
   size_t n_events, cap_events;
   uint64_t dropped, unpaired;
   uint64_t clock_cycles, clock_ns; /* the clock measurement's sums */
+  /* event records of the CTA being decoded (paired when it is done) */
+  cp_ev_rec *ev;
+  size_t n_ev, cap_ev;
+  cp_ev_pair *ev_pairs;
 };
 
 typedef struct open_rec {
@@ -133,11 +138,8 @@ static int check_cta(const unsigned char *p, size_t i, const cproton_buffer_layo
   return 0;
 }
 
-static int add_event(cproton_decoded *d, uint32_t scope, uint32_t depth, int64_t start, int64_t end) {
-  d->cycles[scope] += end > start ? (uint64_t)(end - start) : 0;
-  d->counts[scope]++;
-  if (d->flags & CPROTON_DECODE_NO_EVENTS)
-    return 0;
+/* Appends an occurrence to the event list (events mode only). */
+static int append_event(cproton_decoded *d, cproton_decoded_event ev) {
   if (d->n_events == d->cap_events) {
     size_t cap = d->cap_events ? d->cap_events * 2 : 256;
     cproton_decoded_event *e = realloc(d->events, cap * sizeof *e);
@@ -146,8 +148,16 @@ static int add_event(cproton_decoded *d, uint32_t scope, uint32_t depth, int64_t
     d->events = e;
     d->cap_events = cap;
   }
-  d->events[d->n_events++] = (cproton_decoded_event){scope, depth, start, end};
+  d->events[d->n_events++] = ev;
   return 0;
+}
+
+static int add_event(cproton_decoded *d, uint32_t scope, uint32_t depth, int64_t start, int64_t end) {
+  d->cycles[scope] += end > start ? (uint64_t)(end - start) : 0;
+  d->counts[scope]++;
+  if (d->flags & CPROTON_DECODE_NO_EVENTS)
+    return 0;
+  return append_event(d, (cproton_decoded_event){scope, depth, start, end});
 }
 
 /* A surviving record of `scope` without a partner. */
@@ -175,6 +185,71 @@ static int close_scope(cproton_decoded *d, cproton_decoded_warp *w, open_rec *st
   return add_event(d, scope, (uint32_t)(j - 1), st[j - 1].t, t);
 }
 
+/* ---- events: collected per CTA, paired across its units ------------------ */
+
+static int push_event(cproton_decoded *d, uint32_t scope, uint32_t unit, int64_t t, uint64_t seq, int is_end) {
+  if (d->n_ev == d->cap_ev) {
+    size_t cap = d->cap_ev ? d->cap_ev * 2 : 64;
+    cp_ev_rec *e = realloc(d->ev, cap * sizeof *e);
+    cp_ev_pair *p = e ? realloc(d->ev_pairs, (cap / 2 + 1) * sizeof *p) : NULL;
+    if (e)
+      d->ev = e;
+    if (!p)
+      return cp_error_set(CPROTON_ENOMEM, "out of memory decoding events");
+    d->ev_pairs = p;
+    d->cap_ev = cap;
+  }
+  d->ev[d->n_ev++] = (cp_ev_rec){.scope = scope, .owner = unit, .t = t, .seq = seq, .is_end = is_end};
+  return 0;
+}
+
+/* The CTA's warps are d->warps[w0 ..]; unit_warp maps a unit to its index
+ * there. Puts each paired occurrence on the warp that recorded its start,
+ * after that warp's scope occurrences, on line CP_DECODE_EVENT_DEPTH. */
+static int place_events(cproton_decoded *d, size_t w0, const uint32_t *unit_warp, size_t n_pairs) {
+  size_t first = d->first_event[w0], n_old = d->n_events - first;
+  cproton_decoded_event *old = malloc((n_old ? n_old : 1) * sizeof *old);
+  if (!old)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory decoding events");
+  memcpy(old, d->events + first, n_old * sizeof *old);
+  d->n_events = first;
+  int rc = 0;
+  for (size_t w = w0; !rc && w < d->n_warps; w++) {
+    size_t end = w + 1 < d->n_warps ? d->first_event[w + 1] : first + n_old;
+    size_t from = d->first_event[w] - first, to = end - first;
+    d->first_event[w] = d->n_events;
+    for (size_t i = from; !rc && i < to; i++)
+      rc = append_event(d, old[i]); /* counted when first added */
+    for (size_t i = 0; !rc && i < n_pairs; i++) {
+      const cp_ev_pair *p = &d->ev_pairs[i];
+      if (unit_warp[p->owner] == w)
+        rc = add_event(d, p->scope, CP_DECODE_EVENT_DEPTH, p->start, p->end);
+    }
+  }
+  free(old);
+  return rc;
+}
+
+/* Pairs the CTA's event records; totals per event, unpaired records on the
+ * unit that recorded them. */
+static int finish_events(cproton_decoded *d, size_t w0, const uint32_t *unit_warp) {
+  size_t n_pairs = 0, n_left = 0;
+  int rc = cp_events_pair(d->ev, d->n_ev, d->ev_pairs, &n_pairs, &n_left);
+  int keep = !(d->flags & CPROTON_DECODE_NO_EVENTS);
+  for (size_t i = 0; !rc && !keep && i < n_pairs; i++)
+    rc = add_event(d, d->ev_pairs[i].scope, CP_DECODE_EVENT_DEPTH, d->ev_pairs[i].start, d->ev_pairs[i].end);
+  for (size_t i = 0; !rc && i < n_left; i++) {
+    d->unpaired_by_scope[d->ev[i].scope]++;
+    d->unpaired++;
+    if (keep)
+      d->warps[unit_warp[d->ev[i].owner]].n_unpaired++;
+  }
+  if (!rc && keep && n_pairs) /* add_event keeps them too */
+    rc = place_events(d, w0, unit_warp, n_pairs);
+  d->n_ev = 0;
+  return rc;
+}
+
 /* Pairs the surviving records of one unit. `seg` is its segment. */
 static int pair_unit(cproton_decoded *d, cproton_decoded_warp *w, const unsigned char *seg,
                      const cproton_buffer_layout *l, cproton_decoded_cta *c) {
@@ -200,7 +275,11 @@ static int pair_unit(cproton_decoded *d, cproton_decoded_warp *w, const unsigned
     int rc = 0;
     if (scope >= l->n_scopes)
       w->n_unpaired++; /* no scope to charge it to */
-    else if (v >> CP_LAYOUT_END_BIT) {
+    else if (d->parents[scope] == CPROTON_SCOPE_PARENT_EVENT) {
+      rc = push_event(d, scope, w->unit, ts, k, (int)(v >> CP_LAYOUT_END_BIT));
+      if ((v >> CP_LAYOUT_END_BIT) && t > c->last_end)
+        c->last_end = t;
+    } else if (v >> CP_LAYOUT_END_BIT) {
       rc = close_scope(d, w, st, &depth, scope, ts);
       if (t > c->last_end)
         c->last_end = t; /* unshifted: it measures the clock */
@@ -242,6 +321,8 @@ static int add_warp(cproton_decoded *d, cproton_decoded_warp **w) {
 
 static int decode_cta(cproton_decoded *d, const unsigned char *p, const cproton_buffer_layout *l,
                       cproton_decoded_cta *c) {
+  size_t w0 = d->n_warps;
+  uint32_t unit_warp[CP_LAYOUT_MAX_UNITS] = {0};
   for (uint32_t u = 0; u < l->n_units; u++) {
     if (l->unit_warp[u] >= c->n_active_warps)
       continue; /* the warp was not launched */
@@ -256,13 +337,15 @@ static int decode_cta(cproton_decoded *d, const unsigned char *p, const cproton_
     w->warp = l->unit_warp[u];
     w->unit = u;
     w->n_written = rd32(p + CP_HDR_COUNTS + 4 * u);
+    if (!(d->flags & CPROTON_DECODE_NO_EVENTS))
+      unit_warp[u] = (uint32_t)(d->n_warps - 1);
     rc = pair_unit(d, w, p + l->header_bytes + (size_t)u * l->segment_bytes, l, c);
     if (rc)
       return rc;
     d->dropped += w->n_dropped;
     d->unpaired += w->n_unpaired;
   }
-  return 0;
+  return d->n_ev ? finish_events(d, w0, unit_warp) : 0;
 }
 
 static int decode_all(cproton_decoded *d, const unsigned char *buf, size_t size, const cproton_buffer_layout *l,
@@ -420,5 +503,7 @@ void cproton_decoded_free(cproton_decoded *d) {
   free(d->warps);
   free(d->first_event);
   free(d->events);
+  free(d->ev);
+  free(d->ev_pairs);
   free(d);
 }

@@ -14,6 +14,10 @@
  * reduce.cu's CP_REDUCE_DEPTH is the same number. */
 #define CP_DECODE_MAX_DEPTH 64
 
+/* The depth (trace line) of event occurrences: beside their warp's scopes,
+ * which they need not nest with. */
+#define CP_DECODE_EVENT_DEPTH CP_DECODE_MAX_DEPTH
+
 /* Largest buffer accepted (bytes). */
 #define CP_DECODE_MAX_BYTES (1ull << 36)
 

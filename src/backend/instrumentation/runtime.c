@@ -130,7 +130,7 @@ static int copy_scopes(cproton_instr_kernel *k, const cproton_buffer_layout *l) 
         cp_strtab_intern(s, strlen(s), &k->name_ids[i]))
       return CPROTON_ENOMEM;
     k->parents[i] = l->scope_parents ? l->scope_parents[i] : -1;
-    if (k->parents[i] >= (int32_t)i || k->parents[i] < -1)
+    if (k->parents[i] >= (int32_t)i || (k->parents[i] < -1 && k->parents[i] != CPROTON_SCOPE_PARENT_EVENT))
       return cp_error_set(CPROTON_EINVAL, "scope %u has parent %d: parents "
                           "must come before their children", i, k->parents[i]);
   }
