@@ -25,6 +25,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/phase.h"
+#include "core/kernel_times.h"
 #include "core/session.h"
 #include "core/strtab.h"
 #include "core/tmetric.h"
@@ -1214,6 +1215,7 @@ int cp_session_deliver_kernel(const cp_launch_site *site,
                               const cp_kernel_record *r) {
   int rc = CPROTON_OK;
   uint64_t dur = r->end_ns > r->start_ns ? r->end_ns - r->start_ns : 0;
+  cp_ktimes_put(r->name, site->launch_ns, r->start_ns, r->end_ns); /* regions align to it */
   pthread_rwlock_rdlock(&slots_rw);
   for (int i = 0; i < CP_MAX_SESSIONS; i++) {
     if (!site_reaches(site, i))

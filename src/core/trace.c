@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/kernel_times.h"
 #include "core/trace.h"
 
 #define BUF_EVENTS 65536
@@ -196,8 +197,10 @@ static int each_spilled(const cp_trace *t, int (*fn)(void *, const cp_event *),
       rc = cp_error_set(CPROTON_EIO, "trace spill read failed");
       break;
     }
-    for (size_t i = 0; i < n && !rc; i++)
+    for (size_t i = 0; i < n && !rc; i++) {
+      cp_ktimes_align(&buf[i]);
       rc = fn(user, &buf[i]);
+    }
     done += n;
   }
   free(buf);
@@ -208,8 +211,11 @@ int cp_trace_each(const cp_trace *t, int (*fn)(void *, const cp_event *),
                   void *user) {
   int rc = t->spilled ? each_spilled(t, fn, user) : 0;
   for (const chunk *c = t->head; c && !rc; c = c->next)
-    for (size_t i = 0; i < c->n && !rc; i++)
-      rc = fn(user, &c->events[i]);
+    for (size_t i = 0; i < c->n && !rc; i++) {
+      cp_event e = c->events[i]; /* regions move onto their CUPTI kernel */
+      cp_ktimes_align(&e);
+      rc = fn(user, &e);
+    }
   return rc;
 }
 

@@ -9,6 +9,7 @@
  * Input is untrusted: sizes, counts and names are bounded, and every error
  * names the line. Not a hot path; called by instrument/pass.c. */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,12 @@ typedef struct reader {
   int pending;    /* prologue offset not found yet */
   cp_ptx_kernel cur;
   cp_ptx_module *m;
+  uint32_t loc_file, loc_line; /* the last `.loc` directive of the body */
+  struct src_file {
+    uint32_t idx;
+    size_t off, len; /* basename */
+  } *files;          /* `.file` directives (Triton writes them after the code) */
+  size_t n_files, cap_files;
 } reader;
 
 static int is_ident(int c) {
@@ -146,6 +153,7 @@ static int read_marker(reader *r, size_t b, size_t e, long cmt, int *found) {
     if (!name_char_ok((unsigned char)w[2][i]))
       return cp_error_set(CPROTON_EPARSE, "line %u: scope name with a quote, backslash or non-ASCII byte", r->lineno);
   cp_ptx_site site = {.kind = CP_SITE_RECORD, .line = r->lineno, .is_end = is_end, .is_event = is_event,
+                      .src_file = r->loc_file, .src_line = r->loc_line,
                       .name_off = (size_t)(w[2] - r->s), .name_len = wl[2]};
   site.at = e < r->n ? e + 1 : e;
   if (r->st != ST_BODY || !r->is_entry)
@@ -420,8 +428,36 @@ static int header_chars(reader *r, size_t b, size_t from, size_t len) {
   return 0;
 }
 
+/* `.file N "path"` at module scope: remembers N and the path's basename. */
+static int read_file_directive(reader *r, size_t b) {
+  const char *c = skip_ws(r->code);
+  unsigned idx = 0;
+  if (strncmp(c, ".file", 5) || !isspace((unsigned char)c[5]) || sscanf(c + 5, "%u", &idx) != 1)
+    return 0;
+  const char *q1 = strchr(c, '"'), *q2 = q1 ? strchr(q1 + 1, '"') : NULL;
+  if (!q2)
+    return 0;
+  const char *base = q1 + 1;
+  for (const char *p = base; p < q2; p++)
+    if (*p == '/')
+      base = p + 1;
+  if (r->n_files == r->cap_files) {
+    size_t cap = r->cap_files ? 2 * r->cap_files : 8;
+    struct src_file *nf = realloc(r->files, cap * sizeof *nf);
+    if (!nf)
+      return cp_error_set(CPROTON_ENOMEM, "out of memory reading PTX");
+    r->files = nf;
+    r->cap_files = cap;
+  }
+  r->files[r->n_files++] = (struct src_file){idx, b + (size_t)(base - r->code), (size_t)(q2 - base)};
+  return 0;
+}
+
 static int top_line(reader *r, size_t b, size_t len) {
   int is_entry = 0;
+  int frc = r->depth == 0 ? read_file_directive(r, b) : 0;
+  if (frc)
+    return frc;
   long at = r->depth == 0 ? find_function(r->code, &is_entry) : -1;
   if (at < 0) {
     if (r->depth == 0)
@@ -433,6 +469,7 @@ static int top_line(reader *r, size_t b, size_t len) {
     return 0;
   }
   memset(&r->cur, 0, sizeof r->cur);
+  r->loc_file = r->loc_line = 0;
   r->is_entry = is_entry;
   r->cur.line = r->lineno;
   r->st = ST_HEADER;
@@ -450,6 +487,9 @@ static int body_line(reader *r, size_t b, size_t e, long cmt) {
   if (cmt >= 0 && (rc = read_marker(r, b, e, cmt, &found)))
     return rc;
   const char *c = skip_ws(r->code);
+  unsigned f = 0, l = 0;
+  if (!strncmp(c, ".loc", 4) && isspace((unsigned char)c[4]) && sscanf(c + 4, "%u %u", &f, &l) == 2)
+    r->loc_file = f, r->loc_line = l; /* where the next markers come from */
   if (*c) {
     if (r->pending && !first_word_is_decl(c)) {
       r->cur.prologue_at = b;
@@ -507,12 +547,29 @@ int cp_ptx_read(const char *text, size_t size, cp_ptx_module *m) {
     return cp_error_set(CPROTON_ELIMIT, "PTX of %zu bytes exceeds the %u-byte limit", size, CP_PTX_MAX_BYTES);
   reader r = {.s = text, .n = size, .m = m};
   int rc = read_lines(&r);
+  for (size_t k = 0; !rc && k < m->n_kernels; k++) /* sites -> source file names */
+    for (size_t i = 0; i < m->kernels[k].n_sites; i++) {
+      cp_ptx_site *st = &m->kernels[k].sites[i];
+      for (size_t f = 0; st->src_line && f < r.n_files; f++)
+        if (r.files[f].idx == st->src_file)
+          st->src_name_off = r.files[f].off, st->src_name_len = r.files[f].len;
+    }
+  free(r.files);
   free(r.code);
   free(r.cur.sites);
   cp_text_free(&r.header);
   if (rc)
     cp_ptx_read_free(m);
   return rc;
+}
+
+const char *cp_ptx_site_where(const char *text, const cp_ptx_site *s, char *buf, size_t n) {
+  if (s->src_line && s->src_name_len)
+    snprintf(buf, n, "line %u (%.*s:%u)", s->line, (int)(s->src_name_len > 200 ? 200 : s->src_name_len),
+             text + s->src_name_off, s->src_line);
+  else
+    snprintf(buf, n, "line %u", s->line);
+  return buf;
 }
 
 void cp_ptx_read_free(cp_ptx_module *m) {

@@ -32,6 +32,10 @@ typedef struct cp_ptx_site {
   int pred_neg;    /* exit: the guard was @!%p */
   int nested;      /* exit: inside a { } block of the body (labels there
                       are not visible outside it) */
+  uint32_t src_file; /* record: the last `.loc` before it (file index, 0 if none) */
+  uint32_t src_line; /* record: its source line, 0 if unknown */
+  size_t src_name_off, src_name_len; /* record: basename of that `.file` in
+                      the input, 0 length if unknown */
 } cp_ptx_site;
 
 typedef struct cp_ptx_kernel {
@@ -59,6 +63,10 @@ typedef struct cp_ptx_module {
 /* Reads `text` (`size` bytes). Fills `m` (zero it first). Returns 0 or an
  * error code with the message set (EPARSE, EUNSUPPORTED, ELIMIT, ENOMEM). */
 int cp_ptx_read(const char *text, size_t size, cp_ptx_module *m);
+
+/* "line L" or "line L (file.py:S)" for a record site whose source
+ * position is known, into buf; returns buf. */
+const char *cp_ptx_site_where(const char *text, const cp_ptx_site *s, char *buf, size_t n);
 
 /* Frees what cp_ptx_read allocated in `m`. */
 void cp_ptx_read_free(cp_ptx_module *m);

@@ -36,7 +36,13 @@ typedef struct assigner {
   open_scope *stack;
   size_t depth;
   char kname[128];
+  char where[320]; /* a site's position for messages */
 } assigner;
+
+/* "line L (file.py:S)" of site `s` (the source line when the PTX has it). */
+static const char *where(assigner *a, const cp_ptx_site *s) {
+  return cp_ptx_site_where(a->text, s, a->where, sizeof a->where);
+}
 
 static uint64_t hash_name(const char *s, size_t n) {
   uint64_t h = 1469598103934665603ull;
@@ -63,8 +69,8 @@ static int lookup(assigner *a, const cp_ptx_site *st, int32_t parent, uint32_t *
     if (strlen(nm) == n && !memcmp(nm, s, n)) {
       *id = a->hash[i] - 1;
       if (is_event_id(t, *id) != !!st->is_event)
-        return cp_error_set(CPROTON_EPARSE, "kernel '%s': line %u: '%s' is used both as a scope and as an event",
-                            a->kname, st->line, nm);
+        return cp_error_set(CPROTON_EPARSE, "kernel '%s': %s: '%s' is used both as a scope and as an event",
+                            a->kname, where(a, st), nm);
       return 0;
     }
   }
@@ -86,8 +92,8 @@ static int on_start(assigner *a, const cp_ptx_site *s, uint32_t id) {
   for (size_t d = 0; d < a->depth; d++)
     if (a->stack[d].id == id)
       return cp_error_set(CPROTON_EPARSE,
-                          "kernel '%s': line %u: scope '%s' starts again while open since line %u",
-                          a->kname, s->line, a->t->names[id], a->stack[d].line);
+                          "kernel '%s': %s: scope '%s' starts again while open since line %u",
+                          a->kname, where(a, s), a->t->names[id], a->stack[d].line);
   a->stack[a->depth].id = id;
   a->stack[a->depth].line = s->line;
   a->depth++;
@@ -104,12 +110,12 @@ static int on_end(assigner *a, const cp_ptx_site *s, uint32_t id) {
     if (a->stack[d].id == id) {
       const open_scope *in = &a->stack[a->depth - 1];
       return cp_error_set(CPROTON_EPARSE,
-                          "kernel '%s': line %u: end of scope '%s' crosses scope '%s' "
+                          "kernel '%s': %s: end of scope '%s' crosses scope '%s' "
                           "(started on line %u, still open); end inner scopes first",
-                          a->kname, s->line, nm, a->t->names[in->id], in->line);
+                          a->kname, where(a, s), nm, a->t->names[in->id], in->line);
     }
-  return cp_error_set(CPROTON_EPARSE, "kernel '%s': line %u: end of scope '%s' without a start",
-                      a->kname, s->line, nm);
+  return cp_error_set(CPROTON_EPARSE, "kernel '%s': %s: end of scope '%s' without a start",
+                      a->kname, where(a, s), nm);
 }
 
 static int walk(assigner *a) {
@@ -192,9 +198,9 @@ static int flow_record(flow_walk *w, size_t join, const cp_ptx_site *s, size_t s
     return 0;
   if (w->conflict)
     return cp_error_set(CPROTON_EPARSE,
-                        "kernel '%s': line %u: marker of scope '%s' is reached with different "
+                        "kernel '%s': %s: marker of scope '%s' is reached with different "
                         "scopes open on paths that meet at line %u",
-                        a->kname, s->line, a->t->names[id], cp_flow_line(a->text, join));
+                        a->kname, where(a, s), a->t->names[id], cp_flow_line(a->text, join));
   if (!s->is_end && site < w->parent_site[id]) {
     w->parent_site[id] = site;
     a->t->parents[id] = a->depth ? (int32_t)a->stack[a->depth - 1].id : -1;
@@ -246,11 +252,11 @@ static int flow_finish(flow_walk *w) {
       continue;
     const char *nm = a->t->names[a->t->site_scope[i]];
     if (!w->reached[i])
-      rc = cp_error_set(CPROTON_EPARSE, "kernel '%s': line %u: marker of scope '%s' is unreachable",
-                        a->kname, s->line, nm);
+      rc = cp_error_set(CPROTON_EPARSE, "kernel '%s': %s: marker of %s '%s' is unreachable",
+                        a->kname, where(a, s), s->is_event ? "event" : "scope", nm);
     else if (!s->is_end && !s->is_event && !ended[a->t->site_scope[i]])
-      rc = cp_error_set(CPROTON_EPARSE, "kernel '%s': line %u: scope '%s' is never ended", a->kname,
-                        s->line, nm);
+      rc = cp_error_set(CPROTON_EPARSE, "kernel '%s': %s: scope '%s' is never ended", a->kname,
+                        where(a, s), nm);
   }
   free(ended);
   return rc;
@@ -337,8 +343,8 @@ static int check_events(assigner *a) {
     if (!is_event_id(a->t, id) || (first[0][id] != SIZE_MAX) == (first[1][id] != SIZE_MAX))
       continue;
     int has_start = first[0][id] != SIZE_MAX;
-    rc = cp_error_set(CPROTON_EPARSE, "kernel '%s': line %u: event '%s' is %s but never %s anywhere in the kernel",
-                      a->kname, k->sites[has_start ? first[0][id] : first[1][id]].line, a->t->names[id],
+    rc = cp_error_set(CPROTON_EPARSE, "kernel '%s': %s: event '%s' is %s but never %s anywhere in the kernel",
+                      a->kname, where(a, &k->sites[has_start ? first[0][id] : first[1][id]]), a->t->names[id],
                       has_start ? "started" : "ended", has_start ? "ended" : "started");
   }
   free(first[0]), free(first[1]);

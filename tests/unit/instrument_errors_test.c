@@ -181,4 +181,9 @@ Test(instrument_errors, unbalanced_events) {
   expect_error(HEAD M("start x") E("start x") E("end x") M("end x") TAIL, CPROTON_EPARSE,
                (const char *const[]){"kernel 'k'", "line 16", "'x' is used both as a scope and as an event", NULL});
   expect_error(HEAD E("begin ev") TAIL, CPROTON_EPARSE, (const char *const[]){"line 13", "malformed marker", NULL});
+  /* the source line, from the `.loc` before the marker and the `.file`
+   * table Triton writes after the code */
+  expect_error(HEAD "\t.loc\t1 42 0\n" E("start ev") TAIL "\t.file\t1 \"/src/kern.py\"\n", CPROTON_EPARSE,
+               (const char *const[]){"kernel 'k'", "line 14 (kern.py:42)", "event 'ev' is started but never ended",
+                                     NULL});
 }

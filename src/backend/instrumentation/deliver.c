@@ -210,7 +210,11 @@ static int deliver_regions(const cproton_instr_kernel *k,
                     .end_ns = (uint64_t)(cta0 + ev->end / rate),
                     .name = k->name_ids[ev->scope], .lane = wp.warp,
                     .device = wp.sm_id, .launch_lane = ev->depth,
-                    .correlation = wp.cta_id, .group = group};
+                    .correlation = wp.cta_id, .group = group,
+                    /* the anchor of these times: the trace writer moves
+                     * them onto the kernel's CUPTI start when it is known
+                     * (core/kernel_times.h) */
+                    .launch_ns = site->launch_ns};
     cp_session_deliver_event(site, k->name, NULL, 0, &out);
   }
   free(r);

@@ -1,0 +1,76 @@
+/* core/kernel_times.c -- a ring of recent CUPTI kernel times and the
+ * alignment of intra-kernel regions to them (see kernel_times.h). Written
+ * from the CUPTI delivery thread, read while traces are written; one mutex.
+ * Consecutive region events of a launch hit a one-entry cache, so a trace
+ * scans the ring once per launch, not per event. */
+#include <pthread.h>
+#include <string.h>
+
+#include "core/kernel_times.h"
+#include "core/strtab.h"
+
+typedef struct ktime {
+  uint64_t name_hash, launch_ns, start_ns, end_ns;
+} ktime;
+
+static ktime ring[CP_KTIMES_SLOTS];
+static uint64_t n_put;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* the last lookup: (kernel name id, launch time) -> shift, found */
+static struct {
+  uint32_t group;
+  uint64_t launch_ns, n_put;
+  int64_t shift;
+  int found, valid;
+} cache;
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+void cp_ktimes_put(const char *name, uint64_t launch_ns, uint64_t start_ns, uint64_t end_ns) {
+  if (!name || !launch_ns)
+    return;
+  ktime k = {hash_str(name), launch_ns, start_ns, end_ns};
+  pthread_mutex_lock(&lock);
+  ring[n_put++ % CP_KTIMES_SLOTS] = k;
+  pthread_mutex_unlock(&lock);
+}
+
+/* The latest record of `hash` launched at most CP_KTIMES_MAX_GAP_NS before
+ * `launch_ns`. Caller holds the lock. */
+static const ktime *find(uint64_t hash, uint64_t launch_ns) {
+  const ktime *best = NULL;
+  uint64_t n = n_put < CP_KTIMES_SLOTS ? n_put : CP_KTIMES_SLOTS;
+  for (uint64_t i = 0; i < n; i++) {
+    const ktime *k = &ring[i];
+    if (k->name_hash == hash && k->launch_ns <= launch_ns && launch_ns - k->launch_ns <= CP_KTIMES_MAX_GAP_NS &&
+        (!best || k->launch_ns > best->launch_ns))
+      best = k;
+  }
+  return best;
+}
+
+void cp_ktimes_align(cp_event *e) {
+  if (e->kind != CP_EVENT_REGION || !e->launch_ns)
+    return;
+  pthread_mutex_lock(&lock);
+  if (!cache.valid || cache.group != e->group || cache.launch_ns != e->launch_ns || cache.n_put != n_put) {
+    const char *name = cp_strtab_str(e->group);
+    const ktime *k = name ? find(hash_str(name), e->launch_ns) : NULL;
+    cache.group = e->group;
+    cache.launch_ns = e->launch_ns;
+    cache.n_put = n_put;
+    cache.found = k != NULL;
+    cache.shift = k ? (int64_t)(k->start_ns - e->launch_ns) : 0;
+    cache.valid = 1;
+  }
+  int64_t shift = cache.found ? cache.shift : 0;
+  pthread_mutex_unlock(&lock);
+  e->start_ns = (uint64_t)((int64_t)e->start_ns + shift);
+  e->end_ns = (uint64_t)((int64_t)e->end_ns + shift);
+  e->launch_ns = 0;
+}
