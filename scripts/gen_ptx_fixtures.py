@@ -5,12 +5,14 @@ sm_90 ahead of time.
 
   python scripts/gen_ptx_fixtures.py OUT_DIR
 
-writes OUT_DIR/{vadd,softmax,mm_pipelined}_sm90.ptx and OUT_DIR/fixtures.json
-(per kernel: shared memory, warps, stages, profile scratch size, kernel name),
-the same set of kernels as the committed fixtures: an elementwise kernel, a
-row softmax (reductions, shared memory) and a software-pipelined matmul loop
-with a scope inside the pipelined loop (the hard case: markers interleaved
-with asynchronous copies).
+writes OUT_DIR/{vadd,softmax,mm_pipelined,ws_events}_sm90.ptx and
+OUT_DIR/fixtures.json (per kernel: shared memory, warps, stages, profile
+scratch size, kernel name), the same set of kernels as the committed
+fixtures: an elementwise kernel, a row softmax (reductions, shared memory), a
+software-pipelined matmul loop with a scope inside the pipelined loop (the
+hard case: markers interleaved with asynchronous copies), and a
+warp-specialized Gluon kernel with events (pl.start_event in one partition,
+pl.end_event in another; tests/gpu/python/ws_events.py).
 
 The committed tests/data/ptx/ files were made the same way with an earlier
 marker text (`// @cproton record start|end`), which the pass still accepts; the
@@ -29,6 +31,9 @@ from triton.compiler import ASTSource
 
 import cproton.language as pl
 from cproton.flags import flags
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "gpu", "python"))
+import ws_events  # noqa: E402  (the warp-specialized Gluon kernel with events)
 
 
 @triton.jit
@@ -88,6 +93,7 @@ KERNELS = {
                                                        "scm", "scn")},
                                    **{k: "constexpr" for k in ("BM", "BN", "BK")}),
                           {"BM": 128, "BN": 128, "BK": 64}, {"num_warps": 4, "num_stages": 3}),
+    "ws_events_sm90": (ws_events.ws_events, ws_events.SIGNATURE, ws_events.CONSTANTS, ws_events.OPTIONS),
 }
 
 
@@ -97,8 +103,8 @@ def compile_one(fn, signature, constexprs, options):
     flags.instrumentation_on = True
     try:
         opts = dict(options, instrumentation_mode="cproton-fixture:" + pl.marker_text(True, "x"))
-        return triton.compile(ASTSource(fn, signature, constexprs),
-                              target=GPUTarget("cuda", 90, 32), options=opts)
+        src = ws_events.source() if fn is ws_events.ws_events else ASTSource(fn, signature, constexprs)
+        return triton.compile(src, target=GPUTarget("cuda", 90, 32), options=opts)
     finally:
         flags.instrumentation_on = False
 

@@ -274,3 +274,40 @@ Test(instrument_pass, loop_free_kernels_get_one_slot_per_marker) {
   cproton_ptx_free(p);
   free(in);
 }
+
+/* A warp-specialized Gluon kernel with events (tests/gpu/python/ws_events.py):
+ * "handoff" starts in the producer partition and ends in the consumer's,
+ * "gap" spans loop iterations of the default partition; the partitions are
+ * entered through brx.idx, whose flow the pass follows (no warning). */
+Test(instrument_pass, ws_events_fixture) {
+  size_t n;
+  char *in = fixture("ws_events_sm90", &n);
+  cproton_ptx_options o;
+  cproton_ptx_options_init(&o);
+  cproton_ptx *p = run(in, n, &o);
+  cproton_buffer_layout l;
+  cr_assert_eq(cproton_ptx_kernel_layout(p, 0, &l), CPROTON_OK);
+  cr_assert_eq(l.n_units, 8); /* 4 default warps + 2 workers, rounded up to 8 */
+  cr_assert_eq(l.n_scopes, 3);
+  cr_assert_str_eq(l.scope_names[0], "gap");
+  cr_assert_eq(l.scope_parents[0], CPROTON_SCOPE_PARENT_EVENT);
+  cr_assert_str_eq(l.scope_names[1], "step");
+  cr_assert_eq(l.scope_parents[1], -1);
+  cr_assert_str_eq(l.scope_names[2], "handoff");
+  cr_assert_eq(l.scope_parents[2], CPROTON_SCOPE_PARENT_EVENT);
+  cr_assert_null(cproton_ptx_kernel_warning(p, 0));
+  cproton_ptx_stats st;
+  cproton_ptx_kernel_stats(p, 0, &st);
+  cr_assert_eq(st.n_records, 14);
+  if (have_ptxas()) {
+    const char *path = cpt_tmp_path("ws_events.ptx");
+    FILE *f = fopen(path, "w");
+    fputs(cproton_ptx_text(p, NULL), f);
+    fclose(f);
+    char cmd[1100];
+    snprintf(cmd, sizeof cmd, "ptxas -arch=sm_90a %s -o %s.o", path, path);
+    cr_assert_eq(system(cmd), 0);
+  }
+  cproton_ptx_free(p);
+  free(in);
+}
