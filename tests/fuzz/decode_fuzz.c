@@ -1,6 +1,7 @@
 /* decode_fuzz.c -- libFuzzer target for the profile-buffer decoder: the
  * first 8 bytes choose a layout (units, segment size, counter, scopes), the
- * rest is the buffer, trimmed to whole CTA slices. Every flag combination
+ * rest is the buffer, trimmed to whole CTA slices (byte 4, bit 0: scopes
+ * 1 and 3 are events, paired across units). Every flag combination
  * runs (bad CTAs skipped, aggregate only, time_shift), then the Proton
  * host-buffer encoder on the same bytes. */
 #include <stdint.h>
@@ -14,6 +15,7 @@ static uint32_t header_bytes(uint32_t units) { return (64u + 4u * units + 15u) &
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static const char *const names[] = {"a", "b", "c", "d"};
   static const int32_t parents[] = {-1, 0, 0, 1};
+  static const int32_t with_events[] = {-1, CPROTON_SCOPE_PARENT_EVENT, 0, CPROTON_SCOPE_PARENT_EVENT};
   if (size < 8)
     return 0;
   cproton_buffer_layout l;
@@ -23,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   l.counter = data[2] % 3u;
   l.n_scopes = data[3] % 5u;
   l.scope_names = names;
-  l.scope_parents = parents;
+  l.scope_parents = data[4] & 1 ? with_events : parents;
   l.header_bytes = header_bytes(l.n_units);
   l.per_cta_bytes = l.header_bytes + l.n_units * l.segment_bytes;
   for (uint32_t u = 0; u < l.n_units; u++)
@@ -36,13 +38,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (unsigned flags = 0; flags < 8; flags++) {
     cproton_decoded *d = NULL;
     if (cproton_buffer_decode(data, n, &l, flags, &d) == CPROTON_OK) {
+      uint64_t listed = 0, counted = 0;
       for (size_t i = 0; i < cproton_decoded_n_warps(d); i++) {
         cproton_decoded_warp w;
         cproton_decoded_get_warp(d, i, &w);
+        listed += w.n_events;
         for (size_t e = 0; e < w.n_events; e++)
           if (w.events[e].scope >= l.n_scopes)
             abort();
       }
+      for (size_t i = 0; i < cproton_decoded_n_scopes(d); i++) {
+        cproton_decoded_scope sc;
+        cproton_decoded_get_scope(d, i, &sc);
+        counted += sc.count;
+      }
+      if (!(flags & CPROTON_DECODE_NO_EVENTS) && listed != counted)
+        abort(); /* every paired occurrence is listed once, on one warp */
     }
     cproton_decoded_free(d);
   }

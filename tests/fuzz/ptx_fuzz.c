@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > 0) {
     o.buffer = (cproton_buffer_kind)(data[0] & 1);
     o.counter = (cproton_counter)((data[0] >> 1) % 3);
-    o.granularity = (cproton_granularity)((data[0] >> 3) % 3);
+    o.granularity = (cproton_granularity)((data[0] >> 3) % 9);
     o.sample_mask = (data[0] & 0x20) ? 0x5 : 0;
     o.num_warps = (data[0] & 0x40) ? 4 : 0;
     data++;

@@ -95,7 +95,9 @@ static void print_table(FILE *f, const cproton_ptx *p) {
             l.header_bytes, l.n_units, l.segment_bytes);
     fprintf(f, "  %4s %6s  %s\n", "id", "parent", "name");
     for (uint32_t i = 0; i < l.n_scopes; i++) {
-      if (l.scope_parents[i] < 0)
+      if (l.scope_parents[i] == CPROTON_SCOPE_PARENT_EVENT)
+        fprintf(f, "  %4u %6s  %s (event)\n", i, "-", l.scope_names[i]);
+      else if (l.scope_parents[i] < 0)
         fprintf(f, "  %4u %6s  %s\n", i, "-", l.scope_names[i]);
       else
         fprintf(f, "  %4u %6d  %s\n", i, l.scope_parents[i], l.scope_names[i]);
