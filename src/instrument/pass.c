@@ -8,6 +8,7 @@
  * out byte for byte unchanged. The pass is a pure function of
  * (text, options): no globals, safe to run on many threads at once.
  * Not a hot path; called from the C API, the CLI and the Python extension. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,6 +105,35 @@ static int size_units(const cp_ptx_kernel *k, const cproton_ptx_options *o, cons
   return 0;
 }
 
+/* Events in a warp-specialized kernel (Triton's partitions set their
+ * registers with setmaxnreg) whose units are more than one warp, or
+ * sampled: a partition may hold no recording warp, so an event started or
+ * ended there stays unpaired. Said in the kernel's warning (not refused:
+ * events within the recording warps' partitions are fine). */
+static int note_partitioned_events(const char *text, const cp_ptx_kernel *k, const cproton_ptx_options *o,
+                                   const char *kname, cp_scope_table *t) {
+  int events = 0;
+  for (uint32_t i = 0; i < t->n; i++)
+    events |= t->parents[i] == CPROTON_SCOPE_PARENT_EVENT;
+  uint32_t wpu = cp_layout_unit_warps((uint32_t)o->granularity);
+  size_t len = k->body_end > k->name_off ? k->body_end - k->name_off : 0;
+  if (!events || (wpu == 1 && !o->sample_mask) || !memmem(text + k->name_off, len, "setmaxnreg", 10))
+    return 0;
+  const char *fmt = "%s%skernel '%s': events in a warp-specialized kernel with %u warps per unit%s: "
+                    "a partition without a recording warp records nothing, and its events stay "
+                    "unpaired; use granularity=warp";
+  const char *old = t->note ? t->note : "";
+  const char *sampled = o->sample_mask ? " and sampled units" : "";
+  int n = snprintf(NULL, 0, fmt, old, *old ? "; " : "", kname, wpu, sampled);
+  char *note = n > 0 ? malloc((size_t)n + 1) : NULL;
+  if (!note)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory noting events");
+  snprintf(note, (size_t)n + 1, fmt, old, *old ? "; " : "", kname, wpu, sampled);
+  free(t->note);
+  t->note = note;
+  return 0;
+}
+
 /* Default segment of a kernel whose markers all run at most once per warp
  * (no marker in a loop): one slot per marker, so nothing is overwritten;
  * 0 when a marker can repeat (then the defaults below apply). */
@@ -180,6 +210,8 @@ static int plan_kernel(const char *text, size_t size, const cp_ptx_module *m, co
   cproton_buffer_layout *lay = &ko->lay;
   if (!rc)
     rc = size_units(k, o, ko->name, lay, &mask);
+  if (!rc)
+    rc = note_partitioned_events(text, k, o, ko->name, &ko->scopes);
   uint32_t exact = 0;
   if (!rc)
     rc = exact_segment(text, size, k, o, &exact);

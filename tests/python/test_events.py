@@ -41,7 +41,7 @@ def compile_hooked(src, mode="default", options=None):
         hook.deactivate()
 
 
-@pytest.mark.parametrize("mode", ["default", "default:buffer_type=global:granularity=warp_2"])
+@pytest.mark.parametrize("mode", ["default", "default:buffer_type=global:optimizations=clock32"])
 def test_ws_kernel_events_lower(mode):
     with warnings.catch_warnings():  # the partitions' flow is followed: no text-order warning
         warnings.simplefilter("error", CprotonWarning)
@@ -57,6 +57,15 @@ def test_ws_kernel_events_lower(mode):
     assert ptx.count("@cproton proton.event start handoff") == ws_events.N_HANDOFF
     assert ptx.count("@cproton proton.event end handoff") == ws_events.N_HANDOFF
     assert len(k.asm["cubin"]) > 0  # ptxas took it
+
+
+def test_events_across_partitions_need_warp_granularity():
+    """With units of several warps a partition may hold no recording warp:
+    the kernel compiles, with a CprotonWarning naming kernel and fix."""
+    with pytest.warns(CprotonWarning, match="kernel 'ws_events': events in a warp-specialized kernel "
+                                            "with 8 warps per unit.*use granularity=warp"):
+        k = compile_hooked(ws_events.source(), "default:granularity=warp_group_2")
+    assert k.metadata.cproton_layout["n_units"] == 1
 
 
 def test_event_value_crosses_calls_and_keeps_its_name():

@@ -309,5 +309,12 @@ Test(instrument_pass, ws_events_fixture) {
     cr_assert_eq(system(cmd), 0);
   }
   cproton_ptx_free(p);
+  /* units of several warps: said in the kernel's warning, not refused */
+  o.granularity = CPROTON_GRANULARITY_WARPGROUP;
+  p = run(in, n, &o);
+  const char *w = cproton_ptx_kernel_warning(p, 0);
+  cr_assert(w && strstr(w, "kernel 'ws_events': events in a warp-specialized kernel with 4 warps per unit"), "%s",
+            w ? w : "(none)");
+  cproton_ptx_free(p);
   free(in);
 }
