@@ -130,6 +130,7 @@ static int copy_scopes(cproton_instr_kernel *k, const cproton_buffer_layout *l) 
         cp_strtab_intern(s, strlen(s), &k->name_ids[i]))
       return CPROTON_ENOMEM;
     k->parents[i] = l->scope_parents ? l->scope_parents[i] : -1;
+    k->has_events |= k->parents[i] == CPROTON_SCOPE_PARENT_EVENT;
     if (k->parents[i] >= (int32_t)i || (k->parents[i] < -1 && k->parents[i] != CPROTON_SCOPE_PARENT_EVENT))
       return cp_error_set(CPROTON_EINVAL, "scope %u has parent %d: parents "
                           "must come before their children", i, k->parents[i]);
@@ -465,12 +466,14 @@ static int enqueue_reduce(const cp_cudadrv *d, pending *p, cp_custream cs) {
 }
 
 /* Whether launch `p` is reduced on the device: tree mode (no session of
- * its site records a trace), reduce=device, a kernel within the reduction's
+ * its site records a trace), reduce=device, a kernel without events (they
+ * pair across warps, on the host only), within the reduction's
  * limits, whole CTA slices (else the host decoder reports the size). Caller:
  * lock. */
 static int wants_reduce(const pending *p) {
   const cproton_buffer_layout *l = &p->kernel->layout;
-  return mode_reduce_device && !cp_session_site_traces(&p->site) && l->n_scopes <= CP_REDUCE_MAX_SCOPES &&
+  return mode_reduce_device && !cp_session_site_traces(&p->site) && !p->kernel->has_events &&
+         l->n_scopes <= CP_REDUCE_MAX_SCOPES &&
          l->per_cta_bytes && p->size % l->per_cta_bytes == 0;
 }
 

@@ -14,6 +14,8 @@ struct cproton_instr_kernel {
   char **names;
   int32_t *parents;
   uint32_t *name_ids; /* strtab ids of the scope names */
+  int has_events;     /* some scope is an event (pl.start_event): events pair
+                         across warps, which only the host decoder does */
 };
 
 /* Decodes `data` for kernel `k` and delivers it to the sessions of `site`.
