@@ -302,3 +302,41 @@ Test(instr_runtime, bad_arguments) {
   uint64_t p;
   cr_assert_neq(cproton_instr_alloc(64, 0, &p), CPROTON_OK, "no driver here");
 }
+
+/* A kernel whose second scope is an event: the runtime takes the layout,
+ * and the event lands beside the scope under the kernel (not nested), with
+ * its occurrences paired. */
+Test(instr_runtime, events_are_top_level_nodes, .init = reset) {
+  static const int32_t ev_parents[] = {-1, CPROTON_SCOPE_PARENT_EVENT};
+  cproton_buffer_layout l = layout();
+  l.scope_parents = ev_parents;
+  cproton_instr_kernel *k;
+  cr_assert_eq(cproton_instr_kernel_new("ev_kernel", &l, &k), CPROTON_OK, "%s", cproton_last_error());
+  unsigned char buf[512];
+  fill(buf, &l);
+  int sid = tree_session("instr_events");
+  cr_assert_eq(cproton_instr_record_host(k, buf, l.per_cta_bytes, 0), CPROTON_OK, "%s", cproton_last_error());
+  char *json;
+  cr_assert_eq(cproton_session_data_json(sid, &json, NULL), CPROTON_OK);
+  json_t *j = cpt_parse_json(json);
+  cproton_free(json);
+  json_t *kern = json_array_get(json_object_get(json_array_get(j, 0), "children"), 0);
+  cr_assert_str_eq(json_string_value(json_object_get(json_object_get(kern, "frame"), "name")), "ev_kernel");
+  json_t *kids = json_object_get(kern, "children");
+  cr_assert_eq(json_array_size(kids), 2, "the scope and the event, side by side");
+  int seen = 0;
+  for (size_t i = 0; i < 2; i++) {
+    json_t *n = json_array_get(kids, i);
+    const char *nm = json_string_value(json_object_get(json_object_get(n, "frame"), "name"));
+    json_t *m = json_object_get(n, "metrics");
+    if (!strcmp(nm, names[1])) {
+      cr_assert_eq(json_integer_value(json_object_get(m, "count")), 2);
+      cr_assert_eq(json_integer_value(json_object_get(m, "cycles")), 2 * 20);
+      seen++;
+    }
+  }
+  cr_assert_eq(seen, 1);
+  json_decref(j);
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  cproton_instr_kernel_free(k);
+}
