@@ -44,6 +44,7 @@ typedef struct cp_thread {
   uint32_t op;
   uint32_t tid;
   uint64_t next_scope;
+  int marked; /* counted in marked_threads */
 } cp_thread;
 
 static pthread_key_t thread_key;
@@ -52,6 +53,19 @@ static _Thread_local cp_thread *self;
 static atomic_uint next_tid = 1;
 static atomic_uint main_tid;             /* 0: no main thread */
 static _Atomic(cp_node *) main_top;      /* its top shadow node, or NULL */
+
+/* Change tracking for backends that skip launch callbacks while nothing
+ * changed (backend/cupti/lazy.c): a generation bumped after every change
+ * that can move any thread's launch site, and counts that tell whether every
+ * thread launches under the same site. The counts change only when a
+ * thread's stack becomes empty or non-empty (or its states/op do); the
+ * generation is bumped only while a hook is set, so a profile without it
+ * pays one relaxed load per change. */
+static _Atomic(void (*)(void)) change_hook;
+static atomic_ullong site_gen;
+static atomic_int framed_threads; /* threads with a non-empty stack */
+static atomic_int marked_threads; /* threads with a state or an op */
+static atomic_int main_framed;    /* the main thread's stack is non-empty */
 
 static struct {
   _Atomic(cproton_unwind_fn) fn;
@@ -68,11 +82,39 @@ static atomic_uint generation; /* bumped by each compaction */
  * every running thread execute one), else it is sequentially consistent. */
 static atomic_int light_fence;
 
+/* After a change: bump the generation (sequentially consistent: lazy.c's
+ * disable re-reads it after publishing its own flag) and tell the hook. */
+static void changed(void) {
+  void (*fn)(void) = atomic_load_explicit(&change_hook, memory_order_relaxed);
+  if (!fn)
+    return;
+  atomic_fetch_add(&site_gen, 1);
+  fn();
+}
+
+/* Keeps framed_threads / marked_threads / main_framed in step with `t`. */
+static void recount(cp_thread *t, int is_main) {
+  int marked = t->n_states > 0 || t->op != 0;
+  if (marked != t->marked) {
+    atomic_fetch_add(&marked_threads, marked ? 1 : -1);
+    t->marked = marked;
+  }
+  if (is_main && atomic_load_explicit(&main_framed, memory_order_relaxed) !=
+                     (t->depth > 0))
+    atomic_store_explicit(&main_framed, t->depth > 0, memory_order_relaxed);
+}
+
 static void thread_free(void *p) {
   cp_thread *t = p;
   unsigned tid = t->tid;
-  if (atomic_compare_exchange_strong(&main_tid, &tid, 0))
+  if (atomic_compare_exchange_strong(&main_tid, &tid, 0)) {
     atomic_store(&main_top, NULL); /* its stack is gone: others use ROOT */
+    atomic_store(&main_framed, 0);
+  }
+  if (t->depth)
+    atomic_fetch_sub(&framed_threads, 1);
+  if (t->marked)
+    atomic_fetch_sub(&marked_threads, 1);
   pthread_mutex_lock(&reg_lock);
   if (t->prev)
     t->prev->next = t->next;
@@ -83,6 +125,7 @@ static void thread_free(void *p) {
   pthread_mutex_unlock(&reg_lock);
   free(p);
   self = NULL; /* destructors run on the exiting thread itself */
+  changed();
 }
 static void make_key(void) { pthread_key_create(&thread_key, thread_free); }
 
@@ -213,10 +256,21 @@ static cp_node *resolved_top(const cp_thread *t) {
   return NULL;
 }
 
-/* The main thread's top shadow node, for threads without scopes. */
-static void publish_top(const cp_thread *t) {
-  if (t->tid == atomic_load_explicit(&main_tid, memory_order_relaxed))
+/* The main thread's top shadow node, for threads without scopes; then the
+ * change counts. Called after every push and pop. */
+static void publish_top(cp_thread *t) {
+  int is_main = t->tid == atomic_load_explicit(&main_tid, memory_order_relaxed);
+  if (is_main)
     atomic_store_explicit(&main_top, resolved_top(t), memory_order_release);
+  recount(t, is_main);
+}
+
+/* A push (depth 0 -> 1) or pop (1 -> 0) on `t` changes framed_threads. */
+static void frame_edge(size_t depth_before, size_t depth_after) {
+  if (!depth_before && depth_after)
+    atomic_fetch_add(&framed_threads, 1);
+  else if (depth_before && !depth_after)
+    atomic_fetch_sub(&framed_threads, 1);
 }
 
 /* The calling thread's state when its stack has room for one more frame. */
@@ -242,8 +296,11 @@ int cp_context_push_unresolved(const char *name, cp_frame **frame_out) {
   f->timed = 0;
   f->id = ((uint64_t)t->tid << 40) | ++t->next_scope;
   f->state = 0;
+  frame_edge(t->depth, t->depth + 1);
   t->depth++;
+  publish_top(t);
   *frame_out = f;
+  changed();
   return CPROTON_OK;
 }
 
@@ -253,11 +310,15 @@ void cp_context_set_main(void) {
     return;
   atomic_store(&main_tid, t->tid);
   publish_top(t);
+  atomic_store(&main_framed, t->depth > 0);
+  changed();
 }
 
 void cp_context_clear_main(void) {
   atomic_store(&main_tid, 0);
   atomic_store(&main_top, NULL);
+  atomic_store(&main_framed, 0);
+  changed();
 }
 
 int cp_context_push(uint32_t name, unsigned kinds, cp_frame **frame_out) {
@@ -280,10 +341,12 @@ int cp_context_push(uint32_t name, unsigned kinds, cp_frame **frame_out) {
   f->id = ((uint64_t)t->tid << 40) | ++t->next_scope;
   f->state = t->n_states ? t->states[t->n_states - 1] : 0;
   f->generation = atomic_load_explicit(&generation, memory_order_relaxed);
+  frame_edge(t->depth, t->depth + 1);
   t->depth++;
   held_add(t, 1);
   publish_top(t);
   *frame_out = f;
+  changed();
   return CPROTON_OK;
 }
 
@@ -304,12 +367,14 @@ int cp_context_pop(const char *name, const cp_frame **popped) {
   *kept = *f;
   if (popped)
     *popped = kept;
+  frame_edge(t->depth, t->depth - 1);
   t->depth--;
   /* release: the name was read above, before any compaction. A timed or
    * traced frame stays held until its caller has recorded it. */
   if (f->name && !f->start_ns)
     held_drop(t);
   publish_top(t);
+  changed();
   return CPROTON_OK;
 }
 
@@ -378,6 +443,8 @@ int cp_context_state_push(uint32_t name) {
   t->states[t->n_states++] = name;
   if (name)
     held_add(t, 1);
+  publish_top(t);
+  changed();
   return CPROTON_OK;
 }
 
@@ -387,6 +454,8 @@ int cp_context_state_pop(void) {
     return cp_error_set(CPROTON_ESTATE, "exit_state without enter_state");
   if (t->states[--t->n_states])
     held_drop(t);
+  publish_top(t);
+  changed();
   return CPROTON_OK;
 }
 
@@ -395,7 +464,12 @@ int cp_context_op_set(uint32_t name) {
   if (!t)
     return cp_error_set(CPROTON_ENOMEM, "out of memory for thread state");
   held_add(t, (name != 0) - (t->op != 0));
+  int same = t->op == name;
   t->op = name;
+  if (!same) {
+    publish_top(t);
+    changed();
+  }
   return CPROTON_OK;
 }
 
@@ -416,4 +490,24 @@ int cp_context_source_set(cp_context_kind kind, cproton_unwind_fn fn,
 
 int cp_context_source_ready(cp_context_kind kind) {
   return kind == CP_CONTEXT_SHADOW || atomic_load(&sources[kind].fn) != NULL;
+}
+
+/* ---- change tracking (backend/cupti/lazy.c) -------------------------------- */
+
+void cp_context_set_change_hook(void (*fn)(void)) {
+  atomic_store(&change_hook, fn);
+  atomic_fetch_add(&site_gen, 1);
+}
+
+uint64_t cp_context_generation(void) { return atomic_load(&site_gen); }
+
+void cp_context_touch(void) { changed(); }
+
+int cp_context_uniform(void) {
+  if (atomic_load(&marked_threads) > 0)
+    return 0;
+  int framed = atomic_load(&framed_threads);
+  if (framed == 0)
+    return 1; /* every thread at ROOT (or the main thread's empty stack) */
+  return framed == 1 && atomic_load(&main_tid) && atomic_load(&main_framed);
 }

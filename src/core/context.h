@@ -134,4 +134,24 @@ int cp_context_source_set(cp_context_kind kind, cproton_unwind_fn fn,
 /* Whether a source exists for `kind` (shadow always has one). */
 int cp_context_source_ready(cp_context_kind kind);
 
+/* ---- change tracking ---------------------------------------------------------
+ * For a backend that skips per-launch work while no launch site can have
+ * changed (backend/cupti/lazy.c). With a hook set, every push, pop, state,
+ * op, main-thread change and cp_context_touch() bumps a generation (sequentially
+ * consistent) and then calls the hook on the changing thread. */
+
+/* Sets (NULL: clears) the hook. Not a hot path. */
+void cp_context_set_change_hook(void (*fn)(void));
+
+/* The generation: changes whenever a launch site may have changed. */
+uint64_t cp_context_generation(void);
+
+/* Reports a change made outside this module (sessions starting, stopping,
+ * activating; phases). */
+void cp_context_touch(void);
+
+/* 1 when every thread launching now gets the same launch node: no thread
+ * has a state or an op, and no thread but the main one has frames. */
+int cp_context_uniform(void);
+
 #endif

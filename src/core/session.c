@@ -111,6 +111,7 @@ static void set_active(int slot, int on) {
   atomic_store(&active_kinds, kinds);
   atomic_store(&trace_mask, trace);
   atomic_store_explicit(&active_mask, mask, memory_order_release);
+  cp_context_touch(); /* every launch site's sessions changed */
 }
 
 /* ---- start ----------------------------------------------------------------- */
@@ -516,7 +517,7 @@ static int reset_tables(void) {
  * (re-created by reset_tables): if no thread holds one and none is inside
  * a recording call, free them all. Caller: table_lock.
  * Who else keeps a node or scoped id across a finalize, and why it is safe:
- * - launch sites (CUPTI's correlation and graph tables, PC sampling's site
+ * - launch sites (CUPTI's correlation and graph tables and lazy ranges, PC sampling's site
  *   cache, instrumentation launches queued for the decoder threads): every
  *   delivery checks site_reaches under slots_rw before it reads a node, and
  *   a site captured before the compaction has an epoch older than any
@@ -660,6 +661,7 @@ int cproton_session_advance_phase(int id, uint32_t *phase_out) {
   uint32_t number = 0;
   if (!rc) {
     uint32_t at = atomic_fetch_add(&epoch, 1) + 1;
+    cp_context_touch(); /* sites now carry the new epoch */
     pthread_rwlock_wrlock(&slots_rw);
     rc = cp_phases_advance(&s->phases, at, &number);
     if (!rc) {
@@ -1134,6 +1136,11 @@ int cproton_context_register(const char *name, cproton_unwind_fn fn,
 }
 
 /* ---- backends' side ---------------------------------------------------------- */
+
+int cp_session_sites_shared(void) {
+  return atomic_load(&active_kinds) == 1u << CP_CONTEXT_SHADOW &&
+         atomic_load(&trace_mask) == 0;
+}
 
 static void capture(cp_launch_site *site) {
   uint32_t mask = cp_session_active_mask();

@@ -45,6 +45,13 @@ typedef struct cp_kernel_record {
  * session is active (the caller may then skip the launch). */
 void cp_session_capture(cp_launch_site *site);
 
+/* 1 when a launch's site depends on nothing but the shadow stacks and the
+ * sessions (only shadow-context sessions, no trace session: no Python call
+ * path and no launch time per launch). Then, with cp_context_uniform(), two
+ * launches with no change between them (cp_context_generation) share one
+ * site. Reports changes through cp_context_touch. */
+int cp_session_sites_shared(void);
+
 /* Adds a kernel record to every session active at capture that still
  * exists. Called on the backend's thread; takes per-session locks.
  * Errors: ENOMEM (the record is counted as dropped). */

@@ -12,6 +12,9 @@
 #include <stdatomic.h>
 
 #include "backend/cupti/callbacks.h"
+#include "backend/cupti/config.h"
+#include "backend/cupti/lazy.h"
+#include "core/context.h"
 #include "core/log.h"
 #include "core/session.h"
 
@@ -35,10 +38,20 @@ static void on_launch(cp_cupti_state *st, CUpti_CallbackId cbid,
       bracket(d->context, d->correlationId, 0);
     return;
   }
+  if (st->ablate & (CP_ABLATE_NO_CAPTURE | CP_ABLATE_NO_RING)) {
+    if (!(st->ablate & CP_ABLATE_NO_CAPTURE)) {
+      cp_launch_site site;
+      cp_session_capture(&site);
+    }
+    return;
+  }
+  /* lazy mode: the generation is read before the capture (lazy.c) */
+  uint64_t gen = cp_context_generation();
   cp_launch_site site;
   cp_session_capture(&site);
   if (cp_corr_put(st->corr, d->correlationId, &site))
     atomic_fetch_add_explicit(&st->stats.collisions, 1, memory_order_relaxed);
+  cp_lazy_launched(st, cbid, d->correlationId, gen, &site);
   /* PC sampling: one relaxed load per launch when off */
   void (*ctx_hook)(void *) =
       atomic_load_explicit(&st->hooks.launch_context, memory_order_relaxed);

@@ -102,6 +102,30 @@ int cp_cupti_config_nvtx_from_env(void) {
   return bool_env("TRITON_ENABLE_NVTX", 1) && !(v && strcmp(v, "0") == 0);
 }
 
+static const struct {
+  const char *name;
+  unsigned bit;
+} ablations[] = {
+    {"nocallback", CP_ABLATE_NO_CALLBACK}, {"nocapture", CP_ABLATE_NO_CAPTURE},
+    {"noring", CP_ABLATE_NO_RING},         {"noactivity", CP_ABLATE_NO_ACTIVITY},
+    {"norecords", CP_ABLATE_NO_RECORDS},
+};
+
+unsigned cp_cupti_config_ablate(const char *list) {
+  unsigned bits = 0;
+  while (list && *list) {
+    size_t n = strcspn(list, ",");
+    for (size_t i = 0; i < sizeof ablations / sizeof *ablations; i++)
+      if (strlen(ablations[i].name) == n &&
+          strncmp(list, ablations[i].name, n) == 0)
+        bits |= ablations[i].bit;
+    list += n + (list[n] == ',');
+  }
+  return bits;
+}
+
+static int int_env(const char *var, int fallback);
+
 void cp_cupti_config_from_env(cp_cupti_config *c) {
   char self[PATH_MAX];
   self_dir(self, sizeof self);
@@ -109,6 +133,11 @@ void cp_cupti_config_from_env(cp_cupti_config *c) {
                         self, getenv("VIRTUAL_ENV"), getenv("CONDA_PREFIX"));
   prepend_dir(c, getenv("TRITON_CUPTI_LIB_PATH"));
   c->nvtx = cp_cupti_config_nvtx_from_env();
+  c->lazy = bool_env("CPROTON_CUPTI_LAZY", 0);
+  c->ablate = cp_cupti_config_ablate(getenv("CPROTON_CUPTI_ABLATE"));
+  int kb = int_env("CPROTON_CUPTI_BUFFER_KB", 0);
+  if (kb >= 64 && kb <= 65536)
+    c->buffer_size = (size_t)kb << 10;
 }
 
 static void copy_env(char *out, size_t size, const char *var,

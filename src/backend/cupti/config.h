@@ -32,7 +32,27 @@ typedef struct cp_cupti_config {
   size_t n_buffers;   /* buffers allocated at start */
   size_t max_buffers; /* the pool's limit */
   int nvtx;           /* NVTX ranges become scopes */
+  int lazy;           /* CPROTON_CUPTI_LAZY=1: lazy launch callbacks (lazy.h) */
+  unsigned ablate;    /* CPROTON_CUPTI_ABLATE: cp_cupti_ablate bits */
 } cp_cupti_config;
+
+/* Ablation switches for measuring what each part of the launch path costs
+ * (bench/realworld.py; docs/benchmarks.md). CPROTON_CUPTI_ABLATE is a comma
+ * list of these names; a profile made with any of them is incomplete. */
+typedef enum cp_cupti_ablate {
+  CP_ABLATE_NO_CALLBACK = 1, /* "nocallback": launch callbacks never enabled */
+  CP_ABLATE_NO_CAPTURE = 2,  /* "nocapture": the callback returns at once */
+  CP_ABLATE_NO_RING = 4,     /* "noring": capture, but store nothing */
+  CP_ABLATE_NO_ACTIVITY = 8, /* "noactivity": no kernel activity records */
+  CP_ABLATE_NO_RECORDS = 16  /* "norecords": buffers recycled unread */
+} cp_cupti_ablate;
+
+/* Parses a CPROTON_CUPTI_ABLATE value (NULL: 0); unknown names are
+ * ignored. Pure. */
+unsigned cp_cupti_config_ablate(const char *list);
+
+/* CPROTON_CUPTI_BUFFER_KB (activity buffer size, 64..65536 KiB; default
+ * 4096) is read by cp_cupti_config_from_env. */
 
 /* Fills `c` with the defaults and the search order above, given the values
  * of the inputs (each may be NULL): $CPROTON_CUPTI_LIB, $CUDA_HOME, the

@@ -17,6 +17,7 @@
 #include "backend/cupti/config.h"
 #include "backend/cupti/features.h"
 #include "backend/cupti/cupti_backend.h"
+#include "backend/cupti/lazy.h"
 #include "backend/cupti/loader.h"
 #include "backend/cupti/pool.h"
 #include "backend/cupti/records.h"
@@ -32,7 +33,6 @@ static cp_cupti_config config;
 static cp_loader_api api;
 static cp_cupti_state state; /* tables live until exit: CUPTI may call late */
 static cp_pool *pool;
-static CUpti_SubscriberHandle subscriber;
 static atomic_int running, torn_down;
 /* Set while stopping: the last session is gone (and core/session.c holds
  * its slot lock while calling stop), so completed buffers are recycled
@@ -56,6 +56,16 @@ static int graph_node_id(void *node, uint64_t *id) {
 
 static uint64_t CUPTIAPI timestamp(void) { return cp_clock_now_ns(); }
 
+static CUpti_SubscriberHandle subscriber;
+
+static int launch_callbacks(uint32_t cbid, int on) {
+  return api.cuptiEnableCallback((uint32_t)on, subscriber,
+                                 CUPTI_CB_DOMAIN_DRIVER_API, cbid) ==
+                 CUPTI_SUCCESS
+             ? CPROTON_OK
+             : CPROTON_EBACKEND;
+}
+
 /* ---- activity buffers ------------------------------------------------------
  */
 
@@ -75,7 +85,8 @@ static int next_record(uint8_t *buf, size_t valid, CUpti_Activity **rec) {
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
                                       uint8_t *buf, size_t size, size_t valid) {
-  if (buf && valid && !atomic_load(&discarding))
+  if (buf && valid && !atomic_load(&discarding) &&
+      !(state.ablate & CP_ABLATE_NO_RECORDS))
     cp_records_process(&state, buf, valid, next_record);
   size_t dropped = 0;
   if (ctx && api.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) ==
@@ -121,6 +132,8 @@ static int alloc_state(void) {
     return CPROTON_ENOMEM;
   state.hooks.describe_device = describe_device;
   state.hooks.graph_node_id = graph_node_id;
+  state.hooks.launch_callbacks = launch_callbacks;
+  state.ablate = config.ablate;
   return CPROTON_OK;
 }
 
@@ -146,6 +159,13 @@ static int subscribe(void) {
   env.state = &state;
   env.config = &config;
   int rc = cp_features_enable(&env);
+  /* lazy callbacks: not with PC sampling (it brackets or names every
+   * launch) nor with an ablation */
+  if (!rc && config.lazy && !env.mode.enabled && !config.ablate) {
+    rc = cp_lazy_start(&state);
+    if (rc)
+      cp_features_disable(&env);
+  }
   if (rc)
     api.cuptiUnsubscribe(subscriber);
   return rc;
@@ -201,6 +221,7 @@ static void cupti_stop(void) {
     return;
   atomic_store(&discarding, 1);
   if (!atomic_load(&torn_down)) {
+    cp_lazy_stop(&state);
     cp_features_disable(&env);
     api.cuptiUnsubscribe(subscriber);
   }

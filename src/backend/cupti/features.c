@@ -44,8 +44,11 @@ static int nvtx_wanted(const cp_features_env *e) { return e->config->nvtx; }
 static int pcs_wanted(const cp_features_env *e) { return e->mode.enabled; }
 
 static int kernels_on(cp_features_env *e) {
-  int rc = callbacks(e, CP_CB_KERNELS, 1);
+  unsigned ablate = e->config->ablate;
+  int rc = ablate & CP_ABLATE_NO_CALLBACK ? 0 : callbacks(e, CP_CB_KERNELS, 1);
   CUptiResult r;
+  if (ablate & CP_ABLATE_NO_ACTIVITY)
+    return rc;
   if (!rc && (r = e->api->cuptiActivityEnable(
                   CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) != CUPTI_SUCCESS)
     rc = cp_features_fail(e->api, r, "cuptiActivityEnable(CONCURRENT_KERNEL)");

@@ -8,6 +8,7 @@
  * the thread that flushes. Called by backend/cupti/cupti_backend.c. */
 #include <stdint.h>
 
+#include "backend/cupti/lazy.h"
 #include "backend/cupti/records.h"
 #include "core/log.h"
 #include "core/session.h"
@@ -43,7 +44,8 @@ void cp_records_note_device(cp_cupti_state *st, uint32_t id) {
  * context when it was replayed from a graph. 0 = skip the record. */
 static int site_of(cp_cupti_state *st, const kernel_record *k,
                    cp_launch_site *site) {
-  if (!cp_corr_get(st->corr, k->correlationId, site)) {
+  if (!cp_corr_get(st->corr, k->correlationId, site) &&
+      !cp_lazy_lookup(st, k->correlationId, site)) {
     atomic_fetch_add_explicit(&st->stats.unattributed, 1, memory_order_relaxed);
     *site = unattributed_site;
     return 1;

@@ -28,6 +28,9 @@ typedef struct cp_cupti_stats {
   atomic_ullong graph_nodes;    /* kernel graph nodes remembered */
   atomic_ullong graph_clones;   /* remembered nodes copied at instantiate */
   atomic_ullong graph_misses;   /* graph kernels with no capture context */
+  atomic_ullong lazy_ranges;    /* lazy mode: callbacks switched off */
+  atomic_ullong lazy_records;   /* lazy mode: records placed by id range */
+  atomic_ullong lazy_toggle_errors; /* lazy mode: cuptiEnableCallback failed */
 } cp_cupti_stats;
 
 typedef struct cp_cupti_hooks {
@@ -50,6 +53,9 @@ typedef struct cp_cupti_hooks {
   void (*_Atomic kernel_ran)(const char *name, const void *site, uint64_t ns,
                              uint64_t blocks, uint32_t threads,
                              uint32_t device);
+  /* Lazy mode (lazy.h): switches driver-API launch callback `cbid` on or
+   * off (cuptiEnableCallback). 0 or an error code. */
+  int (*launch_callbacks)(uint32_t cbid, int on);
 } cp_cupti_hooks;
 
 /* Destroyed graph nodes whose entries are kept a while: their kernels'
@@ -65,6 +71,7 @@ typedef struct cp_cupti_state {
   cp_cupti_hooks hooks;
   _Atomic uint64_t devices_seen; /* bit d: device d registered */
   cp_cupti_stats stats;
+  unsigned ablate; /* cp_cupti_ablate bits (config.h): measurements only */
 } cp_cupti_state;
 
 #endif

@@ -20,6 +20,9 @@ void cp_stats_reset(cp_cupti_stats *s) {
   atomic_store(&s->deliver_errors, 0);
   atomic_store(&s->nvtx_unmatched, 0);
   atomic_store(&s->no_buffer, 0);
+  atomic_store(&s->lazy_ranges, 0);
+  atomic_store(&s->lazy_records, 0);
+  atomic_store(&s->lazy_toggle_errors, 0);
 }
 
 static void part(char *out, size_t size, unsigned long long n,
@@ -48,6 +51,13 @@ int cp_stats_report(const cp_cupti_stats *s, size_t ring_slots) {
        "kernel records the profile could not store (out of memory)");
   part(msg, sizeof msg, atomic_load(&s->nvtx_unmatched),
        "nvtxRangePop calls without an open range");
+  part(msg, sizeof msg, atomic_load(&s->lazy_toggle_errors),
+       "launch callbacks CUPTI refused to switch (lazy mode)");
+  if (atomic_load(&s->lazy_ranges))
+    cp_info("cupti: lazy launch callbacks: switched off %llu times, %llu "
+            "kernel records placed by correlation-id range",
+            (unsigned long long)atomic_load(&s->lazy_ranges),
+            (unsigned long long)atomic_load(&s->lazy_records));
   cp_debug("cupti: %llu kernel records processed; graph nodes: %llu "
            "remembered, %llu cloned, %llu replayed kernels without a "
            "capture-time context (graphs built before profiling started)",

@@ -1,0 +1,215 @@
+/* backend/cupti/lazy.c -- launch callbacks switched off while no launch site
+ * can have changed; records then find their site by correlation-id range
+ * (see lazy.h for the scheme).
+ *
+ * Invariant (what keeps attribution exact): the callbacks are off only
+ * while `off` is set, `off` is set only when the context generation read
+ * before the disabling launch's capture is still current after `off` was
+ * published, and every change bumps the generation before reading `off`.
+ * So either the disabler sees the change and stays on, or the changing
+ * thread sees `off` and switches the callbacks on (under `lock`, after the
+ * disabler finished) before it returns: a launch after a change on the
+ * changing thread is always captured. Launches racing a change on another
+ * thread get a site valid just before or after it, as with a callback.
+ * Hot path: cp_lazy_launched (one relaxed load when off; a few when on).
+ * Called by callbacks.c (launched), records.c (lookup), cupti_backend.c. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "backend/cupti/lazy.h"
+#include "core/context.h"
+#include "core/error.h"
+
+#define MAX_CBIDS 16
+#define OPEN UINT32_MAX
+
+typedef struct range {
+  uint32_t first, last; /* inclusive; last OPEN until the next capture */
+  cp_launch_site site;
+} range;
+
+static struct {
+  cp_cupti_state *st;
+  atomic_int active;           /* lazy mode on */
+  atomic_int off;              /* launch callbacks switched off */
+  atomic_int open;             /* the newest range is not closed */
+  pthread_mutex_t lock;        /* ranges, toggles, cbids */
+  range *ranges;               /* ring of CP_LAZY_RANGES */
+  uint64_t n;                  /* ranges appended */
+  uint32_t cbids[MAX_CBIDS];   /* launch callbacks seen: the ones toggled */
+  atomic_int n_cbids;
+  atomic_ullong stable_gen;    /* generation of the latest captures */
+  atomic_int stable;           /* captures in a row at stable_gen */
+} L = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Caller: lock. */
+static void toggle(int on) {
+  int n = atomic_load(&L.n_cbids);
+  for (int i = 0; i < n; i++)
+    if (L.st->hooks.launch_callbacks(L.cbids[i], on) != 0)
+      atomic_fetch_add(&L.st->stats.lazy_toggle_errors, 1);
+}
+
+/* The context changed (any thread): callbacks back on before returning. */
+static void on_change(void) {
+  if (!atomic_load(&L.off))
+    return;
+  pthread_mutex_lock(&L.lock);
+  if (atomic_load(&L.off)) {
+    toggle(1);
+    atomic_store(&L.off, 0);
+  }
+  pthread_mutex_unlock(&L.lock);
+}
+
+int cp_lazy_start(cp_cupti_state *st) {
+  if (!L.ranges && !(L.ranges = calloc(CP_LAZY_RANGES, sizeof *L.ranges)))
+    return cp_error_set(CPROTON_ENOMEM, "out of memory for %d launch ranges",
+                        CP_LAZY_RANGES);
+  pthread_mutex_lock(&L.lock);
+  L.st = st;
+  L.n = 0;
+  atomic_store(&L.n_cbids, 0);
+  atomic_store(&L.off, 0);
+  atomic_store(&L.open, 0);
+  atomic_store(&L.stable, 0);
+  atomic_store(&L.active, 1);
+  pthread_mutex_unlock(&L.lock);
+  cp_context_set_change_hook(on_change);
+  return CPROTON_OK;
+}
+
+void cp_lazy_stop(cp_cupti_state *st) {
+  (void)st;
+  if (!atomic_load(&L.active))
+    return;
+  cp_context_set_change_hook(NULL);
+  pthread_mutex_lock(&L.lock);
+  if (atomic_load(&L.off))
+    toggle(1);
+  atomic_store(&L.off, 0);
+  atomic_store(&L.open, 0);
+  atomic_store(&L.active, 0);
+  pthread_mutex_unlock(&L.lock);
+}
+
+/* Remembers a launch callback id, so that it is toggled; one first seen
+ * while the others are off goes off too. Caller: lock. */
+static void note_cbid(uint32_t cbid) {
+  int n = atomic_load(&L.n_cbids);
+  for (int i = 0; i < n; i++)
+    if (L.cbids[i] == cbid)
+      return;
+  if (n < MAX_CBIDS) {
+    L.cbids[n] = cbid;
+    atomic_store(&L.n_cbids, n + 1);
+    if (atomic_load(&L.off) && L.st->hooks.launch_callbacks(cbid, 0) != 0)
+      atomic_fetch_add(&L.st->stats.lazy_toggle_errors, 1);
+  }
+}
+
+static int cbid_known(uint32_t cbid) {
+  int n = atomic_load_explicit(&L.n_cbids, memory_order_acquire);
+  for (int i = 0; i < n; i++)
+    if (L.cbids[i] == cbid)
+      return 1;
+  return 0;
+}
+
+static range *newest(void) { return &L.ranges[(L.n - 1) % CP_LAZY_RANGES]; }
+
+/* The first capture after the callbacks came back on ends the range.
+ * Caller: lock. */
+static void close_locked(uint32_t id) {
+  if (!atomic_load(&L.open))
+    return;
+  range *r = newest();
+  r->last = id > r->first ? id - 1 : r->first - 1;
+  atomic_store(&L.open, 0);
+}
+
+/* Switches the callbacks off after capture `id` at `site`, unless the
+ * context moved since `gen` (see the invariant above). */
+static void try_off(uint32_t id, uint64_t gen, const cp_launch_site *site) {
+  pthread_mutex_lock(&L.lock);
+  if (atomic_load(&L.off) || !atomic_load(&L.active)) {
+    pthread_mutex_unlock(&L.lock);
+    return;
+  }
+  atomic_store(&L.off, 1);
+  if (cp_context_generation() != gen) {
+    atomic_store(&L.off, 0);
+    pthread_mutex_unlock(&L.lock);
+    return;
+  }
+  close_locked(id);
+  uint32_t first = id + 1;
+  if (L.n && newest()->last != OPEN && newest()->last >= first)
+    first = newest()->last + 1;
+  range *r = &L.ranges[L.n++ % CP_LAZY_RANGES];
+  r->first = first;
+  r->last = OPEN;
+  r->site = *site;
+  atomic_store(&L.open, 1);
+  toggle(0);
+  atomic_fetch_add(&L.st->stats.lazy_ranges, 1);
+  pthread_mutex_unlock(&L.lock);
+}
+
+void cp_lazy_launched(cp_cupti_state *st, uint32_t cbid, uint32_t id,
+                      uint64_t gen, const cp_launch_site *site) {
+  (void)st;
+  if (!atomic_load_explicit(&L.active, memory_order_relaxed))
+    return;
+  if (!cbid_known(cbid) ||
+      (atomic_load_explicit(&L.open, memory_order_relaxed) &&
+       !atomic_load(&L.off))) {
+    pthread_mutex_lock(&L.lock);
+    note_cbid(cbid);
+    if (!atomic_load(&L.off))
+      close_locked(id);
+    pthread_mutex_unlock(&L.lock);
+  }
+  if (atomic_load_explicit(&L.stable_gen, memory_order_relaxed) != gen) {
+    atomic_store_explicit(&L.stable_gen, gen, memory_order_relaxed);
+    atomic_store_explicit(&L.stable, 1, memory_order_relaxed);
+    return;
+  }
+  if (atomic_fetch_add_explicit(&L.stable, 1, memory_order_relaxed) + 1 <
+      CP_LAZY_STABLE)
+    return;
+  /* read after `gen`: the counts are those of generation `gen` or later */
+  if (cp_context_uniform() && cp_session_sites_shared())
+    try_off(id, gen, site);
+}
+
+/* The newest range whose first id is <= id, by binary search over the ring
+ * (first ids increase). Caller: lock. */
+static const range *find_locked(uint32_t id) {
+  uint64_t lo = L.n > CP_LAZY_RANGES ? L.n - CP_LAZY_RANGES : 0, hi = L.n;
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (L.ranges[mid % CP_LAZY_RANGES].first <= id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == (L.n > CP_LAZY_RANGES ? L.n - CP_LAZY_RANGES : 0))
+    return NULL;
+  const range *r = &L.ranges[(lo - 1) % CP_LAZY_RANGES];
+  return id <= r->last ? r : NULL;
+}
+
+int cp_lazy_lookup(cp_cupti_state *st, uint32_t id, cp_launch_site *out) {
+  if (!L.ranges || !id)
+    return 0;
+  pthread_mutex_lock(&L.lock);
+  const range *r = L.n ? find_locked(id) : NULL;
+  if (r)
+    *out = r->site;
+  pthread_mutex_unlock(&L.lock);
+  if (r)
+    atomic_fetch_add_explicit(&st->stats.lazy_records, 1, memory_order_relaxed);
+  return r != NULL;
+}

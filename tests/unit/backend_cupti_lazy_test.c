@@ -1,0 +1,387 @@
+/* backend_cupti_lazy_test.c -- lazy launch callbacks (backend/cupti/lazy.c)
+ * against a fake driver that behaves as CUPTI does: every launch takes the
+ * next correlation id, calls the launch callback only while it is enabled,
+ * and produces a kernel record carrying the id either way. Each scenario
+ * runs with callbacks on every launch and in lazy mode; the profiles must
+ * hold the same kernels at the same places, and lazy mode must actually
+ * have skipped callbacks. */
+#include <criterion/criterion.h>
+
+#ifdef CPROTON_HAVE_CUPTI
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cupti/callbacks.h"
+#include "backend/cupti/lazy.h"
+#include "backend/cupti/records.h"
+#include "core/session.h"
+#include "cproton/cproton.h"
+#include "testutil.h"
+
+typedef CUpti_ActivityKernel10 krec;
+
+#define MAX_RECS 200000
+#define CBID CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel
+#define CBID_EX CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx
+
+static cp_cupti_state st;
+static krec *recs;
+static atomic_size_t n_recs;
+static atomic_uint next_id;
+static atomic_int cb_on[1024]; /* 0: enabled (the default), 1: disabled */
+static atomic_ullong n_callbacks, n_toggles;
+
+static int fake_describe(uint32_t id, cp_device_info *d) {
+  (void)id;
+  snprintf(d->arch, sizeof d->arch, "90");
+  return 0;
+}
+
+static int fake_toggle(uint32_t cbid, int on) {
+  cr_assert_lt(cbid, 1024);
+  atomic_store(&cb_on[cbid], !on);
+  atomic_fetch_add(&n_toggles, 1);
+  return 0;
+}
+
+/* The fake driver's launch: id first, then the callback if enabled (the
+ * order that exposes races), then the record. */
+static void drv_launch(CUpti_CallbackId cbid, const char *name) {
+  uint32_t id = atomic_fetch_add(&next_id, 1) + 1;
+  if (!atomic_load(&cb_on[cbid])) {
+    atomic_fetch_add(&n_callbacks, 1);
+    CUpti_CallbackData d = {.callbackSite = CUPTI_API_ENTER,
+                            .functionName = "cuLaunchKernel",
+                            .correlationId = id};
+    cp_callbacks_dispatch(&st, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
+    d.callbackSite = CUPTI_API_EXIT;
+    cp_callbacks_dispatch(&st, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
+  }
+  size_t i = atomic_fetch_add(&n_recs, 1);
+  cr_assert_lt(i, MAX_RECS);
+  krec *k = &recs[i];
+  memset(k, 0, sizeof *k);
+  k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k->name = name;
+  k->correlationId = id;
+  k->start = 1000 + 10ull * id;
+  k->end = k->start + 5;
+}
+
+static int next(uint8_t *buf, size_t valid, CUpti_Activity **rec) {
+  uint8_t *p = *rec ? (uint8_t *)*rec + sizeof(krec) : buf;
+  if (p + sizeof(krec) > buf + valid)
+    return 0;
+  *rec = (CUpti_Activity *)p;
+  return 1;
+}
+
+/* Delivers the records made so far, in buffers of 256 as CUPTI would. */
+static void drain(void) {
+  size_t n = atomic_load(&n_recs);
+  for (size_t i = 0; i < n; i += 256) {
+    size_t m = n - i < 256 ? n - i : 256;
+    cp_records_process(&st, (uint8_t *)&recs[i], m * sizeof(krec), next);
+  }
+  atomic_store(&n_recs, 0);
+}
+
+static void setup(void) {
+  cp_session_reset_all();
+  memset(&st, 0, sizeof st);
+  st.corr = cp_corr_new(1u << 16);
+  st.graphs = cp_graph_new(1024);
+  st.hooks.launch_callbacks = fake_toggle;
+  st.hooks.describe_device = fake_describe;
+  recs = calloc(MAX_RECS, sizeof *recs);
+  atomic_store(&n_recs, 0);
+  atomic_store(&next_id, 0);
+  for (int i = 0; i < 1024; i++)
+    atomic_store(&cb_on[i], 0);
+  atomic_store(&n_callbacks, 0);
+  atomic_store(&n_toggles, 0);
+}
+
+static void teardown(void) {
+  cp_lazy_stop(&st);
+  cp_corr_free(st.corr);
+  cp_graph_free(st.graphs);
+  free(recs);
+}
+
+static int start(const char *name, int lazy) {
+  cproton_session_options o;
+  cproton_session_options_init(&o);
+  o.name = name;
+  o.backend = "none";
+  int sid = -1;
+  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK, "%s",
+               cproton_last_error());
+  if (lazy)
+    cr_assert_eq(cp_lazy_start(&st), CPROTON_OK);
+  return sid;
+}
+
+static json_t *finish(int sid, const char *path) {
+  drain();
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK, "%s",
+               cproton_last_error());
+  cp_lazy_stop(&st);
+  char full[512];
+  snprintf(full, sizeof full, "%s.hatchet", path);
+  json_t *j = cpt_load_json(full);
+  cr_assert_not_null(j);
+  return j;
+}
+
+/* Flattens the tree into "a/b/k=count" lines, sorted, for comparison. */
+static void flatten(json_t *n, const char *prefix, char *out, size_t size) {
+  json_t *kids = json_object_get(n, "children"), *c;
+  size_t i;
+  json_array_foreach(kids, i, c) {
+    const char *name = json_string_value(
+        json_object_get(json_object_get(c, "frame"), "name"));
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", prefix, name ? name : "?");
+    json_t *count = json_object_get(json_object_get(c, "metrics"), "count");
+    if (count) {
+      size_t len = strlen(out);
+      snprintf(out + len, size - len, "%s=%lld\n", path,
+               (long long)json_integer_value(count));
+    }
+    flatten(c, path, out, size);
+  }
+}
+
+static int cmp_lines(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *sorted_tree(json_t *profile) {
+  static char buf[1 << 16];
+  buf[0] = '\0';
+  flatten(json_array_get(profile, 0), "", buf, sizeof buf);
+  char *lines[512];
+  size_t n = 0;
+  for (char *p = strtok(buf, "\n"); p && n < 512; p = strtok(NULL, "\n"))
+    lines[n++] = p;
+  qsort(lines, n, sizeof *lines, cmp_lines);
+  char *out = calloc(1, sizeof buf);
+  for (size_t i = 0; i < n; i++) {
+    strcat(out, lines[i]);
+    strcat(out, "\n");
+  }
+  return out;
+}
+
+/* ---- scenarios ------------------------------------------------------------- */
+
+static void *scopeless_worker(void *arg) {
+  for (int i = 0; i < 30; i++)
+    drv_launch(CBID_EX, "worker_k");
+  return arg;
+}
+
+/* One thread with nested scopes, a scopeless thread following it, ops and
+ * states, a second launch entry point. */
+static void single_context_scenario(void) {
+  for (int i = 0; i < 10; i++)
+    drv_launch(CBID, "root_k");
+  cproton_scope_enter("a", NULL);
+  for (int i = 0; i < 20; i++)
+    drv_launch(CBID, "k1");
+  pthread_t t;
+  pthread_create(&t, NULL, scopeless_worker, NULL);
+  pthread_join(t, NULL);
+  cproton_scope_enter("b", NULL);
+  for (int i = 0; i < 7; i++)
+    drv_launch(CBID, "k2");
+  cproton_op_enter("op");
+  for (int i = 0; i < 6; i++)
+    drv_launch(CBID, "k3");
+  cproton_op_exit();
+  cproton_state_enter("st");
+  for (int i = 0; i < 6; i++)
+    drv_launch(CBID, "k4");
+  cproton_state_exit();
+  cproton_scope_exit("b");
+  for (int i = 0; i < 5; i++)
+    drv_launch(CBID, "k1");
+  drain(); /* some records arrive while later launches are running */
+  cproton_scope_exit("a");
+  for (int i = 0; i < 3; i++)
+    drv_launch(CBID, "root_k");
+}
+
+static char *run(void (*scenario)(void), int lazy, const char *name) {
+  const char *path = cpt_tmp_path(name);
+  int sid = start(path, lazy);
+  scenario();
+  json_t *p = finish(sid, path);
+  char *tree = sorted_tree(p);
+  json_decref(p);
+  return tree;
+}
+
+Test(backend_cupti_lazy, same_profile_as_a_callback_per_launch, .init = setup,
+     .fini = teardown) {
+  char *eager = run(single_context_scenario, 0, "lazy_eager");
+  unsigned long long eager_cb = atomic_load(&n_callbacks);
+  atomic_store(&n_callbacks, 0);
+  char *lazy = run(single_context_scenario, 1, "lazy_lazy");
+  unsigned long long lazy_cb = atomic_load(&n_callbacks);
+  cr_assert_str_eq(lazy, eager);
+  cr_assert(strstr(eager, "/a/worker_k=30\n"), "%s", eager);
+  cr_assert(strstr(eager, "/a/b/op=6\n"), "%s", eager);
+  cr_assert(strstr(eager, "/a/b/st/k4=6\n"), "%s", eager);
+  cr_assert(strstr(eager, "/ROOT/root_k=13\n") || strstr(eager, "/root_k=13\n"),
+            "%s", eager);
+  cr_assert_eq(eager_cb, 87);
+  cr_assert_lt(lazy_cb, eager_cb / 2, "lazy mode made %llu callbacks",
+               lazy_cb);
+  cr_assert_gt(atomic_load(&st.stats.lazy_records), 0);
+  cr_assert_eq(atomic_load(&st.stats.unattributed), 0);
+  free(eager);
+  free(lazy);
+}
+
+/* A thread with scopes of its own launches under them while the main thread
+ * launches under its own: the sites differ, so callbacks must stay on. */
+static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static int phase;
+
+static void wait_phase(int p) {
+  pthread_mutex_lock(&gate);
+  while (phase < p)
+    pthread_cond_wait(&cond, &gate);
+  pthread_mutex_unlock(&gate);
+}
+
+static void set_phase(int p) {
+  pthread_mutex_lock(&gate);
+  phase = p;
+  pthread_cond_broadcast(&cond);
+  pthread_mutex_unlock(&gate);
+}
+
+static void *own_scope_worker(void *arg) {
+  cproton_scope_enter("w", NULL);
+  set_phase(1);
+  wait_phase(2);
+  for (int i = 0; i < 25; i++)
+    drv_launch(CBID, "wk");
+  cproton_scope_exit("w");
+  return arg;
+}
+
+static void two_contexts_scenario(void) {
+  phase = 0;
+  cproton_scope_enter("m", NULL);
+  pthread_t t;
+  pthread_create(&t, NULL, own_scope_worker, NULL);
+  wait_phase(1);
+  for (int i = 0; i < 25; i++)
+    drv_launch(CBID, "mk");
+  set_phase(2);
+  pthread_join(t, NULL);
+  for (int i = 0; i < 25; i++)
+    drv_launch(CBID, "mk");
+  cproton_scope_exit("m");
+}
+
+Test(backend_cupti_lazy, a_thread_with_its_own_scopes_keeps_callbacks_on,
+     .init = setup, .fini = teardown) {
+  char *eager = run(two_contexts_scenario, 0, "lazy2_eager");
+  char *lazy = run(two_contexts_scenario, 1, "lazy2_lazy");
+  cr_assert_str_eq(lazy, eager);
+  cr_assert(strstr(eager, "/w/wk=25\n"), "%s", eager);
+  cr_assert(strstr(eager, "/m/mk=50\n"), "%s", eager);
+  /* after the worker's exit the main thread's context is alone again */
+  cr_assert_gt(atomic_load(&st.stats.lazy_ranges), 0);
+  free(eager);
+  free(lazy);
+}
+
+/* Session phases and a second session starting change every site. */
+static void sessions_scenario(void) {
+  cproton_scope_enter("s", NULL);
+  for (int i = 0; i < 12; i++)
+    drv_launch(CBID, "k");
+  cproton_session_deactivate(CPROTON_ALL_SESSIONS);
+  for (int i = 0; i < 12; i++)
+    drv_launch(CBID, "skipped");
+  cproton_session_activate(CPROTON_ALL_SESSIONS);
+  for (int i = 0; i < 12; i++)
+    drv_launch(CBID, "k");
+  cproton_scope_exit("s");
+}
+
+Test(backend_cupti_lazy, deactivation_is_a_change, .init = setup,
+     .fini = teardown) {
+  char *eager = run(sessions_scenario, 0, "lazy3_eager");
+  char *lazy = run(sessions_scenario, 1, "lazy3_lazy");
+  cr_assert_str_eq(lazy, eager);
+  cr_assert(strstr(eager, "/s/k=24\n"), "%s", eager);
+  cr_assert_null(strstr(eager, "skipped"), "%s", eager);
+  free(eager);
+  free(lazy);
+}
+
+/* Scopeless threads launch while the main thread enters and exits scopes:
+ * every kernel is counted once (sites of launches racing a change are
+ * either side's, in both modes). Run under TSan by `make tsan`. */
+static atomic_int stop_workers;
+
+static void *racing_worker(void *arg) {
+  while (!atomic_load(&stop_workers))
+    drv_launch(CBID, "rk");
+  return arg;
+}
+
+static long long sum_counts(const char *tree, const char *kernel) {
+  long long total = 0;
+  char key[64];
+  snprintf(key, sizeof key, "/%s=", kernel);
+  for (const char *p = strstr(tree, key); p; p = strstr(p + 1, key))
+    total += atoll(p + strlen(key));
+  return total;
+}
+
+Test(backend_cupti_lazy, racing_threads_lose_no_kernel, .init = setup,
+     .fini = teardown) {
+  const char *path = cpt_tmp_path("lazy_race");
+  int sid = start(path, 1);
+  atomic_store(&stop_workers, 0);
+  pthread_t t[3];
+  for (int i = 0; i < 3; i++)
+    pthread_create(&t[i], NULL, racing_worker, NULL);
+  for (int i = 0; i < 300; i++) {
+    cproton_scope_enter(i % 2 ? "odd" : "even", NULL);
+    for (int j = 0; j < 10; j++)
+      drv_launch(CBID, "mk");
+    cproton_scope_exit(i % 2 ? "odd" : "even");
+    if (atomic_load(&n_recs) > MAX_RECS / 2)
+      break;
+  }
+  atomic_store(&stop_workers, 1);
+  for (int i = 0; i < 3; i++)
+    pthread_join(t[i], NULL);
+  unsigned launched = atomic_load(&next_id);
+  json_t *p = finish(sid, path);
+  char *tree = sorted_tree(p);
+  json_decref(p);
+  long long rk = sum_counts(tree, "rk"), mk = sum_counts(tree, "mk");
+  cr_assert_eq((unsigned long long)(rk + mk), launched, "%s", tree);
+  cr_assert_eq(sum_counts(tree, "mk"), 3000);
+  free(tree);
+}
+
+#else
+Test(backend_cupti_lazy, skipped_without_cupti_headers) {
+  cr_skip_test("CUPTI headers not found at configure time");
+}
+#endif
