@@ -9,7 +9,10 @@
  *
  * Load it with ctypes and call floor_start("/path/to/libcupti.so") /
  * floor_stop(), or set CUDA_INJECTION64_PATH to it (libcupti from
- * $CPROTON_CUPTI_LIB). libcupti is dlopen'ed, so this builds without it. */
+ * $CPROTON_CUPTI_LIB). libcupti is dlopen'ed, so this builds without it.
+ * For the per-launch breakdown (docs/benchmarks.md), FLOOR_NO_CALLBACK=1
+ * keeps only the activity records and FLOOR_NO_ACTIVITY=1 only the
+ * callback: CUPTI's two costs, measured apart. */
 #include <cupti.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -85,8 +88,13 @@ int floor_start(const char *cupti_path) {
   if (f.register_callbacks(requested, completed) ||
       f.subscribe(&sub, on_callback, NULL))
     return -3;
-  for (size_t i = 0; i < sizeof launches / sizeof *launches; i++)
+  const char *no_cb = getenv("FLOOR_NO_CALLBACK");
+  const char *no_act = getenv("FLOOR_NO_ACTIVITY");
+  for (size_t i = 0; !(no_cb && *no_cb == '1') &&
+                     i < sizeof launches / sizeof *launches; i++)
     f.enable_callback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, launches[i]);
+  if (no_act && *no_act == '1')
+    return 0;
   return f.activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) ? -4 : 0;
 }
 

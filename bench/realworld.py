@@ -13,6 +13,14 @@ process), interleaved over ROUNDS rounds with the order rotated every round:
   cproton         import cproton as proton: shadow context, scopes
   cproton-hook    cproton with hook="triton"
   cproton-python  cproton with context="python"
+  cproton-lazy    cproton with CPROTON_CUPTI_LAZY=1: launch callbacks off
+                  while no launch site can change (docs/cupti.md)
+
+The per-launch breakdown (--variants of ABLATION, on the launch workload)
+adds CUPTI's two costs apart (floor-cb: callback only, floor-act: activity
+records only) and cproton with one part of its launch path removed
+(CPROTON_CUPTI_ABLATE: abl-nocallback, abl-nocapture, abl-noring,
+abl-noactivity, abl-norecords; their profiles are incomplete by design).
 
 Each child compiles and warms up outside the profiler, starts it, runs STEPS
 steps, synchronises, and reports the loop time, finalize time, profile size
@@ -35,7 +43,16 @@ sys.path.insert(0, HERE)
 import workloads  # noqa: E402
 from cupti_overhead import build_floor, find_cupti, kernel_count, timed_run  # noqa: E402
 
-VARIANTS = ["none", "floor", "proton", "cproton", "cproton-hook", "cproton-python"]
+VARIANTS = ["none", "floor", "proton", "cproton", "cproton-lazy", "cproton-hook",
+            "cproton-python"]
+ABLATION = ["none", "floor", "floor-cb", "floor-act", "proton", "cproton", "cproton-lazy",
+            "cproton-hook", "abl-nocallback", "abl-nocapture", "abl-noring",
+            "abl-noactivity", "abl-norecords"]
+# Environment of each variant's child (the profiler reads it at start).
+ENV = {"floor-cb": {"FLOOR_NO_ACTIVITY": "1"}, "floor-act": {"FLOOR_NO_CALLBACK": "1"},
+       "cproton-lazy": {"CPROTON_CUPTI_LAZY": "1"}}
+ENV.update({f"abl-{a}": {"CPROTON_CUPTI_ABLATE": a}
+            for a in ("nocallback", "nocapture", "noring", "noactivity", "norecords")})
 
 
 # ---- the child -------------------------------------------------------------------
@@ -45,7 +62,7 @@ def profiler_for(variant, args, out):
     name = os.path.join(out, variant)
     if variant == "none":
         return None, (lambda: None), (lambda: None)
-    if variant == "floor":
+    if variant.startswith("floor"):
         import ctypes
         lib = ctypes.CDLL(args.floor_lib)
         lib.floor_stop.restype = ctypes.c_longlong
@@ -91,6 +108,7 @@ def child(args):
     elif prof and os.path.exists(prof):
         res["profile_bytes"] = os.path.getsize(prof)
         res["kernels"] = kernel_count(prof)
+        res["profile"] = prof
     print("RESULT " + json.dumps(res), flush=True)
 
 
@@ -100,7 +118,7 @@ def run_child(workload, variant, steps, args):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", variant,
            "--workload", workload, "--steps", str(steps), "--warmup", str(args.warmup),
            "--out", args.out, "--floor-lib", args.floor_lib, "--cupti", args.cupti]
-    env = dict(os.environ, CPROTON_CUPTI_LIB=args.cupti)
+    env = dict(os.environ, CPROTON_CUPTI_LIB=args.cupti, **ENV.get(variant, {}))
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, env=env,
                            timeout=args.timeout)
@@ -145,10 +163,52 @@ def summarise(workload, runs):
     return out
 
 
+def placement(path):
+    """{kernel node path: count} of a hatchet profile: where every kernel
+    landed, for comparing profilers (and cproton's modes) run by run."""
+    out = {}
+
+    def walk(n, prefix):
+        for c in n.get("children", []):
+            p = prefix + "/" + c.get("frame", {}).get("name", "?")
+            m = c.get("metrics", {})
+            if "device_id" in m:
+                out[p] = out.get(p, 0) + m.get("count", 0)
+            walk(c, p)
+    try:
+        with open(path) as f:
+            walk(json.load(f)[0], "")
+    except (OSError, ValueError, IndexError):
+        return None
+    return out
+
+
+def compare_placement(workload, runs, ref="cproton"):
+    """Prints, for each variant with a profile, whether its kernels sit at
+    the same places with the same counts as `ref`'s (last runs compared)."""
+    base = runs.get(ref) and runs[ref][-1].get("profile")
+    base = placement(base) if base else None
+    if base is None:
+        return {}
+    out = {}
+    for v, rs in runs.items():
+        if v == ref or not rs or not rs[-1].get("profile") or v.startswith("abl-"):
+            continue
+        other = placement(rs[-1]["profile"]) or {}
+        diff = sorted(k for k in set(base) | set(other) if base.get(k) != other.get(k))
+        out[v] = len(diff)
+        print(f"placement {workload} {v} vs {ref}: "
+              + ("identical" if not diff else f"{len(diff)} paths differ, e.g. "
+                 + "; ".join(f"{k}: {base.get(k)} vs {other.get(k)}" for k in diff[:4])),
+              flush=True)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workloads", default="train,graph,eager,launch")
-    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--variants", default=",".join(VARIANTS),
+                    help="comma list, or 'ablation' for the per-launch breakdown")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=0, help="0: the workload's default")
     ap.add_argument("--warmup", type=int, default=40)
@@ -164,7 +224,7 @@ def main():
         return child(args)
     args.cupti = args.cupti or find_cupti()
     args.floor_lib = args.floor_lib or build_floor(args.out)
-    variants = args.variants.split(",")
+    variants = ABLATION if args.variants == "ablation" else args.variants.split(",")
     results = {}
     for w in args.workloads.split(","):
         steps = args.steps or workloads.STEPS[w]
@@ -178,6 +238,7 @@ def main():
                     runs[v].append(r)
                     print(f"  {w} round {rnd} {v:15} {r['loop_s'] * 1e3:9.1f} ms", flush=True)
         results[w] = summarise(w, runs)
+        results[w]["placement_diffs"] = compare_placement(w, runs)
     with open(os.path.join(args.out, "realworld.json"), "w") as f:
         json.dump(results, f, indent=1)
 

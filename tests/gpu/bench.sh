@@ -6,7 +6,9 @@
 # launch and the decoder's throughput (issue 12), and the real-program suite
 # of issue 15 (bench/realworld.py; not in the default set: it takes minutes).
 # Prints RESULT lines and tables. BENCH="scope instrument wall decode cupti
-# launch realworld" picks which (all but realworld by default).
+# launch realworld" picks which (all but realworld by default); for
+# realworld, WORKLOADS, VARIANTS (a list, or "ablation"), REPS, RW_STEPS and
+# RW_WARMUP pass through to bench/realworld.py.
 set -u
 out=${1:-/tmp/cproton-bench}
 build=${2:-${BUILD:-build}}
@@ -26,7 +28,9 @@ for b in $which; do
     launch) $py "$root/tests/gpu/python/launch_overhead.py" "$out" 2>&1 |
               tee "$out/launch_overhead.txt" ;;
     realworld) $py "$root/bench/realworld.py" --out "$out/realworld" --rounds ${REPS:-5} \
-                 --workloads ${WORKLOADS:-train,graph,eager,launch} 2>&1 |
-                 tee "$out/realworld.txt" ;;
+                 --workloads ${WORKLOADS:-train,graph,eager,launch} \
+                 ${VARIANTS:+--variants $VARIANTS} ${RW_STEPS:+--steps $RW_STEPS} \
+                 ${RW_WARMUP:+--warmup $RW_WARMUP} 2>&1 |
+                 tee -a "$out/realworld.txt" ;;
   esac
 done
