@@ -37,6 +37,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -50,7 +51,7 @@ ABLATION = ["none", "floor", "floor-cb", "floor-act", "proton", "cproton", "cpro
             "abl-noactivity", "abl-norecords"]
 # Environment of each variant's child (the profiler reads it at start).
 ENV = {"floor-cb": {"FLOOR_NO_ACTIVITY": "1"}, "floor-act": {"FLOOR_NO_CALLBACK": "1"},
-       "cproton-lazy": {"CPROTON_CUPTI_LAZY": "1"}}
+       "cproton-lazy": {"CPROTON_CUPTI_LAZY": "1", "CPROTON_LOG": "info"}}
 ENV.update({f"abl-{a}": {"CPROTON_CUPTI_ABLATE": a}
             for a in ("nocallback", "nocapture", "noring", "noactivity", "norecords")})
 
@@ -93,16 +94,36 @@ def profiler_for(variant, args, out):
 
 
 def child(args):
+    if os.environ.get("CPROTON_LOG") == "info":  # the backend's info lines
+        import logging
+        logging.basicConfig(level=logging.INFO, format="cproton %(message)s")
     out = os.path.join(args.out, f"{args.workload}_{args.child}_{os.getpid()}")
     os.makedirs(out, exist_ok=True)
     workloads.configure_caches(args.out)
     mod, start, finalize = profiler_for(args.child, args, out)
     scope = mod.scope if mod is not None else (lambda name: contextlib.nullcontext())
     step, sync = workloads.WORKLOADS[args.workload](scope)
-    loop_s, finalize_s, prof = timed_run(step, sync, start, finalize, warmup=args.warmup,
+    # --paired N: N unprofiled loops in this process before the profiler
+    # starts, a baseline paired with the profiled loop (same compile, same
+    # memory layout), so fewer processes give a ratio as steady as "none"'s.
+    base = []
+    if args.paired and args.child != "none":
+        for _ in range(args.warmup):
+            step()
+        for _ in range(args.paired):
+            sync()
+            t0 = time.perf_counter()
+            for _ in range(args.steps):
+                step()
+            sync()
+            base.append(time.perf_counter() - t0)
+    loop_s, finalize_s, prof = timed_run(step, sync, start, finalize,
+                                         warmup=0 if base else args.warmup,
                                          settle=max(1, args.warmup // 4), steps=args.steps)
     res = {"variant": args.child, "workload": args.workload, "loop_s": loop_s,
            "finalize_s": finalize_s, "steps": args.steps}
+    if base:
+        res["base_s"] = statistics.median(base)
     if isinstance(prof, dict):
         res["kernels"] = prof["records"]
     elif prof and os.path.exists(prof):
@@ -117,7 +138,8 @@ def child(args):
 def run_child(workload, variant, steps, args):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", variant,
            "--workload", workload, "--steps", str(steps), "--warmup", str(args.warmup),
-           "--out", args.out, "--floor-lib", args.floor_lib, "--cupti", args.cupti]
+           "--out", args.out, "--floor-lib", args.floor_lib, "--cupti", args.cupti,
+           "--paired", str(args.paired)]
     env = dict(os.environ, CPROTON_CUPTI_LIB=args.cupti, **ENV.get(variant, {}))
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, env=env,
@@ -127,7 +149,9 @@ def run_child(workload, variant, steps, args):
         return None
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):
-            return json.loads(line[7:])
+            res = json.loads(line[7:])
+            res["log"] = [x for x in p.stderr.splitlines() if "cproton" in x][:4]
+            return res
     sys.stderr.write(f"{workload}/{variant} failed (exit {p.returncode}):\n"
                      f"{p.stderr[-3000:]}\n")
     return None
@@ -141,7 +165,7 @@ def summarise(workload, runs):
     print(f"\n== {workload}: medians over {min((len(r) for r in runs.values()), default=0)}"
           f"+ rounds\n")
     print(f"{'variant':15} {'loop ms':>9} {'spread':>7} {'x none':>7} {'added/floor':>11} "
-          f"{'fin ms':>7} {'profile B':>10} {'kernels':>9}")
+          f"{'fin ms':>7} {'profile B':>10} {'kernels':>9} {'x own base':>10}")
     out = {}
     for v, rs in runs.items():
         if not rs:
@@ -155,11 +179,14 @@ def summarise(workload, runs):
         fin = statistics.median(r["finalize_s"] for r in rs)
         size = statistics.median(r.get("profile_bytes", 0) for r in rs)
         k = rs[-1].get("kernels")
+        pairs = [r["loop_s"] / r["base_s"] for r in rs if r.get("base_s")]
+        paired = statistics.median(pairs) if pairs else float("nan")
         print(f"{v:15} {m * 1e3:9.1f} {spread:7.1%} {ratio:7.3f} {xf:11.2f} "
-              f"{fin * 1e3:7.1f} {size:10.0f} {str(k):>9}")
+              f"{fin * 1e3:7.1f} {size:10.0f} {str(k):>9} {paired:10.3f}")
         out[v] = {"median_s": m, "spread": spread, "x_none": ratio,
                   "added_over_floor": xf, "finalize_s": fin, "profile_bytes": size,
-                  "kernels": k, "loops_s": loops}
+                  "kernels": k, "loops_s": loops, "x_own_base": paired,
+                  "own_base_ratios": pairs}
     return out
 
 
@@ -216,6 +243,8 @@ def main():
     ap.add_argument("--cupti", default=None)
     ap.add_argument("--floor-lib", default=None)
     ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--paired", type=int, default=0,
+                    help="unprofiled loops run in each child before its profiler starts")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--workload", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -236,7 +265,11 @@ def main():
                 r = run_child(w, v, steps, args)
                 if r:
                     runs[v].append(r)
-                    print(f"  {w} round {rnd} {v:15} {r['loop_s'] * 1e3:9.1f} ms", flush=True)
+                    b = f" (own base {r['base_s'] * 1e3:.1f})" if r.get("base_s") else ""
+                    print(f"  {w} round {rnd} {v:15} {r['loop_s'] * 1e3:9.1f} ms{b}"
+                          f" kernels {r.get('kernels')}", flush=True)
+                    for x in r.get("log", []):
+                        print("    " + x, flush=True)
         results[w] = summarise(w, runs)
         results[w]["placement_diffs"] = compare_placement(w, runs)
     with open(os.path.join(args.out, "realworld.json"), "w") as f:
