@@ -93,6 +93,33 @@ def profiler_for(variant, args, out):
     return mod, (lambda: mod.start(name, **kw)), fin
 
 
+def loops(step, sync, n, steps):
+    out = []
+    for _ in range(n):
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        sync()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def best_of(step, sync, start, finalize, args):
+    """warm-up, `paired` unprofiled loops, start, settle, `loops` profiled
+    loops, finalize: (best profiled loop, finalize s, profile, base loops)."""
+    for _ in range(args.warmup):
+        step()
+    base = loops(step, sync, args.paired if args.child != "none" else 0, args.steps)
+    start()
+    for _ in range(max(1, args.warmup // 4)):
+        step()
+    prof_loops = loops(step, sync, args.loops, args.steps)
+    t1 = time.perf_counter()
+    result = finalize()
+    return min(prof_loops), time.perf_counter() - t1, result, base
+
+
 def child(args):
     if os.environ.get("CPROTON_LOG") == "info":  # the backend's info lines
         import logging
@@ -104,26 +131,22 @@ def child(args):
     scope = mod.scope if mod is not None else (lambda name: contextlib.nullcontext())
     step, sync = workloads.WORKLOADS[args.workload](scope)
     # --paired N: N unprofiled loops in this process before the profiler
-    # starts, a baseline paired with the profiled loop (same compile, same
-    # memory layout), so fewer processes give a ratio as steady as "none"'s.
+    # starts, a baseline paired with the profiled loops (same compile, same
+    # memory layout); --loops K: K profiled loops. With either, each side
+    # reports its best loop: interference from the rest of the machine only
+    # ever slows a loop down, so the minimum is the steadiest estimate.
     base = []
-    if args.paired and args.child != "none":
-        for _ in range(args.warmup):
-            step()
-        for _ in range(args.paired):
-            sync()
-            t0 = time.perf_counter()
-            for _ in range(args.steps):
-                step()
-            sync()
-            base.append(time.perf_counter() - t0)
-    loop_s, finalize_s, prof = timed_run(step, sync, start, finalize,
-                                         warmup=0 if base else args.warmup,
-                                         settle=max(1, args.warmup // 4), steps=args.steps)
+    if args.paired or args.loops > 1:
+        loop_s, finalize_s, prof, base = best_of(step, sync, start, finalize, args)
+    else:
+        loop_s, finalize_s, prof = timed_run(step, sync, start, finalize,
+                                             warmup=args.warmup,
+                                             settle=max(1, args.warmup // 4),
+                                             steps=args.steps)
     res = {"variant": args.child, "workload": args.workload, "loop_s": loop_s,
            "finalize_s": finalize_s, "steps": args.steps}
     if base:
-        res["base_s"] = statistics.median(base)
+        res["base_s"] = min(base)
     if isinstance(prof, dict):
         res["kernels"] = prof["records"]
     elif prof and os.path.exists(prof):
@@ -139,7 +162,7 @@ def run_child(workload, variant, steps, args):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", variant,
            "--workload", workload, "--steps", str(steps), "--warmup", str(args.warmup),
            "--out", args.out, "--floor-lib", args.floor_lib, "--cupti", args.cupti,
-           "--paired", str(args.paired)]
+           "--paired", str(args.paired), "--loops", str(args.loops)]
     env = dict(os.environ, CPROTON_CUPTI_LIB=args.cupti, **ENV.get(variant, {}))
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, env=env,
@@ -243,6 +266,8 @@ def main():
     ap.add_argument("--cupti", default=None)
     ap.add_argument("--floor-lib", default=None)
     ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--loops", type=int, default=1,
+                    help="profiled loops per child; the best one is reported")
     ap.add_argument("--paired", type=int, default=0,
                     help="unprofiled loops run in each child before its profiler starts")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
