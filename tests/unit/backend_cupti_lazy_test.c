@@ -306,6 +306,51 @@ Test(backend_cupti_lazy, a_thread_with_its_own_scopes_keeps_callbacks_on,
   free(lazy);
 }
 
+/* A training loop: forward and optimizer launch on the main thread, the
+ * backward pass on a scopeless thread (PyTorch's autograd thread) while the
+ * main thread waits inside its "backward" scope; records are processed
+ * while later steps run. Callbacks go off in every phase of every step. */
+static void *backward_thread(void *arg) {
+  for (int i = 0; i < 40; i++)
+    drv_launch(i % 3 ? CBID : CBID_EX, "bwd");
+  return arg;
+}
+
+static void training_scenario(void) {
+  for (int step = 0; step < 50; step++) {
+    cproton_scope_enter("forward", NULL);
+    for (int i = 0; i < 40; i++)
+      drv_launch(i % 2 ? CBID : CBID_EX, "fwd");
+    cproton_scope_exit("forward");
+    cproton_scope_enter("backward", NULL);
+    pthread_t t;
+    pthread_create(&t, NULL, backward_thread, NULL);
+    pthread_join(t, NULL);
+    cproton_scope_exit("backward");
+    cproton_scope_enter("optimizer", NULL);
+    for (int i = 0; i < 10; i++)
+      drv_launch(CBID, "opt");
+    cproton_scope_exit("optimizer");
+    if (step % 7 == 0)
+      drain();
+  }
+}
+
+Test(backend_cupti_lazy, training_loop_with_an_autograd_thread, .init = setup,
+     .fini = teardown) {
+  char *eager = run(training_scenario, 0, "lazy4_eager");
+  atomic_store(&n_callbacks, 0);
+  char *lazy = run(training_scenario, 1, "lazy4_lazy");
+  cr_assert_str_eq(lazy, eager);
+  cr_assert(strstr(eager, "/backward/bwd=2000\n"), "%s", eager);
+  cr_assert_geq(atomic_load(&st.stats.lazy_ranges), 150, "%llu",
+                (unsigned long long)atomic_load(&st.stats.lazy_ranges));
+  cr_assert_eq(atomic_load(&st.stats.unattributed), 0);
+  cr_assert_lt(atomic_load(&n_callbacks), 50 * 15);
+  free(eager);
+  free(lazy);
+}
+
 /* Session phases and a second session starting change every site. */
 static void sessions_scenario(void) {
   cproton_scope_enter("s", NULL);
