@@ -51,7 +51,7 @@ ABLATION = ["none", "floor", "floor-cb", "floor-act", "proton", "cproton", "cpro
             "abl-noactivity", "abl-norecords"]
 # Environment of each variant's child (the profiler reads it at start).
 ENV = {"floor-cb": {"FLOOR_NO_ACTIVITY": "1"}, "floor-act": {"FLOOR_NO_CALLBACK": "1"},
-       "cproton-lazy": {"CPROTON_CUPTI_LAZY": "1", "CPROTON_LOG": "info"}}
+       "cproton-lazy": {"CPROTON_CUPTI_LAZY": "1", "CPROTON_LOG": "debug"}}
 ENV.update({f"abl-{a}": {"CPROTON_CUPTI_ABLATE": a}
             for a in ("nocallback", "nocapture", "noring", "noactivity", "norecords")})
 
@@ -121,9 +121,9 @@ def best_of(step, sync, start, finalize, args):
 
 
 def child(args):
-    if os.environ.get("CPROTON_LOG") == "info":  # the backend's info lines
+    if os.environ.get("CPROTON_LOG") in ("info", "debug"):  # the backend's lines
         import logging
-        logging.basicConfig(level=logging.INFO, format="cproton %(message)s")
+        logging.basicConfig(level=logging.DEBUG, format="cproton %(message)s")
     out = os.path.join(args.out, f"{args.workload}_{args.child}_{os.getpid()}")
     os.makedirs(out, exist_ok=True)
     workloads.configure_caches(args.out)
@@ -173,7 +173,8 @@ def run_child(workload, variant, steps, args):
     for line in p.stdout.splitlines():
         if line.startswith("RESULT "):
             res = json.loads(line[7:])
-            res["log"] = [x for x in p.stderr.splitlines() if "cproton" in x][:4]
+            res["log"] = [x for x in p.stderr.splitlines()
+                          if "cproton" in x and ("lazy" in x or "Warning" in x)][:40]
             return res
     sys.stderr.write(f"{workload}/{variant} failed (exit {p.returncode}):\n"
                      f"{p.stderr[-3000:]}\n")
