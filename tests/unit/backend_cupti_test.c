@@ -209,10 +209,14 @@ Test(backend_cupti, corr_lookup_and_collision, .init = setup,
   cr_assert_eq(out.thread, 11);
   cr_assert_not(cp_corr_get(st.corr, 6, &out), "unknown id");
   cr_assert_not(cp_corr_get(st.corr, 0, &out), "id 0 is never valid");
-  cr_assert_eq(cp_corr_put(st.corr, 5 + (uint32_t)cap, &b), 1, "collision");
+  cr_assert_eq(cp_corr_put(st.corr, 5 + (uint32_t)cap, &b), 0,
+               "entry 5 was read: overwriting it loses nothing");
   cr_assert_not(cp_corr_get(st.corr, 5, &out), "overwritten entry");
   cr_assert(cp_corr_get(st.corr, 5 + (uint32_t)cap, &out));
   cr_assert_eq(out.thread, 22);
+  cr_assert_eq(cp_corr_put(st.corr, 7, &a), 0);
+  cr_assert_eq(cp_corr_put(st.corr, 7 + (uint32_t)cap, &b), 1,
+               "entry 7 was never read: a collision");
 }
 
 /* ---- kernels under their launch context ------------------------------------
@@ -263,6 +267,30 @@ Test(backend_cupti, unknown_ids_are_counted_and_kept, .init = setup,
   json_decref(p);
   cr_assert(cp_stats_report(&st.stats, cp_corr_capacity(st.corr)));
   cr_assert(strstr(logged, "1 kernel records unattributed"), "%s", logged);
+}
+
+/* A long run wraps the ring: entries whose records were already read are
+ * overwritten without loss, so nothing is counted or reported. */
+Test(backend_cupti, ring_wrap_after_records_read_is_no_collision,
+     .init = setup, .fini = teardown) {
+  const char *path = cpt_tmp_path("cupti_wrap");
+  int sid = start(path, NULL);
+  cproton_scope_enter("a", NULL);
+  for (uint32_t round = 0; round < 3; round++) {
+    buffer b = {.n = 0};
+    for (uint32_t i = 0; i < 4; i++) {
+      uint32_t id = 3 + i + round * 1024; /* round r reuses round r-1's slots */
+      launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, id);
+      add_kernel(&b, "k", id, 1000 * (round * 4 + i + 1), 5, 0, 7);
+    }
+    process(&b);
+  }
+  cproton_scope_exit("a");
+  cr_assert_eq(atomic_load(&st.stats.collisions), 0);
+  cr_assert_eq(atomic_load(&st.stats.unattributed), 0);
+  json_t *p = finalize(sid, path, ".hatchet");
+  cr_assert_eq(metric(node_at(p, PATH("a", "k")), "count"), 12);
+  json_decref(p);
 }
 
 Test(backend_cupti, ring_collision_makes_record_unattributed, .init = setup,

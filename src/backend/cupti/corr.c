@@ -13,6 +13,10 @@
 
 typedef struct slot {
   _Atomic uint32_t id;
+  /* set once a record found the entry: overwriting it later loses nothing
+   * (a graph launch's later kernels may still want it, and are counted as
+   * unattributed if they come too late), so it is no collision */
+  _Atomic uint8_t read;
   cp_launch_site site;
 } slot;
 
@@ -53,10 +57,12 @@ size_t cp_corr_capacity(const cp_corr *t) { return t->mask + 1; }
 int cp_corr_put(cp_corr *t, uint32_t id, const cp_launch_site *site) {
   slot *s = &t->slots[id & t->mask];
   uint32_t old = atomic_exchange_explicit(&s->id, 0, memory_order_relaxed);
+  int was_read = atomic_load_explicit(&s->read, memory_order_relaxed);
+  atomic_store_explicit(&s->read, 0, memory_order_relaxed);
   atomic_thread_fence(memory_order_release);
   s->site = *site;
   atomic_store_explicit(&s->id, id, memory_order_release);
-  return old != 0 && old != id;
+  return old != 0 && old != id && !was_read;
 }
 
 int cp_corr_get(const cp_corr *t, uint32_t id, cp_launch_site *out) {
@@ -67,5 +73,8 @@ int cp_corr_get(const cp_corr *t, uint32_t id, cp_launch_site *out) {
     return 0;
   *out = s->site;
   atomic_thread_fence(memory_order_acquire);
-  return atomic_load_explicit(&s->id, memory_order_relaxed) == id;
+  if (atomic_load_explicit(&s->id, memory_order_relaxed) != id)
+    return 0;
+  atomic_store_explicit(&s->read, 1, memory_order_relaxed);
+  return 1;
 }

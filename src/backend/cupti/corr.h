@@ -34,13 +34,15 @@ void cp_corr_free(cp_corr *t);
 void cp_corr_clear(cp_corr *t);
 
 /* Stores `site` for correlation id `id` (non-zero). Returns 1 when a live
- * entry of another id was overwritten (counted by the caller as a
- * collision), else 0. Hot path: lock-free, no allocation; one writer per id
+ * entry of another id that no record has read yet was overwritten (counted
+ * by the caller as a collision: its record, if it comes, is unattributed),
+ * else 0 -- so a long run that wraps the ring reports nothing lost. Hot path: lock-free, no allocation; one writer per id
  * (CUPTI hands each id to one API call). */
 int cp_corr_put(cp_corr *t, uint32_t id, const cp_launch_site *site);
 
-/* Copies the site stored for `id` into `*out`. Returns 1 when found, 0 when
- * the id is unknown or its slot was reused since. Thread-safe. */
+/* Copies the site stored for `id` into `*out` and marks the entry read.
+ * Returns 1 when found, 0 when the id is unknown or its slot was reused
+ * since. Thread-safe. */
 int cp_corr_get(const cp_corr *t, uint32_t id, cp_launch_site *out);
 
 /* Number of slots. */

@@ -44,7 +44,7 @@ int cp_stats_report(const cp_cupti_stats *s, size_t ring_slots) {
            ring_slots);
   part(msg, sizeof msg, atomic_load(&s->unattributed), why);
   part(msg, sizeof msg, atomic_load(&s->collisions),
-       "correlation entries overwritten before their record arrived");
+       "correlation entries overwritten before any record read them");
   part(msg, sizeof msg, atomic_load(&s->graph_full),
        "graph nodes without capture context (graph table full)");
   part(msg, sizeof msg, atomic_load(&s->deliver_errors),
