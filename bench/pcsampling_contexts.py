@@ -112,7 +112,13 @@ def driver(out, rounds):
     for r in range(rounds):
         for m in modes:
             env = dict(os.environ, **MODES[m][1])
-            p = subprocess.run([sys.executable, __file__, "--worker", m, out], capture_output=True, text=True, env=env)
+            try:  # a hung worker is reported, never waited on for ever
+                p = subprocess.run([sys.executable, __file__, "--worker", m, out], capture_output=True,
+                                   text=True, env=env, timeout=float(os.environ.get("PCS_CTX_TIMEOUT", "120")))
+            except subprocess.TimeoutExpired as e:
+                print(f"FAIL ctx {m} round {r}: no result in {e.timeout:.0f} s (hung); its stderr: "
+                      f"{(e.stderr or b'')[-800:]!r}")
+                continue
             js = [l for l in p.stdout.splitlines() if l.startswith("JSON ")]
             if p.returncode or not js:
                 print(f"FAIL ctx {m} round {r}: rc={p.returncode} {p.stderr[-800:]}")

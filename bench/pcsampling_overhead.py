@@ -160,8 +160,13 @@ def driver(out, rounds):
     for r in range(rounds):
         for m in modes:
             env = dict(os.environ, **CPROTON_MODES.get(m, ("", {}))[1])
-            p = subprocess.run([sys.executable, __file__, "--worker", m, out], capture_output=True,
-                               text=True, env=env)
+            try:  # a hung worker is reported, never waited on for ever
+                p = subprocess.run([sys.executable, __file__, "--worker", m, out], capture_output=True,
+                                   text=True, env=env, timeout=float(os.environ.get("PCS_WORKER_TIMEOUT", "240")))
+            except subprocess.TimeoutExpired as e:
+                print(f"FAIL {m} round {r}: no result in {e.timeout:.0f} s (hung); its stderr: "
+                      f"{(e.stderr or b'')[-800:]!r}")
+                continue
             line = [l for l in p.stdout.splitlines() if l.startswith("JSON ")]
             if p.returncode or not line:
                 print(f"FAIL {m} round {r}: rc={p.returncode} {p.stderr[-800:]}")

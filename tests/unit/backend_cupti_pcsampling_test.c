@@ -5,11 +5,13 @@
  * hands over the rest. Checks that both parts reach the profile once, in
  * concurrent and exact modes, and that a refused configuration leaves a
  * kernel-level profile with one warning. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <criterion/criterion.h>
 
 #ifdef CPROTON_HAVE_CUPTI
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend/cupti/loader.h"
 #include "backend/cupti/pcsampling.h"
@@ -20,7 +22,7 @@
 #define CTX ((CUcontext)0x1000)
 
 static CUpti_PCSamplingData *configured; /* the buffer given at configure */
-static int open_range, enable_fails, n_warnings, n_stops;
+static _Atomic int open_range, enable_fails, n_warnings, n_stops; /* the drain thread too */
 static size_t hw_bytes; /* the hardware buffer size configured */
 static uint32_t sleep_ms; /* CUPTI's decoding period configured */
 static uint32_t stall_index = 7;
@@ -140,9 +142,13 @@ static int describe_h100(uint32_t id, cp_device_info *d) {
   return 0;
 }
 
+static char last_warning[1024];
 static void on_log(void *u, cproton_log_level level, const char *m) {
-  (void)u, (void)m;
-  n_warnings += level >= CPROTON_LOG_WARN;
+  (void)u;
+  if (level >= CPROTON_LOG_WARN) {
+    n_warnings++;
+    snprintf(last_warning, sizeof last_warning, "%s", m);
+  }
 }
 
 static void setup(void) {
@@ -226,6 +232,15 @@ static long long samples(json_t *n) {
   return json_integer_value(json_object_get(json_object_get(n, "metrics"), "num_samples"));
 }
 
+/* num_samples summed over `n` and every node below it. */
+static long long samples_below(json_t *n) {
+  long long sum = samples(n);
+  json_t *c;
+  size_t i;
+  json_array_foreach(json_object_get(n, "children"), i, c) sum += samples_below(c);
+  return sum;
+}
+
 static json_t *finish(int sid, const char *path) {
   cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
   char full[512];
@@ -302,6 +317,51 @@ Test(pcsampling, final_flush_takes_late_records, .init = setup, .fini = teardown
 /* Two scopes ran the kernel equally long, one with a full grid, one with
  * 32 blocks: with the device's SM count known the split follows the busy
  * sub-partitions (528 : 128 on 132 SMs), not the time (1 : 1). */
+/* drain=MS: the drain thread closes, fetches and reopens the range while
+ * the application launches and finalizes; nothing may wait on it forever
+ * (a GPU run of bench/pcsampling_contexts.py hung in this mode). */
+Test(pcsampling, drain_thread_runs_beside_launches_and_stops, .init = setup,
+     .fini = teardown, .timeout = 20) {
+  const char *path = cpt_tmp_path("pcsv_drain");
+  int sid = start(path, "pcsampling:drain=2");
+  cp_pcs_options o;
+  cr_assert_eq(cp_pcs_mode_parse("pcsampling:drain=2", &o), 0);
+  cr_assert_eq(cp_pcsampling_enable(&api, &st, &o), 0);
+  cr_assert_eq(cproton_pcsampling_add_cubin("cubin", 5), 0);
+  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t) =
+      atomic_load(&st.hooks.kernel_ran);
+  for (int i = 0; i < 40; i++) {
+    cp_launch_site site;
+    site_in(i % 2 ? "odd" : "even", &site);
+    ran("kern", &site, 100 + (uint64_t)i * 10, 5, 128, 0);
+    struct timespec t = {0, 1000000};
+    nanosleep(&t, NULL);
+  }
+  cr_assert_eq(cp_pcsampling_flush(1), 0);
+  /* read right after the flush: a drain already under way on the drain
+   * thread may be counted here and delivered after the finalize (one at
+   * most: a drain holds the lock through close, fetch and reopen, and the
+   * next is 2 ms away) */
+  int stops_at_flush = n_stops - 1;
+  json_t *j = finish(sid, path);
+  int stops_at_finish = n_stops;
+  cp_pcsampling_disable();
+  /* every Stop of the fake hands over 30 + 12 samples, whether or not a
+   * kernel record fell in its period (a real GPU samples only kernels that
+   * ran). Those read by the final flush are in the profile or, when their
+   * period had no kernel record to attribute them to, counted and reported
+   * at stop; drains between the flush and the finalize may add theirs (the
+   * fake backend's finalize does not flush). */
+  long long got = samples_below(json_array_get(j, 0));
+  cr_assert_geq(stops_at_flush, 3, "the drain thread ran (%d stops)", stops_at_flush);
+  cr_assert_leq(got, 42LL * stops_at_finish);
+  if (got < 42LL * stops_at_flush)
+    cr_assert(strstr(last_warning, "unattributed") && !strstr(last_warning, " 0 unattributed"),
+              "%lld samples for %d stops, and no unattributed ones reported: %s", got,
+              stops_at_flush, last_warning);
+  json_decref(j);
+}
+
 Test(pcsampling, split_weighs_grid_occupancy, .init = setup, .fini = teardown) {
   const char *path = cpt_tmp_path("pcsv_grid");
   st.hooks.describe_device = describe_h100;
