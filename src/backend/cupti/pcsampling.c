@@ -521,6 +521,12 @@ int cp_pcsampling_enable(const cp_loader_api *a, cp_cupti_state *st,
                     pthread_create(&drainer, NULL, drain_main, NULL) == 0;
   if (!drainer_running && (opt.exact || opt.drain_ms))
     cp_warn("pcsampling: no drain thread; samples are fetched at flush only");
+  /* the only GPU run of drain=MS (an H100, docs/benchmarks.md) never
+   * finished: say so until it is understood, rather than hang unannounced */
+  if (drainer_running && !opt.exact)
+    cp_warn("pcsampling: drain=%u is experimental: a run of it hung on an "
+            "H100 (docs/cupti.md); drain=0, the default, fetches at flush",
+            (unsigned)opt.drain_ms);
   return CPROTON_OK;
 }
 
