@@ -9,6 +9,7 @@
 
 #ifdef CPROTON_HAVE_CUPTI
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,10 +48,17 @@ static int fake_toggle(uint32_t cbid, int on) {
   return 0;
 }
 
-/* The fake driver's launch: id first, then the callback if enabled (the
- * order that exposes races), then the record. */
-static void drv_launch(CUpti_CallbackId cbid, const char *name) {
-  uint32_t id = atomic_fetch_add(&next_id, 1) + 1;
+/* Launches with callbacks off take ids from here instead (0: in order):
+ * a driver that does not number launches in launch order. */
+static atomic_uint off_ids;
+
+/* The fake driver: every API call takes the next id (launches and the
+ * others: copies, event records, on any thread). */
+static uint32_t drv_take_id(void) { return atomic_fetch_add(&next_id, 1) + 1; }
+
+/* The rest of a launch that took `id`: the callback if enabled (checked
+ * after the id: the order that exposes races), then the record. */
+static void drv_finish(CUpti_CallbackId cbid, uint32_t id, const char *name) {
   if (!atomic_load(&cb_on[cbid])) {
     atomic_fetch_add(&n_callbacks, 1);
     CUpti_CallbackData d = {.callbackSite = CUPTI_API_ENTER,
@@ -59,6 +67,8 @@ static void drv_launch(CUpti_CallbackId cbid, const char *name) {
     cp_callbacks_dispatch(&st, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
     d.callbackSite = CUPTI_API_EXIT;
     cp_callbacks_dispatch(&st, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
+  } else if (atomic_load(&off_ids)) {
+    id = atomic_fetch_add(&off_ids, 1);
   }
   size_t i = atomic_fetch_add(&n_recs, 1);
   cr_assert_lt(i, MAX_RECS);
@@ -69,6 +79,10 @@ static void drv_launch(CUpti_CallbackId cbid, const char *name) {
   k->correlationId = id;
   k->start = 1000 + 10ull * id;
   k->end = k->start + 5;
+}
+
+static void drv_launch(CUpti_CallbackId cbid, const char *name) {
+  drv_finish(cbid, drv_take_id(), name);
 }
 
 static int next(uint8_t *buf, size_t valid, CUpti_Activity **rec) {
@@ -103,6 +117,7 @@ static void setup(void) {
     atomic_store(&cb_on[i], 0);
   atomic_store(&n_callbacks, 0);
   atomic_store(&n_toggles, 0);
+  atomic_store(&off_ids, 0);
 }
 
 static void teardown(void) {
@@ -423,6 +438,188 @@ Test(backend_cupti_lazy, racing_threads_lose_no_kernel, .init = setup,
   cr_assert_eq((unsigned long long)(rk + mk), launched, "%s", tree);
   cr_assert_eq(sum_counts(tree, "mk"), 3000);
   free(tree);
+}
+
+/* ---- the driver's id order (docs/cupti.md, "What the driver may reorder") -- */
+
+/* Other API calls take ids too, on the launching thread and on a copy
+ * thread running beside it: the ranges have holes. (The copier stops after
+ * 30,000 ids: the correlation ring is indexed by id, so more than 65,536
+ * ids between a launch and its record would alias slots in both modes.) */
+static atomic_int stop_copier;
+
+static void *copier(void *arg) {
+  for (int i = 0; i < 30000 && !atomic_load(&stop_copier); i++) {
+    drv_take_id();
+    sched_yield();
+  }
+  return arg;
+}
+
+static void api_calls_scenario(void) {
+  atomic_store(&stop_copier, 0);
+  pthread_t c;
+  pthread_create(&c, NULL, copier, NULL);
+  for (int step = 0; step < 20; step++) {
+    cproton_scope_enter("forward", NULL);
+    for (int i = 0; i < 30; i++) {
+      drv_launch(CBID, "fwd");
+      if (i % 3 == 0)
+        drv_take_id(); /* cudaMemcpyAsync, cudaEventRecord, ... */
+    }
+    cproton_scope_exit("forward");
+    cproton_scope_enter("backward", NULL);
+    pthread_t b;
+    pthread_create(&b, NULL, backward_thread, NULL);
+    pthread_join(b, NULL);
+    cproton_scope_exit("backward");
+  }
+  atomic_store(&stop_copier, 1);
+  pthread_join(c, NULL);
+}
+
+Test(backend_cupti_lazy, ids_taken_by_other_api_calls_and_threads,
+     .init = setup, .fini = teardown) {
+  char *eager = run(api_calls_scenario, 0, "lazy5_eager");
+  char *lazy = run(api_calls_scenario, 1, "lazy5_lazy");
+  cr_assert_str_eq(lazy, eager);
+  cr_assert(strstr(eager, "/forward/fwd=600\n"), "%s", eager);
+  cr_assert(strstr(eager, "/backward/bwd=800\n"), "%s", eager);
+  cr_assert_geq(atomic_load(&st.stats.lazy_ranges), 40);
+  cr_assert_eq(atomic_load(&st.stats.unattributed), 0);
+  cr_assert_eq(atomic_load(&st.stats.lazy_suspended), 0);
+  free(eager);
+  free(lazy);
+}
+
+/* A scopeless thread's launch takes its id, then stalls before CUPTI's
+ * callback check while the main thread launches with callbacks off and
+ * changes scope (callbacks back on): the stalled launch is then captured
+ * with an id below those of the launches made while off. Its capture must
+ * not end the range (it is not fresh); the main thread's next one does. */
+static uint32_t held_id;
+
+static void *held_launcher(void *arg) {
+  held_id = drv_take_id();
+  set_phase(1);
+  wait_phase(2);
+  drv_finish(CBID, held_id, "held");
+  set_phase(3);
+  return arg;
+}
+
+static void reenable_race_scenario(void) {
+  phase = 0;
+  cproton_scope_enter("a", NULL);
+  for (int i = 0; i < 6; i++)
+    drv_launch(CBID, "ka"); /* lazy: callbacks off after the 4th */
+  pthread_t t;
+  pthread_create(&t, NULL, held_launcher, NULL);
+  wait_phase(1);
+  for (int i = 0; i < 10; i++)
+    drv_launch(CBID, "ka"); /* ids above the held launch's */
+  cproton_scope_enter("b", NULL); /* callbacks back on */
+  set_phase(2);
+  wait_phase(3);
+  pthread_join(t, NULL);
+  for (int i = 0; i < 5; i++)
+    drv_launch(CBID, "kb");
+  cproton_scope_exit("b");
+  cproton_scope_exit("a");
+}
+
+Test(backend_cupti_lazy, a_launch_in_flight_across_the_re_enable,
+     .init = setup, .fini = teardown) {
+  char *eager = run(reenable_race_scenario, 0, "lazy6_eager");
+  char *lazy = run(reenable_race_scenario, 1, "lazy6_lazy");
+  cr_assert_str_eq(lazy, eager);
+  cr_assert(strstr(eager, "/a/ka=16\n"), "%s", eager);
+  cr_assert(strstr(eager, "/a/b/held=1\n"), "%s", eager);
+  cr_assert_geq(atomic_load(&st.stats.lazy_records), 10);
+  cr_assert_eq(atomic_load(&st.stats.unattributed), 0);
+  cr_assert_eq(atomic_load(&st.stats.lazy_suspended), 0);
+  free(eager);
+  free(lazy);
+}
+
+/* A scopeless thread's launch takes its id just before the main thread's
+ * captures switch the callbacks off and reaches the check after: no
+ * callback, an id below the disabling capture's. The range starts at the
+ * first capture of the stable run, so it holds that id. */
+static void *early_launcher(void *arg) {
+  held_id = drv_take_id();
+  set_phase(1);
+  wait_phase(2);
+  drv_finish(CBID, held_id, "early");
+  set_phase(3);
+  return arg;
+}
+
+static void switch_off_race_scenario(void) {
+  phase = 0;
+  cproton_scope_enter("a", NULL);
+  for (int i = 0; i < 2; i++)
+    drv_launch(CBID, "ka");
+  pthread_t t;
+  pthread_create(&t, NULL, early_launcher, NULL);
+  wait_phase(1);
+  for (int i = 0; i < 4; i++)
+    drv_launch(CBID, "ka"); /* lazy: off after the 2nd of these */
+  set_phase(2);
+  wait_phase(3);
+  pthread_join(t, NULL);
+  cproton_scope_exit("a");
+  for (int i = 0; i < 3; i++)
+    drv_launch(CBID, "root_k");
+}
+
+Test(backend_cupti_lazy, a_launch_in_flight_across_the_switch_off,
+     .init = setup, .fini = teardown) {
+  char *eager = run(switch_off_race_scenario, 0, "lazy7_eager");
+  atomic_store(&n_callbacks, 0);
+  char *lazy = run(switch_off_race_scenario, 1, "lazy7_lazy");
+  cr_assert_str_eq(lazy, eager);
+  cr_assert(strstr(eager, "/a/early=1\n"), "%s", eager);
+  /* 4 captures before the switch, 3 after the scope exit: not the early */
+  cr_assert_eq(atomic_load(&n_callbacks), 7);
+  cr_assert_eq(atomic_load(&st.stats.unattributed), 0);
+  cr_assert_eq(atomic_load(&st.stats.lazy_suspended), 0);
+  free(eager);
+  free(lazy);
+}
+
+/* A driver that numbers the launches made with callbacks off out of launch
+ * order (ids far above every later capture): their records are in no
+ * range. They are counted, and lazy mode suspends itself: every later
+ * launch is captured, every later record placed exactly. */
+static void out_of_order_scenario(void) {
+  atomic_store(&off_ids, 1u << 30);
+  cproton_scope_enter("a", NULL);
+  for (int i = 0; i < 10; i++)
+    drv_launch(CBID, "ka"); /* 6 with callbacks off */
+  cproton_scope_exit("a");
+  for (int i = 0; i < 3; i++)
+    drv_launch(CBID, "kr");
+  drain(); /* the 6 records are in no range: suspended, callbacks on */
+  atomic_store(&n_callbacks, 0);
+  for (int step = 0; step < 5; step++) {
+    cproton_scope_enter("c", NULL);
+    for (int i = 0; i < 20; i++)
+      drv_launch(CBID, "kc");
+    cproton_scope_exit("c");
+  }
+}
+
+Test(backend_cupti_lazy, ids_out_of_launch_order_suspend_lazy_mode,
+     .init = setup, .fini = teardown) {
+  char *lazy = run(out_of_order_scenario, 1, "lazy8_lazy");
+  cr_assert(strstr(lazy, "/c/kc=100\n"), "%s", lazy);
+  cr_assert_eq(atomic_load(&n_callbacks), 100, "lazy mode went on skipping");
+  cr_assert_eq(atomic_load(&st.stats.lazy_ranges), 1);
+  cr_assert_eq(atomic_load(&st.stats.lazy_misses), 6);
+  cr_assert_eq(atomic_load(&st.stats.unattributed), 6);
+  cr_assert_eq(atomic_load(&st.stats.lazy_suspended), 1);
+  free(lazy);
 }
 
 #else

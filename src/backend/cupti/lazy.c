@@ -11,6 +11,18 @@
  * disabler finished) before it returns: a launch after a change on the
  * changing thread is always captured. Launches racing a change on another
  * thread get a site valid just before or after it, as with a callback.
+ *
+ * Id order across threads (docs/cupti.md, "What the driver may reorder"):
+ * a launch takes its id before CUPTI decides whether to call back, and
+ * another thread's launch may sit between the two. So a range is closed
+ * only by a *fresh* capture, one on a thread that saw the latest re-enable
+ * (`epoch`) before the launch began, whose id is above every id handed out
+ * while the callbacks were off; it starts at the first capture of the
+ * stable run that switched them off, below ids taken just before the
+ * switch; the run must come from one thread; and callbacks go off again
+ * only once the previous range is closed. A record whose id is then in no
+ * range means the driver broke this model: lazy mode suspends itself
+ * (callbacks on for the rest of the session, counted, warned at stop).
  * Hot path: cp_lazy_launched (one relaxed load when off; a few when on).
  * Called by callbacks.c (launched), records.c (lookup), cupti_backend.c. */
 #include <pthread.h>
@@ -44,7 +56,23 @@ static struct {
   atomic_int debug_lines;      /* debug lines left to print */
   atomic_ullong stable_gen;    /* generation of the latest captures */
   atomic_int stable;           /* captures in a row at stable_gen */
+  atomic_uint stable_tid;      /* ... all on this thread */
+  atomic_uint stable_first;    /* ... the first of them has this id */
+  atomic_uint epoch;           /* re-enables so far (never reset) */
+  atomic_int suspended;        /* the driver broke the id model */
 } L = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The epoch this thread last saw at a callback or at its own re-enable:
+ * equal to L.epoch means its launches began after the latest re-enable. */
+static _Thread_local unsigned seen_epoch;
+
+/* Lazy mode keeps the callbacks on from now on. Caller: lock. */
+static void suspend_locked(const char *why, uint32_t id) {
+  if (!atomic_exchange(&L.suspended, 1)) {
+    atomic_fetch_add(&L.st->stats.lazy_suspended, 1);
+    cp_debug("cupti lazy: suspended at id %u: %s", id, why);
+  }
+}
 
 /* Caller: lock. */
 static void toggle(int on) {
@@ -62,6 +90,7 @@ static void on_change(void) {
   if (atomic_load(&L.off)) {
     toggle(1);
     atomic_store(&L.off, 0);
+    seen_epoch = atomic_fetch_add(&L.epoch, 1) + 1; /* after the enable */
   }
   pthread_mutex_unlock(&L.lock);
 }
@@ -77,6 +106,7 @@ int cp_lazy_start(cp_cupti_state *st) {
   atomic_store(&L.off, 0);
   atomic_store(&L.open, 0);
   atomic_store(&L.stable, 0);
+  atomic_store(&L.suspended, 0);
   atomic_store(&L.debug_lines, DEBUG_LINES);
   atomic_store(&L.active, 1);
   pthread_mutex_unlock(&L.lock);
@@ -93,6 +123,7 @@ void cp_lazy_stop(cp_cupti_state *st) {
   if (atomic_load(&L.off))
     toggle(1);
   atomic_store(&L.off, 0);
+  atomic_fetch_add(&L.epoch, 1);
   atomic_store(&L.open, 0);
   atomic_store(&L.active, 0);
   pthread_mutex_unlock(&L.lock);
@@ -123,18 +154,29 @@ static int cbid_known(uint32_t cbid) {
 
 static range *newest(void) { return &L.ranges[(L.n - 1) % CP_LAZY_RANGES]; }
 
+/* The first id of the oldest range kept. Caller: lock, L.n > 0. */
+static uint32_t oldest_first(void) {
+  uint64_t i = L.n > CP_LAZY_RANGES ? L.n - CP_LAZY_RANGES : 0;
+  return L.ranges[i % CP_LAZY_RANGES].first;
+}
+
 /* The first DEBUG_LINES switches and misses, for checking the id order a
  * driver gives (docs/cupti.md: what the H100 run showed). */
 static int debug_line(void) {
   return atomic_fetch_sub_explicit(&L.debug_lines, 1, memory_order_relaxed) > 0;
 }
 
-/* The first capture after the callbacks came back on ends the range.
- * Caller: lock. */
+/* The first fresh capture after the callbacks came back on ends the range:
+ * its launch began after the re-enable, so its id is above every id handed
+ * out while they were off. One below the range's start means the driver
+ * does not hand out ids in launch order. Caller: lock. */
 static void close_locked(uint32_t id) {
   if (!atomic_load(&L.open))
     return;
   range *r = newest();
+  if (id < r->first)
+    suspend_locked("a launch begun after the re-enable has a lower id than "
+                   "one made before the callbacks went off", id);
   r->last = id > r->first ? id - 1 : r->first - 1;
   atomic_store(&L.open, 0);
   if (debug_line())
@@ -146,7 +188,9 @@ static void close_locked(uint32_t id) {
  * context moved since `gen` (see the invariant above). */
 static void try_off(uint32_t id, uint64_t gen, const cp_launch_site *site) {
   pthread_mutex_lock(&L.lock);
-  if (atomic_load(&L.off) || !atomic_load(&L.active)) {
+  /* open: the previous range still waits for a fresh capture to end it */
+  if (atomic_load(&L.off) || !atomic_load(&L.active) ||
+      atomic_load(&L.suspended) || atomic_load(&L.open)) {
     pthread_mutex_unlock(&L.lock);
     return;
   }
@@ -156,9 +200,12 @@ static void try_off(uint32_t id, uint64_t gen, const cp_launch_site *site) {
     pthread_mutex_unlock(&L.lock);
     return;
   }
-  close_locked(id);
-  uint32_t first = id + 1;
-  if (L.n && newest()->last != OPEN && newest()->last >= first)
+  /* From the run's first capture: a launch that took its id between it
+   * and `id` and reaches CUPTI's check after the switch is in the range. */
+  uint32_t first = atomic_load(&L.stable_first);
+  if (first > id)
+    first = id;
+  if (L.n && newest()->last >= first)
     first = newest()->last + 1;
   range *r = &L.ranges[L.n++ % CP_LAZY_RANGES];
   r->first = first;
@@ -178,17 +225,24 @@ void cp_lazy_launched(cp_cupti_state *st, uint32_t cbid, uint32_t id,
   (void)st;
   if (!atomic_load_explicit(&L.active, memory_order_relaxed))
     return;
+  unsigned ep = atomic_load(&L.epoch);
+  int fresh = seen_epoch == ep;
+  seen_epoch = ep;
   if (!cbid_known(cbid) ||
-      (atomic_load_explicit(&L.open, memory_order_relaxed) &&
+      (fresh && atomic_load_explicit(&L.open, memory_order_relaxed) &&
        !atomic_load(&L.off))) {
     pthread_mutex_lock(&L.lock);
     note_cbid(cbid);
-    if (!atomic_load(&L.off))
+    if (fresh && !atomic_load(&L.off))
       close_locked(id);
     pthread_mutex_unlock(&L.lock);
   }
-  if (atomic_load_explicit(&L.stable_gen, memory_order_relaxed) != gen) {
+  uint32_t tid = site->thread ? site->thread : cp_context_thread_id();
+  if (atomic_load_explicit(&L.stable_gen, memory_order_relaxed) != gen ||
+      atomic_load_explicit(&L.stable_tid, memory_order_relaxed) != tid) {
     atomic_store_explicit(&L.stable_gen, gen, memory_order_relaxed);
+    atomic_store_explicit(&L.stable_tid, tid, memory_order_relaxed);
+    atomic_store_explicit(&L.stable_first, id, memory_order_relaxed);
     atomic_store_explicit(&L.stable, 1, memory_order_relaxed);
     return;
   }
@@ -222,11 +276,22 @@ int cp_lazy_lookup(cp_cupti_state *st, uint32_t id, cp_launch_site *out) {
     return 0;
   pthread_mutex_lock(&L.lock);
   const range *r = L.n ? find_locked(id) : NULL;
-  if (r)
+  if (r) {
     *out = r->site;
-  else if (L.n && debug_line())
-    cp_debug("cupti lazy: record id %u in no range (newest: %u..%u of %llu)",
-             id, newest()->first, newest()->last, (unsigned long long)L.n);
+  } else if (L.n && id >= oldest_first() && atomic_load(&L.active)) {
+    /* no callback stored it and no range holds it: the driver handed out an
+     * id this model does not expect. Exactness first: callbacks back on. */
+    atomic_fetch_add_explicit(&st->stats.lazy_misses, 1, memory_order_relaxed);
+    if (debug_line())
+      cp_debug("cupti lazy: record id %u in no range (newest: %u..%u of %llu)",
+               id, newest()->first, newest()->last, (unsigned long long)L.n);
+    suspend_locked("a record's id is in no range", id);
+    if (atomic_load(&L.off)) {
+      toggle(1);
+      atomic_store(&L.off, 0);
+      atomic_fetch_add(&L.epoch, 1);
+    }
+  }
   pthread_mutex_unlock(&L.lock);
   if (r)
     atomic_fetch_add_explicit(&st->stats.lazy_records, 1, memory_order_relaxed);

@@ -31,6 +31,8 @@ typedef struct cp_cupti_stats {
   atomic_ullong lazy_ranges;    /* lazy mode: callbacks switched off */
   atomic_ullong lazy_records;   /* lazy mode: records placed by id range */
   atomic_ullong lazy_toggle_errors; /* lazy mode: cuptiEnableCallback failed */
+  atomic_ullong lazy_misses;    /* lazy mode: uncaptured ids in no range */
+  atomic_ullong lazy_suspended; /* lazy mode: suspended (driver broke order) */
 } cp_cupti_stats;
 
 typedef struct cp_cupti_hooks {
