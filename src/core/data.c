@@ -128,12 +128,13 @@ static cp_node_metrics *metrics_of(cp_data *d, const cp_node *n) {
 }
 
 int cp_data_add_kernel(cp_data *d, const cp_node *n, uint64_t duration_ns,
-                       uint32_t device_id, cp_device_type type) {
+                       uint32_t count, uint32_t device_id,
+                       cp_device_type type) {
   pthread_mutex_lock(&d->lock);
   cp_node_metrics *m = metrics_of(d, n);
   if (m) {
     m->time_ns += duration_ns;
-    m->count++;
+    m->count += count;
     m->device_id = device_id;
     m->device_type = type;
     m->has_kernel = 1;

@@ -52,10 +52,12 @@ void cp_data_trim(cp_data *d);
  * range of 4096 node ids is touched. Errors: ENOMEM. */
 int cp_data_touch(cp_data *d, const cp_node *n);
 
-/* Adds one kernel execution to `n`. Called from the backends' record
- * processing (CUPTI's thread). Errors: ENOMEM. */
+/* Adds `count` kernel executions (1, or a batch whose durations sum to
+ * `duration_ns`) to `n`. Called from the backends' record processing
+ * (CUPTI's thread). Errors: ENOMEM. */
 int cp_data_add_kernel(cp_data *d, const cp_node *n, uint64_t duration_ns,
-                       uint32_t device_id, cp_device_type type);
+                       uint32_t count, uint32_t device_id,
+                       cp_device_type type);
 
 /* Folds a named metric into `n`. Errors: ENOMEM, ESTATE (kind change). */
 int cp_data_add_metric(cp_data *d, const cp_node *n, uint32_t name,

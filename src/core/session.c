@@ -1236,8 +1236,10 @@ int cp_session_deliver_kernel(const cp_launch_site *site,
       rc = CPROTON_ENOMEM;
       continue;
     }
-    atomic_fetch_add_explicit(&s->kernels, 1, memory_order_relaxed);
-    rc = cp_data_add_kernel(p->data, n, dur, r->device_id, r->device_type);
+    uint32_t count = r->count > 1 ? r->count : 1;
+    atomic_fetch_add_explicit(&s->kernels, count, memory_order_relaxed);
+    rc = cp_data_add_kernel(p->data, n, dur, count, r->device_id,
+                            r->device_type);
     if (s->is_trace)
       trace_kernel(p->trace, site, r, n);
   }

@@ -38,6 +38,10 @@ typedef struct cp_kernel_record {
   uint32_t correlation_id;
   uint32_t graph_id; /* CUDA graph of a replayed kernel, 0 otherwise */
   cp_device_type device_type;
+  /* 0 or 1: one launch. More: a batch of `count` launches of one kernel at
+   * one site whose durations sum to end_ns - start_ns (the CUPTI backend's
+   * adaptive mode); not for trace sessions. */
+  uint32_t count;
 } cp_kernel_record;
 
 /* Fills `site` for a launch on the calling thread. Hot path: no lock, no

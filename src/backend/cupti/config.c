@@ -5,6 +5,7 @@
  * Not a hot path: called at backend start and at injection. */
 #include <dlfcn.h>
 #include <glob.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,11 @@ void cp_cupti_config_from_env(cp_cupti_config *c) {
   prepend_dir(c, getenv("TRITON_CUPTI_LIB_PATH"));
   c->nvtx = cp_cupti_config_nvtx_from_env();
   c->lazy = bool_env("CPROTON_CUPTI_LAZY", 0);
+  /* 0 or 1: off; not a number or above CP_ADAPTIVE_MAX (adaptive.h): the
+   * backend's start fails with a message naming the variable */
+  int n = int_env("CPROTON_CUPTI_ADAPTIVE", -1);
+  const char *a = getenv("CPROTON_CUPTI_ADAPTIVE");
+  c->adaptive = n >= 2 ? (unsigned)n : n < 0 && a && *a ? UINT32_MAX : 0;
   c->ablate = cp_cupti_config_ablate(getenv("CPROTON_CUPTI_ABLATE"));
   int kb = int_env("CPROTON_CUPTI_BUFFER_KB", 0);
   if (kb >= 64 && kb <= 65536)

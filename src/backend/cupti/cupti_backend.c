@@ -17,6 +17,7 @@
 #include "backend/cupti/config.h"
 #include "backend/cupti/features.h"
 #include "backend/cupti/cupti_backend.h"
+#include "backend/cupti/adaptive.h"
 #include "backend/cupti/lazy.h"
 #include "backend/cupti/loader.h"
 #include "backend/cupti/pool.h"
@@ -166,6 +167,13 @@ static int subscribe(void) {
     if (rc)
       cp_features_disable(&env);
   }
+  /* adaptive batches: not with PC sampling (it weighs every record) nor
+   * with an ablation */
+  if (!rc && config.adaptive && !env.mode.enabled && !config.ablate &&
+      (rc = cp_adaptive_new(config.adaptive, &state.adaptive))) {
+    cp_lazy_stop(&state);
+    cp_features_disable(&env);
+  }
   if (rc)
     api.cuptiUnsubscribe(subscriber);
   return rc;
@@ -213,7 +221,25 @@ static int cupti_start(const char *mode) {
 static int cupti_flush(void) {
   if (!atomic_load(&running) || atomic_load(&torn_down))
     return CPROTON_OK;
-  return cp_features_flush(&env);
+  int rc = cp_features_flush(&env);
+  /* after the records: their batches too */
+  int arc = state.adaptive ? cp_adaptive_flush(state.adaptive) : CPROTON_OK;
+  return rc ? rc : arc;
+}
+
+/* Partial batches delivered, counts logged, the table freed. */
+static void adaptive_stop(void) {
+  if (!state.adaptive)
+    return;
+  if (cp_adaptive_flush(state.adaptive))
+    atomic_fetch_add(&state.stats.adaptive_errors, 1);
+  uint64_t batched, batches;
+  cp_adaptive_counts(state.adaptive, &batched, &batches);
+  cp_info("cupti: adaptive mode: %llu kernel records delivered in %llu "
+          "batches (counts and times exact)",
+          (unsigned long long)batched, (unsigned long long)batches);
+  cp_adaptive_free(state.adaptive);
+  state.adaptive = NULL;
 }
 
 static void cupti_stop(void) {
@@ -225,6 +251,7 @@ static void cupti_stop(void) {
     cp_features_disable(&env);
     api.cuptiUnsubscribe(subscriber);
   }
+  adaptive_stop();
   atomic_store(&running, 0);
   cp_stats_report(&state.stats, cp_corr_capacity(state.corr));
 }

@@ -8,6 +8,7 @@
  * the thread that flushes. Called by backend/cupti/cupti_backend.c. */
 #include <stdint.h>
 
+#include "backend/cupti/adaptive.h"
 #include "backend/cupti/lazy.h"
 #include "backend/cupti/records.h"
 #include "core/log.h"
@@ -94,6 +95,19 @@ static void on_kernel(cp_cupti_state *st, const CUpti_Activity *rec) {
   void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t,
               uint32_t) =
       atomic_load_explicit(&st->hooks.kernel_ran, memory_order_relaxed);
+  /* adaptive mode: not for unattributed records, trace sessions (each
+   * launch's time is kept) or PC sampling (weighs each record) */
+  int rc;
+  if (st->adaptive && !ran && !site.launch_ns &&
+      site.sessions != UINT32_MAX &&
+      cp_adaptive_take(st->adaptive, &site, &r, blocks_of(k), threads_of(k),
+                       &rc)) {
+    if (rc)
+      atomic_fetch_add_explicit(&st->stats.adaptive_errors, 1,
+                                memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->stats.kernels, 1, memory_order_relaxed);
+    return;
+  }
   if (ran)
     ran(k->name, &site, k->end > k->start ? k->end - k->start : 0,
         blocks_of(k), threads_of(k), k->deviceId);

@@ -33,6 +33,7 @@ typedef struct cp_cupti_stats {
   atomic_ullong lazy_toggle_errors; /* lazy mode: cuptiEnableCallback failed */
   atomic_ullong lazy_misses;    /* lazy mode: uncaptured ids in no range */
   atomic_ullong lazy_suspended; /* lazy mode: suspended (driver broke order) */
+  atomic_ullong adaptive_errors; /* adaptive mode: batches not stored */
 } cp_cupti_stats;
 
 typedef struct cp_cupti_hooks {
@@ -67,6 +68,7 @@ typedef struct cp_cupti_hooks {
 
 typedef struct cp_cupti_state {
   cp_corr *corr;
+  struct cp_adaptive *adaptive; /* adaptive mode's batches, or NULL */
   cp_graph *graphs;
   _Atomic uint64_t dead[CP_GRAPH_DEAD_RING]; /* node id + 1; 0 = empty */
   atomic_uint dead_next;

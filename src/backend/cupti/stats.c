@@ -25,6 +25,7 @@ void cp_stats_reset(cp_cupti_stats *s) {
   atomic_store(&s->lazy_toggle_errors, 0);
   atomic_store(&s->lazy_misses, 0);
   atomic_store(&s->lazy_suspended, 0);
+  atomic_store(&s->adaptive_errors, 0);
 }
 
 static void part(char *out, size_t size, unsigned long long n,
@@ -55,6 +56,9 @@ int cp_stats_report(const cp_cupti_stats *s, size_t ring_slots) {
        "nvtxRangePop calls without an open range");
   part(msg, sizeof msg, atomic_load(&s->lazy_toggle_errors),
        "launch callbacks CUPTI refused to switch (lazy mode)");
+  part(msg, sizeof msg, atomic_load(&s->adaptive_errors),
+       "batches of kernel records the profile could not store (adaptive "
+       "mode, out of memory)");
   part(msg, sizeof msg, atomic_load(&s->lazy_misses),
        "records lazy mode could not place (the driver handed out ids out of "
        "launch order; lazy mode suspended itself, callbacks stayed on)");
