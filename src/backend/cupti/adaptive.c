@@ -17,7 +17,10 @@ typedef struct slot {
   int used;
   uint64_t hash;
   cp_launch_site site;
-  char *name; /* owned copy */
+  const char *key_name; /* the record's pointer: CUPTI shares one string
+                           per kernel, so the pointer is the key (a kernel
+                           seen under two pointers gets two keys: harmless) */
+  char *name;           /* owned copy, delivered with the batch */
   uint32_t device, graph, threads;
   uint64_t blocks;
   uint64_t seen;     /* records of this key so far */
@@ -67,9 +70,7 @@ static uint64_t mix(uint64_t h, uint64_t v) {
 
 static uint64_t key_hash(const cp_launch_site *s, const cp_kernel_record *r,
                          uint64_t blocks, uint32_t threads) {
-  uint64_t h = 1469598103934665603ull;
-  for (const char *p = r->name ? r->name : ""; *p; p++)
-    h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  uint64_t h = mix(1469598103934665603ull, (uint64_t)(uintptr_t)r->name);
   for (int k = 0; k < CP_CONTEXT_KINDS; k++)
     h = mix(h, (uint64_t)(uintptr_t)s->node[k] ^ s->is_op[k]);
   h = mix(h, ((uint64_t)s->sessions << 32) | s->epoch);
@@ -88,7 +89,7 @@ static int same_key(const slot *sl, uint64_t h, const cp_launch_site *s,
   for (int k = 0; k < CP_CONTEXT_KINDS; k++)
     if (sl->site.node[k] != s->node[k] || sl->site.is_op[k] != s->is_op[k])
       return 0;
-  return strcmp(sl->name, r->name ? r->name : "") == 0;
+  return sl->key_name == r->name;
 }
 
 /* The slot of the key, claimed if new; NULL when none is free near it.
@@ -105,6 +106,7 @@ static slot *find(cp_adaptive *a, const cp_launch_site *s,
       if (!(sl->name = strdup(r->name ? r->name : "")))
         return NULL;
       sl->used = 1;
+      sl->key_name = r->name;
       sl->hash = h;
       sl->site = *s;
       sl->device = r->device_id;

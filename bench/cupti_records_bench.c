@@ -1,0 +1,126 @@
+/* cupti_records_bench.c -- host cost per kernel record on the records
+ * thread (records.c: correlation lookup, delivery into the profile), record
+ * by record and in adaptive mode (CPROTON_CUPTI_ADAPTIVE=N), on synthetic
+ * streams; no GPU, no libcupti (CUPTI headers only). Medians of interleaved
+ * runs. Usage: cupti_records_bench [runs] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/cupti/adaptive.h"
+#include "backend/cupti/callbacks.h"
+#include "backend/cupti/records.h"
+#include "core/session.h"
+#include "cproton/cproton.h"
+
+typedef CUpti_ActivityKernel10 krec;
+enum { N_RECS = 60000 };
+
+static cp_cupti_state st;
+static krec recs[N_RECS];
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int describe(uint32_t id, cp_device_info *d) {
+  (void)id;
+  snprintf(d->arch, sizeof d->arch, "90");
+  return 0;
+}
+
+static int next(uint8_t *buf, size_t valid, CUpti_Activity **rec) {
+  uint8_t *p = *rec ? (uint8_t *)*rec + sizeof(krec) : buf;
+  if (p + sizeof(krec) > buf + valid)
+    return 0;
+  *rec = (CUpti_Activity *)p;
+  return 1;
+}
+
+/* Captures N_RECS launches (1 key, or 2 scopes x 2 kernels x 2 grids). */
+static void make_stream(int alternating) {
+  for (uint32_t i = 0; i < N_RECS; i++) {
+    const char *scope = alternating && i % 2 ? "fwd" : "bwd";
+    cproton_scope_enter(scope, NULL);
+    CUpti_CallbackData d = {.callbackSite = CUPTI_API_ENTER,
+                            .correlationId = i + 1};
+    cp_callbacks_dispatch(&st, CUPTI_CB_DOMAIN_DRIVER_API,
+                          CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &d);
+    cproton_scope_exit(scope);
+    krec *k = &recs[i];
+    memset(k, 0, sizeof *k);
+    k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k->name = alternating && i % 3 == 0
+                  ? "void at::native::softmax_kernel<float>(float*, int)"
+                  : "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn";
+    k->correlationId = i + 1;
+    k->gridX = alternating && i % 7 == 0 ? 66 : 132;
+    k->gridY = k->gridZ = k->blockX = k->blockY = k->blockZ = 1;
+    k->start = 1000 + 100ull * i;
+    k->end = k->start + 1000 + i % 37;
+  }
+}
+
+/* ns per record for one pass over the stream, adaptive N (0: off). */
+static double pass(unsigned n) {
+  if (n && cp_adaptive_new(n, &st.adaptive))
+    return -1;
+  double t0 = now_ns();
+  for (size_t i = 0; i < N_RECS; i += 512) {
+    size_t m = N_RECS - i < 512 ? N_RECS - i : 512;
+    cp_records_process(&st, (uint8_t *)&recs[i], m * sizeof(krec), next);
+  }
+  if (st.adaptive)
+    cp_adaptive_flush(st.adaptive);
+  double t = (now_ns() - t0) / N_RECS;
+  cp_adaptive_free(st.adaptive);
+  st.adaptive = NULL;
+  return t;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+  int runs = argc > 1 ? atoi(argv[1]) : 9;
+  if (runs < 1 || runs > 99)
+    runs = 9;
+  static const unsigned modes[] = {0, 4, 16, 64};
+  enum { MODES = sizeof modes / sizeof *modes };
+  st.corr = cp_corr_new(1u << 16);
+  st.graphs = cp_graph_new(1024);
+  st.hooks.describe_device = describe;
+  cproton_session_options o;
+  cproton_session_options_init(&o);
+  o.name = "/tmp/cupti_records_bench";
+  o.backend = "none";
+  int sid;
+  if (cproton_session_start(&o, &sid)) {
+    fprintf(stderr, "%s\n", cproton_last_error());
+    return 1;
+  }
+  for (int alt = 0; alt < 2; alt++) {
+    make_stream(alt);
+    double t[MODES][99];
+    for (int r = 0; r < runs; r++)
+      for (int m = 0; m < MODES; m++)
+        t[m][r] = pass(modes[m]);
+    printf("%s stream (%d records, median of %d):\n",
+           alt ? "alternating" : "stable", N_RECS, runs);
+    for (int m = 0; m < MODES; m++) {
+      qsort(t[m], (size_t)runs, sizeof t[m][0], cmp);
+      if (m)
+        printf("  adaptive N=%-6u %6.1f ns/record\n", modes[m],
+               t[m][runs / 2]);
+      else
+        printf("  record by record %6.1f ns/record\n", t[m][runs / 2]);
+    }
+  }
+  cproton_session_finalize(sid, NULL);
+  return 0;
+}
