@@ -4,14 +4,16 @@
  * callback only while enabled, a kernel record either way) while the main
  * thread enters and exits scopes, which switches the callbacks back on;
  * another thread enters a scope of its own now and then. Records are
- * processed concurrently on a records thread. Every kernel must be
- * delivered exactly once. Exit status 0 = pass. */
+ * processed concurrently on a records thread, in adaptive mode (batches of
+ * 8, backend/cupti/adaptive.c) flushed by the main thread now and then.
+ * Every kernel must be delivered exactly once. Exit status 0 = pass. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cupti/adaptive.h"
 #include "backend/cupti/callbacks.h"
 #include "backend/cupti/lazy.h"
 #include "backend/cupti/records.h"
@@ -119,7 +121,8 @@ int main(int argc, char **argv) {
   o.name = path;
   o.backend = "none";
   int sid;
-  if (cproton_session_start(&o, &sid) || cp_lazy_start(&st)) {
+  if (cproton_session_start(&o, &sid) || cp_lazy_start(&st) ||
+      cp_adaptive_new(8, &st.adaptive)) {
     fprintf(stderr, "cupti_lazy_race: start: %s\n", cproton_last_error());
     return 1;
   }
@@ -133,6 +136,8 @@ int main(int argc, char **argv) {
     for (int j = 0; j < 10; j++)
       launch();
     cproton_scope_exit(i % 2 ? "odd" : "even");
+    if (i % 100 == 99)
+      cp_adaptive_flush(st.adaptive); /* races the records thread's batches */
   }
   atomic_store(&stop, 1);
   for (int i = 0; i < N_LAUNCHERS + 2; i++)
@@ -140,17 +145,23 @@ int main(int argc, char **argv) {
   size_t made = atomic_load(&n_recs);
   made = made < MAX_RECS ? made : MAX_RECS;
   process_ready(made);
+  int frc = cp_adaptive_flush(st.adaptive);
+  uint64_t batched, batches;
+  cp_adaptive_counts(st.adaptive, &batched, &batches);
+  cp_adaptive_free(st.adaptive);
   unsigned long long got = atomic_load(&st.stats.kernels);
   unsigned long long ranges = atomic_load(&st.stats.lazy_ranges);
   cp_lazy_stop(&st);
   int rc = cproton_session_finalize(sid, NULL);
   cp_corr_free(st.corr);
   cp_graph_free(st.graphs);
-  if (rc || got != made || done != made) {
+  if (rc || frc || got != made || done != made) {
     fprintf(stderr, "cupti_lazy_race: %llu kernels delivered of %zu (%zu "
             "processed), finalize %d\n", got, made, done, rc);
     return 1;
   }
-  printf("cupti_lazy_race: %zu kernels, %llu lazy ranges\n", made, ranges);
+  printf("cupti_lazy_race: %zu kernels, %llu lazy ranges, %llu records in "
+         "%llu adaptive batches\n", made, ranges, (unsigned long long)batched,
+         (unsigned long long)batches);
   return 0;
 }
