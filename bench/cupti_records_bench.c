@@ -13,6 +13,7 @@
 #include "backend/cupti/records.h"
 #include "core/session.h"
 #include "cproton/cproton.h"
+#include "cupti_synth.h"
 
 typedef CUpti_ActivityKernel10 krec;
 enum { N_RECS = 60000 };
@@ -30,14 +31,6 @@ static int describe(uint32_t id, cp_device_info *d) {
   (void)id;
   snprintf(d->arch, sizeof d->arch, "90");
   return 0;
-}
-
-static int next(uint8_t *buf, size_t valid, CUpti_Activity **rec) {
-  uint8_t *p = *rec ? (uint8_t *)*rec + sizeof(krec) : buf;
-  if (p + sizeof(krec) > buf + valid)
-    return 0;
-  *rec = (CUpti_Activity *)p;
-  return 1;
 }
 
 /* Captures N_RECS launches (1 key, or 2 scopes x 2 kernels x 2 grids). */
@@ -71,7 +64,7 @@ static double pass(unsigned n) {
   double t0 = now_ns();
   for (size_t i = 0; i < N_RECS; i += 512) {
     size_t m = N_RECS - i < 512 ? N_RECS - i : 512;
-    cp_records_process(&st, (uint8_t *)&recs[i], m * sizeof(krec), next);
+    cp_records_process(&st, (uint8_t *)&recs[i], m * sizeof(krec), cpt_next_kernel);
   }
   if (st.adaptive)
     cp_adaptive_flush(st.adaptive);

@@ -19,6 +19,7 @@
 #include "backend/cupti/records.h"
 #include "core/session.h"
 #include "cproton/cproton.h"
+#include "cupti_synth.h"
 
 enum { N_LAUNCHERS = 3, MAX_RECS = 1 << 17, CHUNK = 128 };
 #define CBID CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel
@@ -80,14 +81,6 @@ static void *own_scopes(void *arg) {
   return arg;
 }
 
-static int next(uint8_t *buf, size_t valid, CUpti_Activity **rec) {
-  uint8_t *p = *rec ? (uint8_t *)*rec + sizeof(krec) : buf;
-  if (p + sizeof(krec) > buf + valid)
-    return 0;
-  *rec = (CUpti_Activity *)p;
-  return 1;
-}
-
 static size_t done; /* records processed (records thread only) */
 
 static void process_ready(size_t limit) {
@@ -97,7 +90,7 @@ static void process_ready(size_t limit) {
       n++;
     if (!n)
       return;
-    cp_records_process(&st, (uint8_t *)&recs[done], n * sizeof(krec), next);
+    cp_records_process(&st, (uint8_t *)&recs[done], n * sizeof(krec), cpt_next_kernel);
     done += n;
   }
 }

@@ -66,3 +66,52 @@ int cpt_json_file_matches(const char *path, const char *expected,
   *want_out = canonical(cpt_parse_json(expected));
   return *got_out && *want_out && strcmp(*got_out, *want_out) == 0;
 }
+
+static void profile_flatten(json_t *n, const char *prefix, int with_time,
+                            char *out, size_t size) {
+  json_t *kids = json_object_get(n, "children"), *c;
+  size_t i;
+  json_array_foreach(kids, i, c) {
+    const char *name = json_string_value(
+        json_object_get(json_object_get(c, "frame"), "name"));
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", prefix, name ? name : "?");
+    json_t *m = json_object_get(c, "metrics");
+    json_t *count = json_object_get(m, "count");
+    json_t *time = json_object_get(m, "time (ns)");
+    size_t len = strlen(out);
+    if (count && with_time)
+      snprintf(out + len, size - len, "%s count=%lld time=%.0f\n", path,
+               (long long)json_integer_value(count),
+               time ? json_number_value(time) : -1.0);
+    else if (count)
+      snprintf(out + len, size - len, "%s=%lld\n", path,
+               (long long)json_integer_value(count));
+    profile_flatten(c, path, with_time, out, size);
+  }
+}
+
+static int cmp_lines(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char *cpt_profile_lines(json_t *profile, int with_time) {
+  enum { SIZE = 1 << 16, LINES = 1024 };
+  char *buf = calloc(1, SIZE), *lines[LINES], *out = calloc(1, SIZE + 2);
+  size_t n = 0;
+  if (!buf || !out) {
+    free(buf);
+    free(out);
+    return NULL;
+  }
+  profile_flatten(json_array_get(profile, 0), "", with_time, buf, SIZE);
+  for (char *p = strtok(buf, "\n"); p && n < LINES; p = strtok(NULL, "\n"))
+    lines[n++] = p;
+  qsort(lines, n, sizeof *lines, cmp_lines);
+  for (size_t i = 0; i < n; i++) {
+    strcat(out, lines[i]);
+    strcat(out, "\n");
+  }
+  free(buf);
+  return out;
+}

@@ -16,6 +16,11 @@ char *cpt_read_file(const char *path, size_t *size_out);
 /* Loads a JSON file with jansson; NULL (and a message on stderr) on error. */
 json_t *cpt_load_json(const char *path);
 
+/* A hatchet profile's tree as sorted lines, one per node with a count:
+ * "/a/b/k=COUNT", or with `with_time` "/a/b/k count=COUNT time=NS"; a new
+ * string to free. Profiles compare this way whatever their sibling order. */
+char *cpt_profile_lines(json_t *profile, int with_time);
+
 /* Parses JSON text; NULL on error. */
 json_t *cpt_parse_json(const char *text);
 

@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/session.h"
 #include "cproton/cproton.h"
+#include "cupti_synth.h"
 #include "testutil.h"
 
 typedef CUpti_ActivityKernel10 krec;
@@ -66,20 +67,12 @@ static void launch(const char *name, int grid, uint64_t ns) {
   k->end = k->start + ns;
 }
 
-static int next(uint8_t *buf, size_t valid, CUpti_Activity **rec) {
-  uint8_t *p = *rec ? (uint8_t *)*rec + sizeof(krec) : buf;
-  if (p + sizeof(krec) > buf + valid)
-    return 0;
-  *rec = (CUpti_Activity *)p;
-  return 1;
-}
-
 /* The records so far, in buffers of 512, then (adaptive) the backend's
  * flush of partial batches. */
 static void drain(void) {
   for (size_t i = 0; i < n_recs; i += 512) {
     size_t m = n_recs - i < 512 ? n_recs - i : 512;
-    cp_records_process(&st, (uint8_t *)&recs[i], m * sizeof(krec), next);
+    cp_records_process(&st, (uint8_t *)&recs[i], m * sizeof(krec), cpt_next_kernel);
   }
   n_recs = 0;
   if (st.adaptive)
@@ -102,33 +95,6 @@ static void teardown(void) {
   cp_corr_free(st.corr);
   cp_graph_free(st.graphs);
   free(recs);
-}
-
-/* ---- profiles as "path count time" lines ----------------------------------- */
-
-static void flatten(json_t *n, const char *prefix, char *out, size_t size) {
-  json_t *kids = json_object_get(n, "children"), *c;
-  size_t i;
-  json_array_foreach(kids, i, c) {
-    const char *name = json_string_value(
-        json_object_get(json_object_get(c, "frame"), "name"));
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", prefix, name ? name : "?");
-    json_t *m = json_object_get(c, "metrics");
-    json_t *count = json_object_get(m, "count");
-    json_t *time = json_object_get(m, "time (ns)");
-    if (count) {
-      size_t len = strlen(out);
-      snprintf(out + len, size - len, "%s count=%lld time=%.0f\n", path,
-               (long long)json_integer_value(count),
-               time ? json_number_value(time) : -1.0);
-    }
-    flatten(c, path, out, size);
-  }
-}
-
-static int cmp_lines(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 static char *profile(void (*stream)(void), unsigned n, const char *name,
@@ -159,21 +125,9 @@ static char *profile(void (*stream)(void), unsigned n, const char *name,
   snprintf(full, sizeof full, "%s.hatchet", path);
   json_t *j = cpt_load_json(full);
   cr_assert_not_null(j);
-  static char buf[1 << 16];
-  buf[0] = '\0';
-  flatten(json_array_get(j, 0), "", buf, sizeof buf);
+  char *lines = cpt_profile_lines(j, 1);
   json_decref(j);
-  char *lines[512];
-  size_t k = 0;
-  for (char *p = strtok(buf, "\n"); p && k < 512; p = strtok(NULL, "\n"))
-    lines[k++] = p;
-  qsort(lines, k, sizeof *lines, cmp_lines);
-  char *out = calloc(1, sizeof buf);
-  for (size_t i = 0; i < k; i++) {
-    strcat(out, lines[i]);
-    strcat(out, "\n");
-  }
-  return out;
+  return lines;
 }
 
 /* Profiles `stream` record by record and with N = 16; they must match. */

@@ -20,6 +20,7 @@
 #include "backend/cupti/records.h"
 #include "core/session.h"
 #include "cproton/cproton.h"
+#include "cupti_synth.h"
 #include "testutil.h"
 
 typedef CUpti_ActivityKernel10 krec;
@@ -85,20 +86,12 @@ static void drv_launch(CUpti_CallbackId cbid, const char *name) {
   drv_finish(cbid, drv_take_id(), name);
 }
 
-static int next(uint8_t *buf, size_t valid, CUpti_Activity **rec) {
-  uint8_t *p = *rec ? (uint8_t *)*rec + sizeof(krec) : buf;
-  if (p + sizeof(krec) > buf + valid)
-    return 0;
-  *rec = (CUpti_Activity *)p;
-  return 1;
-}
-
 /* Delivers the records made so far, in buffers of 256 as CUPTI would. */
 static void drain(void) {
   size_t n = atomic_load(&n_recs);
   for (size_t i = 0; i < n; i += 256) {
     size_t m = n - i < 256 ? n - i : 256;
-    cp_records_process(&st, (uint8_t *)&recs[i], m * sizeof(krec), next);
+    cp_records_process(&st, (uint8_t *)&recs[i], m * sizeof(krec), cpt_next_kernel);
   }
   atomic_store(&n_recs, 0);
 }
@@ -152,44 +145,8 @@ static json_t *finish(int sid, const char *path) {
   return j;
 }
 
-/* Flattens the tree into "a/b/k=count" lines, sorted, for comparison. */
-static void flatten(json_t *n, const char *prefix, char *out, size_t size) {
-  json_t *kids = json_object_get(n, "children"), *c;
-  size_t i;
-  json_array_foreach(kids, i, c) {
-    const char *name = json_string_value(
-        json_object_get(json_object_get(c, "frame"), "name"));
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", prefix, name ? name : "?");
-    json_t *count = json_object_get(json_object_get(c, "metrics"), "count");
-    if (count) {
-      size_t len = strlen(out);
-      snprintf(out + len, size - len, "%s=%lld\n", path,
-               (long long)json_integer_value(count));
-    }
-    flatten(c, path, out, size);
-  }
-}
-
-static int cmp_lines(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static char *sorted_tree(json_t *profile) {
-  static char buf[1 << 16];
-  buf[0] = '\0';
-  flatten(json_array_get(profile, 0), "", buf, sizeof buf);
-  char *lines[512];
-  size_t n = 0;
-  for (char *p = strtok(buf, "\n"); p && n < 512; p = strtok(NULL, "\n"))
-    lines[n++] = p;
-  qsort(lines, n, sizeof *lines, cmp_lines);
-  char *out = calloc(1, sizeof buf);
-  for (size_t i = 0; i < n; i++) {
-    strcat(out, lines[i]);
-    strcat(out, "\n");
-  }
-  return out;
+  return cpt_profile_lines(profile, 0);
 }
 
 /* ---- scenarios ------------------------------------------------------------- */
@@ -442,6 +399,23 @@ Test(backend_cupti_lazy, racing_threads_lose_no_kernel, .init = setup,
 
 /* ---- the driver's id order (docs/cupti.md, "What the driver may reorder") -- */
 
+/* Runs `scenario` with a callback per launch and in lazy mode: the same
+ * profile, nothing unattributed, lazy mode not suspended. The first
+ * profile, to free. */
+static char *same_in_both(void (*scenario)(void), const char *name) {
+  char eager_name[64], lazy_name[64];
+  snprintf(eager_name, sizeof eager_name, "%s_eager", name);
+  snprintf(lazy_name, sizeof lazy_name, "%s_lazy", name);
+  char *eager = run(scenario, 0, eager_name);
+  atomic_store(&n_callbacks, 0);
+  char *lazy = run(scenario, 1, lazy_name);
+  cr_assert_str_eq(lazy, eager);
+  cr_assert_eq(atomic_load(&st.stats.unattributed), 0);
+  cr_assert_eq(atomic_load(&st.stats.lazy_suspended), 0);
+  free(lazy);
+  return eager;
+}
+
 /* Other API calls take ids too, on the launching thread and on a copy
  * thread running beside it: the ranges have holes. (The copier stops after
  * 30,000 ids: the correlation ring is indexed by id, so more than 65,536
@@ -480,16 +454,11 @@ static void api_calls_scenario(void) {
 
 Test(backend_cupti_lazy, ids_taken_by_other_api_calls_and_threads,
      .init = setup, .fini = teardown) {
-  char *eager = run(api_calls_scenario, 0, "lazy5_eager");
-  char *lazy = run(api_calls_scenario, 1, "lazy5_lazy");
-  cr_assert_str_eq(lazy, eager);
+  char *eager = same_in_both(api_calls_scenario, "lazy5");
   cr_assert(strstr(eager, "/forward/fwd=600\n"), "%s", eager);
   cr_assert(strstr(eager, "/backward/bwd=800\n"), "%s", eager);
   cr_assert_geq(atomic_load(&st.stats.lazy_ranges), 40);
-  cr_assert_eq(atomic_load(&st.stats.unattributed), 0);
-  cr_assert_eq(atomic_load(&st.stats.lazy_suspended), 0);
   free(eager);
-  free(lazy);
 }
 
 /* A scopeless thread's launch takes its id, then stalls before CUPTI's
@@ -497,15 +466,16 @@ Test(backend_cupti_lazy, ids_taken_by_other_api_calls_and_threads,
  * changes scope (callbacks back on): the stalled launch is then captured
  * with an id below those of the launches made while off. Its capture must
  * not end the range (it is not fresh); the main thread's next one does. */
-static uint32_t held_id;
 
-static void *held_launcher(void *arg) {
-  held_id = drv_take_id();
+/* A launch of kernel `arg` that takes its id (phase 1), then stalls before
+ * the callback check until phase 2; phase 3 once it is done. */
+static void *stalled_launcher(void *arg) {
+  uint32_t id = drv_take_id();
   set_phase(1);
   wait_phase(2);
-  drv_finish(CBID, held_id, "held");
+  drv_finish(CBID, id, arg);
   set_phase(3);
-  return arg;
+  return NULL;
 }
 
 static void reenable_race_scenario(void) {
@@ -514,7 +484,7 @@ static void reenable_race_scenario(void) {
   for (int i = 0; i < 6; i++)
     drv_launch(CBID, "ka"); /* lazy: callbacks off after the 4th */
   pthread_t t;
-  pthread_create(&t, NULL, held_launcher, NULL);
+  pthread_create(&t, NULL, stalled_launcher, "held");
   wait_phase(1);
   for (int i = 0; i < 10; i++)
     drv_launch(CBID, "ka"); /* ids above the held launch's */
@@ -530,38 +500,24 @@ static void reenable_race_scenario(void) {
 
 Test(backend_cupti_lazy, a_launch_in_flight_across_the_re_enable,
      .init = setup, .fini = teardown) {
-  char *eager = run(reenable_race_scenario, 0, "lazy6_eager");
-  char *lazy = run(reenable_race_scenario, 1, "lazy6_lazy");
-  cr_assert_str_eq(lazy, eager);
+  char *eager = same_in_both(reenable_race_scenario, "lazy6");
   cr_assert(strstr(eager, "/a/ka=16\n"), "%s", eager);
   cr_assert(strstr(eager, "/a/b/held=1\n"), "%s", eager);
   cr_assert_geq(atomic_load(&st.stats.lazy_records), 10);
-  cr_assert_eq(atomic_load(&st.stats.unattributed), 0);
-  cr_assert_eq(atomic_load(&st.stats.lazy_suspended), 0);
   free(eager);
-  free(lazy);
 }
 
 /* A scopeless thread's launch takes its id just before the main thread's
  * captures switch the callbacks off and reaches the check after: no
  * callback, an id below the disabling capture's. The range starts at the
  * first capture of the stable run, so it holds that id. */
-static void *early_launcher(void *arg) {
-  held_id = drv_take_id();
-  set_phase(1);
-  wait_phase(2);
-  drv_finish(CBID, held_id, "early");
-  set_phase(3);
-  return arg;
-}
-
 static void switch_off_race_scenario(void) {
   phase = 0;
   cproton_scope_enter("a", NULL);
   for (int i = 0; i < 2; i++)
     drv_launch(CBID, "ka");
   pthread_t t;
-  pthread_create(&t, NULL, early_launcher, NULL);
+  pthread_create(&t, NULL, stalled_launcher, "early");
   wait_phase(1);
   for (int i = 0; i < 4; i++)
     drv_launch(CBID, "ka"); /* lazy: off after the 2nd of these */
@@ -575,17 +531,11 @@ static void switch_off_race_scenario(void) {
 
 Test(backend_cupti_lazy, a_launch_in_flight_across_the_switch_off,
      .init = setup, .fini = teardown) {
-  char *eager = run(switch_off_race_scenario, 0, "lazy7_eager");
-  atomic_store(&n_callbacks, 0);
-  char *lazy = run(switch_off_race_scenario, 1, "lazy7_lazy");
-  cr_assert_str_eq(lazy, eager);
+  char *eager = same_in_both(switch_off_race_scenario, "lazy7");
   cr_assert(strstr(eager, "/a/early=1\n"), "%s", eager);
   /* 4 captures before the switch, 3 after the scope exit: not the early */
   cr_assert_eq(atomic_load(&n_callbacks), 7);
-  cr_assert_eq(atomic_load(&st.stats.unattributed), 0);
-  cr_assert_eq(atomic_load(&st.stats.lazy_suspended), 0);
   free(eager);
-  free(lazy);
 }
 
 /* A driver that numbers the launches made with callbacks off out of launch

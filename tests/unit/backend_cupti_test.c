@@ -16,6 +16,7 @@
 #include "backend/cupti/callbacks.h"
 #include "backend/cupti/config.h"
 #include "backend/cupti/cupti_backend.h"
+#include "cupti_synth.h"
 #include "backend/cupti/loader.h"
 #include "backend/cupti/pool.h"
 #include "backend/cupti/records.h"
@@ -141,17 +142,8 @@ static void add_graph_kernel(buffer *b, const char *name, uint32_t corr,
   b->recs[b->n - 1].graphNodeId = node;
 }
 
-/* Walks the buffer like cuptiActivityGetNextRecord does. */
-static int next(uint8_t *buf, size_t valid, CUpti_Activity **rec) {
-  uint8_t *p = *rec ? (uint8_t *)*rec + sizeof(krec) : buf;
-  if (p + sizeof(krec) > buf + valid)
-    return 0;
-  *rec = (CUpti_Activity *)p;
-  return 1;
-}
-
 static size_t process(buffer *b) {
-  return cp_records_process(&st, (uint8_t *)b->recs, b->n * sizeof(krec), next);
+  return cp_records_process(&st, (uint8_t *)b->recs, b->n * sizeof(krec), cpt_next_kernel);
 }
 
 /* ---- reading profiles ---------------------------------------------------- */
