@@ -1,6 +1,8 @@
 /* backend/cupti/adaptive.c -- repeated kernel records summed into batches
  * (see adaptive.h). Invariant: every record taken is in exactly one
  * delivery: its batch's when the batch fills, else the flush's.
+ * Lock order: the table's lock, then the core's (deliveries happen under
+ * it, so a batch's name is never freed while delivered).
  * Hot path: cp_adaptive_take runs per record on the records thread (one
  * hash probe, one uncontended lock). Called by records.c and
  * cupti_backend.c. */
@@ -145,17 +147,14 @@ int cp_adaptive_take(cp_adaptive *a, const cp_launch_site *site,
   sl->last = *r;
   sl->n++;
   a->batched++;
-  int full = sl->n >= a->n;
-  cp_kernel_record b;
-  cp_launch_site s = sl->site;
-  if (full) {
-    b = batch_of(sl);
+  if (sl->n >= a->n) {
+    /* under the lock: the batch names the slot's copy, which a flush on
+     * another thread frees (one delivery per N records: no contention) */
+    cp_kernel_record b = batch_of(sl);
     a->batches++;
+    *rc = cp_session_deliver_kernel(&sl->site, &b);
   }
   pthread_mutex_unlock(&a->lock);
-  /* outside the lock: delivery takes the core's locks */
-  if (full)
-    *rc = cp_session_deliver_kernel(&s, &b);
   return 1;
 }
 
@@ -164,24 +163,20 @@ int cp_adaptive_take(cp_adaptive *a, const cp_launch_site *site,
  * must not match. */
 int cp_adaptive_flush(cp_adaptive *a) {
   int first = CPROTON_OK;
+  pthread_mutex_lock(&a->lock);
   for (size_t i = 0; i < CP_ADAPTIVE_SLOTS; i++) {
-    pthread_mutex_lock(&a->lock);
     slot *sl = &a->slots[i];
-    int open = sl->used && sl->n > 0;
-    cp_kernel_record b;
-    cp_launch_site s = sl->site;
-    char *name = sl->name;
-    if (open) {
-      b = batch_of(sl);
+    if (sl->used && sl->n > 0) {
+      cp_kernel_record b = batch_of(sl);
       a->batches++;
+      int rc = cp_session_deliver_kernel(&sl->site, &b);
+      if (rc && !first)
+        first = rc;
     }
+    free(sl->name);
     memset(sl, 0, sizeof *sl);
-    pthread_mutex_unlock(&a->lock);
-    int rc = open ? cp_session_deliver_kernel(&s, &b) : CPROTON_OK;
-    free(name);
-    if (rc && !first)
-      first = rc;
   }
+  pthread_mutex_unlock(&a->lock);
   return first;
 }
 
