@@ -16,8 +16,11 @@
  *
  * Any change (scope, state, op, session, main thread) re-enables the
  * callbacks on the changing thread before it returns, so its next launch is
- * captured and closes the range. Ranges live in a ring of fixed size; a
- * record whose range was overwritten is unattributed (counted). */
+ * captured and closes the range. Only a fresh capture closes it (its launch
+ * began after the re-enable), and a range starts at the first capture of
+ * the stable run, not at c0 + 1: launches racing the switches took ids on
+ * the other side of them (lazy.c). Ranges live in a ring of fixed size; a
+ * record in no range is unattributed (counted) and suspends lazy mode. */
 #ifndef CP_BACKEND_CUPTI_LAZY_H
 #define CP_BACKEND_CUPTI_LAZY_H
 
