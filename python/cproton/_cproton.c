@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_hookchain.h"
 #include "_pyframes.h"
 #include "_instrument.h"
 #include "_testing.h"
@@ -690,8 +691,27 @@ static PyObject *py_exit_op(PyObject *m, PyObject *unused) {
 
 /* ---- the Triton launch hook ------------------------------------------------------ */
 
-static const char *const launch_reserved[] = {"name", "function", "stream",
-                                              NULL};
+/* Interned keys of the launch path ("get" for LazyDict.get); Triton's
+ * LazyDict keys are interned literals, so the reserved ones are usually
+ * found by identity (launch_reserved_key). */
+static PyObject *s_get, *s_name, *s_function, *s_stream;
+
+static int launch_strings(void) {
+  s_get = PyUnicode_InternFromString("get");
+  s_name = PyUnicode_InternFromString("name");
+  s_function = PyUnicode_InternFromString("function");
+  s_stream = PyUnicode_InternFromString("stream");
+  return s_get && s_name && s_function && s_stream ? 0 : -1;
+}
+
+/* 1 when the str `k` is "name", "function" or "stream" (not metrics). */
+static int launch_reserved_key(PyObject *k) {
+  if (k == s_name || k == s_function || k == s_stream)
+    return 1;
+  return PyUnicode_Compare(k, s_name) == 0 ||
+         PyUnicode_Compare(k, s_function) == 0 ||
+         PyUnicode_Compare(k, s_stream) == 0;
+}
 
 /* 1 when the launch filter admits kernel `name` (cached per name). */
 static int admitted(PyObject *name) {
@@ -719,15 +739,17 @@ static int add_launch_metrics(PyObject *data) {
   if (capturing < 0)
     return -1;
   while (PyDict_Next(data, &pos, &k, &v)) {
-    const char *key = PyUnicode_Check(k) ? utf8_no_nul(k, "metric") : NULL;
-    if (!key)
+    if (!PyUnicode_Check(k)) {
+      PyErr_Format(PyExc_TypeError, "metric names must be str, not %.100s",
+                   Py_TYPE(k)->tp_name);
       return -1;
-    int skip = PyBool_Check(v) ||
-               !(PyLong_Check(v) || PyFloat_Check(v) || is_tensor(v) ||
-                 PyList_Check(v) || PyTuple_Check(v));
-    for (int i = 0; !skip && launch_reserved[i]; i++)
-      skip = strcmp(key, launch_reserved[i]) == 0;
-    if (!skip && add_one(CPROTON_CURRENT_OP, key, v, 1, capturing) < 0)
+    }
+    if (launch_reserved_key(k) || PyBool_Check(v) ||
+        !(PyLong_Check(v) || PyFloat_Check(v) || PyList_Check(v) ||
+          PyTuple_Check(v) || is_tensor(v)))
+      continue;
+    const char *key = utf8_no_nul(k, "metric");
+    if (!key || add_one(CPROTON_CURRENT_OP, key, v, 1, capturing) < 0)
       return -1;
   }
   return 0;
@@ -741,7 +763,18 @@ static int set_launch_vars(PyObject *name) {
   PyObject *id = PyLong_FromUnsignedLongLong(++launch_count);
   if (!id)
     return -1;
-  PyObject *t1 = PyContextVar_Set(launch_op_var, name);
+  /* op_name is set only when it changes (a launch of the same kernel as
+   * the last one in this context leaves it as it is): one context copy. */
+  PyObject *cur = NULL, *t1 = Py_None;
+  if (PyContextVar_Get(launch_op_var, NULL, &cur) < 0) {
+    Py_DECREF(id);
+    return -1;
+  }
+  if (cur != name)
+    t1 = PyContextVar_Set(launch_op_var, name);
+  else
+    Py_INCREF(t1);
+  Py_XDECREF(cur);
   PyObject *t2 = t1 ? PyContextVar_Set(launch_id_var, id) : NULL;
   Py_DECREF(id);
   Py_XDECREF(t1);
@@ -768,12 +801,16 @@ static PyObject *py_launch_enter(PyObject *m, PyObject *lazy) {
   if (!profiling_on || lazy == Py_None || in_metric_launch)
     Py_RETURN_NONE;
   cproton_state_enter("__proton_launch_metadata");
-  PyObject *data = PyObject_CallMethod(lazy, "get", NULL);
+  PyObject *data = PyObject_CallMethodNoArgs(lazy, s_get);
   cproton_state_exit();
   if (!data)
     return NULL;
-  PyObject *name = PyDict_Check(data) ? PyDict_GetItemString(data, "name")
+  PyObject *name = PyDict_Check(data) ? PyDict_GetItemWithError(data, s_name)
                                       : NULL;
+  if (!name && PyErr_Occurred()) {
+    Py_DECREF(data);
+    return NULL;
+  }
   int ok = name && PyUnicode_Check(name) ? admitted(name) : 0;
   if (ok > 0) {
     int rc = cproton_op_enter(PyUnicode_AsUTF8(name));
@@ -1109,7 +1146,8 @@ PyMODINIT_FUNC PyInit__cproton(void) {
                               (long)CPROTON_TENSOR_METRIC_NONE) < 0 ||
       PyModule_AddIntConstant(m, "METRIC_MAX_VECTOR",
                               (long)CPROTON_METRIC_MAX_VECTOR) < 0 ||
-      cpy_testing_add(m) < 0 || cpy_instrument_add(m) < 0) {
+      cpy_testing_add(m) < 0 || cpy_instrument_add(m) < 0 ||
+      cpy_hookchain_add(m) < 0 || launch_strings() < 0) {
     Py_DECREF(m);
     return NULL;
   }

@@ -89,3 +89,46 @@ def test_hook_inactive_session_and_exceptions():
     launch("after")
     proton.finalize(sid)
     assert "after" in load_tree("h.hatchet")
+
+
+def test_chains_loop_in_c_with_every_hook():
+    """While hooked, Triton's launch chains run their loop in C: other
+    hooks added to them are still called, in order (exit: reversed), with
+    the same argument; at finalize the chains get Triton's class back."""
+    enter, exit_ = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
+    triton_class = type(enter)
+    seen = []
+    mine_in = lambda md, **kw: seen.append(("in", md, kw))  # noqa: E731
+    mine_out = lambda md, **kw: seen.append(("out", md, kw))  # noqa: E731
+    sid = proton.start("h", backend="fake", hook="triton")
+    assert type(enter) is not triton_class and isinstance(enter, triton_class)
+    enter.add(mine_in)
+    exit_.add(mine_out)
+    try:
+        lazy = LazyDict({"name": "k", "function": 0, "stream": 0})
+        enter(lazy)
+        C._fake_launch("k")
+        exit_(lazy)
+        assert seen == [("in", lazy, {}), ("out", lazy, {})]
+        assert enter.calls[0] is not mine_in and exit_.calls[-1] is mine_out
+    finally:
+        enter.remove(mine_in)
+        exit_.remove(mine_out)
+    proton.finalize(sid)
+    assert type(enter) is triton_class and type(exit_) is triton_class
+    assert load_tree("h.hatchet")["k"]["@"]["count"] == 1
+
+
+def test_chain_hook_error_propagates():
+    sid = proton.start("h", backend="fake", hook="triton")
+
+    def boom(md):
+        raise ValueError("hook failed")
+
+    knobs.runtime.launch_exit_hook.add(boom)
+    try:
+        with pytest.raises(ValueError, match="hook failed"):
+            knobs.runtime.launch_exit_hook(LazyDict({"name": "k", "function": 0, "stream": 0}))
+    finally:
+        knobs.runtime.launch_exit_hook.remove(boom)
+    proton.finalize(sid)
