@@ -694,9 +694,16 @@ static PyObject *py_exit_op(PyObject *m, PyObject *unused) {
 /* Interned keys of the launch path ("get" for LazyDict.get); Triton's
  * LazyDict keys are interned literals, so the reserved ones are usually
  * found by identity (launch_reserved_key). */
-static PyObject *s_get, *s_name, *s_function, *s_stream;
+static PyObject *s_get, *s_name, *s_function, *s_stream, *s_data, *s_extras;
+/* Triton's LazyDict class and its `get` function, registered by
+ * cproton.hooks.launch when that `get` is the one metadata_get() mirrors. */
+static PyObject *lazy_type, *lazy_get;
 
 static int launch_strings(void) {
+  s_data = PyUnicode_InternFromString("data");
+  s_extras = PyUnicode_InternFromString("extras");
+  if (!s_data || !s_extras)
+    return -1;
   s_get = PyUnicode_InternFromString("get");
   s_name = PyUnicode_InternFromString("name");
   s_function = PyUnicode_InternFromString("function");
@@ -794,6 +801,79 @@ static PyObject *py_set_launch_vars(PyObject *m, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/* LazyDict.get() without its Python frame, step for step: `for func, args
+ * in self.extras: self.data = self.data | func(*args)`, then
+ * `self.extras.clear()`, `return self.data`. */
+static PyObject *lazy_get_c(PyObject *lazy) {
+  PyObject *extras = PyObject_GetAttr(lazy, s_extras);
+  if (!extras)
+    return NULL;
+  if (!PyList_Check(extras)) { /* not Triton's: its own method */
+    Py_DECREF(extras);
+    return PyObject_CallMethodNoArgs(lazy, s_get);
+  }
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(extras); i++) {
+    PyObject *item = PyList_GET_ITEM(extras, i), *func, *args;
+    Py_INCREF(item);
+    PyObject *seq = PySequence_Tuple(item);
+    Py_DECREF(item);
+    if (seq && PyTuple_GET_SIZE(seq) != 2) {
+      PyErr_Format(PyExc_ValueError, "LazyDict extras: expected 2 values to "
+                   "unpack, got %zd", PyTuple_GET_SIZE(seq));
+      Py_CLEAR(seq);
+    }
+    if (!seq)
+      goto fail;
+    func = PyTuple_GET_ITEM(seq, 0);
+    args = PyTuple_GET_ITEM(seq, 1);
+    PyObject *targs = PyTuple_Check(args) ? (Py_INCREF(args), args)
+                                          : PySequence_Tuple(args);
+    PyObject *more = targs ? PyObject_Call(func, targs, NULL) : NULL;
+    Py_XDECREF(targs);
+    Py_DECREF(seq);
+    PyObject *data = more ? PyObject_GetAttr(lazy, s_data) : NULL;
+    PyObject *merged = data ? PyNumber_Or(data, more) : NULL;
+    Py_XDECREF(data);
+    Py_XDECREF(more);
+    int rc = merged ? PyObject_SetAttr(lazy, s_data, merged) : -1;
+    Py_XDECREF(merged);
+    if (rc < 0)
+      goto fail;
+  }
+  if (PyList_SetSlice(extras, 0, PyList_GET_SIZE(extras), NULL) < 0)
+    goto fail;
+  Py_DECREF(extras);
+  return PyObject_GetAttr(lazy, s_data);
+fail:
+  Py_DECREF(extras);
+  return NULL;
+}
+
+/* The launch metadata dict of `lazy`: lazy_get_c for Triton's own LazyDict
+ * (exact class, `get` unchanged since registration), else lazy.get(). */
+static PyObject *metadata_get(PyObject *lazy) {
+  if (lazy_type && (PyObject *)Py_TYPE(lazy) == lazy_type) {
+    PyObject *get = PyDict_GetItemWithError(((PyTypeObject *)lazy_type)->tp_dict,
+                                            s_get);
+    if (get == lazy_get)
+      return lazy_get_c(lazy);
+    if (PyErr_Occurred())
+      return NULL;
+  }
+  return PyObject_CallMethodNoArgs(lazy, s_get);
+}
+
+static PyObject *py_set_lazy_dict(PyObject *m, PyObject *args) {
+  PyObject *type, *get;
+  if (!PyArg_ParseTuple(args, "O!O:set_lazy_dict", &PyType_Type, &type, &get))
+    return NULL;
+  Py_INCREF(type);
+  Py_XSETREF(lazy_type, type);
+  Py_INCREF(get);
+  Py_XSETREF(lazy_get, get);
+  Py_RETURN_NONE;
+}
+
 /* Computes the launch metadata (under the "__proton_launch_metadata" state,
  * as Proton does) and opens an op named after the kernel with its
  * numeric keys as metrics. */
@@ -801,7 +881,7 @@ static PyObject *py_launch_enter(PyObject *m, PyObject *lazy) {
   if (!profiling_on || lazy == Py_None || in_metric_launch)
     Py_RETURN_NONE;
   cproton_state_enter("__proton_launch_metadata");
-  PyObject *data = PyObject_CallMethodNoArgs(lazy, s_get);
+  PyObject *data = metadata_get(lazy);
   cproton_state_exit();
   if (!data)
     return NULL;
@@ -1109,6 +1189,8 @@ static PyMethodDef methods[] = {
     {"enter_op", py_enter_op, METH_VARARGS, "enter_op(name, metrics=None)"},
     {"exit_op", py_exit_op, METH_NOARGS, "exit_op()"},
     {"launch_enter", py_launch_enter, METH_O, "Triton launch-enter hook"},
+    {"set_lazy_dict", py_set_lazy_dict, METH_VARARGS,
+     "set_lazy_dict(LazyDict, LazyDict.get): its get() may run in C"},
     {"pcsampling_add_cubin", py_pcsampling_add_cubin, METH_O,
      "pcsampling_add_cubin(bytes) -> bool"},
     {"launch_exit", py_launch_exit, METH_O, "Triton launch-exit hook"},

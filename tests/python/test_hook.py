@@ -132,3 +132,34 @@ def test_chain_hook_error_propagates():
     finally:
         knobs.runtime.launch_exit_hook.remove(boom)
     proton.finalize(sid)
+
+
+def test_metadata_get_in_c_as_lazydict_get():
+    """Triton's LazyDict.get runs in C for its own class (same merging,
+    extras consumed once); a subclass keeps its own get()."""
+    calls = []
+
+    def meta(grid, metadata, args):
+        calls.append(args["n"])
+        return {"flops": float(args["n"]), "name": "renamed"}
+
+    class Mine(LazyDict):
+        def get(self):
+            return {"name": "sub_kernel", "bytes": 7}
+
+    sid = proton.start("h", backend="fake", hook="triton")
+    lazy = LazyDict({"name": "k", "function": 0, "stream": 0})
+    lazy.add(meta, (None, None, {"n": 3}))
+    lazy.add(lambda g, m, a: {"bytes": 2}, (None, None, {}))
+    knobs.runtime.launch_enter_hook(lazy)
+    knobs.runtime.launch_exit_hook(lazy)
+    assert lazy.extras == [] and lazy.data == {"name": "renamed", "function": 0, "stream": 0, "flops": 3.0,
+                                               "bytes": 2}
+    assert calls == [3]
+    mine = Mine({"name": "x", "function": 0, "stream": 0})
+    knobs.runtime.launch_enter_hook(mine)
+    knobs.runtime.launch_exit_hook(mine)
+    proton.finalize(sid)
+    t = load_tree("h.hatchet")
+    assert t["renamed"]["@"]["flops"] == 3.0 and t["renamed"]["@"]["bytes"] == 2.0
+    assert t["sub_kernel"]["@"]["bytes"] == 7.0
