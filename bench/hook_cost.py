@@ -15,8 +15,9 @@ kernel launch left out (it is the same with or without a profiler), for:
             in full, libproton's enter_op/add_metrics/exit_op record
             nothing, so this is a lower bound of Proton's cost
 
-Each variant runs N launches per round, rounds interleaved, medians; the
-"added" column subtracts "none". Two kernels: one with a launch_metadata
+Each variant runs N launches per round, rounds interleaved, medians of the
+calling thread's CPU time (time.thread_time_ns: on a shared machine, time
+spent waiting for a core drops out); the "added" column subtracts "none". Two kernels: one with a launch_metadata
 function ({"flops": 1.0, "bytes": 4}, as tests/gpu/python/launch_overhead.py)
 and one without.
 usage: python bench/hook_cost.py [N] [ROUNDS]"""
@@ -58,13 +59,13 @@ class Kernel:
 def loop(kernel, n):
     rt = knobs.runtime
     grid = (1, 1, 1)
-    t0 = time.perf_counter_ns()
+    t0 = time.thread_time_ns()  # CPU time: a loaded machine's waits drop out
     for _ in range(n):
         md = kernel.launch_metadata(grid, 0, 1234, 128)
         enter, exit_ = rt.launch_enter_hook, rt.launch_exit_hook
         enter(md)  # the launcher: PyObject_CallOneArg(launch_enter_hook, md)
         exit_(md)
-    return (time.perf_counter_ns() - t0) / n
+    return (time.thread_time_ns() - t0) / n
 
 
 def run_none(kernel, n, tmp):
