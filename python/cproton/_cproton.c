@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_hookchain.h"
 #include "_pyframes.h"
 #include "_instrument.h"
 #include "_testing.h"
@@ -690,8 +691,34 @@ static PyObject *py_exit_op(PyObject *m, PyObject *unused) {
 
 /* ---- the Triton launch hook ------------------------------------------------------ */
 
-static const char *const launch_reserved[] = {"name", "function", "stream",
-                                              NULL};
+/* Interned keys of the launch path ("get" for LazyDict.get); Triton's
+ * LazyDict keys are interned literals, so the reserved ones are usually
+ * found by identity (launch_reserved_key). */
+static PyObject *s_get, *s_name, *s_function, *s_stream, *s_data, *s_extras;
+/* Triton's LazyDict class and its `get` function, registered by
+ * cproton.hooks.launch when that `get` is the one metadata_get() mirrors. */
+static PyObject *lazy_type, *lazy_get;
+
+static int launch_strings(void) {
+  s_data = PyUnicode_InternFromString("data");
+  s_extras = PyUnicode_InternFromString("extras");
+  if (!s_data || !s_extras)
+    return -1;
+  s_get = PyUnicode_InternFromString("get");
+  s_name = PyUnicode_InternFromString("name");
+  s_function = PyUnicode_InternFromString("function");
+  s_stream = PyUnicode_InternFromString("stream");
+  return s_get && s_name && s_function && s_stream ? 0 : -1;
+}
+
+/* 1 when the str `k` is "name", "function" or "stream" (not metrics). */
+static int launch_reserved_key(PyObject *k) {
+  if (k == s_name || k == s_function || k == s_stream)
+    return 1;
+  return PyUnicode_Compare(k, s_name) == 0 ||
+         PyUnicode_Compare(k, s_function) == 0 ||
+         PyUnicode_Compare(k, s_stream) == 0;
+}
 
 /* 1 when the launch filter admits kernel `name` (cached per name). */
 static int admitted(PyObject *name) {
@@ -719,15 +746,17 @@ static int add_launch_metrics(PyObject *data) {
   if (capturing < 0)
     return -1;
   while (PyDict_Next(data, &pos, &k, &v)) {
-    const char *key = PyUnicode_Check(k) ? utf8_no_nul(k, "metric") : NULL;
-    if (!key)
+    if (!PyUnicode_Check(k)) {
+      PyErr_Format(PyExc_TypeError, "metric names must be str, not %.100s",
+                   Py_TYPE(k)->tp_name);
       return -1;
-    int skip = PyBool_Check(v) ||
-               !(PyLong_Check(v) || PyFloat_Check(v) || is_tensor(v) ||
-                 PyList_Check(v) || PyTuple_Check(v));
-    for (int i = 0; !skip && launch_reserved[i]; i++)
-      skip = strcmp(key, launch_reserved[i]) == 0;
-    if (!skip && add_one(CPROTON_CURRENT_OP, key, v, 1, capturing) < 0)
+    }
+    if (launch_reserved_key(k) || PyBool_Check(v) ||
+        !(PyLong_Check(v) || PyFloat_Check(v) || PyList_Check(v) ||
+          PyTuple_Check(v) || is_tensor(v)))
+      continue;
+    const char *key = utf8_no_nul(k, "metric");
+    if (!key || add_one(CPROTON_CURRENT_OP, key, v, 1, capturing) < 0)
       return -1;
   }
   return 0;
@@ -741,7 +770,18 @@ static int set_launch_vars(PyObject *name) {
   PyObject *id = PyLong_FromUnsignedLongLong(++launch_count);
   if (!id)
     return -1;
-  PyObject *t1 = PyContextVar_Set(launch_op_var, name);
+  /* op_name is set only when it changes (a launch of the same kernel as
+   * the last one in this context leaves it as it is): one context copy. */
+  PyObject *cur = NULL, *t1 = Py_None;
+  if (PyContextVar_Get(launch_op_var, NULL, &cur) < 0) {
+    Py_DECREF(id);
+    return -1;
+  }
+  if (cur != name)
+    t1 = PyContextVar_Set(launch_op_var, name);
+  else
+    Py_INCREF(t1);
+  Py_XDECREF(cur);
   PyObject *t2 = t1 ? PyContextVar_Set(launch_id_var, id) : NULL;
   Py_DECREF(id);
   Py_XDECREF(t1);
@@ -761,6 +801,79 @@ static PyObject *py_set_launch_vars(PyObject *m, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/* LazyDict.get() without its Python frame, step for step: `for func, args
+ * in self.extras: self.data = self.data | func(*args)`, then
+ * `self.extras.clear()`, `return self.data`. */
+static PyObject *lazy_get_c(PyObject *lazy) {
+  PyObject *extras = PyObject_GetAttr(lazy, s_extras);
+  if (!extras)
+    return NULL;
+  if (!PyList_Check(extras)) { /* not Triton's: its own method */
+    Py_DECREF(extras);
+    return PyObject_CallMethodNoArgs(lazy, s_get);
+  }
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(extras); i++) {
+    PyObject *item = PyList_GET_ITEM(extras, i), *func, *args;
+    Py_INCREF(item);
+    PyObject *seq = PySequence_Tuple(item);
+    Py_DECREF(item);
+    if (seq && PyTuple_GET_SIZE(seq) != 2) {
+      PyErr_Format(PyExc_ValueError, "LazyDict extras: expected 2 values to "
+                   "unpack, got %zd", PyTuple_GET_SIZE(seq));
+      Py_CLEAR(seq);
+    }
+    if (!seq)
+      goto fail;
+    func = PyTuple_GET_ITEM(seq, 0);
+    args = PyTuple_GET_ITEM(seq, 1);
+    PyObject *targs = PyTuple_Check(args) ? (Py_INCREF(args), args)
+                                          : PySequence_Tuple(args);
+    PyObject *more = targs ? PyObject_Call(func, targs, NULL) : NULL;
+    Py_XDECREF(targs);
+    Py_DECREF(seq);
+    PyObject *data = more ? PyObject_GetAttr(lazy, s_data) : NULL;
+    PyObject *merged = data ? PyNumber_Or(data, more) : NULL;
+    Py_XDECREF(data);
+    Py_XDECREF(more);
+    int rc = merged ? PyObject_SetAttr(lazy, s_data, merged) : -1;
+    Py_XDECREF(merged);
+    if (rc < 0)
+      goto fail;
+  }
+  if (PyList_SetSlice(extras, 0, PyList_GET_SIZE(extras), NULL) < 0)
+    goto fail;
+  Py_DECREF(extras);
+  return PyObject_GetAttr(lazy, s_data);
+fail:
+  Py_DECREF(extras);
+  return NULL;
+}
+
+/* The launch metadata dict of `lazy`: lazy_get_c for Triton's own LazyDict
+ * (exact class, `get` unchanged since registration), else lazy.get(). */
+static PyObject *metadata_get(PyObject *lazy) {
+  if (lazy_type && (PyObject *)Py_TYPE(lazy) == lazy_type) {
+    PyObject *get = PyDict_GetItemWithError(((PyTypeObject *)lazy_type)->tp_dict,
+                                            s_get);
+    if (get == lazy_get)
+      return lazy_get_c(lazy);
+    if (PyErr_Occurred())
+      return NULL;
+  }
+  return PyObject_CallMethodNoArgs(lazy, s_get);
+}
+
+static PyObject *py_set_lazy_dict(PyObject *m, PyObject *args) {
+  PyObject *type, *get;
+  if (!PyArg_ParseTuple(args, "O!O:set_lazy_dict", &PyType_Type, &type, &get))
+    return NULL;
+  Py_INCREF(type);
+  Py_XSETREF(lazy_type, type);
+  Py_INCREF(get);
+  Py_XSETREF(lazy_get, get);
+  Py_RETURN_NONE;
+}
+
 /* Computes the launch metadata (under the "__proton_launch_metadata" state,
  * as Proton does) and opens an op named after the kernel with its
  * numeric keys as metrics. */
@@ -768,12 +881,16 @@ static PyObject *py_launch_enter(PyObject *m, PyObject *lazy) {
   if (!profiling_on || lazy == Py_None || in_metric_launch)
     Py_RETURN_NONE;
   cproton_state_enter("__proton_launch_metadata");
-  PyObject *data = PyObject_CallMethod(lazy, "get", NULL);
+  PyObject *data = metadata_get(lazy);
   cproton_state_exit();
   if (!data)
     return NULL;
-  PyObject *name = PyDict_Check(data) ? PyDict_GetItemString(data, "name")
+  PyObject *name = PyDict_Check(data) ? PyDict_GetItemWithError(data, s_name)
                                       : NULL;
+  if (!name && PyErr_Occurred()) {
+    Py_DECREF(data);
+    return NULL;
+  }
   int ok = name && PyUnicode_Check(name) ? admitted(name) : 0;
   if (ok > 0) {
     int rc = cproton_op_enter(PyUnicode_AsUTF8(name));
@@ -1072,6 +1189,8 @@ static PyMethodDef methods[] = {
     {"enter_op", py_enter_op, METH_VARARGS, "enter_op(name, metrics=None)"},
     {"exit_op", py_exit_op, METH_NOARGS, "exit_op()"},
     {"launch_enter", py_launch_enter, METH_O, "Triton launch-enter hook"},
+    {"set_lazy_dict", py_set_lazy_dict, METH_VARARGS,
+     "set_lazy_dict(LazyDict, LazyDict.get): its get() may run in C"},
     {"pcsampling_add_cubin", py_pcsampling_add_cubin, METH_O,
      "pcsampling_add_cubin(bytes) -> bool"},
     {"launch_exit", py_launch_exit, METH_O, "Triton launch-exit hook"},
@@ -1109,7 +1228,8 @@ PyMODINIT_FUNC PyInit__cproton(void) {
                               (long)CPROTON_TENSOR_METRIC_NONE) < 0 ||
       PyModule_AddIntConstant(m, "METRIC_MAX_VECTOR",
                               (long)CPROTON_METRIC_MAX_VECTOR) < 0 ||
-      cpy_testing_add(m) < 0 || cpy_instrument_add(m) < 0) {
+      cpy_testing_add(m) < 0 || cpy_instrument_add(m) < 0 ||
+      cpy_hookchain_add(m) < 0 || launch_strings() < 0) {
     Py_DECREF(m);
     return NULL;
   }

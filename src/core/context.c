@@ -44,7 +44,9 @@ typedef struct cp_thread {
   uint32_t op;
   uint32_t tid;
   uint64_t next_scope;
-  int marked; /* counted in marked_threads */
+  /* Written by the owner only (plain stores, no RMW), read by
+   * cp_context_uniform under reg_lock: stack non-empty; a state or an op. */
+  atomic_int framed, marked;
 } cp_thread;
 
 static pthread_key_t thread_key;
@@ -56,16 +58,17 @@ static _Atomic(cp_node *) main_top;      /* its top shadow node, or NULL */
 
 /* Change tracking for backends that skip launch callbacks while nothing
  * changed (backend/cupti/lazy.c): a generation bumped after every change
- * that can move any thread's launch site, and counts that tell whether every
- * thread launches under the same site. The counts change only when a
- * thread's stack becomes empty or non-empty (or its states/op do); the
- * generation is bumped only while a hook is set, so a profile without it
- * pays one relaxed load per change. */
+ * that can move any thread's launch site, and per-thread flags (framed,
+ * marked) that cp_context_uniform reads over the registry. A flag changes
+ * only when a thread's stack becomes empty or non-empty (or its states/op
+ * do), by a plain store on the owner's own cache line: scopes pay no shared
+ * RMW. The generation is bumped only while a hook is set, so a profile
+ * without it pays one relaxed load per change. */
 static _Atomic(void (*)(void)) change_hook;
 static atomic_ullong site_gen;
-static atomic_int framed_threads; /* threads with a non-empty stack */
-static atomic_int marked_threads; /* threads with a state or an op */
-static atomic_int main_framed;    /* the main thread's stack is non-empty */
+/* cp_context_uniform's last answer: ((generation + 1) << 1) | answer, 0
+ * when none. While the generation stays, the answer holds. */
+static atomic_ullong uniform_memo;
 
 static struct {
   _Atomic(cproton_unwind_fn) fn;
@@ -92,30 +95,20 @@ static void changed(void) {
   fn();
 }
 
-/* Keeps framed_threads / marked_threads / main_framed in step with `t`. */
-static void recount(cp_thread *t, int is_main) {
+/* Keeps t->marked in step with its states and op (owner only). Release:
+ * a reader of the generation bumped after it (changed()) sees it. */
+static void remark(cp_thread *t) {
   int marked = t->n_states > 0 || t->op != 0;
-  if (marked != t->marked) {
-    atomic_fetch_add(&marked_threads, marked ? 1 : -1);
-    t->marked = marked;
-  }
-  if (is_main && atomic_load_explicit(&main_framed, memory_order_relaxed) !=
-                     (t->depth > 0))
-    atomic_store_explicit(&main_framed, t->depth > 0, memory_order_relaxed);
+  if (marked != atomic_load_explicit(&t->marked, memory_order_relaxed))
+    atomic_store_explicit(&t->marked, marked, memory_order_release);
 }
 
 static void thread_free(void *p) {
   cp_thread *t = p;
   unsigned tid = t->tid;
-  if (atomic_compare_exchange_strong(&main_tid, &tid, 0)) {
+  if (atomic_compare_exchange_strong(&main_tid, &tid, 0))
     atomic_store(&main_top, NULL); /* its stack is gone: others use ROOT */
-    atomic_store(&main_framed, 0);
-  }
-  if (t->depth)
-    atomic_fetch_sub(&framed_threads, 1);
-  if (t->marked)
-    atomic_fetch_sub(&marked_threads, 1);
-  pthread_mutex_lock(&reg_lock);
+  pthread_mutex_lock(&reg_lock); /* out of the registry: no longer counted */
   if (t->prev)
     t->prev->next = t->next;
   else
@@ -256,21 +249,17 @@ static cp_node *resolved_top(const cp_thread *t) {
   return NULL;
 }
 
-/* The main thread's top shadow node, for threads without scopes; then the
- * change counts. Called after every push and pop. */
-static void publish_top(cp_thread *t) {
-  int is_main = t->tid == atomic_load_explicit(&main_tid, memory_order_relaxed);
-  if (is_main)
+/* The main thread's top shadow node, for threads without scopes. */
+static void publish_top(const cp_thread *t) {
+  if (t->tid == atomic_load_explicit(&main_tid, memory_order_relaxed))
     atomic_store_explicit(&main_top, resolved_top(t), memory_order_release);
-  recount(t, is_main);
 }
 
-/* A push (depth 0 -> 1) or pop (1 -> 0) on `t` changes framed_threads. */
-static void frame_edge(size_t depth_before, size_t depth_after) {
-  if (!depth_before && depth_after)
-    atomic_fetch_add(&framed_threads, 1);
-  else if (depth_before && !depth_after)
-    atomic_fetch_sub(&framed_threads, 1);
+/* A push (depth 0 -> 1) or pop (1 -> 0) on `t` flips t->framed (release,
+ * as remark). Other depth changes touch nothing shared. */
+static void frame_edge(cp_thread *t, size_t depth_before, size_t depth_after) {
+  if (!depth_before != !depth_after)
+    atomic_store_explicit(&t->framed, depth_after > 0, memory_order_release);
 }
 
 /* The calling thread's state when its stack has room for one more frame. */
@@ -296,9 +285,8 @@ int cp_context_push_unresolved(const char *name, cp_frame **frame_out) {
   f->timed = 0;
   f->id = ((uint64_t)t->tid << 40) | ++t->next_scope;
   f->state = 0;
-  frame_edge(t->depth, t->depth + 1);
-  t->depth++;
-  publish_top(t);
+  frame_edge(t, t->depth, t->depth + 1);
+  t->depth++; /* an unresolved frame leaves main_top as it is */
   *frame_out = f;
   changed();
   return CPROTON_OK;
@@ -310,14 +298,12 @@ void cp_context_set_main(void) {
     return;
   atomic_store(&main_tid, t->tid);
   publish_top(t);
-  atomic_store(&main_framed, t->depth > 0);
   changed();
 }
 
 void cp_context_clear_main(void) {
   atomic_store(&main_tid, 0);
   atomic_store(&main_top, NULL);
-  atomic_store(&main_framed, 0);
   changed();
 }
 
@@ -341,7 +327,7 @@ int cp_context_push(uint32_t name, unsigned kinds, cp_frame **frame_out) {
   f->id = ((uint64_t)t->tid << 40) | ++t->next_scope;
   f->state = t->n_states ? t->states[t->n_states - 1] : 0;
   f->generation = atomic_load_explicit(&generation, memory_order_relaxed);
-  frame_edge(t->depth, t->depth + 1);
+  frame_edge(t, t->depth, t->depth + 1);
   t->depth++;
   held_add(t, 1);
   publish_top(t);
@@ -367,7 +353,7 @@ int cp_context_pop(const char *name, const cp_frame **popped) {
   *kept = *f;
   if (popped)
     *popped = kept;
-  frame_edge(t->depth, t->depth - 1);
+  frame_edge(t, t->depth, t->depth - 1);
   t->depth--;
   /* release: the name was read above, before any compaction. A timed or
    * traced frame stays held until its caller has recorded it. */
@@ -443,7 +429,7 @@ int cp_context_state_push(uint32_t name) {
   t->states[t->n_states++] = name;
   if (name)
     held_add(t, 1);
-  publish_top(t);
+  remark(t);
   changed();
   return CPROTON_OK;
 }
@@ -454,7 +440,7 @@ int cp_context_state_pop(void) {
     return cp_error_set(CPROTON_ESTATE, "exit_state without enter_state");
   if (t->states[--t->n_states])
     held_drop(t);
-  publish_top(t);
+  remark(t);
   changed();
   return CPROTON_OK;
 }
@@ -467,7 +453,7 @@ int cp_context_op_set(uint32_t name) {
   int same = t->op == name;
   t->op = name;
   if (!same) {
-    publish_top(t);
+    remark(t);
     changed();
   }
   return CPROTON_OK;
@@ -503,11 +489,33 @@ uint64_t cp_context_generation(void) { return atomic_load(&site_gen); }
 
 void cp_context_touch(void) { changed(); }
 
+/* Over the registry: no thread marked, and no thread framed but the main
+ * one. Caller: reg_lock. */
+static int uniform_scan(void) {
+  unsigned main = atomic_load(&main_tid);
+  for (const cp_thread *t = registry; t; t = t->next) {
+    if (atomic_load_explicit(&t->marked, memory_order_acquire))
+      return 0;
+    if (atomic_load_explicit(&t->framed, memory_order_acquire) &&
+        (!main || t->tid != main))
+      return 0;
+  }
+  return 1; /* every thread at ROOT, or under the main thread's stack */
+}
+
 int cp_context_uniform(void) {
-  if (atomic_load(&marked_threads) > 0)
-    return 0;
-  int framed = atomic_load(&framed_threads);
-  if (framed == 0)
-    return 1; /* every thread at ROOT (or the main thread's empty stack) */
-  return framed == 1 && atomic_load(&main_tid) && atomic_load(&main_framed);
+  /* The flags read after `gen` are those of `gen` or later; while the
+   * generation stays (a hook set: every change bumps it) so does the
+   * answer, and the scan runs once per change, not once per launch. */
+  int memo_ok = atomic_load(&change_hook) != NULL;
+  uint64_t gen = atomic_load(&site_gen);
+  uint64_t memo = atomic_load_explicit(&uniform_memo, memory_order_relaxed);
+  if (memo_ok && memo >> 1 == gen + 1)
+    return (int)(memo & 1);
+  pthread_mutex_lock(&reg_lock);
+  int u = uniform_scan();
+  pthread_mutex_unlock(&reg_lock);
+  atomic_store_explicit(&uniform_memo, ((gen + 1) << 1) | (uint64_t)u,
+                        memory_order_relaxed);
+  return u;
 }

@@ -89,3 +89,77 @@ def test_hook_inactive_session_and_exceptions():
     launch("after")
     proton.finalize(sid)
     assert "after" in load_tree("h.hatchet")
+
+
+def test_chains_loop_in_c_with_every_hook():
+    """While hooked, Triton's launch chains run their loop in C: other
+    hooks added to them are still called, in order (exit: reversed), with
+    the same argument; at finalize the chains get Triton's class back."""
+    enter, exit_ = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
+    triton_class = type(enter)
+    seen = []
+    mine_in = lambda md, **kw: seen.append(("in", md, kw))  # noqa: E731
+    mine_out = lambda md, **kw: seen.append(("out", md, kw))  # noqa: E731
+    sid = proton.start("h", backend="fake", hook="triton")
+    assert type(enter) is not triton_class and isinstance(enter, triton_class)
+    enter.add(mine_in)
+    exit_.add(mine_out)
+    try:
+        lazy = LazyDict({"name": "k", "function": 0, "stream": 0})
+        enter(lazy)
+        C._fake_launch("k")
+        exit_(lazy)
+        assert seen == [("in", lazy, {}), ("out", lazy, {})]
+        assert enter.calls[0] is not mine_in and exit_.calls[-1] is mine_out
+    finally:
+        enter.remove(mine_in)
+        exit_.remove(mine_out)
+    proton.finalize(sid)
+    assert type(enter) is triton_class and type(exit_) is triton_class
+    assert load_tree("h.hatchet")["k"]["@"]["count"] == 1
+
+
+def test_chain_hook_error_propagates():
+    sid = proton.start("h", backend="fake", hook="triton")
+
+    def boom(md):
+        raise ValueError("hook failed")
+
+    knobs.runtime.launch_exit_hook.add(boom)
+    try:
+        with pytest.raises(ValueError, match="hook failed"):
+            knobs.runtime.launch_exit_hook(LazyDict({"name": "k", "function": 0, "stream": 0}))
+    finally:
+        knobs.runtime.launch_exit_hook.remove(boom)
+    proton.finalize(sid)
+
+
+def test_metadata_get_in_c_as_lazydict_get():
+    """Triton's LazyDict.get runs in C for its own class (same merging,
+    extras consumed once); a subclass keeps its own get()."""
+    calls = []
+
+    def meta(grid, metadata, args):
+        calls.append(args["n"])
+        return {"flops": float(args["n"]), "name": "renamed"}
+
+    class Mine(LazyDict):
+        def get(self):
+            return {"name": "sub_kernel", "bytes": 7}
+
+    sid = proton.start("h", backend="fake", hook="triton")
+    lazy = LazyDict({"name": "k", "function": 0, "stream": 0})
+    lazy.add(meta, (None, None, {"n": 3}))
+    lazy.add(lambda g, m, a: {"bytes": 2}, (None, None, {}))
+    knobs.runtime.launch_enter_hook(lazy)
+    knobs.runtime.launch_exit_hook(lazy)
+    assert lazy.extras == [] and lazy.data == {"name": "renamed", "function": 0, "stream": 0, "flops": 3.0,
+                                               "bytes": 2}
+    assert calls == [3]
+    mine = Mine({"name": "x", "function": 0, "stream": 0})
+    knobs.runtime.launch_enter_hook(mine)
+    knobs.runtime.launch_exit_hook(mine)
+    proton.finalize(sid)
+    t = load_tree("h.hatchet")
+    assert t["renamed"]["@"]["flops"] == 3.0 and t["renamed"]["@"]["bytes"] == 2.0
+    assert t["sub_kernel"]["@"]["bytes"] == 7.0

@@ -7,6 +7,8 @@ from abc import abstractmethod
 from collections import defaultdict
 from typing import Any, Dict, Optional
 
+from .. import _cproton
+
 
 def _runtime_knobs():
     import triton.knobs as knobs
@@ -46,6 +48,8 @@ class HookManager:
     _installed = False
     # (chain, function) pairs added to Triton's hook chains
     _chained: list = []
+    # Triton hook chains whose loop runs in C (_cproton.fast_chain)
+    _fast: list = []
 
     @staticmethod
     def _rechain() -> None:
@@ -56,6 +60,9 @@ class HookManager:
             chain.remove(fn)
         HookManager._chained = []
         if not HookManager._installed:
+            for chain in HookManager._fast:  # Triton's chains as found
+                _cproton.fast_chain(chain, False)
+            HookManager._fast = []
             return  # no hook: Triton is not needed (nor imported)
         rt = _runtime_knobs()
         hooks = HookManager.active_hooks
@@ -65,6 +72,11 @@ class HookManager:
                           (rt.launch_exit_hook, exit_)):
             chain.add(fn)
             HookManager._chained.append((chain, fn))
+        # The launch chains run around every launch: their loop in C
+        # (_hookchain.c), the same calls in the same order.
+        for chain in (rt.launch_enter_hook, rt.launch_exit_hook):
+            if chain not in HookManager._fast and _cproton.fast_chain(chain, True):
+                HookManager._fast.append(chain)
 
     @staticmethod
     def init_handle(module: Any, function: Any, name: str, metadata_group: Dict[str, str], hash: str) -> None:

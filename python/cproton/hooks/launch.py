@@ -31,6 +31,35 @@ id = ContextVar("id", default=None)
 _cproton.set_launch_vars(op_name, id)
 
 
+_lazy_registered = False
+
+
+def _lazy_get(self):
+    # Triton's LazyDict.get (3.4-3.9), which _cproton runs in C without a
+    # Python frame per launch when Triton's own is this very code.
+    for func, args in self.extras:
+        self.data = self.data | func(*args)
+    self.extras.clear()
+    return self.data
+
+
+def _register_lazy_dict() -> None:
+    """At the first activation (Triton is imported only once a hook is)."""
+    global _lazy_registered
+    if _lazy_registered:
+        return
+    _lazy_registered = True
+    try:
+        from triton.compiler.compiler import LazyDict
+    except ImportError:
+        return
+    code, ref = getattr(LazyDict.get, "__code__", None), _lazy_get.__code__
+    if code is not None and (code.co_code, code.co_names, code.co_varnames) == (ref.co_code, ref.co_names,
+                                                                                ref.co_varnames):
+        _cproton.set_lazy_dict(LazyDict, LazyDict.get)
+
+
+
 def set_filter(include: Optional[str] = None, exclude: Optional[str] = None) -> None:
     """Restricts the launch hook to kernels whose name matches `include`
     and not `exclude` (regular expressions; None: no restriction)."""
@@ -72,7 +101,7 @@ class LaunchHook(Hook):
         pass
 
     def activate(self):
-        pass
+        _register_lazy_dict()
 
     def deactivate(self):
         pass
