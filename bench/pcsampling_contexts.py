@@ -19,10 +19,11 @@ of 10 ms; the contexts are 30 ms apart, so each period holds one context).
 Errors, medians over rounds: the total variation distance (TVD) between the
 mode's and exact mode's shares of the kernel's samples per context, and per
 context between their line distributions (load line, FMA line, other)."""
-import json, os, statistics, subprocess, sys, time
+import json, os, statistics, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels"))
 import pcs_kernels  # noqa: E402
+from pcs_worker import run_worker  # noqa: E402
 
 MODES = {
     "exact": ("pcsampling:exact", {}),
@@ -112,18 +113,10 @@ def driver(out, rounds):
     for r in range(rounds):
         for m in modes:
             env = dict(os.environ, **MODES[m][1])
-            try:  # a hung worker is reported, never waited on for ever
-                p = subprocess.run([sys.executable, __file__, "--worker", m, out], capture_output=True,
-                                   text=True, env=env, timeout=float(os.environ.get("PCS_CTX_TIMEOUT", "120")))
-            except subprocess.TimeoutExpired as e:
-                print(f"FAIL ctx {m} round {r}: no result in {e.timeout:.0f} s (hung); its stderr: "
-                      f"{(e.stderr or b'')[-800:]!r}")
-                continue
-            js = [l for l in p.stdout.splitlines() if l.startswith("JSON ")]
-            if p.returncode or not js:
-                print(f"FAIL ctx {m} round {r}: rc={p.returncode} {p.stderr[-800:]}")
-                continue
-            runs[m].append(json.loads(js[0][5:]))
+            got = run_worker(__file__, m, out, env, float(os.environ.get("PCS_CTX_TIMEOUT", "120")),
+                             f"ctx {m} round {r}")
+            if got:
+                runs[m].append(got[0])
     if not runs.get("exact"):
         print("FAIL ctx: no exact-mode run to compare with")
         return 1

@@ -16,7 +16,7 @@ the median time of the work, the finalize time, samples/s, the share of
 samples with a line, and for the chase kernel the share on its two loop
 lines and their dominant stall reasons; the same for the attention segment;
 and the time of the first launch call after start."""
-import json, os, statistics, subprocess, sys, time
+import json, os, statistics, sys, time
 
 # name -> (cproton mode, extra environment); "kernels" is cproton without
 # PC sampling. The *_hw16 / *_s1 variants try CUPTI's buffer and decoding
@@ -39,6 +39,7 @@ DEFAULT_MODES = "plain,kernels,proton_kernels,cproton,sparse,exact,proton"
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels"))
 import pcs_kernels  # noqa: E402  (the kernels; lines found by marker)
+from pcs_worker import run_worker  # noqa: E402
 
 LOAD_LINE = pcs_kernels.line_of("load")  # the chase kernel's dependent-load loop
 FMA_LINE = pcs_kernels.line_of("fma")    # its FMA loop
@@ -160,20 +161,13 @@ def driver(out, rounds):
     for r in range(rounds):
         for m in modes:
             env = dict(os.environ, **CPROTON_MODES.get(m, ("", {}))[1])
-            try:  # a hung worker is reported, never waited on for ever
-                p = subprocess.run([sys.executable, __file__, "--worker", m, out], capture_output=True,
-                                   text=True, env=env, timeout=float(os.environ.get("PCS_WORKER_TIMEOUT", "240")))
-            except subprocess.TimeoutExpired as e:
-                print(f"FAIL {m} round {r}: no result in {e.timeout:.0f} s (hung); its stderr: "
-                      f"{(e.stderr or b'')[-800:]!r}")
+            got = run_worker(__file__, m, out, env, float(os.environ.get("PCS_WORKER_TIMEOUT", "240")),
+                             f"{m} round {r}")
+            if not got:
                 continue
-            line = [l for l in p.stdout.splitlines() if l.startswith("JSON ")]
-            if p.returncode or not line:
-                print(f"FAIL {m} round {r}: rc={p.returncode} {p.stderr[-800:]}")
-                continue
-            res[m].append(json.loads(line[0][5:]))
+            res[m].append(got[0])
             if r == rounds - 1:  # cproton's own account of the last round
-                for l in p.stderr.splitlines():
+                for l in got[1].splitlines():
                     if "pcsampling:" in l and ("PC records" in l or "bracketed" in l or "dropped" in l):
                         print(f"INFO {m}: {l.split('pcsampling:', 1)[1].strip()}")
     plain = statistics.median(x["ms"] for x in res["plain"]) if res.get("plain") else float("nan")
