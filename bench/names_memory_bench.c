@@ -7,15 +7,10 @@
 #include <unistd.h>
 
 #include "cproton/cproton.h"
+#include "backend/fake/workload.h" /* the RSS reader */
 
 static double rss_mb(void) {
-  long pages = 0, resident = 0;
-  FILE *f = fopen("/proc/self/statm", "r");
-  if (!f || fscanf(f, "%ld %ld", &pages, &resident) != 2)
-    resident = 0;
-  if (f)
-    fclose(f);
-  return (double)resident * (double)sysconf(_SC_PAGESIZE) / 1e6;
+  return (double)cp_fake_workload_rss_kib() * 1024.0 / 1e6;
 }
 
 static void names(int n, const char *prefix) {

@@ -7,6 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/session.h"
+#include "cproton/cproton.h"
+
 const char *cpt_tmp_path(const char *stem) {
   static _Thread_local char paths[16][512];
   static _Thread_local int next;
@@ -114,4 +117,10 @@ char *cpt_profile_lines(json_t *profile, int with_time) {
   }
   free(buf);
   return out;
+}
+
+void cpt_capture_in(const char *name, struct cp_launch_site *site) {
+  cproton_scope_enter(name, NULL);
+  cp_session_capture(site);
+  cproton_scope_exit(name);
 }

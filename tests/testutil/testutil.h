@@ -30,4 +30,9 @@ json_t *cpt_parse_json(const char *text);
 int cpt_json_file_matches(const char *path, const char *expected,
                           char **got_out, char **want_out);
 
+struct cp_launch_site;
+/* Captures into *site the launch site of a kernel launched inside scope
+ * `name` (entered and left around the capture), as a launch callback would. */
+void cpt_capture_in(const char *name, struct cp_launch_site *site);
+
 #endif

@@ -311,13 +311,6 @@ static void same_metric_names(json_t *ours, json_t *proton) {
   }
 }
 
-/* The launch site of a kernel launched inside scope `name`. */
-static void capture_in(const char *name, cp_launch_site *site) {
-  cproton_scope_enter(name, NULL);
-  cp_session_capture(site);
-  cproton_scope_exit(name);
-}
-
 /* Concurrent mode: two scopes ran the kernel 3:1 by time; the samples are
  * split 3:1, per line, with Proton's metrics; an unknown cubin keeps its
  * samples on the kernel node. */
@@ -325,8 +318,8 @@ Test(pcs_attr, concurrent_split_by_time, .init = setup, .fini = teardown) {
   const char *path = cpt_tmp_path("pcs_concurrent");
   int sid = start(path, "pcsampling");
   cp_launch_site a, b;
-  capture_in("a", &a);
-  capture_in("b", &b);
+  cpt_capture_in("a", &a);
+  cpt_capture_in("b", &b);
   cp_pcs_note_kernel(pcs, FN, &a, 300);
   cp_pcs_note_kernel(pcs, FN, &b, 100);
   buf x;
@@ -391,7 +384,7 @@ Test(pcs_attr, pending_until_record, .init = setup, .fini = teardown) {
   cp_pcs_add(pcs, &x.d, &stalls, 0);
   cr_assert_eq(cp_pcs_attribute(pcs, 0), 0); /* nothing to attribute yet */
   cp_launch_site s;
-  capture_in("late", &s);
+  cpt_capture_in("late", &s);
   cp_pcs_note_kernel(pcs, FN, &s, 50);
   cr_assert_eq(cp_pcs_attribute(pcs, 1), 0);
   json_t *j = finish(sid, path), *root = json_array_get(j, 0);
@@ -408,8 +401,8 @@ Test(pcs_attr, exact_by_correlation, .init = setup, .fini = teardown) {
   const char *path = cpt_tmp_path("pcs_exact");
   int sid = start(path, "pcsampling:exact");
   cp_launch_site a, b;
-  capture_in("a", &a);
-  capture_in("b", &b);
+  cpt_capture_in("a", &a);
+  cpt_capture_in("b", &b);
   cp_corr_put(corr, 11, &a);
   cp_corr_put(corr, 12, &b);
   buf x;

@@ -291,12 +291,6 @@ static int start_concurrent(const char *path) {
   return sid;
 }
 
-static void site_in(const char *scope, cp_launch_site *s) {
-  cproton_scope_enter(scope, NULL);
-  cp_session_capture(s);
-  cproton_scope_exit(scope);
-}
-
 /* The last kernel's record reaches the library only after the final Stop
  * (it was still running at the kernel row's flush): the final flush takes
  * it before attributing, so its samples land under its scope, not ROOT. */
@@ -304,7 +298,7 @@ Test(pcsampling, final_flush_takes_late_records, .init = setup, .fini = teardown
   const char *path = cpt_tmp_path("pcsv_late");
   int sid = start_concurrent(path);
   cp_launch_site site;
-  site_in("last", &site);
+  cpt_capture_in("last", &site);
   late_record = &site;
   cr_assert_eq(cp_pcsampling_flush(1), 0);
   json_t *j = finish(sid, path), *root = json_array_get(j, 0);
@@ -332,7 +326,7 @@ Test(pcsampling, drain_thread_runs_beside_launches_and_stops, .init = setup,
       atomic_load(&st.hooks.kernel_ran);
   for (int i = 0; i < 40; i++) {
     cp_launch_site site;
-    site_in(i % 2 ? "odd" : "even", &site);
+    cpt_capture_in(i % 2 ? "odd" : "even", &site);
     ran("kern", &site, 100 + (uint64_t)i * 10, 5, 128, 0);
     struct timespec t = {0, 1000000};
     nanosleep(&t, NULL);
@@ -367,8 +361,8 @@ Test(pcsampling, split_weighs_grid_occupancy, .init = setup, .fini = teardown) {
   st.hooks.describe_device = describe_h100;
   int sid = start_concurrent(path);
   cp_launch_site full, small;
-  site_in("full", &full);
-  site_in("small", &small);
+  cpt_capture_in("full", &full);
+  cpt_capture_in("small", &small);
   void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t) =
       atomic_load(&st.hooks.kernel_ran);
   ran("kern", &full, 1000, 4096, 256, 0);

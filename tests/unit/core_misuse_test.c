@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "backend/fake/fake.h"
+#include "backend/fake/workload.h" /* the RSS reader */
 #include "core/device.h"
 #include "core/session.h"
 #include "cproton/cproton.h"
@@ -468,13 +469,7 @@ Test(core_misuse, profile_reader, .init = reset) {
 /* ---- memory: names entered while nothing records them are not kept ----------- */
 
 static double rss_mb(void) {
-  long pages = 0, resident = 0;
-  FILE *f = fopen("/proc/self/statm", "r");
-  if (!f || fscanf(f, "%ld %ld", &pages, &resident) != 2)
-    resident = 0;
-  if (f)
-    fclose(f);
-  return (double)resident * (double)sysconf(_SC_PAGESIZE) / 1e6;
+  return (double)cp_fake_workload_rss_kib() * 1024.0 / 1e6;
 }
 
 Test(core_misuse, distinct_names_without_session_keep_no_memory, .init = reset) {
