@@ -124,3 +124,15 @@ void cpt_capture_in(const char *name, struct cp_launch_site *site) {
   cp_session_capture(site);
   cproton_scope_exit(name);
 }
+
+int cpt_start_session(const char *name, const char *backend, const char *data,
+                      const char *mode) {
+  cproton_session_options o;
+  cproton_session_options_init(&o);
+  o.name = name;
+  o.backend = backend;
+  o.data = data;
+  o.mode = mode;
+  int sid = -1;
+  return cproton_session_start(&o, &sid) == CPROTON_OK ? sid : -1;
+}

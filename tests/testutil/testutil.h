@@ -30,6 +30,11 @@ json_t *cpt_parse_json(const char *text);
 int cpt_json_file_matches(const char *path, const char *expected,
                           char **got_out, char **want_out);
 
+/* Starts a session named `name` on `backend` with `data` and `mode` (NULL:
+ * the defaults). Returns its id, or -1 with cproton_last_error() set. */
+int cpt_start_session(const char *name, const char *backend, const char *data,
+                      const char *mode);
+
 struct cp_launch_site;
 /* Captures into *site the launch site of a kernel launched inside scope
  * `name` (entered and left around the capture), as a launch callback would. */

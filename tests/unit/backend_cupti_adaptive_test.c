@@ -100,13 +100,8 @@ static void teardown(void) {
 static char *profile(void (*stream)(void), unsigned n, const char *name,
                      uint64_t *batched) {
   const char *path = cpt_tmp_path(name);
-  cproton_session_options o;
-  cproton_session_options_init(&o);
-  o.name = path;
-  o.backend = "none";
-  int sid = -1;
-  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK, "%s",
-               cproton_last_error());
+  int sid = cpt_start_session(path, "none", NULL, NULL);
+  cr_assert_geq(sid, 0, "%s", cproton_last_error());
   if (n)
     cr_assert_eq(cp_adaptive_new(n, &st.adaptive), CPROTON_OK);
   rng = 88172645463325252ull;

@@ -117,12 +117,8 @@ static void reset(void) { cp_session_reset_all(); }
 
 /* A tree session named `name` on the "none" backend (no driver here). */
 static int tree_session(const char *name) {
-  cproton_session_options o;
-  cproton_session_options_init(&o);
-  o.name = cpt_tmp_path(name);
-  o.backend = "none";
-  int sid;
-  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK);
+  int sid = cpt_start_session(cpt_tmp_path(name), "none", NULL, NULL);
+  cr_assert_geq(sid, 0, "%s", cproton_last_error());
   return sid;
 }
 
@@ -172,20 +168,16 @@ static const char *trace_one_buffer(const char *stem, const char *format) {
   cr_assert_eq(cproton_instr_kernel_new("mm_kernel", &l, &k), CPROTON_OK);
   unsigned char buf[512];
   fill(buf, &l);
-  cproton_session_options o;
-  cproton_session_options_init(&o);
-  o.name = cpt_tmp_path(stem);
-  o.data = "trace";
-  o.backend = "none";
-  int sid;
-  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK);
+  const char *name = cpt_tmp_path(stem);
+  int sid = cpt_start_session(name, "none", "trace", NULL);
+  cr_assert_geq(sid, 0, "%s", cproton_last_error());
   cproton_scope_enter("test", NULL); /* a CPU scope: in the call stack only */
   cr_assert_eq(cproton_instr_record_host(k, buf, l.per_cta_bytes, 0), CPROTON_OK);
   cproton_scope_exit("test");
   cr_assert_eq(cproton_session_finalize(sid, format), CPROTON_OK, "%s",
                cproton_last_error());
   cproton_instr_kernel_free(k);
-  return o.name;
+  return name;
 }
 
 Test(instr_runtime, trace_regions_per_warp_and_line, .init = reset) {

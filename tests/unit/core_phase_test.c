@@ -21,14 +21,8 @@ static void reset(void) {
 }
 
 static int start(const char *name, const char *mode) {
-  cproton_session_options o;
-  cproton_session_options_init(&o);
-  o.name = name;
-  o.backend = "fake";
-  o.mode = mode;
-  int sid = -1;
-  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK, "%s",
-               cproton_last_error());
+  int sid = cpt_start_session(name, "fake", NULL, mode);
+  cr_assert_geq(sid, 0, "%s", cproton_last_error());
   return sid;
 }
 

@@ -21,13 +21,8 @@ static void reset(void) {
 }
 
 static int start(const char *name) {
-  cproton_session_options o;
-  cproton_session_options_init(&o);
-  o.name = name;
-  o.backend = "none";
-  int sid = -1;
-  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK, "%s",
-               cproton_last_error());
+  int sid = cpt_start_session(name, "none", NULL, NULL);
+  cr_assert_geq(sid, 0, "%s", cproton_last_error());
   return sid;
 }
 

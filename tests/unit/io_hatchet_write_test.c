@@ -21,12 +21,8 @@ static void reset(void) {
 }
 
 static int start(void) {
-  cproton_session_options o;
-  cproton_session_options_init(&o);
-  o.name = cpt_tmp_path("hw");
-  o.backend = "fake";
-  int sid;
-  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK);
+  int sid = cpt_start_session(cpt_tmp_path("hw"), "fake", NULL, NULL);
+  cr_assert_geq(sid, 0, "%s", cproton_last_error());
   return sid;
 }
 

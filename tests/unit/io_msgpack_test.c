@@ -72,12 +72,8 @@ static void reset(void) {
 
 /* One session, fake kernels: ROOT -> a -> k (2 launches, 300 ns). */
 static char *render(const char *format, size_t *size_out) {
-  cproton_session_options o;
-  cproton_session_options_init(&o);
-  o.name = cpt_tmp_path("mp");
-  o.backend = "fake";
-  int sid;
-  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK);
+  int sid = cpt_start_session(cpt_tmp_path("mp"), "fake", NULL, NULL);
+  cr_assert_geq(sid, 0, "%s", cproton_last_error());
   cproton_scope_enter("a", NULL);
   cp_fake_launch("k", 100, 0, 7);
   cp_fake_launch("k", 200, 0, 7);
