@@ -9,13 +9,13 @@ dependent-load loop and an FMA loop with run-time trip counts, so one
 compiled kernel) runs under four calling contexts with different work: a
 load-heavy and an FMA-heavy full grid, a balanced full grid, and a 32-block
 grid (fewer blocks than SMs). Concurrent mode sees samples of (function,
-line) only and splits them among the contexts by its rule; exact mode
-brackets every launch, so its per-context samples are the reference.
+line) only and splits them among the contexts by its rule; exact mode ends
+a sampling period whenever the function is about to run under another
+context, so its per-context samples are the reference.
 
 Modes: exact (reference), cproton (the default rule: kernel time x the SM
 sub-partitions the grid occupies), time (CPROTON_PCS_WEIGHT=time: kernel time
-alone, the previous rule), drain10 (pcsampling:drain=10: attribution periods
-of 10 ms; the contexts are 30 ms apart, so each period holds one context).
+alone, the previous rule).
 Errors, medians over rounds: the total variation distance (TVD) between the
 mode's and exact mode's shares of the kernel's samples per context, and per
 context between their line distributions (load line, FMA line, other)."""
@@ -29,7 +29,6 @@ MODES = {
     "exact": ("pcsampling:exact", {}),
     "cproton": ("pcsampling", {}),
     "time": ("pcsampling", {"CPROTON_PCS_WEIGHT": "time"}),
-    "drain10": ("pcsampling:drain=10", {}),
 }
 # context -> (blocks of 256 threads, load iterations, FMA iterations, launches)
 CONTEXTS = {
@@ -62,7 +61,7 @@ def worker(mode, out):
         with proton.scope(c):
             run(c)
         torch.cuda.synchronize()
-        time.sleep(0.03)  # contexts apart in time (for drain10's periods)
+        time.sleep(0.03)  # contexts apart in time
     proton.finalize()
     print("JSON " + json.dumps(per_context(name + ".hatchet")))
 

@@ -24,7 +24,6 @@ import json, os, statistics, sys, time
 CPROTON_MODES = {
     "kernels": ("", {}),
     "cproton": ("pcsampling", {}),
-    "drain20": ("pcsampling:drain=20", {}),
     "sparse": ("pcsampling:interval=16384", {}),
     "exact": ("pcsampling:exact", {}),
     # CUPTI's defaults and Proton's buffer, for comparison (docs/benchmarks.md)

@@ -49,7 +49,7 @@ fi
 # deviations of the difference at p = 0.55).
 hits() { sed -n 's/.*: hits=\([0-9]*\)\/.*/\1/p' "$out/$1.log" | tail -1; }
 if want tiny; then
-  for spec in ${PCS_TINY:-"tiny|cproton|pcsampling tiny_proton|proton|pcsampling"}; do
+  for spec in ${PCS_TINY:-tiny|cproton|pcsampling tiny_proton|proton|pcsampling}; do
     IFS='|' read -r tag prof mode envs <<<"$spec"
     run "$tag" env CPROTON_LOG=info ${envs//,/ } "$py" "$here/pcs/tiny_first.py" "$out/$tag" "$mode" "$prof" "${PCS_TINY_ITERS:-20}"
   done

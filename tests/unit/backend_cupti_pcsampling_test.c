@@ -5,13 +5,12 @@
  * hands over the rest. Checks that both parts reach the profile once, in
  * concurrent and exact modes, and that a refused configuration leaves a
  * kernel-level profile with one warning. */
-#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <criterion/criterion.h>
 
 #ifdef CPROTON_HAVE_CUPTI
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend/cupti/loader.h"
 #include "backend/cupti/pcsampling.h"
@@ -22,7 +21,7 @@
 #define CTX ((CUcontext)0x1000)
 
 static CUpti_PCSamplingData *configured; /* the buffer given at configure */
-static _Atomic int open_range, enable_fails, n_warnings, n_stops; /* the drain thread too */
+static _Atomic int open_range, enable_fails, n_warnings, n_stops; /* threads too */
 static size_t hw_bytes; /* the hardware buffer size configured */
 static uint32_t sleep_ms; /* CUPTI's decoding period configured */
 static uint32_t stall_index = 7;
@@ -228,13 +227,6 @@ static long long samples(json_t *n) {
 }
 
 /* num_samples summed over `n` and every node below it. */
-static long long samples_below(json_t *n) {
-  long long sum = samples(n);
-  json_t *c;
-  size_t i;
-  json_array_foreach(json_object_get(n, "children"), i, c) sum += samples_below(c);
-  return sum;
-}
 
 static json_t *finish(int sid, const char *path) {
   cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
@@ -306,51 +298,6 @@ Test(pcsampling, final_flush_takes_late_records, .init = setup, .fini = teardown
 /* Two scopes ran the kernel equally long, one with a full grid, one with
  * 32 blocks: with the device's SM count known the split follows the busy
  * sub-partitions (528 : 128 on 132 SMs), not the time (1 : 1). */
-/* drain=MS: the drain thread closes, fetches and reopens the range while
- * the application launches and finalizes; nothing may wait on it forever
- * (a GPU run of bench/pcsampling_contexts.py hung in this mode). */
-Test(pcsampling, drain_thread_runs_beside_launches_and_stops, .init = setup,
-     .fini = teardown, .timeout = 20) {
-  const char *path = cpt_tmp_path("pcsv_drain");
-  int sid = start(path, "pcsampling:drain=2");
-  cp_pcs_options o;
-  cr_assert_eq(cp_pcs_mode_parse("pcsampling:drain=2", &o), 0);
-  cr_assert_eq(cp_pcsampling_enable(&api, &st, &o), 0);
-  cr_assert_eq(cproton_pcsampling_add_cubin("cubin", 5), 0);
-  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t) =
-      atomic_load(&st.hooks.kernel_ran);
-  for (int i = 0; i < 40; i++) {
-    cp_launch_site site;
-    cpt_capture_in(i % 2 ? "odd" : "even", &site);
-    ran("kern", &site, 100 + (uint64_t)i * 10, 5, 128, 0);
-    struct timespec t = {0, 1000000};
-    nanosleep(&t, NULL);
-  }
-  cr_assert_eq(cp_pcsampling_flush(1), 0);
-  /* read right after the flush: a drain already under way on the drain
-   * thread may be counted here and delivered after the finalize (one at
-   * most: a drain holds the lock through close, fetch and reopen, and the
-   * next is 2 ms away) */
-  int stops_at_flush = n_stops - 1;
-  json_t *j = finish(sid, path);
-  int stops_at_finish = n_stops;
-  cp_pcsampling_disable();
-  /* every Stop of the fake hands over 30 + 12 samples, whether or not a
-   * kernel record fell in its period (a real GPU samples only kernels that
-   * ran). Those read by the final flush are in the profile or, when their
-   * period had no kernel record to attribute them to, counted and reported
-   * at stop; drains between the flush and the finalize may add theirs (the
-   * fake backend's finalize does not flush). */
-  long long got = samples_below(json_array_get(j, 0));
-  cr_assert_geq(stops_at_flush, 3, "the drain thread ran (%d stops)", stops_at_flush);
-  cr_assert_leq(got, 42LL * stops_at_finish);
-  if (got < 42LL * stops_at_flush)
-    cr_assert(strstr(last_warning, "unattributed") && !strstr(last_warning, " 0 unattributed"),
-              "%lld samples for %d stops, and no unattributed ones reported: %s", got,
-              stops_at_flush, last_warning);
-  json_decref(j);
-}
-
 Test(pcsampling, split_weighs_grid_occupancy, .init = setup, .fini = teardown) {
   const char *path = cpt_tmp_path("pcsv_grid");
   st.hooks.describe_device = describe_h100;
@@ -372,36 +319,105 @@ Test(pcsampling, split_weighs_grid_occupancy, .init = setup, .fini = teardown) {
   json_decref(j);
 }
 
-Test(pcsampling, exact_brackets_each_launch, .init = setup, .fini = teardown) {
-  const char *path = cpt_tmp_path("pcsv_exact");
-  int sid = start(path, "pcsampling:exact");
+typedef void (*bracket_fn)(void *, uint32_t, const char *, const cp_launch_site *, int);
+
+/* An exact session with the fake's cubin (crc 1) handed over. */
+static bracket_fn start_exact(const char *path, int *sid) {
+  *sid = start(path, "pcsampling:exact");
   cp_pcs_options o;
   cp_pcs_mode_parse("pcsampling:exact", &o);
   cr_assert_eq(cp_pcsampling_enable(&api, &st, &o), 0);
   cr_assert_eq(cproton_pcsampling_add_cubin("cubin", 5), 0);
-  cr_assert_not(open_range, "exact mode opens ranges per launch only");
-  cr_assert_eq(hw_bytes, 16u << 20, "one-kernel ranges get a small buffer (cheaper Start)");
-  void (*bracket)(void *, uint32_t, int) = atomic_load(&st.hooks.launch_bracket);
-  cr_assert_not_null(bracket);
+  bracket_fn b = atomic_load(&st.hooks.launch_bracket);
+  cr_assert_not_null(b);
+  cr_assert_null(atomic_load(&st.hooks.kernel_ran), "exact mode notes launches, not records");
+  return b;
+}
+
+/* One launch of `kernel` (NULL: a graph) with correlation id `corr` under
+ * scope `scope`: API enter and exit. */
+static void launch(bracket_fn b, const char *kernel, const char *scope, uint32_t corr) {
+  cp_launch_site site;
+  cpt_capture_in(scope, &site);
+  cp_corr_put(st.corr, corr, &site);
+  b(CTX, corr, kernel, &site, 1);
+  b(CTX, corr, kernel, NULL, 0);
+}
+
+/* A function keeps one period while it runs under one context; the launch
+ * that brings a second context ends the period first (Stop, fetch,
+ * attribute, Start), so each context gets exactly its own samples. The
+ * fake's every Stop hands over 30 samples on line 5 and 12 on line 6. */
+Test(pcsampling, exact_ends_period_on_second_context, .init = setup, .fini = teardown) {
+  const char *path = cpt_tmp_path("pcsv_exact");
+  int sid;
+  bracket_fn b = start_exact(path, &sid);
+  cr_assert(open_range, "exact mode samples from start on");
+  cr_assert_eq(hw_bytes, 128u << 20);
+  launch(b, "kern", "first", 40);
+  launch(b, "kern", "first", 41);
+  launch(b, "other", "second", 42);
+  cr_assert_eq(n_stops, 0, "one context per function: no Stop");
+  launch(b, "kern", "second", 43);
+  cr_assert_eq(n_stops, 1, "kern's second context ends the period");
+  cr_assert(open_range);
+  cr_assert_eq(cp_pcsampling_flush(1), 0);
+  json_t *j = finish(sid, path), *root = json_array_get(j, 0);
   const char *scopes[] = {"first", "second"};
-  for (uint32_t k = 0; k < 2; k++) {
-    cproton_scope_enter(scopes[k], NULL);
-    cp_launch_site site;
-    cp_session_capture(&site);
-    cp_corr_put(st.corr, 40 + k, &site);
-    bracket(CTX, 40 + k, 1);
-    cr_assert(open_range);
-    bracket(CTX, 40 + k, 0);
-    cr_assert_not(open_range);
-    cproton_scope_exit(scopes[k]);
+  for (int k = 0; k < 2; k++) {
+    cr_assert_eq(samples(line_node(root, scopes[k], "src/k.py:5@kern")), 30, "%s", scopes[k]);
+    cr_assert_eq(samples(line_node(root, scopes[k], "src/k.py:6@kern")), 12, "%s", scopes[k]);
   }
+  json_decref(j);
+}
+
+/* A graph launch (no kernel name) is a range of its own: the period before
+ * it ends at its enter, and its own samples go to its launch's context. */
+Test(pcsampling, exact_graph_launch_is_its_own_range, .init = setup, .fini = teardown) {
+  const char *path = cpt_tmp_path("pcsv_graph");
+  int sid;
+  bracket_fn b = start_exact(path, &sid);
+  launch(b, "kern", "before", 50);
+  launch(b, NULL, "graph", 51);
+  cr_assert_eq(n_stops, 2, "closed at the graph's enter and at its exit");
+  cr_assert(open_range);
+  cr_assert_eq(cp_pcsampling_flush(1), 0);
+  json_t *j = finish(sid, path), *root = json_array_get(j, 0);
+  cr_assert_eq(samples(line_node(root, "graph", "src/k.py:5@kern")), 30);
+  /* the period before, and the fake's samples of the last period (no kern
+   * launch in it: the function's last site, as in concurrent mode) */
+  cr_assert_eq(samples(line_node(root, "before", "src/k.py:5@kern")), 60);
+  json_decref(j);
+}
+
+static bracket_fn flight_bracket;
+static void *launch_in_flight(void *arg) {
+  cp_launch_site *site = arg;
+  flight_bracket(CTX, 60, "kern", site, 1); /* no exit: still in flight */
+  return NULL;
+}
+
+/* Another thread's launch in flight when a period ends may start its
+ * kernel after the Stop: it is noted in the next period too, so a launch
+ * of the same function under another context ends that period as well,
+ * and the last period (both in it) is split between them. */
+Test(pcsampling, exact_launch_in_flight_kept_across_periods, .init = setup, .fini = teardown) {
+  const char *path = cpt_tmp_path("pcsv_flight");
+  int sid;
+  flight_bracket = start_exact(path, &sid);
+  cp_launch_site a;
+  cpt_capture_in("a", &a);
+  pthread_t t;
+  pthread_create(&t, NULL, launch_in_flight, &a);
+  pthread_join(t, NULL);
+  launch(flight_bracket, "g", "x", 61);
+  launch(flight_bracket, "g", "y", 62); /* ends period 1: kern -> a */
+  launch(flight_bracket, "kern", "b", 63); /* a still in flight: ends period 2 */
   cr_assert_eq(n_stops, 2);
   cr_assert_eq(cp_pcsampling_flush(1), 0);
   json_t *j = finish(sid, path), *root = json_array_get(j, 0);
-  for (int k = 0; k < 2; k++) {
-    cr_assert_eq(samples(line_node(root, scopes[k], "src/k.py:5@kern")), 30);
-    cr_assert_eq(samples(line_node(root, scopes[k], "src/k.py:6@kern")), 12);
-  }
+  cr_assert_eq(samples(line_node(root, "a", "src/k.py:5@kern")), 60 + 15);
+  cr_assert_eq(samples(line_node(root, "b", "src/k.py:5@kern")), 15);
   json_decref(j);
 }
 
@@ -421,19 +437,19 @@ static void first_launch_case(const char *mode) {
   cr_assert_eq(enabled_on, CTX, "the existing context is configured at start, made current");
   cr_assert_null(current, "the caller's (absent) context is restored");
   cr_assert_eq(retained, 0, "the primary context is released");
-  cr_assert_eq(open_range, !o.exact, "concurrent mode samples from start on");
+  cr_assert(open_range, "both modes sample from start on");
   cproton_scope_enter("init", NULL);
   cp_launch_site site;
   cp_session_capture(&site);
   cp_corr_put(st.corr, 5, &site);
   current = CTX; /* the launching thread */
   void (*seen)(void *) = atomic_load(&st.hooks.launch_context);
-  void (*bracket)(void *, uint32_t, int) = atomic_load(&st.hooks.launch_bracket);
+  bracket_fn bracket = atomic_load(&st.hooks.launch_bracket);
   seen(CTX);
   if (bracket) {
-    bracket(CTX, 5, 1);
+    bracket(CTX, 5, "kern", &site, 1);
     cr_assert(open_range, "the first launch is inside a range");
-    bracket(CTX, 5, 0);
+    bracket(CTX, 5, "kern", NULL, 0);
   }
   void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t) =
       atomic_load(&st.hooks.kernel_ran);

@@ -31,11 +31,12 @@ void cp_callbacks_set_nvtx(int enabled) {
 static void on_launch(cp_cupti_state *st, CUpti_CallbackId cbid,
                       const void *data) {
   const CUpti_CallbackData *d = data;
-  void (*bracket)(void *, uint32_t, int) =
+  void (*bracket)(void *, uint32_t, const char *, const cp_launch_site *,
+                  int) =
       atomic_load_explicit(&st->hooks.launch_bracket, memory_order_relaxed);
   if (d->callbackSite != CUPTI_API_ENTER) {
     if (bracket)
-      bracket(d->context, d->correlationId, 0);
+      bracket(d->context, d->correlationId, d->symbolName, NULL, 0);
     return;
   }
   if (st->ablate & (CP_ABLATE_NO_CAPTURE | CP_ABLATE_NO_RING)) {
@@ -58,7 +59,7 @@ static void on_launch(cp_cupti_state *st, CUpti_CallbackId cbid,
   if (ctx_hook)
     ctx_hook(d->context);
   if (bracket)
-    bracket(d->context, d->correlationId, 1);
+    bracket(d->context, d->correlationId, d->symbolName, &site, 1);
 }
 
 /* ---- stream capture (exact PC sampling skips captured launches) ------------ */

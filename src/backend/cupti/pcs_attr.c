@@ -2,8 +2,9 @@
  * line, correlation) counters -> metrics under calling contexts (rules in
  * pcs_attr.h). Invariant: every sample read from a buffer is delivered,
  * kept pending, or counted (lost / unattributed); none vanish silently.
- * Not a hot path: runs on the drain thread and the record path, under one
- * mutex. Called by pcsampling.c, records.c and unit tests. */
+ * Not a hot path except cp_pcs_note_launch (every launch in exact mode:
+ * two hash probes under one mutex); the rest runs when ranges close and on
+ * the record path. Called by pcsampling.c, records.c and unit tests. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,7 +213,26 @@ void cp_pcs_note_kernel(cp_pcs *p, const char *name,
   pthread_mutex_unlock(&p->lock);
 }
 
-/* ---- the drain path: PC records -> pending ------------------------------- */
+int cp_pcs_note_launch(cp_pcs *p, uint32_t fn, const cp_launch_site *site,
+                       int force) {
+  int rc = 0;
+  pthread_mutex_lock(&p->lock);
+  fn_entry *f = fn_slot(p, fn, 1);
+  site_entry *e = f ? site_slot(p, fn, site, f) : NULL;
+  if (!e) {
+    p->stats.sites_full++;
+    rc = -1;
+  } else if (!force && f->total > e->weight) {
+    rc = 1; /* another site of fn has weight in this period */
+  } else {
+    e->weight++;
+    f->total++;
+  }
+  pthread_mutex_unlock(&p->lock);
+  return rc;
+}
+
+/* ---- ranges closed: PC records -> pending ------------------------------- */
 
 static int stall_slot(const cp_pcs_stalls *st, uint32_t index) {
   for (size_t i = 0; i < st->n; i++)

@@ -2,13 +2,15 @@
  * contexts (cp_pcs_*). Pure: no vendor call; tests feed it buffers in
  * CUPTI's documented layout (CUpti_PCSamplingData with its PC records).
  *
- *   drain thread                          record path (kernel records)
+ *   range closed (flush, exact split)     concurrent: kernel records
  *   cp_pcs_add(buffer)                    cp_pcs_note_kernel(name, site, ns)
  *     each PC: line (pcs_lines), stall      weight of (function, site)
  *     reasons -> pending[fn, line, corr]    since the last attribution
+ *                                         exact: launches (API enter)
+ *                                         cp_pcs_note_launch(fn, site)
  *   cp_pcs_attribute(final)
- *     corr != 0 (exact mode): the launch's site (correlation ring)
- *     corr == 0 (concurrent): split among the sites that ran the function
+ *     corr != 0 (a graph launch's own range): the launch's site (ring)
+ *     corr == 0: split among the sites that ran the function
  *       since the last attribution, in proportion to their weight
  *       (cp_pcs_kernel_weight: kernel time x the SM sub-partitions the
  *       grid can occupy, since each sub-partition samples its warps);
@@ -90,6 +92,15 @@ void cp_pcs_clear(cp_pcs *p);
 void cp_pcs_note_kernel(cp_pcs *p, const char *name,
                         const cp_launch_site *site, uint64_t weight);
 
+/* Exact mode, at a launch's API enter: kernel function `fn` (an id of
+ * cp_strtab_intern) is launched under `site`. Returns 1 without noting it
+ * when `fn` ran under another site since the last attribution (the caller
+ * closes the period first, so that no function has two sites in one
+ * period), unless `force`; 0 when noted. -1: table full (counted; its
+ * samples go to the function's other sites). */
+int cp_pcs_note_launch(cp_pcs *p, uint32_t fn, const cp_launch_site *site,
+                       int force);
+
 /* The expected share of samples of one kernel run: `ns` x the SM
  * sub-partitions (4 per SM) its grid can keep busy, min(blocks x min(warps
  * per block, 4), 4 x sms). PC sampling takes one sample per sub-partition
@@ -101,8 +112,9 @@ uint64_t cp_pcs_kernel_weight(uint64_t ns, uint64_t blocks, uint32_t threads,
 
 /* Accumulates one CUpti_PCSamplingData filled by cuptiPCSamplingGetData:
  * totalNumPcs records, each with stallReasonCount reasons. `corr` non-zero:
- * every record belongs to that launch (exact mode brackets one launch with
- * start/stop); 0: the records' own correlationId (0 in continuous mode). */
+ * every record belongs to that launch (exact mode: a graph launch is a
+ * range of its own); 0: the records' own correlationId (0 in continuous
+ * mode). */
 void cp_pcs_add(cp_pcs *p, const CUpti_PCSamplingData *d,
                 const cp_pcs_stalls *stalls, uint32_t corr);
 

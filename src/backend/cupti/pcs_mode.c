@@ -9,7 +9,7 @@
 #include "backend/cupti/pcs_mode.h"
 #include "core/error.h"
 
-#define VALID "pcsampling[:interval=N][:exact][:buffer=PCS][:drain=MS]"
+#define VALID "pcsampling[:interval=N][:exact][:buffer=PCS]"
 
 static int bad(const char *mode, size_t at, const char *what) {
   return cp_error_set(CPROTON_EINVAL, "cupti mode '%s': %s at offset %zu "
@@ -65,13 +65,6 @@ static int option(const char *mode, const char *p, size_t n,
     o->buffer_pcs = (uint32_t)v;
     return CPROTON_OK;
   }
-  if (key == 5 && !strncmp(p, "drain", 5) && eq) {
-    if (!number(val, vn, 0, 60000, &v))
-      return bad(mode, at + 6, "drain must be an integer in 0..60000 "
-                 "(milliseconds; 0 = at flush only)");
-    o->drain_ms = (uint32_t)v;
-    return CPROTON_OK;
-  }
   return bad(mode, at, "unknown option");
 }
 
@@ -107,6 +100,5 @@ int cp_pcs_mode_same(const char *a, const char *b) {
   if (cp_pcs_mode_parse(a, &x) || cp_pcs_mode_parse(b, &y))
     return 0;
   return x.enabled == y.enabled && x.exact == y.exact &&
-         x.period_log2 == y.period_log2 && x.buffer_pcs == y.buffer_pcs &&
-         x.drain_ms == y.drain_ms;
+         x.period_log2 == y.period_log2 && x.buffer_pcs == y.buffer_pcs;
 }

@@ -1,17 +1,17 @@
 /* backend/cupti/pcs_mode.h -- the CUPTI backend's mode strings
  * (cp_pcs_mode_*): "" (kernel timing) or
  *
- *   pcsampling[:interval=N][:exact][:buffer=PCS][:drain=MS]
+ *   pcsampling[:interval=N][:exact][:buffer=PCS]
  *
  * interval  cycles between two samples of one SM; CUPTI samples every 2^k
  *           cycles, k in 5..31, so N in 32..2147483648 is rounded to the
  *           nearest power of two (Proton's 1000 -> 2^10, its fixed period)
- * exact     serialised collection: every sample carries its launch's
- *           correlation id (Proton's per-launch semantics); default is
- *           concurrent collection (docs/cupti.md says why)
- * buffer    PC records fetched per drain (64..1048576, default 4096)
- * drain     concurrent mode: fetch samples every MS milliseconds (0..60000;
- *           0 = only when the session flushes), default 0
+ * exact     every sample under its launch's calling context (Proton's
+ *           semantics): a period ends whenever a kernel function is about
+ *           to run under a second context; default is concurrent
+ *           collection with a documented split rule (docs/cupti.md)
+ * buffer    PC records fetched per cuptiPCSamplingGetData (64..1048576,
+ *           default 4096)
  * Options are separated by ':' or ','. Pure; not a hot path. */
 #ifndef CP_BACKEND_CUPTI_PCS_MODE_H
 #define CP_BACKEND_CUPTI_PCS_MODE_H
@@ -26,11 +26,10 @@
 
 typedef struct cp_pcs_options {
   int enabled;           /* the mode asks for PC sampling */
-  int exact;             /* serialised collection, per-launch attribution */
+  int exact;             /* one calling context per function and period */
   uint32_t period_log2;  /* CUPTI's samplingPeriod: 2^k cycles */
   uint64_t interval;     /* as given (cycles) */
   uint32_t buffer_pcs;   /* PC records per cuptiPCSamplingGetData */
-  uint32_t drain_ms;     /* concurrent mode: period of the drain thread */
 } cp_pcs_options;
 
 /* Parses `mode` (NULL or "" = kernel timing only) into `out`. Errors:

@@ -1,9 +1,14 @@
 /* backend/cupti/pcsampling.c -- CUPTI's PC Sampling API: per-context
- * configuration (stall reasons by name, period 2^k cycles, buffers sized by
- * the mode), a drain thread, module-load cubins. Invariant: every vendor
- * call goes through the loader's table; a context whose configuration CUPTI
- * refuses is profiled at kernel level only, with one warning for the run.
- * Not a hot path except ctx_seen (per launch, one relaxed load). Called by
+ * configuration (stall reasons by name, period 2^k cycles, buffers), one
+ * sampling range per context kept open from start, closed and reopened
+ * where a period ends (flush; exact mode: a function about to run under a
+ * second calling context, a graph launch), module-load cubins. Invariants:
+ * every vendor call goes through the loader's table and is made on an
+ * application thread (a flush or a launch; a drain thread calling Stop and
+ * Start beside launches hung on an H100); a context whose configuration
+ * CUPTI refuses is profiled at kernel level only, with one warning for the
+ * run. Hot paths: ctx_seen (per launch, one relaxed load) and, in exact
+ * mode, bracket (per launch, two hash probes under a mutex). Called by
  * features.c. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -17,17 +22,15 @@
 #include "backend/cupti/pcsampling.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/strtab.h"
 #include "cproton/cproton.h"
 
 #define MAX_CTX 64
-#define DRAIN_MS 10 /* exact mode: delivery period */
+#define MAX_THREADS 256 /* launching threads whose launch in flight is kept */
 #define SCRATCH_BYTES (16u << 20)
-/* CUPTI's hardware buffer: a concurrent range spans the whole session, so
- * it is large (Proton's size); an exact range spans one kernel, and
- * cuptiPCSamplingStart's cost grows with the buffer (an H100: 13 ms per
- * Start at 128 MB, 7 ms at 16 MB), so it is small there. */
+/* CUPTI's hardware buffer: a range spans up to the whole session, so it is
+ * large (Proton's size). */
 #define HARDWARE_MB 128
-#define HARDWARE_MB_EXACT 16
 /* CUPTI's decoding thread wakes every SLEEP_MS (its default: 100 ms); more
  * often keeps the hardware buffer from filling and shortened Start/Stop
  * (measured, docs/benchmarks.md). */
@@ -57,12 +60,23 @@ static atomic_int on, warned;
 static atomic_ullong drain_errors, dropped_reported;
 /* diagnostics: cuptiPCSamplingGetData calls, PC records and samples seen */
 static atomic_ullong n_gets, n_pcs, n_total, n_at_disable, n_with_corr;
-/* where exact mode's time goes: ns in synchronise, Start, Stop, fetch */
-enum { T_SYNC, T_START, T_STOP, T_FETCH, N_T };
-static atomic_ullong t_ns[N_T], n_brackets;
-static pthread_t drainer;
-static int drainer_running, drainer_stop;
-static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+/* where exact mode's time goes: ns closing periods (synchronise, Stop,
+ * fetch, attribute, Start); periods closed by a second context and by
+ * graph launches; launches noted */
+static atomic_ullong t_split_ns, n_splits, n_graph_ranges, n_noted;
+/* Exact mode: the launch each thread has in flight (API enter to exit),
+ * noted again when a period closes under it (its kernel may start after
+ * the Stop). Guarded by `lock`. */
+typedef struct in_flight {
+  int used;
+  uint32_t fn;
+  cp_launch_site site;
+} in_flight;
+static in_flight flights[MAX_THREADS];
+static int n_threads;
+static _Thread_local int my_slot = -1;
+static _Thread_local uint32_t my_epoch; /* slots are handed out per enable */
+static uint32_t slot_epoch;
 
 static void warn_once(const char *what, CUptiResult r) {
   if (!atomic_exchange(&warned, 1))
@@ -193,7 +207,7 @@ static CUptiResult configure(CUcontext c, CUpti_PCSamplingData *d) {
       knob("CPROTON_PCS_SCRATCH_MB", SCRATCH_BYTES >> 20) << 20;
   a[3].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE;
   a[3].attributeData.hardwareBufferSizeData.hardwareBufferSize =
-      knob("CPROTON_PCS_HW_MB", opt.exact ? HARDWARE_MB_EXACT : HARDWARE_MB) << 20;
+      knob("CPROTON_PCS_HW_MB", HARDWARE_MB) << 20;
   a[4].attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE;
   /* Continuous collection in start/stop ranges: without ranges GetData gave
    * no records while sampling ran (they all appeared at Disable, measured on
@@ -264,11 +278,11 @@ static void add_context(CUcontext c) {
     return warn_once("cuptiPCSamplingSetConfigurationAttribute", r);
   }
   s->ok = 1;
-  if (!opt.exact)
-    range(s, 1);
+  range(s, 1);
   cp_info("pcsampling: context %p sampled every 2^%u cycles, %s",
           (void *)c, opt.period_log2,
-          opt.exact ? "one range per launch (exact)" : "concurrent");
+          opt.exact ? "exact (a period per calling context of a function)"
+                    : "concurrent");
 }
 
 /* Launch path: a relaxed compare with the last context seen. */
@@ -368,100 +382,116 @@ static void fetch(sampled_ctx *s, uint32_t corr) {
   }
 }
 
-/* Concurrent mode: close each context's range, fetch, reopen (samples of
- * the moment between are not taken). The context is made current for
- * CUPTI; the caller's own is restored. Exact mode fetches per launch. */
-static void drain_all(void) {
-  if (opt.exact)
-    return;
-  CUcontext mine = NULL;
-  api->cuCtxGetCurrent(&mine);
-  pthread_mutex_lock(&lock);
-  for (int i = 0; i < n_ctx; i++) {
-    if (!ctxs[i].ok)
-      continue;
-    if (ctxs[i].ctx != mine)
-      api->cuCtxSetCurrent(ctxs[i].ctx);
-    range(&ctxs[i], 0);
-    fetch(&ctxs[i], 0);
-    range(&ctxs[i], 1);
-  }
-  pthread_mutex_unlock(&lock);
-  api->cuCtxSetCurrent(mine);
-}
-
 static uint64_t now_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-static void timed(int which, uint64_t *t) {
-  uint64_t n = now_ns();
-  atomic_fetch_add_explicit(&t_ns[which], n - *t, memory_order_relaxed);
-  *t = n;
+/* Ends the period on every context: waits for its work (its kernels'
+ * samples belong to this period), closes the range, fetches, reopens
+ * (samples of the moment between are not taken). The context is made
+ * current for CUPTI; the caller's own is restored. Caller holds `lock`. */
+static void close_all(void) {
+  CUcontext mine = NULL;
+  api->cuCtxGetCurrent(&mine);
+  for (int i = 0; i < n_ctx; i++) {
+    if (!ctxs[i].ok)
+      continue;
+    if (ctxs[i].ctx != mine)
+      api->cuCtxSetCurrent(ctxs[i].ctx);
+    if (opt.exact)
+      api->cuCtxSynchronize();
+    range(&ctxs[i], 0);
+    fetch(&ctxs[i], 0);
+    range(&ctxs[i], 1);
+  }
+  api->cuCtxSetCurrent(mine);
 }
 
-/* Exact mode, on the launching thread: a range brackets each launch, after
- * the context's earlier work finished (Proton's semantics: every sample
- * belongs to this launch). Samples are only copied into the pending table
- * here; lines were resolved once per PC and delivery runs on the drain
- * thread, so the launch pays for the serialisation, not the processing. */
-static void bracket(void *c, uint32_t corr, int enter) {
-  /* a launch into a capturing stream runs nothing, and synchronising would
-   * invalidate the capture */
-  if (!c || !atomic_load_explicit(&on, memory_order_relaxed) ||
-      cp_callbacks_capturing())
-    return;
-  pthread_mutex_lock(&lock);
+/* Exact mode: attributes what was fetched (each function to the one site
+ * it ran under in the period); launches still in flight are noted in the
+ * next period. Caller holds `lock`. */
+static int attribute_period(int final, uint64_t since) {
+  int rc = cp_pcs_attribute(pcs, final);
+  for (int i = 0; i < n_threads; i++)
+    if (flights[i].used)
+      cp_pcs_note_launch(pcs, flights[i].fn, &flights[i].site, 1);
+  atomic_fetch_add_explicit(&t_split_ns, now_ns() - since, memory_order_relaxed);
+  return rc;
+}
+
+static int end_period(int final) {
+  uint64_t t = now_ns();
+  close_all();
+  return attribute_period(final, t);
+}
+
+static in_flight *my_flight(void) {
+  if (my_slot < 0 || my_epoch != slot_epoch) {
+    my_slot = n_threads < MAX_THREADS ? n_threads++ : -1;
+    my_epoch = slot_epoch;
+  }
+  return my_slot < 0 ? NULL : &flights[my_slot];
+}
+
+/* A launch without a kernel name (a graph launch): a range of its own,
+ * its samples tagged with the launch (graph kernels' samples go to the
+ * graph launch's calling context, as in Proton). */
+static void own_range(void *c, uint32_t corr, int enter) {
   sampled_ctx *s = NULL;
   for (int i = 0; i < n_ctx && !s; i++)
     if (ctxs[i].ctx == c && ctxs[i].ok)
       s = &ctxs[i];
-  uint64_t t = now_ns();
-  if (s && enter) {
-    api->cuCtxSynchronize();
-    timed(T_SYNC, &t);
-    range(s, 1);
-    timed(T_START, &t);
-    atomic_fetch_add_explicit(&n_brackets, 1, memory_order_relaxed);
-  } else if (s && s->started) {
-    range(s, 0);
-    timed(T_STOP, &t);
-    fetch(s, corr);
-    timed(T_FETCH, &t);
+  if (!s)
+    return;
+  if (enter) {
+    end_period(0);
+    atomic_fetch_add_explicit(&n_graph_ranges, 1, memory_order_relaxed);
+    return;
   }
-  pthread_mutex_unlock(&lock);
+  uint64_t t = now_ns();
+  api->cuCtxSynchronize(); /* the launching thread: c is current */
+  range(s, 0);
+  fetch(s, corr);
+  range(s, 1);
+  attribute_period(0, t);
 }
 
-/* Concurrent mode with drain=MS: every MS ms, kernel records first (their
- * sites weigh the attribution), then samples. Exact mode: every DRAIN_MS,
- * the launches' pending samples are delivered (bounding the pending table).
- * Concurrent mode without drain has no thread: everything waits for flush. */
-static void *drain_main(void *arg) {
-  (void)arg;
+/* Exact mode, on the launching thread (docs/cupti.md). The range stays
+ * open while each kernel function runs under one calling context; a
+ * launch of a function that ran under another context in this period
+ * ends the period first, so every sample's function names its context
+ * (Proton's per-launch semantics for the profile, without a Start and a
+ * Stop per launch). Launches into a capturing stream run nothing. */
+static void bracket(void *c, uint32_t corr, const char *name,
+                    const cp_launch_site *site, int enter) {
+  if (!c || !atomic_load_explicit(&on, memory_order_relaxed) ||
+      cp_callbacks_capturing())
+    return;
+  uint32_t fn = 0;
+  if (name && cp_strtab_intern(name, strlen(name), &fn))
+    name = NULL;
   pthread_mutex_lock(&lock);
-  while (!drainer_stop) {
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
-    long ms = opt.exact ? DRAIN_MS : (long)opt.drain_ms;
-    t.tv_sec += ms / 1000;
-    t.tv_nsec += (ms % 1000) * 1000000L;
-    if (t.tv_nsec >= 1000000000L)
-      t.tv_sec++, t.tv_nsec -= 1000000000L;
-    pthread_cond_timedwait(&wake, &lock, &t);
-    if (drainer_stop)
-      break;
-    pthread_mutex_unlock(&lock);
-    if (!opt.exact) {
-      api->cuptiActivityFlushAll(0);
-      drain_all();
+  in_flight *f = my_flight();
+  if (!name) {
+    own_range(c, corr, enter);
+  } else if (!enter) {
+    if (f)
+      f->used = 0;
+  } else if (site) {
+    if (cp_pcs_note_launch(pcs, fn, site, 0) == 1) {
+      end_period(0);
+      atomic_fetch_add_explicit(&n_splits, 1, memory_order_relaxed);
+      /* another thread's launch in flight may hold fn's other site: then
+       * both share the period, split by launches (counted apportioned) */
+      cp_pcs_note_launch(pcs, fn, site, 1);
     }
-    cp_pcs_attribute(pcs, 0);
-    pthread_mutex_lock(&lock);
+    atomic_fetch_add_explicit(&n_noted, 1, memory_order_relaxed);
+    if (f)
+      *f = (in_flight){.used = 1, .fn = fn, .site = *site};
   }
   pthread_mutex_unlock(&lock);
-  return NULL;
 }
 
 /* ---- enable / flush / disable ---------------------------------------------- */
@@ -503,9 +533,13 @@ int cp_pcsampling_enable(const cp_loader_api *a, cp_cupti_state *st,
   atomic_store(&dropped_reported, 0);
   atomic_store(&n_gets, 0), atomic_store(&n_pcs, 0), atomic_store(&n_total, 0);
   atomic_store(&n_at_disable, 0), atomic_store(&n_with_corr, 0);
-  for (int i = 0; i < N_T; i++)
-    atomic_store(&t_ns[i], 0);
-  atomic_store(&n_brackets, 0);
+  atomic_store(&t_split_ns, 0), atomic_store(&n_splits, 0);
+  atomic_store(&n_graph_ranges, 0), atomic_store(&n_noted, 0);
+  pthread_mutex_lock(&lock);
+  memset(flights, 0, sizeof flights);
+  n_threads = 0;
+  slot_epoch++;
+  pthread_mutex_unlock(&lock);
   const char *w = getenv("CPROTON_PCS_WEIGHT");
   time_rule = w && !strcmp(w, "time");
   for (int i = 0; i < 64; i++)
@@ -516,17 +550,6 @@ int cp_pcsampling_enable(const cp_loader_api *a, cp_cupti_state *st,
   atomic_store(&st->hooks.launch_context, ctx_seen);
   atomic_store(&st->hooks.launch_bracket, opt.exact ? bracket : NULL);
   adopt_contexts();
-  drainer_stop = 0;
-  drainer_running = (opt.exact || opt.drain_ms) &&
-                    pthread_create(&drainer, NULL, drain_main, NULL) == 0;
-  if (!drainer_running && (opt.exact || opt.drain_ms))
-    cp_warn("pcsampling: no drain thread; samples are fetched at flush only");
-  /* the only GPU run of drain=MS (an H100, docs/benchmarks.md) never
-   * finished: say so until it is understood, rather than hang unannounced */
-  if (drainer_running && !opt.exact)
-    cp_warn("pcsampling: drain=%u is experimental: a run of it hung on an "
-            "H100 (docs/cupti.md); drain=0, the default, fetches at flush",
-            (unsigned)opt.drain_ms);
   return CPROTON_OK;
 }
 
@@ -547,13 +570,21 @@ static void report_dropped(uint64_t dropped) {
 int cp_pcsampling_flush(int final) {
   if (!atomic_load(&on))
     return CPROTON_OK;
-  drain_all();
-  /* Stop waited for the range's kernels: the records of those still
-   * running when the kernel row flushed arrive now, so that their samples
-   * find their sites instead of the fallback */
-  if (final && !opt.exact)
-    api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  int rc = cp_pcs_attribute(pcs, final);
+  int rc;
+  pthread_mutex_lock(&lock);
+  if (opt.exact) {
+    rc = end_period(final);
+    pthread_mutex_unlock(&lock);
+  } else {
+    close_all();
+    pthread_mutex_unlock(&lock);
+    /* Stop waited for the range's kernels: the records of those still
+     * running when the kernel row flushed arrive now, so that their
+     * samples find their sites instead of the fallback */
+    if (final)
+      api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    rc = cp_pcs_attribute(pcs, final);
+  }
   cp_pcs_stats s;
   cp_pcs_get_stats(pcs, &s);
   report_dropped(s.dropped);
@@ -574,11 +605,14 @@ static void report(void) {
           (unsigned long long)n_pcs, (unsigned long long)n_with_corr,
           (unsigned long long)n_total, (unsigned long long)s.non_user,
           (unsigned long long)n_at_disable);
-  if (n_brackets)
-    cp_info("pcsampling: %llu launches bracketed: %.1f ms synchronising, "
-            "%.1f ms in Start, %.1f ms in Stop, %.1f ms fetching",
-            (unsigned long long)n_brackets, t_ns[T_SYNC] / 1e6,
-            t_ns[T_START] / 1e6, t_ns[T_STOP] / 1e6, t_ns[T_FETCH] / 1e6);
+  if (opt.exact)
+    cp_info("pcsampling: exact: %llu launches noted, %llu periods closed by "
+            "a function's second calling context, %llu graph launches in "
+            "ranges of their own, %.1f ms closing periods (%llu samples "
+            "split between sites of a launch race)",
+            (unsigned long long)n_noted, (unsigned long long)n_splits,
+            (unsigned long long)n_graph_ranges, t_split_ns / 1e6,
+            (unsigned long long)s.apportioned);
   if (s.dropped || s.lost || s.unattributed || s.buffer_full ||
       s.sites_full || s.unknown_stall || l.refused || drain_errors)
     cp_warn("pcsampling: %llu samples dropped by CUPTI (hardware buffer full "
@@ -599,14 +633,6 @@ void cp_pcsampling_disable(void) {
   atomic_store(&state->hooks.launch_context, NULL);
   atomic_store(&state->hooks.launch_bracket, NULL);
   atomic_store(&state->hooks.kernel_ran, NULL);
-  if (drainer_running) {
-    pthread_mutex_lock(&lock);
-    drainer_stop = 1;
-    pthread_cond_signal(&wake);
-    pthread_mutex_unlock(&lock);
-    pthread_join(drainer, NULL);
-    drainer_running = 0;
-  }
   pthread_mutex_lock(&lock);
   for (int i = 0; i < n_ctx; i++) {
     if (ctxs[i].ok) {

@@ -1,8 +1,10 @@
 /* backend/cupti/pcsampling.h -- the vendor side of PC sampling
  * (cp_pcsampling_*): one CUPTI sampling configuration per CUDA context,
- * configured on the first launch or creation seen for it; a drain thread
- * that fetches records every few milliseconds, off the launch path, into
- * pcs_attr.c; cubins from module loads kept in pcs_lines.c.
+ * configured at start or on the first launch or creation seen for it; its
+ * sampling range open from then on, closed, fetched into pcs_attr.c and
+ * reopened where a period ends (flush; exact mode: a second calling
+ * context for a function, a graph launch); cubins from module loads kept
+ * in pcs_lines.c.
  * Called by features.c (enable/flush/disable rows) and by the public
  * cproton_pcsampling_add_cubin. Not a hot path except the per-launch context
  * check (one relaxed load when the context is the last one seen). */
@@ -13,7 +15,7 @@
 #include "backend/cupti/pcs_mode.h"
 #include "backend/cupti/state.h"
 
-/* Starts sampling with `opt` (state hooks installed, drain thread). When
+/* Starts sampling with `opt` (state hooks installed). When
  * this CUPTI lacks the API, warns once and returns OK: kernels are still
  * profiled. Errors: ENOMEM. */
 int cp_pcsampling_enable(const cp_loader_api *api, cp_cupti_state *st,
@@ -24,7 +26,7 @@ int cp_pcsampling_enable(const cp_loader_api *api, cp_cupti_state *st,
  * were flushed. */
 int cp_pcsampling_flush(int final);
 
-/* Stops the drain thread and sampling; reports the counters once. */
+/* Stops sampling; reports the counters once. */
 void cp_pcsampling_disable(void);
 
 #endif

@@ -46,10 +46,12 @@ typedef struct cp_cupti_hooks {
    * sampling is configured once per context. */
   void (*module_loaded)(const void *cubin, size_t size);
   void (*_Atomic launch_context)(void *cu_context);
-  /* PC sampling, exact mode: called at a launch's API enter (`enter` 1)
-   * and exit (0) on the launching thread, to bracket it. NULL when off. */
+  /* PC sampling, exact mode: called at a launch's API enter (`enter` 1,
+   * with the kernel's name, NULL for a graph launch, and its site) and
+   * exit (0, site NULL) on the launching thread. NULL when off. */
   void (*_Atomic launch_bracket)(void *cu_context, uint32_t correlation,
-                                 int enter);
+                                 const char *kernel,
+                                 const cp_launch_site *site, int enter);
   /* PC sampling: a kernel record with its final site, duration, grid
    * (blocks), block (threads) and device (concurrent mode weights). NULL
    * when off. */
