@@ -45,6 +45,7 @@
  * accept. */
 #define CP_LOADER_CUPTI_OPTIONAL(X)                                            \
   X(cuptiActivityRegisterTimestampCallback)                                    \
+  X(cuptiActivitySetAttribute)                                                 \
   X(cuptiPCSamplingSetConfigurationAttribute)                                  \
   X(cuptiPCSamplingEnable)                                                     \
   X(cuptiPCSamplingDisable)                                                    \
