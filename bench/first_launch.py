@@ -15,7 +15,8 @@ nocallback, noactivity); cproton with CUPTI's device timestamp buffers
 set (CPROTON_CUPTI_DEVICE_BUFFERS, _KB: one buffer allocated up front
 instead of three, and a smaller one); cproton pcsampling; Proton (kernel
 level).
-Prints one RESULT line per mode with the median call times in ms."""
+FIRST_MODES=a,b,... picks the modes. Prints one RESULT line per mode with
+the median call times in ms."""
 import json, os, statistics, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels"))
@@ -76,9 +77,10 @@ def worker(mode, out):
 def main(out, rounds):
     os.makedirs(out, exist_ok=True)
     here = os.path.abspath(__file__)
-    res = {m: [] for m in MODES}
+    want = os.environ.get("FIRST_MODES", ",".join(MODES)).split(",")
+    res = {m: [] for m in MODES if m in want}
     for r in range(rounds):
-        for m in MODES:
+        for m in res:
             env = dict(os.environ, **MODES[m][2])
             got = run_worker(here, m, out, env, 120, f"first_launch {m} round {r}")
             if got:
