@@ -11,10 +11,7 @@ kernel, then repeats; no synchronisation between them), so a one-time cost
 shows up as per session (the first call only) or per kernel (the first call
 of each). Modes, each a fresh process: plain; cproton (kernel level);
 cproton with one part of its launch path removed (CPROTON_CUPTI_ABLATE:
-nocallback, noactivity); cproton with CUPTI's device timestamp buffers
-set (CPROTON_CUPTI_DEVICE_BUFFERS, _KB: one buffer allocated up front
-instead of three, and a smaller one); cproton pcsampling; Proton (kernel
-level).
+nocallback, noactivity); cproton pcsampling; Proton (kernel level).
 FIRST_MODES=a,b,... picks the modes. Prints one RESULT line per mode with
 the median call times in ms."""
 import json, os, statistics, sys, time
@@ -27,9 +24,6 @@ MODES = {  # name -> (profiler, mode, environment)
     "cproton": ("cproton", None, {}),
     "nocallback": ("cproton", None, {"CPROTON_CUPTI_ABLATE": "nocallback"}),
     "noactivity": ("cproton", None, {"CPROTON_CUPTI_ABLATE": "noactivity"}),
-    "devbuf1": ("cproton", None, {"CPROTON_CUPTI_DEVICE_BUFFERS": "1"}),
-    "devbuf1_1mb": ("cproton", None, {"CPROTON_CUPTI_DEVICE_BUFFERS": "1",
-                                      "CPROTON_CUPTI_DEVICE_BUFFER_KB": "1024"}),
     "pcsampling": ("cproton", "pcsampling", {}),
     "proton": ("proton", None, {}),
 }

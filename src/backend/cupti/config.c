@@ -144,10 +144,6 @@ void cp_cupti_config_from_env(cp_cupti_config *c) {
   int kb = int_env("CPROTON_CUPTI_BUFFER_KB", 0);
   if (kb >= 64 && kb <= 65536)
     c->buffer_size = (size_t)kb << 10;
-  int nb = int_env("CPROTON_CUPTI_DEVICE_BUFFERS", 0);
-  c->device_buffers = nb >= 1 && nb <= 64 ? (size_t)nb : 0;
-  kb = int_env("CPROTON_CUPTI_DEVICE_BUFFER_KB", 0);
-  c->device_buffer_size = kb >= 64 && kb <= 262144 ? (size_t)kb << 10 : 0;
 }
 
 static void copy_env(char *out, size_t size, const char *var,

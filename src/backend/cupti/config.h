@@ -29,10 +29,6 @@ typedef struct cp_cupti_config {
   size_t ring_slots;  /* correlation ring capacity */
   size_t graph_nodes; /* graph-node table capacity */
   size_t buffer_size; /* bytes per activity buffer */
-  /* CUPTI's device-side timestamp buffers (0: CUPTI's default, 3 of
-   * ~3 MB, allocated by a context's first launch after the activity is
-   * enabled): how many are allocated up front, and their size */
-  size_t device_buffers, device_buffer_size;
   size_t n_buffers;   /* buffers allocated at start */
   size_t max_buffers; /* the pool's limit */
   int nvtx;           /* NVTX ranges become scopes */

@@ -9,7 +9,6 @@
 #include "backend/cupti/features.h"
 #include "backend/cupti/pcsampling.h"
 #include "core/error.h"
-#include "core/log.h"
 
 int cp_features_fail(const cp_loader_api *api, CUptiResult r,
                      const char *what) {
@@ -44,31 +43,8 @@ static int always(const cp_features_env *e) { return (void)e, 1; }
 static int nvtx_wanted(const cp_features_env *e) { return e->config->nvtx; }
 static int pcs_wanted(const cp_features_env *e) { return e->mode.enabled; }
 
-/* CUPTI's device buffers for kernel timestamps, when configured: a
- * context's first launch after the activity is enabled allocates them
- * (docs/cupti.md, measured there). A refusal keeps CUPTI's defaults. */
-static void device_buffers(const cp_features_env *e) {
-  const struct {
-    CUpti_ActivityAttribute attr;
-    size_t value;
-  } set[] = {{CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE,
-              e->config->device_buffers},
-             {CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE,
-              e->config->device_buffer_size}};
-  for (size_t i = 0; i < sizeof set / sizeof *set; i++) {
-    size_t v = set[i].value, n = sizeof v;
-    if (!v || !e->api->cuptiActivitySetAttribute)
-      continue;
-    CUptiResult r = e->api->cuptiActivitySetAttribute(set[i].attr, &n, &v);
-    if (r != CUPTI_SUCCESS)
-      cp_info("cupti: cuptiActivitySetAttribute(%d, %zu): %s",
-              (int)set[i].attr, v, cp_loader_cupti_error(e->api, r));
-  }
-}
-
 static int kernels_on(cp_features_env *e) {
   unsigned ablate = e->config->ablate;
-  device_buffers(e);
   int rc = ablate & CP_ABLATE_NO_CALLBACK ? 0 : callbacks(e, CP_CB_KERNELS, 1);
   CUptiResult r;
   if (ablate & CP_ABLATE_NO_ACTIVITY)

@@ -45,7 +45,6 @@
  * accept. */
 #define CP_LOADER_CUPTI_OPTIONAL(X)                                            \
   X(cuptiActivityRegisterTimestampCallback)                                    \
-  X(cuptiActivitySetAttribute)                                                 \
   X(cuptiPCSamplingSetConfigurationAttribute)                                  \
   X(cuptiPCSamplingEnable)                                                     \
   X(cuptiPCSamplingDisable)                                                    \
