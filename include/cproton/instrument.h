@@ -77,6 +77,21 @@ typedef enum cproton_granularity {
   CPROTON_GRANULARITY_WARPGROUP_8 = 8
 } cproton_granularity;
 
+/* What happens when a unit writes more records than its segment holds
+ * (Proton's buffer_strategy). CIRCULAR: the segment wraps and the newest
+ * records overwrite the oldest (counted as dropped). FLUSH: Proton's "flush
+ * the buffer instead of overwriting it"; cproton cannot flush in the middle
+ * of a kernel (no device-to-host channel while it runs), so FLUSH writes
+ * records straight to the global buffer that the runtime flushes to the host
+ * after every launch, and sizes it to keep every record: loop-free kernels
+ * get one slot per marker, others buffer_size or 16 KiB per unit (Proton's
+ * global default). A unit that still writes more wraps as CIRCULAR does, and
+ * the overwritten records are counted (docs/instrumentation-runtime.md). */
+typedef enum cproton_buffer_strategy {
+  CPROTON_STRATEGY_CIRCULAR = 0,
+  CPROTON_STRATEGY_FLUSH = 1
+} cproton_buffer_strategy;
+
 typedef struct cproton_ptx_options {
   cproton_counter counter;         /* default CLOCK64 */
   cproton_buffer_kind buffer;      /* default SHARED */
@@ -98,6 +113,9 @@ typedef struct cproton_ptx_options {
    * buffer. */
   uint32_t existing_shared_bytes;
   uint32_t max_shared_bytes;
+  /* Default CIRCULAR. FLUSH implies a global buffer (`buffer` is not used)
+   * and the larger default segment above. */
+  cproton_buffer_strategy strategy;
 } cproton_ptx_options;
 
 /* Fills `o` with the defaults above. Always call before setting fields.

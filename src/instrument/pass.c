@@ -23,6 +23,9 @@
 #define DEFAULT_MAX_SHARED 232448u
 #define STATIC_SHARED_LIMIT 49152u
 #define DEFAULT_GLOBAL_SEG 4096u
+/* buffer_strategy=flush keeps every record it can: Proton's default global
+ * segment (16 KiB per profiling unit, 2,048 records). */
+#define FLUSH_GLOBAL_SEG 16384u
 #define DEFAULT_SHARED_SEG 1024u
 #define MIN_SHARED_SEG 64u
 
@@ -63,6 +66,8 @@ static int check_options(const cproton_ptx_options *o) {
     return cp_error_set(CPROTON_EINVAL, "num_warps %u exceeds 32", o->num_warps);
   if (o->buffer_size > (1u << 30))
     return cp_error_set(CPROTON_EINVAL, "buffer_size %u exceeds 1 GiB", o->buffer_size);
+  if ((unsigned)o->strategy > CPROTON_STRATEGY_FLUSH)
+    return cp_error_set(CPROTON_EINVAL, "unknown buffer strategy %d (circular or flush)", (int)o->strategy);
   return 0;
 }
 
@@ -164,7 +169,7 @@ static int size_segments(const cp_ptx_module *m, const cp_ptx_kernel *k, const c
       return cp_error_set(CPROTON_EINVAL, "kernel '%s': buffer_size %u gives %u units less than %u bytes each",
                           kname, o->buffer_size, n, CP_LAYOUT_MIN_SEGMENT);
   } else if (o->buffer == CPROTON_BUFFER_GLOBAL) {
-    seg = DEFAULT_GLOBAL_SEG;
+    seg = o->strategy == CPROTON_STRATEGY_FLUSH ? FLUSH_GLOBAL_SEG : DEFAULT_GLOBAL_SEG;
   } else {
     uint32_t max = o->max_shared_bytes ? o->max_shared_bytes : DEFAULT_MAX_SHARED;
     uint64_t taken = (uint64_t)used + o->existing_shared_bytes;
@@ -195,6 +200,12 @@ static int size_segments(const cp_ptx_module *m, const cp_ptx_kernel *k, const c
 /* Scopes, layout and lowering configuration of kernel `k`. */
 static int plan_kernel(const char *text, size_t size, const cp_ptx_module *m, const cp_ptx_kernel *k,
                        const cproton_ptx_options *o, kernel_out *ko, cp_lower_cfg *cfg) {
+  /* flush writes straight to the global buffer the runtime flushes after
+   * each launch: there is no on-chip stage to flush from inside a kernel. */
+  cproton_ptx_options eff = *o;
+  if (eff.strategy == CPROTON_STRATEGY_FLUSH)
+    eff.buffer = CPROTON_BUFFER_GLOBAL;
+  o = &eff;
   ko->name = malloc(k->name_len + 1);
   if (!ko->name)
     return cp_error_set(CPROTON_ENOMEM, "out of memory");

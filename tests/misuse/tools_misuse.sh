@@ -37,6 +37,10 @@ M='"count": 1, "time (ns)": 5'
 # ---- cproton-instrument -o /dev/null keeps the device node
 ptx="$src/tests/data/instrument/scope_return.ptx"
 check instrument_dev_null 0 "scopes" -- "$instrument" "$ptx" -o /dev/null
+# ---- --buffer-strategy: flush gives a global buffer; a bad value is named
+check instrument_flush 0 "global buffer" -- "$instrument" "$ptx" -o /dev/null --buffer-strategy flush
+check instrument_bad_strategy 2 "bad option '--buffer-strategy' periodic" -- \
+  "$instrument" "$ptx" -o /dev/null --buffer-strategy periodic
 n=$((n + 1))
 if [ ! -c /dev/null ]; then echo "FAIL /dev/null is no longer a device"; fail=$((fail + 1)); fi
 

@@ -135,6 +135,28 @@ def test_hook_instruments_the_ptx_stage(mode):
     assert isinstance(hook.handles[1234], int)
 
 
+def test_flush_strategy_writes_a_global_buffer():
+    """buffer_strategy=flush (Proton's spelling, through the dataclass and its
+    str) reaches the pass: records go to the global buffer, sized to keep
+    every record (vadd has no loop: one slot per marker)."""
+    from cproton import mode as cm
+    hook = instr.InstrumentationHook(cm.Default(buffer_strategy="flush"))
+    assert "buffer_strategy=BUFFER_STRATEGY.FLUSH" in hook.mode_str, hook.mode_str
+    hook.activate()
+    try:
+        import triton.knobs as knobs
+        k = compile_kernel(vadd, VADD_SIG, {"BLOCK": 256}, knobs.compilation.instrumentation_mode)
+    finally:
+        hook.deactivate()
+    layout = k.metadata.cproton_layout
+    assert layout["buffer"] == 1  # CPROTON_BUFFER_GLOBAL, though the mode says buffer_type=shared
+    assert "st.global" in k.asm["ptx"] and "__cproton_smem" not in k.asm["ptx"]
+    with pytest.raises(ValueError, match="buffer_strategy"):
+        instr.InstrumentationHook("default:buffer_strategy=flsuh")
+    with pytest.raises(ValueError, match="circular, flush"):
+        _cproton.instr_check_mode("default:buffer_strategy=flsuh")
+
+
 def test_filter_skips_kernels():
     instr.set_filter(exclude="^vadd$")
     hook = instr.InstrumentationHook("default")

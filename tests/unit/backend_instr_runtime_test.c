@@ -65,6 +65,30 @@ Test(instr_mode, proton_mode_strings) {
   cr_assert_eq(cproton_instr_mode_options("default:reduce=host", &o), CPROTON_OK, "an option the pass ignores");
 }
 
+/* buffer_strategy: Proton's two values (and its enum spelling); the pass
+ * option follows, anything else is refused naming the option and both. */
+Test(instr_mode, buffer_strategy) {
+  cproton_ptx_options o;
+  cr_assert_eq(cproton_instr_mode_options("default", &o), CPROTON_OK);
+  cr_assert_eq(o.strategy, CPROTON_STRATEGY_CIRCULAR);
+  cr_assert_eq(cproton_instr_mode_options("default:buffer_strategy=flush", &o), CPROTON_OK,
+               "%s", cproton_last_error());
+  cr_assert_eq(o.strategy, CPROTON_STRATEGY_FLUSH);
+  cr_assert_eq(cproton_instr_mode_options("default:buffer_strategy=BUFFER_STRATEGY.FLUSH:buffer_type=shared", &o),
+               CPROTON_OK);
+  cr_assert_eq(o.strategy, CPROTON_STRATEGY_FLUSH);
+  cr_assert_eq(o.buffer, CPROTON_BUFFER_SHARED, "the mode keeps buffer_type; the pass overrides it");
+  cr_assert_eq(cproton_instr_mode_options("mma:buffer_strategy=circular", &o), CPROTON_OK);
+  cr_assert_eq(o.strategy, CPROTON_STRATEGY_CIRCULAR);
+  static const char *const bad[] = {"default:buffer_strategy=flsuh", "default:buffer_strategy=",
+                                    "default:buffer_strategy=flush,circular", "default:buffer_strategy=periodic"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    cr_assert_eq(cproton_instr_mode_options(bad[i], &o), CPROTON_EINVAL, "%s", bad[i]);
+    const char *e = cproton_last_error();
+    cr_assert(strstr(e, "buffer_strategy") && strstr(e, "valid: circular, flush"), "%s: %s", bad[i], e);
+  }
+}
+
 static const char *const names[] = {"outer", "inner"};
 static const int32_t parents[] = {-1, 0};
 

@@ -275,6 +275,81 @@ Test(instrument_pass, loop_free_kernels_get_one_slot_per_marker) {
   free(in);
 }
 
+/* buffer_strategy=flush: records go to the global buffer (buffer_type is
+ * overridden), loop-free kernels stay exact, loops get Proton's global
+ * default of 16 KiB per unit, and an explicit buffer_size still wins. */
+static cproton_buffer_layout flush_layout(const char *ptx, cproton_buffer_kind buffer, uint32_t size) {
+  cproton_ptx_options o;
+  cproton_ptx_options_init(&o);
+  o.strategy = CPROTON_STRATEGY_FLUSH;
+  o.buffer = buffer;
+  o.buffer_size = size;
+  cproton_ptx *p = run(ptx, strlen(ptx), &o);
+  cproton_buffer_layout l;
+  cproton_ptx_kernel_layout(p, 0, &l);
+  cproton_ptx_free(p);
+  return l;
+}
+
+Test(instrument_pass, flush_strategy_sizes_a_global_buffer) {
+  cproton_buffer_layout l = flush_layout(LOOP_PTX("", MARKS), CPROTON_BUFFER_SHARED, 0);
+  cr_assert_eq(l.buffer, (uint32_t)CPROTON_BUFFER_GLOBAL);
+  cr_assert_eq(l.segment_bytes, 16384, "2,048 records per unit");
+  cr_assert_eq(l.per_cta_bytes, l.header_bytes + 2 * 16384);
+  l = flush_layout(LOOP_PTX(MARKS, ""), CPROTON_BUFFER_GLOBAL, 0);
+  cr_assert_eq(l.segment_bytes, 16, "loop-free: one slot per marker");
+  l = flush_layout(LOOP_PTX("", MARKS), CPROTON_BUFFER_GLOBAL, 1 << 20);
+  cr_assert_eq(l.segment_bytes, 1 << 19, "buffer_size over 2 units");
+  cproton_ptx_options o;
+  cproton_ptx_options_init(&o);
+  o.strategy = (cproton_buffer_strategy)2;
+  cproton_ptx *p = NULL;
+  const char *ptx = LOOP_PTX("", MARKS);
+  cr_assert_eq(cproton_ptx_instrument(ptx, strlen(ptx), &o, &p), CPROTON_EINVAL);
+  cr_assert(strstr(cproton_last_error(), "circular or flush"), "%s", cproton_last_error());
+  cr_assert_null(p);
+}
+
+/* The two benchmark kernels of docs/instrumentation-runtime.md ("Buffer
+ * sizing"), by their shapes: records per unit per launch against the
+ * default segment. The vector add (4 warps, 2 scopes, no loop) writes 4
+ * records per warp into 8 slots; the 4096^3 matmul (8 warps, 96 KiB of
+ * Triton's shared memory for 3 stages of 128x64 + 64x128 fp16 tiles, a
+ * scope in the K loop) writes 2 x 4096/64 = 128 records per warp into the
+ * 1 KiB shared default (128 slots): neither overwrites. */
+#define BENCH_PTX(warps, before, inside)                                                \
+  ".version 8.4\n.target sm_90a\n.address_size 64\n"                                  \
+  ".visible .entry k(.param .u64 k_param_0)\n.reqntid " warps "\n{\n"                 \
+  "\t.reg .pred %p<2>;\n\t.reg .b32 %r<4>;\n" before "$L__BB0_1:\n" inside             \
+  "\tadd.s32 %r1, %r1, 1;\n\tsetp.lt.s32 %p1, %r1, 64;\n\t@%p1 bra $L__BB0_1;\n"       \
+  "\tret;\n}\n"
+
+Test(instrument_pass, benchmark_kernels_do_not_overwrite_by_default) {
+  cproton_ptx_options o;
+  cproton_ptx_options_init(&o);
+  const char *vadd = BENCH_PTX("128", MARKS MARKS, "");
+  cproton_ptx *p = run(vadd, strlen(vadd), &o);
+  cproton_buffer_layout l;
+  cproton_ptx_kernel_layout(p, 0, &l);
+  cr_assert_eq(l.n_units, 4);
+  cr_assert_geq(l.segment_bytes / 8, 4, "vector add: 4 records per warp");
+  cr_assert_eq(l.per_cta_bytes, 80 + 4 * 64, "336 bytes per CTA, as measured");
+  cproton_ptx_free(p);
+  const char *mm = BENCH_PTX("256", "", MARKS);
+  o.existing_shared_bytes = 3 * (128 * 64 + 64 * 128) * 2;
+  p = run(mm, strlen(mm), &o);
+  cproton_ptx_kernel_layout(p, 0, &l);
+  cr_assert_eq(l.n_units, 8);
+  cr_assert_geq(l.segment_bytes / 8, 2 * 4096 / 64, "matmul: 128 records per warp");
+  cr_assert_eq(l.segment_bytes, 1024);
+  cproton_ptx_free(p);
+  o.strategy = CPROTON_STRATEGY_FLUSH; /* room for a K loop of 1,024 iterations */
+  p = run(mm, strlen(mm), &o);
+  cproton_ptx_kernel_layout(p, 0, &l);
+  cr_assert_eq(l.segment_bytes / 8, 2048);
+  cproton_ptx_free(p);
+}
+
 /* A warp-specialized Gluon kernel with events (tests/gpu/python/ws_events.py):
  * "handoff" starts in the producer partition and ends in the consumer's,
  * "gap" spans loop iterations of the default partition; the partitions are

@@ -18,6 +18,8 @@ const char ci_usage[] =
     "  --counter C             clock | clock64 (default) | globaltimer\n"
     "  --buffer B              shared (default) | global\n"
     "  --buffer-size N         record bytes per CTA (split in power-of-two segments)\n"
+    "  --buffer-strategy S     circular (default: full segments wrap) | flush (global\n"
+    "                          buffer sized to keep every record; see docs)\n"
     "  --granularity G         warp (default) | warpgroup | cta | warp_2|4|8 |\n"
     "                          warp_group_2|4|8 (Proton's: one unit per N warps/groups)\n"
     "  --sample-warps LIST     units that record, e.g. 0,2,5 (default: all)\n"
@@ -66,6 +68,7 @@ static int parse_list(const char *v, uint32_t *mask) {
 static int value_option(const char *k, const char *v, ci_args *a) {
   static const char *const counters[] = {"clock", "clock64", "globaltimer"};
   static const char *const buffers[] = {"shared", "global"};
+  static const char *const strategies[] = {"circular", "flush"};
   static const char *const grans[] = {"warp",   "warpgroup", "cta",          "warp_2",       "warp_4",
                                        "warp_8", "warp_group_2", "warp_group_4", "warp_group_8"};
   int e = 0, x = 0;
@@ -77,6 +80,9 @@ static int value_option(const char *k, const char *v, ci_args *a) {
   } else if (!strcmp(k, "--buffer")) {
     if (!(e = pick(v, buffers, 2, &x)))
       a->o.buffer = (cproton_buffer_kind)x;
+  } else if (!strcmp(k, "--buffer-strategy")) {
+    if (!(e = pick(v, strategies, 2, &x)))
+      a->o.strategy = (cproton_buffer_strategy)x;
   } else if (!strcmp(k, "--granularity")) {
     if (!(e = pick(v, grans, 9, &x)))
       a->o.granularity = (cproton_granularity)x;

@@ -36,7 +36,9 @@ static const word granularities[] = {
     {"warp_group_4", CPROTON_GRANULARITY_WARPGROUP_4},
     {"warp_group_8", CPROTON_GRANULARITY_WARPGROUP_8},
     {NULL, 0}};
-static const word strategies[] = {{"circular", 0}, {NULL, 0}};
+static const word strategies[] = {{"circular", CPROTON_STRATEGY_CIRCULAR},
+                                  {"flush", CPROTON_STRATEGY_FLUSH},
+                                  {NULL, 0}};
 /* Where tree-mode launches are decoded (docs/instrumentation-runtime.md). */
 static const word reductions[] = {{"device", 1}, {"host", 0}, {NULL, 0}};
 static const word samplings[] = {{"none", 0}, {"selective", 1}, {NULL, 0}};
@@ -122,7 +124,8 @@ static int apply(cproton_ptx_options *o, parsed *ps, const char *key,
                ? (o->granularity = v, 0)
                : bad(key, value, "warp, warp_2, warp_4, warp_8, warp_group, warp_group_2, warp_group_4, warp_group_8, cta");
   if (!strcmp(key, "buffer_strategy"))
-    return lookup(strategies, value, &v) ? 0 : bad(key, value, "circular");
+    return lookup(strategies, value, &v) ? (o->strategy = v, 0)
+                                         : bad(key, value, "circular, flush");
   if (!strcmp(key, "sampling_strategy"))
     return lookup(samplings, value, &ps->sampling)
                ? 0 : bad(key, value, "none, selective");

@@ -680,12 +680,17 @@ static void instr_stop(void) {
   pthread_mutex_unlock(&lock);
   cproton_instr_stats st;
   cproton_instr_get_stats(&st);
+  /* Drops are avoidable: say which options keep every record. */
   if (st.dropped || st.unpaired || st.bad_ctas || st.failed)
     cp_warn("instrumentation: %llu records overwritten by full buffers, %llu "
             "unpaired, %llu CTAs with bad headers, %llu launches not decoded "
-            "(of %llu)", (unsigned long long)st.dropped,
+            "(of %llu)%s", (unsigned long long)st.dropped,
             (unsigned long long)st.unpaired, (unsigned long long)st.bad_ctas,
-            (unsigned long long)st.failed, (unsigned long long)st.launches);
+            (unsigned long long)st.failed, (unsigned long long)st.launches,
+            st.dropped ? "; to keep every record give a larger buffer_size "
+                         "(mode 'default:buffer_size=N', record bytes per CTA) "
+                         "or buffer_strategy=flush"
+                       : "");
 }
 
 static int instr_flush(void) { return cproton_instr_flush(); }

@@ -1,0 +1,37 @@
+/* instr_mode_fuzz.c -- libFuzzer target for Proton's instrumentation mode
+ * strings (backend/instrumentation/mode.c: "default:key=value:..."): any
+ * bytes, as a NUL-terminated string; a parse either succeeds with every
+ * option in range or fails with a message, and the three entry points agree
+ * on whether the string is valid. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cproton/cproton.h"
+
+static int in_range(const cproton_ptx_options *o) {
+  return (unsigned)o->counter <= CPROTON_COUNTER_GLOBALTIMER && (unsigned)o->buffer <= CPROTON_BUFFER_GLOBAL &&
+         (unsigned)o->granularity <= CPROTON_GRANULARITY_WARPGROUP_8 &&
+         (unsigned)o->strategy <= CPROTON_STRATEGY_FLUSH && o->buffer_size <= (1u << 30);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  char *s = malloc(size + 1);
+  if (!s)
+    return 0;
+  memcpy(s, data, size);
+  s[size] = '\0';
+  cproton_ptx_options o;
+  int rc = cproton_instr_mode_options(s, &o);
+  if (rc == 0 && !in_range(&o))
+    abort(); /* accepted out of range */
+  if (rc != 0 && !*cproton_last_error())
+    abort(); /* refused without a message */
+  unsigned flags;
+  int dev;
+  if ((cproton_instr_mode_decode_flags(s, &flags) == 0) != (rc == 0) ||
+      (cproton_instr_mode_reduce(s, &dev) == 0) != (rc == 0))
+    abort(); /* the entry points disagree */
+  free(s);
+  return 0;
+}
