@@ -7,7 +7,10 @@ identical. Kernels: the 64M vector add and the 4096^3 matmul of bench/ (its
 scope in the K loop, with segments that wrap), triton_instrument.py's
 cases (warp / warp_group / cta granularity, clock32, selected warps, a loop
 into 8-record segments), an early-exit kernel (unpaired starts) and
-time_shift. reduce=host and traces never reduce on the device."""
+time_shift, and buffer_strategy=flush (a global buffer with room for every
+record: the matmul and vector add drop nothing, with exact counts; with a
+small buffer_size it wraps and counts the drops exactly). reduce=host and
+traces never reduce on the device."""
 import json
 import os
 import sys
@@ -62,6 +65,7 @@ def checked(name, run, expect_reduced=True):
     assert d["failed"] == 0, d
     print(f"PASS {name}: {d['reduced']} launches reduced on the device, identical to the host decoder "
           f"({d['dropped']} dropped, {d['unpaired']} unpaired records)")
+    return d
 
 
 def session(name, mode, fn, launches=3, data="tree"):
@@ -71,6 +75,17 @@ def session(name, mode, fn, launches=3, data="tree"):
             fn()
         proton.finalize(sid)
     return run
+
+
+def flush_case(name, mode, fn, kernel, scope, occurrences, dropped):
+    """buffer_strategy=flush: reduced exactly as the host decodes it, with
+    `occurrences` pairs of `scope` over 3 launches and `dropped` records
+    overwritten."""
+    d = checked(name, session(name, mode, fn))
+    assert d["dropped"] == dropped, (d, dropped)
+    m = ti.metrics(load(f"{name}.hatchet")[0], kernel, scope)
+    assert m["count"] == occurrences, (m, occurrences)
+    print(f"PASS {name}_counts: {occurrences} occurrences of {scope}, {dropped} records dropped")
 
 
 def main():
@@ -89,6 +104,17 @@ def main():
         ("matmul4096_global_time_shift", lambda: checked(
             "matmul4096_global_time_shift",
             session("r_mmg", "default:buffer_type=global:optimizations=time_shift", mm))),
+        # flush: 16 KiB per warp for the K loop (2,048 slots for 128 records), exact for the add;
+        # per launch 1,024 CTAs x 8 warps x 64 iterations of dot, 65,536 CTAs x 4 warps of kernel
+        ("matmul4096_flush", lambda: flush_case("r_mmf", "default:buffer_strategy=flush", mm, "matmul", "dot",
+                                                3 * 1024 * 8 * 64, 0)),
+        ("vadd64M_flush", lambda: flush_case("r_vaddf", "default:buffer_strategy=flush", vadd, "vadd", "kernel",
+                                             3 * 65536 * 4, 0)),
+        # buffer_size=2048 over 8 warps: 32 slots for 128 records, 96 dropped per warp and launch;
+        # the 32 survivors are the last 16 dot pairs
+        ("matmul4096_flush_wrapped", lambda: flush_case(
+            "r_mmfw", "default:buffer_strategy=flush:buffer_size=2048", mm, "matmul", "dot",
+            3 * 1024 * 8 * 16, 3 * 1024 * 8 * 96)),
         ("early_exit", lambda: checked("early_exit", session("r_early", "default", early))),
         ("early_exit_cta", lambda: checked("early_exit_cta", session("r_early_cta", "default:granularity=cta",
                                                                       early))),
