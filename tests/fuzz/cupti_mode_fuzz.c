@@ -4,16 +4,15 @@
  * message. */
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
+
+#include "fuzz_cstr.h"
 
 #include "backend/cupti/pcs_mode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  char *s = malloc(size + 1);
+  char *s = fuzz_cstr(data, size);
   if (!s)
     return 0;
-  memcpy(s, data, size);
-  s[size] = '\0';
   cp_pcs_options o;
   if (cp_pcs_mode_parse(s, &o) == 0 && o.enabled &&
       (o.period_log2 < 5 || o.period_log2 > 31 || o.buffer_pcs < 64))

@@ -5,7 +5,8 @@
  * on whether the string is valid. */
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
+
+#include "fuzz_cstr.h"
 
 #include "cproton/cproton.h"
 
@@ -16,11 +17,9 @@ static int in_range(const cproton_ptx_options *o) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  char *s = malloc(size + 1);
+  char *s = fuzz_cstr(data, size);
   if (!s)
     return 0;
-  memcpy(s, data, size);
-  s[size] = '\0';
   cproton_ptx_options o;
   int rc = cproton_instr_mode_options(s, &o);
   if (rc == 0 && !in_range(&o))
