@@ -176,7 +176,10 @@ static int check(uint32_t units, uint32_t seg, uint32_t counter, int shift, uint
   r.per_cta_bytes = l.per_cta_bytes, r.header_bytes = l.header_bytes, r.n_units = units;
   r.segment_bytes = seg, r.counter = counter, r.n_scopes = n_scopes;
   std::memcpy(r.unit_warp, l.unit_warp, 32);
-  unsigned blocks = (n_ctas + 7) / 8;
+  unsigned g = 1, blocks;
+  while (g < units)
+    g <<= 1;
+  blocks = (n_ctas + 8 * (32 / g) - 1) / (8 * (32 / g)); // as reduce_launch.c sizes the grid
   launch(r, blocks > max_blocks ? max_blocks : blocks, 256);
   char msg[256];
   size_t bad = cp_reduce_diff(dev.data(), host.data(), &l, msg, sizeof msg);

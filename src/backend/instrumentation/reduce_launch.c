@@ -23,7 +23,7 @@ typedef struct reduce_params {
 } reduce_params;
 _Static_assert(sizeof(reduce_params) == 88, "reduce.cu's parameter block is 88 bytes");
 
-#define REDUCE_THREADS 256 /* 8 warps: one CTA slice each at a time */
+#define REDUCE_THREADS 256 /* 8 warps, each 32 / g CTA slices at a time */
 #define REDUCE_MAX_BLOCKS 1024 /* about one wave on an H100; warps stride */
 #define MAX_CONTEXTS 64
 
@@ -68,7 +68,10 @@ int cp_reduce_launch(const cp_cudadrv *d, cp_cucontext ctx, cp_custream s, const
                      .segment_bytes = l->segment_bytes, .counter = l->counter, .n_scopes = l->n_scopes};
   for (int i = 0; i < 32; i++)
     p.unit_warp[i] = l->unit_warp[i];
-  uint64_t warps = REDUCE_THREADS / 32, blocks = (p.n_ctas + warps - 1) / warps;
+  uint32_t g = 1; /* lanes per slice, as the kernel groups them */
+  while (g < l->n_units)
+    g <<= 1;
+  uint64_t per_block = REDUCE_THREADS / 32 * (32 / g), blocks = (p.n_ctas + per_block - 1) / per_block;
   if (blocks > REDUCE_MAX_BLOCKS)
     blocks = REDUCE_MAX_BLOCKS;
   if (!blocks)
