@@ -17,7 +17,7 @@ the median call times in ms."""
 import json, os, statistics, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels"))
-from pcs_worker import run_worker  # noqa: E402
+from pcs_worker import dispatch, run_worker  # noqa: E402
 
 MODES = {  # name -> (profiler, mode, environment)
     "plain": (None, None, {}),
@@ -89,7 +89,4 @@ def main(out, rounds):
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--worker":
-        worker(sys.argv[2], sys.argv[3])
-    else:
-        main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 3)
+    sys.exit(dispatch(worker, main, 3))

@@ -23,7 +23,7 @@ import json, os, statistics, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels"))
 import pcs_kernels  # noqa: E402
-from pcs_worker import run_worker  # noqa: E402
+from pcs_worker import dispatch, run_worker  # noqa: E402
 
 MODES = {
     "exact": ("pcsampling:exact", {}),
@@ -144,7 +144,4 @@ def driver(out, rounds):
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--worker":
-        worker(sys.argv[2], sys.argv[3])
-    else:
-        sys.exit(driver(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 2))
+    sys.exit(dispatch(worker, driver, 2))

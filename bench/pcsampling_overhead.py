@@ -38,7 +38,7 @@ DEFAULT_MODES = "plain,kernels,proton_kernels,cproton,sparse,exact,proton"
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels"))
 import pcs_kernels  # noqa: E402  (the kernels; lines found by marker)
-from pcs_worker import run_worker  # noqa: E402
+from pcs_worker import dispatch, run_worker  # noqa: E402
 
 LOAD_LINE = pcs_kernels.line_of("load")  # the chase kernel's dependent-load loop
 FMA_LINE = pcs_kernels.line_of("fma")    # its FMA loop
@@ -204,7 +204,4 @@ def driver(out, rounds):
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--worker":
-        worker(sys.argv[2], sys.argv[3])
-    else:
-        driver(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 5)
+    sys.exit(dispatch(worker, driver, 5))

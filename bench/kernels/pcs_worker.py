@@ -17,3 +17,11 @@ def run_worker(script, mode, out, env, timeout, label):
         print(f"FAIL {label}: rc={p.returncode} {p.stderr[-800:]}")
         return None
     return json.loads(js[0][5:]), p.stderr
+
+
+def dispatch(worker, driver, default_rounds):
+    """The benchmarks' command line: `--worker MODE OUTDIR` runs one fresh-process
+    worker, `OUTDIR [ROUNDS]` the driver. Returns the driver's exit status."""
+    if sys.argv[1] == "--worker":
+        return worker(sys.argv[2], sys.argv[3])
+    return driver(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else default_rounds)
