@@ -29,7 +29,7 @@ extern "C" {
 #define __device__
 #define __forceinline__ inline
 #define __shared__
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 
 struct dim { unsigned x; };
 static thread_local dim threadIdx, blockIdx;

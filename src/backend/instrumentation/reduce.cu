@@ -183,16 +183,25 @@ __device__ static u64 warp_sum(u64 v) {
   return v;
 }
 
+/* A lane's CTA counters, kept in registers and summed over the warp at
+ * the end: shared-memory atomics on the same few words from every group's
+ * first lane were the kernel's main stall (Nsight Compute, H100: MIO
+ * scoreboard, 40% of stalls). */
+struct cta_sums {
+  unsigned ctas, bad;
+  u64 clock_cycles, clock_ns;
+};
+
 /* CTA slice `i` (none when i >= n_ctas) by a group of `g` lanes, lane
  * `unit` of the group pairing that unit. Every lane of the warp calls it
  * (the shuffles need them all). Adds into the lane's dropped and unpaired
- * sums and, on the group's first lane, into the block's CTA counters. */
+ * sums and, on the group's first lane, into its CTA counters. */
 __device__ static void reduce_cta(u64 i, unsigned unit, unsigned g, const cp_reduce_params &r, const totals &t,
-                                  run &acc, u64 *dropped, u64 *unpaired) {
+                                  run &acc, u64 *dropped, u64 *unpaired, cta_sums *c) {
   const unsigned char *p = (const unsigned char *)r.buf + (i < r.n_ctas ? i : 0) * r.per_cta_bytes;
   int ok = i < r.n_ctas && cta_ok(p, i, r); /* the same answer on the group's lanes */
   if (i < r.n_ctas && !ok && unit == 0)
-    atomicAdd(&t.fixed[CP_REDUCE_BAD_CTAS], 1ull);
+    c->bad++;
   i64 last_end = 0;
   if (ok && unit < r.n_units && r.unit_warp[unit] < ld32(p + CP_HDR_N_ACTIVE)) {
     u64 d = 0;
@@ -203,15 +212,18 @@ __device__ static void reduce_cta(u64 i, unsigned unit, unsigned g, const cp_red
   last_end = group_max(last_end, g);
   if (ok && unit == 0) {
     u64 t0 = ld64(p + CP_HDR_START_TIME), t1 = ld64(p + CP_HDR_FIN_TIME);
-    atomicAdd(&t.fixed[CP_REDUCE_CTAS], 1ull);
+    c->ctas++;
     if (last_end > 0 && t1 > t0) {
-      atomicAdd(&t.fixed[CP_REDUCE_CLOCK_CYCLES], (u64)last_end);
-      atomicAdd(&t.fixed[CP_REDUCE_CLOCK_NS], t1 - t0);
+      c->clock_cycles += (u64)last_end;
+      c->clock_ns += t1 - t0;
     }
   }
 }
 
-extern "C" __global__ void __launch_bounds__(256) cproton_reduce(const cp_reduce_params r) {
+/* 4 blocks of 256 per SM (64 registers; reduce_launch.c sizes the grid to
+ * one wave of them): the kernel waits on memory, so resident warps matter
+ * more than the few spills this costs. */
+extern "C" __global__ void __launch_bounds__(256, 4) cproton_reduce(const cp_reduce_params r) {
   extern __shared__ u64 sh[];
   unsigned n = CP_REDUCE_FIXED + 3u * r.n_scopes;
   for (unsigned j = threadIdx.x; j < n; j += blockDim.x)
@@ -226,14 +238,21 @@ extern "C" __global__ void __launch_bounds__(256) cproton_reduce(const cp_reduce
   unsigned lane = threadIdx.x & 31u, warps = blockDim.x >> 5, per_warp = 32u / g;
   u64 stride = (u64)gridDim.x * warps * per_warp, dropped = 0, unpaired = 0;
   run acc = {0, 0, 0};
+  cta_sums c = {0, 0, 0, 0};
   for (u64 base = ((u64)blockIdx.x * warps + (threadIdx.x >> 5)) * per_warp; base < r.n_ctas; base += stride)
-    reduce_cta(base + lane / g, lane & (g - 1), g, r, t, acc, &dropped, &unpaired);
+    reduce_cta(base + lane / g, lane & (g - 1), g, r, t, acc, &dropped, &unpaired, &c);
   run_flush(acc, t);
   dropped = warp_sum(dropped);
   unpaired = warp_sum(unpaired);
+  u64 ctas = warp_sum(c.ctas), bad = warp_sum(c.bad);
+  u64 cycles = warp_sum(c.clock_cycles), ns = warp_sum(c.clock_ns);
   if (lane == 0) {
     atomicAdd(&t.fixed[CP_REDUCE_DROPPED], dropped);
     atomicAdd(&t.fixed[CP_REDUCE_UNPAIRED], unpaired);
+    atomicAdd(&t.fixed[CP_REDUCE_CTAS], ctas);
+    atomicAdd(&t.fixed[CP_REDUCE_BAD_CTAS], bad);
+    atomicAdd(&t.fixed[CP_REDUCE_CLOCK_CYCLES], cycles);
+    atomicAdd(&t.fixed[CP_REDUCE_CLOCK_NS], ns);
   }
   __syncthreads();
   u64 *out = (u64 *)r.out;

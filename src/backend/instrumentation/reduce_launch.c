@@ -24,20 +24,26 @@ typedef struct reduce_params {
 _Static_assert(sizeof(reduce_params) == 88, "reduce.cu's parameter block is 88 bytes");
 
 #define REDUCE_THREADS 256 /* 8 warps, each 32 / g CTA slices at a time */
-#define REDUCE_MAX_BLOCKS 1024 /* about one wave on an H100; warps stride */
+/* Blocks per SM that reduce.cu's __launch_bounds__ guarantee (64 registers):
+ * the grid is one full wave of them and warps stride over the slices (a
+ * fixed 1,024 blocks made 2.6 waves on an H100, the last one partial). */
+#define REDUCE_BLOCKS_PER_SM 4
+#define REDUCE_DEFAULT_SMS 132 /* when the driver does not say */
 #define MAX_CONTEXTS 64
 
 static struct {
   cp_cucontext ctx;
   cp_cufunction fn; /* NULL: the module failed to load here */
+  unsigned sms;     /* the context's device's SMs */
 } mods[MAX_CONTEXTS];
 static int n_mods;
 
 /* The kernel in `ctx`, loading the module on first use. */
-static int function_of(const cp_cudadrv *d, cp_cucontext ctx, cp_cufunction *out) {
+static int function_of(const cp_cudadrv *d, cp_cucontext ctx, cp_cufunction *out, unsigned *sms) {
   for (int i = 0; i < n_mods; i++)
     if (mods[i].ctx == ctx) {
       *out = mods[i].fn;
+      *sms = mods[i].sms;
       return mods[i].fn ? CPROTON_OK
                         : cp_error_set(CPROTON_EBACKEND, "the device reduction did not load in this context");
     }
@@ -48,7 +54,12 @@ static int function_of(const cp_cudadrv *d, cp_cucontext ctx, cp_cufunction *out
   cp_curesult r = d->cuModuleLoadData(&m, cp_reduce_ptx);
   if (!r)
     r = d->cuModuleGetFunction(&f, m, "cproton_reduce");
+  cp_cudevice dev = 0;
+  int n = 0;
+  if (d->cuCtxGetDevice(&dev) || d->cuDeviceGetAttribute(&n, CP_CU_ATTR_MULTIPROCESSOR_COUNT, dev) || n <= 0)
+    n = REDUCE_DEFAULT_SMS;
   mods[n_mods].ctx = ctx;
+  mods[n_mods].sms = *sms = (unsigned)n;
   mods[n_mods++].fn = r ? NULL : f;
   *out = f;
   return r ? cp_cudadrv_error(r, "loading the device reduction (cuModuleLoadData)") : CPROTON_OK;
@@ -60,7 +71,8 @@ int cp_reduce_launch(const cp_cudadrv *d, cp_cucontext ctx, cp_custream s, const
     return cp_error_set(CPROTON_ELIMIT, "%u scopes, %u units: beyond the device reduction", l->n_scopes,
                         l->n_units);
   cp_cufunction f = NULL;
-  int rc = function_of(d, ctx, &f);
+  unsigned sms = 0;
+  int rc = function_of(d, ctx, &f, &sms);
   if (rc)
     return rc;
   reduce_params p = {.buf = buf, .out = out, .n_ctas = size / l->per_cta_bytes, .shift = shift,
@@ -72,8 +84,8 @@ int cp_reduce_launch(const cp_cudadrv *d, cp_cucontext ctx, cp_custream s, const
   while (g < l->n_units)
     g <<= 1;
   uint64_t per_block = REDUCE_THREADS / 32 * (32 / g), blocks = (p.n_ctas + per_block - 1) / per_block;
-  if (blocks > REDUCE_MAX_BLOCKS)
-    blocks = REDUCE_MAX_BLOCKS;
+  if (blocks > (uint64_t)sms * REDUCE_BLOCKS_PER_SM)
+    blocks = (uint64_t)sms * REDUCE_BLOCKS_PER_SM;
   if (!blocks)
     return CPROTON_OK;
   void *args[] = {&p};
