@@ -6,7 +6,9 @@
  * another thread enters a scope of its own now and then. Records are
  * processed concurrently on a records thread, in adaptive mode (batches of
  * 8, backend/cupti/adaptive.c) flushed by the main thread now and then.
- * Every kernel must be delivered exactly once. Exit status 0 = pass. */
+ * Every kernel must be delivered exactly once, and every launch whose enter
+ * callback ran must get its exit callback (lazy mode switches off only at
+ * an exit, with no other launch between the two). Exit status 0 = pass. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -32,6 +34,7 @@ static _Atomic size_t n_recs;     /* slots taken */
 static atomic_int ready[MAX_RECS]; /* slot written */
 static atomic_uint next_id;
 static atomic_int cb_off, stop;
+static atomic_int lost_exits; /* enter delivered, exit not: must stay 0 */
 
 static int toggle(uint32_t cbid, int on) {
   (void)cbid;
@@ -51,6 +54,11 @@ static int launch(void) {
     CUpti_CallbackData d = {.callbackSite = CUPTI_API_ENTER,
                             .correlationId = id};
     cp_callbacks_dispatch(&st, CUPTI_CB_DOMAIN_DRIVER_API, CBID, &d);
+    d.callbackSite = CUPTI_API_EXIT; /* lazy mode switches off here */
+    if (!atomic_load(&cb_off))
+      cp_callbacks_dispatch(&st, CUPTI_CB_DOMAIN_DRIVER_API, CBID, &d);
+    else
+      atomic_fetch_add(&lost_exits, 1);
   }
   size_t i = atomic_fetch_add(&n_recs, 1);
   if (i >= MAX_RECS)
@@ -148,9 +156,11 @@ int main(int argc, char **argv) {
   int rc = cproton_session_finalize(sid, NULL);
   cp_corr_free(st.corr);
   cp_graph_free(st.graphs);
-  if (rc || frc || got != made || done != made) {
+  int lost = atomic_load(&lost_exits);
+  if (rc || frc || got != made || done != made || lost) {
     fprintf(stderr, "cupti_lazy_race: %llu kernels delivered of %zu (%zu "
-            "processed), finalize %d\n", got, made, done, rc);
+            "processed), finalize %d, %d exit callbacks lost\n", got, made,
+            done, rc, lost);
     return 1;
   }
   printf("cupti_lazy_race: %zu kernels, %llu lazy ranges, %llu records in "

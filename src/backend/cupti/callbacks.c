@@ -37,6 +37,7 @@ static void on_launch(cp_cupti_state *st, CUpti_CallbackId cbid,
   if (d->callbackSite != CUPTI_API_ENTER) {
     if (bracket)
       bracket(d->context, d->correlationId, d->symbolName, NULL, 0);
+    cp_lazy_exited(st, d->correlationId); /* lazy mode switches off here */
     return;
   }
   if (st->ablate & (CP_ABLATE_NO_CAPTURE | CP_ABLATE_NO_RING)) {

@@ -9,7 +9,15 @@
  * So either the disabler sees the change and stays on, or the changing
  * thread sees `off` and switches the callbacks on (under `lock`, after the
  * disabler finished) before it returns: a launch after a change on the
- * changing thread is always captured. Launches racing a change on another
+ * changing thread is always captured.
+ *
+ * Enter/exit pairs (lazy.h): the switch-off happens in the exit callback of
+ * the disabling launch, with `inflight` (captured launches whose exit is
+ * pending) at 0 after `off` is published; a launch whose enter callback
+ * runs counts itself in `inflight` first and then, if it sees `off`,
+ * switches back on from inside its enter, so CUPTI still delivers its exit.
+ * Every enter CUPTI delivers thus gets its exit. Each capture's id must be
+ * above the same thread's previous one, or lazy mode suspends itself. Launches racing a change on another
  * thread get a site valid just before or after it, as with a callback.
  *
  * Id order across threads (docs/cupti.md, "What the driver may reorder"):
@@ -60,11 +68,26 @@ static struct {
   atomic_uint stable_first;    /* ... the first of them has this id */
   atomic_uint epoch;           /* re-enables so far (never reset) */
   atomic_int suspended;        /* the driver broke the id model */
+  atomic_int inflight;         /* captured launches whose exit is pending */
+  atomic_uint starts;          /* cp_lazy_start calls (never reset) */
 } L = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* The epoch this thread last saw at a callback or at its own re-enable:
  * equal to L.epoch means its launches began after the latest re-enable. */
 static _Thread_local unsigned seen_epoch;
+
+/* This thread's launch between its API enter and exit callbacks, and the
+ * switch-off it asked for: done at the exit, never inside the enter (see
+ * "Enter and exit" above). `start` tags the values with the lazy session. */
+static _Thread_local struct {
+  unsigned start;      /* L.starts when these were set */
+  uint32_t entered;    /* id of the captured launch awaiting its exit, or 0 */
+  uint32_t last;       /* id of this thread's previous capture, or 0 */
+  int want_off;        /* switch off at the exit of `entered` */
+  uint64_t gen;        /* ... if the generation is still this */
+  uint32_t tid;        /* ... and the stable run still this thread's */
+  cp_launch_site site; /* ... and the range gets this site */
+} me;
 
 /* Lazy mode keeps the callbacks on from now on. Caller: lock. */
 static void suspend_locked(const char *why, uint32_t id) {
@@ -82,16 +105,22 @@ static void toggle(int on) {
       atomic_fetch_add(&L.st->stats.lazy_toggle_errors, 1);
 }
 
-/* The context changed (any thread): callbacks back on before returning. */
-static void on_change(void) {
-  if (!atomic_load(&L.off))
-    return;
-  pthread_mutex_lock(&L.lock);
+/* Callbacks back on if they are off; the caller's thread then counts as
+ * having seen the re-enable. Caller: lock. */
+static void switch_on_locked(void) {
   if (atomic_load(&L.off)) {
     toggle(1);
     atomic_store(&L.off, 0);
     seen_epoch = atomic_fetch_add(&L.epoch, 1) + 1; /* after the enable */
   }
+}
+
+/* The context changed (any thread): callbacks back on before returning. */
+static void on_change(void) {
+  if (!atomic_load(&L.off))
+    return;
+  pthread_mutex_lock(&L.lock);
+  switch_on_locked();
   pthread_mutex_unlock(&L.lock);
 }
 
@@ -107,6 +136,8 @@ int cp_lazy_start(cp_cupti_state *st) {
   atomic_store(&L.open, 0);
   atomic_store(&L.stable, 0);
   atomic_store(&L.suspended, 0);
+  atomic_store(&L.inflight, 0);
+  atomic_fetch_add(&L.starts, 1);
   atomic_store(&L.debug_lines, DEBUG_LINES);
   atomic_store(&L.active, 1);
   pthread_mutex_unlock(&L.lock);
@@ -129,8 +160,10 @@ void cp_lazy_stop(cp_cupti_state *st) {
   pthread_mutex_unlock(&L.lock);
 }
 
-/* Remembers a launch callback id, so that it is toggled; one first seen
- * while the others are off goes off too. Caller: lock. */
+/* Remembers a launch callback id, so that it is toggled. One first seen
+ * while the others are off is not switched off here, inside its own enter
+ * callback: the caller switches everything back on instead. A 17th entry
+ * point is never toggled: callbacks then stay on (too_many). Caller: lock. */
 static void note_cbid(uint32_t cbid) {
   int n = atomic_load(&L.n_cbids);
   for (int i = 0; i < n; i++)
@@ -139,8 +172,8 @@ static void note_cbid(uint32_t cbid) {
   if (n < MAX_CBIDS) {
     L.cbids[n] = cbid;
     atomic_store(&L.n_cbids, n + 1);
-    if (atomic_load(&L.off) && L.st->hooks.launch_callbacks(cbid, 0) != 0)
-      atomic_fetch_add(&L.st->stats.lazy_toggle_errors, 1);
+  } else {
+    suspend_locked("more launch entry points than lazy mode toggles", 0);
   }
 }
 
@@ -177,25 +210,35 @@ static void close_locked(uint32_t id) {
   if (id < r->first)
     suspend_locked("a launch begun after the re-enable has a lower id than "
                    "one made before the callbacks went off", id);
-  r->last = id > r->first ? id - 1 : r->first - 1;
+  r->last = id > r->first ? id - 1 : r->first - 1; /* first - 1: empty */
   atomic_store(&L.open, 0);
   if (debug_line())
-    cp_debug("cupti lazy: range %llu: ids %u..%u, closed by a capture (thread %u)",
-             (unsigned long long)L.n, r->first, r->last, cp_context_thread_id());
+    cp_debug("cupti lazy: range %llu: ids %u..%u%s, closed by a capture of id "
+             "%u (thread %u)",
+             (unsigned long long)L.n, r->first, r->last,
+             r->last < r->first ? " (empty)" : "", id, cp_context_thread_id());
 }
 
-/* Switches the callbacks off after capture `id` at `site`, unless the
- * context moved since `gen` (see the invariant above). */
-static void try_off(uint32_t id, uint64_t gen, const cp_launch_site *site) {
+/* Switches the callbacks off after capture `id` at `site`, at that
+ * launch's exit callback, unless the context moved since `gen`, another
+ * thread captured since (the stable run is no longer this thread's) or
+ * another thread's captured launch still waits for its exit callback
+ * (switching off now would make CUPTI drop that exit: see lazy.h). */
+static void try_off(uint32_t id, uint64_t gen, uint32_t tid,
+                    const cp_launch_site *site) {
   pthread_mutex_lock(&L.lock);
   /* open: the previous range still waits for a fresh capture to end it */
   if (atomic_load(&L.off) || !atomic_load(&L.active) ||
-      atomic_load(&L.suspended) || atomic_load(&L.open)) {
+      atomic_load(&L.suspended) || atomic_load(&L.open) ||
+      atomic_load(&L.stable_gen) != gen ||
+      atomic_load(&L.stable_tid) != tid) {
     pthread_mutex_unlock(&L.lock);
     return;
   }
   atomic_store(&L.off, 1);
-  if (cp_context_generation() != gen) {
+  /* after publishing `off`: a launch entering from now on sees it and
+   * switches back on (cp_lazy_launched); one that entered before is here */
+  if (cp_context_generation() != gen || atomic_load(&L.inflight) != 0) {
     atomic_store(&L.off, 0);
     pthread_mutex_unlock(&L.lock);
     return;
@@ -220,17 +263,57 @@ static void try_off(uint32_t id, uint64_t gen, const cp_launch_site *site) {
   pthread_mutex_unlock(&L.lock);
 }
 
+/* A capture that breaks the id model before any record can be misplaced
+ * by it: callbacks on for the rest of the session. */
+static void refuse(const char *why, uint32_t id) {
+  pthread_mutex_lock(&L.lock);
+  suspend_locked(why, id);
+  switch_on_locked();
+  pthread_mutex_unlock(&L.lock);
+}
+
+/* This thread's state, reset when a new lazy session started. */
+static void own_state(void) {
+  unsigned s = atomic_load_explicit(&L.starts, memory_order_relaxed);
+  if (me.start != s) {
+    me.start = s;
+    me.entered = me.last = 0;
+    me.want_off = 0;
+  }
+}
+
 void cp_lazy_launched(cp_cupti_state *st, uint32_t cbid, uint32_t id,
                       uint64_t gen, const cp_launch_site *site) {
   (void)st;
   if (!atomic_load_explicit(&L.active, memory_order_relaxed))
     return;
+  own_state();
+  if (!me.entered) {
+    me.entered = id;
+    atomic_fetch_add(&L.inflight, 1); /* before reading `off` (try_off) */
+  }
+  me.want_off = 0;
+  /* one thread's API calls take ids one after another from one counter:
+   * an id not above the thread's previous one means CUPTI repeats ids
+   * (the H100 run: docs/cupti.md) and no placement by id can be trusted */
+  if (me.last && id <= me.last && !atomic_load(&L.suspended))
+    refuse("a thread's launch has an id not above its previous launch's", id);
+  me.last = id;
+  /* a callback while they are off: a launch racing the switch-off, or an
+   * entry point not switched yet. On again from inside this enter callback,
+   * so that CUPTI still delivers this launch's exit. */
+  if (atomic_load(&L.off)) {
+    pthread_mutex_lock(&L.lock);
+    note_cbid(cbid);
+    switch_on_locked();
+    pthread_mutex_unlock(&L.lock);
+    /* not fresh: the launch began before the re-enable */
+  }
   unsigned ep = atomic_load(&L.epoch);
   int fresh = seen_epoch == ep;
   seen_epoch = ep;
   if (!cbid_known(cbid) ||
-      (fresh && atomic_load_explicit(&L.open, memory_order_relaxed) &&
-       !atomic_load(&L.off))) {
+      (fresh && atomic_load_explicit(&L.open, memory_order_relaxed))) {
     pthread_mutex_lock(&L.lock);
     note_cbid(cbid);
     if (fresh && !atomic_load(&L.off))
@@ -250,8 +333,28 @@ void cp_lazy_launched(cp_cupti_state *st, uint32_t cbid, uint32_t id,
       CP_LAZY_STABLE)
     return;
   /* read after `gen`: the counts are those of generation `gen` or later */
-  if (cp_context_uniform() && cp_session_sites_shared())
-    try_off(id, gen, site);
+  if (cp_context_uniform() && cp_session_sites_shared() &&
+      !atomic_load_explicit(&L.suspended, memory_order_relaxed)) {
+    me.want_off = 1; /* at this launch's exit (cp_lazy_exited) */
+    me.gen = gen;
+    me.tid = tid;
+    me.site = *site;
+  }
+}
+
+void cp_lazy_exited(cp_cupti_state *st, uint32_t id) {
+  (void)st;
+  if (!atomic_load_explicit(&L.active, memory_order_relaxed))
+    return;
+  own_state();
+  if (!me.entered || me.entered != id)
+    return; /* an exit whose enter ran while callbacks were off */
+  me.entered = 0;
+  atomic_fetch_sub(&L.inflight, 1);
+  if (me.want_off) {
+    me.want_off = 0;
+    try_off(id, me.gen, me.tid, &me.site);
+  }
 }
 
 /* The newest range whose first id is <= id, by binary search over the ring

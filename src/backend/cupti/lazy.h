@@ -20,7 +20,16 @@
  * began after the re-enable), and a range starts at the first capture of
  * the stable run, not at c0 + 1: launches racing the switches took ids on
  * the other side of them (lazy.c). Ranges live in a ring of fixed size; a
- * record in no range is unattributed (counted) and suspends lazy mode. */
+ * record in no range is unattributed (counted) and suspends lazy mode.
+ *
+ * Enter and exit: the callbacks are switched off only in the API *exit*
+ * callback of the launch that completed the stable run, and only while no
+ * other captured launch waits for its exit; never inside an enter callback.
+ * On the H100 (docs/cupti.md, "Switching off inside a launch"), switching
+ * off inside a launch's enter callback made CUPTI drop that launch's exit,
+ * and from then on every launch of that thread, callbacks on or off, carried
+ * the disabling launch's correlation id: records of different sites shared
+ * one id. A thread whose captured ids stop increasing suspends lazy mode. */
 #ifndef CP_BACKEND_CUPTI_LAZY_H
 #define CP_BACKEND_CUPTI_LAZY_H
 
@@ -43,10 +52,17 @@ void cp_lazy_stop(cp_cupti_state *st);
 
 /* A captured launch (API enter) with correlation id `id`, driver callback
  * `cbid`, at `site`; `gen` is cp_context_generation() read before the
- * capture. Closes an open range; switches the callbacks off once the
- * context has been stable for CP_LAZY_STABLE launches. Hot path. */
+ * capture. Closes an open range; once the context has been stable for
+ * CP_LAZY_STABLE launches, asks for the switch-off at this launch's exit.
+ * Switches back on if the callbacks are off (a launch racing the switch).
+ * Hot path. */
 void cp_lazy_launched(cp_cupti_state *st, uint32_t cbid, uint32_t id,
                       uint64_t gen, const cp_launch_site *site);
+
+/* The API exit of launch `id` on this thread: switches the callbacks off
+ * if its enter asked to and nothing changed since. Hot path (one relaxed
+ * load when lazy mode is off). */
+void cp_lazy_exited(cp_cupti_state *st, uint32_t id);
 
 /* The site of a record whose id no callback stored: 1 and `*out` when `id`
  * falls in a range, else 0. Called on the records thread. */
