@@ -62,6 +62,10 @@ int cp_stats_report(const cp_cupti_stats *s, size_t ring_slots) {
   part(msg, sizeof msg, atomic_load(&s->lazy_misses),
        "records lazy mode could not place (the driver handed out ids out of "
        "launch order; lazy mode suspended itself, callbacks stayed on)");
+  part(msg, sizeof msg, atomic_load(&s->lazy_suspended),
+       "lazy mode suspension (the driver's correlation ids broke its model: "
+       "callbacks on from then; kernels placed by repeated ids may sit at the "
+       "wrong site, so rerun without CPROTON_CUPTI_LAZY; docs/cupti.md)");
   if (atomic_load(&s->lazy_ranges))
     cp_info("cupti: lazy launch callbacks: switched off %llu times, %llu "
             "kernel records placed by correlation-id range",
