@@ -302,15 +302,16 @@ void cp_lazy_launched(cp_cupti_state *st, uint32_t cbid, uint32_t id,
   /* a callback while they are off: a launch racing the switch-off, or an
    * entry point not switched yet. On again from inside this enter callback,
    * so that CUPTI still delivers this launch's exit. */
-  if (atomic_load(&L.off)) {
+  int raced = atomic_load(&L.off);
+  if (raced) {
     pthread_mutex_lock(&L.lock);
     note_cbid(cbid);
     switch_on_locked();
     pthread_mutex_unlock(&L.lock);
-    /* not fresh: the launch began before the re-enable */
   }
+  /* not fresh if it raced: the launch began before its own re-enable */
   unsigned ep = atomic_load(&L.epoch);
-  int fresh = seen_epoch == ep;
+  int fresh = !raced && seen_epoch == ep;
   seen_epoch = ep;
   if (!cbid_known(cbid) ||
       (fresh && atomic_load_explicit(&L.open, memory_order_relaxed))) {
