@@ -571,6 +571,18 @@ Test(backend_cupti_lazy, a_launch_in_flight_across_the_switch_off,
   free(eager);
 }
 
+/* 100 launches in 5 scopes "c", the callbacks counted from 0: with lazy
+ * mode suspended, every one is captured. */
+static void after_suspension(void) {
+  atomic_store(&n_callbacks, 0);
+  for (int step = 0; step < 5; step++) {
+    cproton_scope_enter("c", NULL);
+    for (int i = 0; i < 20; i++)
+      drv_launch(CBID, "kc");
+    cproton_scope_exit("c");
+  }
+}
+
 /* A driver that numbers the launches made with callbacks off out of launch
  * order (ids far above every later capture): their records are in no
  * range. They are counted, and lazy mode suspends itself: every later
@@ -584,13 +596,7 @@ static void out_of_order_scenario(void) {
   for (int i = 0; i < 3; i++)
     drv_launch(CBID, "kr");
   drain(); /* the 6 records are in no range: suspended, callbacks on */
-  atomic_store(&n_callbacks, 0);
-  for (int step = 0; step < 5; step++) {
-    cproton_scope_enter("c", NULL);
-    for (int i = 0; i < 20; i++)
-      drv_launch(CBID, "kc");
-    cproton_scope_exit("c");
-  }
+  after_suspension();
 }
 
 Test(backend_cupti_lazy, ids_out_of_launch_order_suspend_lazy_mode,
@@ -719,13 +725,7 @@ static void repeated_ids_scenario(void) {
     drv_launch(CBID, "ka"); /* off after the 4th */
   cproton_scope_exit("a");
   open_frame = 4; /* the last capture's id, for every later call (H100) */
-  atomic_store(&n_callbacks, 0);
-  for (int step = 0; step < 5; step++) {
-    cproton_scope_enter("c", NULL);
-    for (int i = 0; i < 20; i++)
-      drv_launch(CBID, "kc");
-    cproton_scope_exit("c");
-  }
+  after_suspension();
 }
 
 Test(backend_cupti_lazy, repeated_ids_suspend_lazy_mode, .init = setup,
