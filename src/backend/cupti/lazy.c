@@ -17,8 +17,10 @@
  * runs counts itself in `inflight` first and then, if it sees `off`,
  * switches back on from inside its enter, so CUPTI still delivers its exit.
  * Every enter CUPTI delivers thus gets its exit. Each capture's id must be
- * above the same thread's previous one, or lazy mode suspends itself. Launches racing a change on another
- * thread get a site valid just before or after it, as with a callback.
+ * above the same thread's previous one, or lazy mode suspends itself.
+ *
+ * Launches racing a change on another thread get a site valid just before
+ * or after it, as with a callback.
  *
  * Id order across threads (docs/cupti.md, "What the driver may reorder"):
  * a launch takes its id before CUPTI decides whether to call back, and
@@ -77,8 +79,8 @@ static struct {
 static _Thread_local unsigned seen_epoch;
 
 /* This thread's launch between its API enter and exit callbacks, and the
- * switch-off it asked for: done at the exit, never inside the enter (see
- * "Enter and exit" above). `start` tags the values with the lazy session. */
+ * switch-off it asked for: done at the exit, never inside the enter (lazy.h,
+ * "Enter and exit"). `start` tags the values with the lazy session. */
 static _Thread_local struct {
   unsigned start;      /* L.starts when these were set */
   uint32_t entered;    /* id of the captured launch awaiting its exit, or 0 */
@@ -163,7 +165,7 @@ void cp_lazy_stop(cp_cupti_state *st) {
 /* Remembers a launch callback id, so that it is toggled. One first seen
  * while the others are off is not switched off here, inside its own enter
  * callback: the caller switches everything back on instead. A 17th entry
- * point is never toggled: callbacks then stay on (too_many). Caller: lock. */
+ * point could not be toggled: lazy mode suspends itself. Caller: lock. */
 static void note_cbid(uint32_t cbid) {
   int n = atomic_load(&L.n_cbids);
   for (int i = 0; i < n; i++)
