@@ -2,7 +2,8 @@
  * cache (crc, function id, pc) -> frame id in front of the cubin's line
  * table. Invariant: a kept cubin is never freed before the store (frame
  * names are interned, so resolved ids outlive it). Not a hot path: module
- * loads and the PC-sampling drain thread. Called by pcsampling.c and tests. */
+ * loads and the fetch of PC records when a range closes. Called by
+ * pcsampling.c and tests. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
  *
  * The vendor calls (cuptiGetCubinCrc, cuptiGetSassToSourceCorrelation) are
  * hooks, so tests run it on a checked-in cubin or with fakes. Thread-safe
- * (one mutex); not a hot path (module loads, the drain thread). */
+ * (one mutex); not a hot path (module loads, ranges closing). */
 #ifndef CP_BACKEND_CUPTI_PCS_LINES_H
 #define CP_BACKEND_CUPTI_PCS_LINES_H
 

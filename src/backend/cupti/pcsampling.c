@@ -331,7 +331,7 @@ static void adopt_contexts(void) {
   }
 }
 
-/* ---- drain ----------------------------------------------------------------- */
+/* ---- ranges: close, fetch, attribute ------------------------------------- */
 
 /* Takes the records in `s`'s configured buffer, then empties it. */
 static void consume(sampled_ctx *s, uint32_t corr) {
