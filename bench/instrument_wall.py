@@ -14,7 +14,11 @@ Kernels (bench/kernels/instrumented.py.in): the 64M-element vector add
 (65,536 CTAs x 4 warps, 2 scopes) and the 4096^3 fp16 matmul (scope around
 the dot in the K loop). After a warm-up (compilation, the buffer pool),
 variants are interleaved over REPS rounds; medians. Also prints the records
-dropped by full buffers and the session's finalize time.
+dropped by full buffers and the session's finalize time, and where an
+instrumented launch's time goes (cproton's runtime counters, per launch):
+the launching thread's wait for a pool buffer (back-pressure), the time from
+the launch call until a decoder thread saw its copy-back done (GPU kernel,
+reduction and copy, plus queueing), and the decoder's time per launch.
 
 Target (issue 12): <= 1.2x plain per launch.
 
@@ -58,6 +62,17 @@ def wall_per_launch(fn, launches, instrumented):
     return (time.perf_counter() - t0) / launches * 1e3, loop / launches * 1e3
 
 
+def breakdown(before, after):
+    """Per launch, from cproton's runtime counters (cproton_instr_stats)."""
+    n = after["launches"] - before["launches"]
+    if not n:
+        return ""
+    per = {k: (after[k] - before[k]) / n / 1e3 for k in ("alloc_wait_ns", "inflight_ns", "decode_ns")}
+    waits = after["alloc_waits"] - before["alloc_waits"]
+    return (f"; per launch: waited for a buffer {per['alloc_wait_ns']:.1f} us ({waits} of {n} launches),"
+            f" in flight {per['inflight_ns']:.1f} us, decoding {per['decode_ns']:.1f} us")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)
@@ -97,7 +112,7 @@ def main():
                 drops = after["dropped"] - before["dropped"]
                 res.setdefault((name, variant), []).append((wall, loop, fin, drops))
                 print(f"rep {rep} {name} {variant}: {wall:.4f} ms/launch wall, {loop:.4f} ms/launch loop, "
-                      f"finalize {fin:.1f} ms, dropped {drops}", flush=True)
+                      f"finalize {fin:.1f} ms, dropped {drops}{breakdown(before, after)}", flush=True)
     print(f"wall per launch, steady state, {args.launches} launches, mode '{args.mode}', {args.reps} reps, "
           f"medians [device: {torch.cuda.get_device_name()}]")
     for name in fns:

@@ -115,10 +115,17 @@ CPROTON_API int cproton_instr_flush(void);
 /* Counters since start: launches reported, decoded, records dropped by
  * full circular segments, unpaired records, CTAs with bad headers; launches
  * reduced on the device, of those checked against the host decoder
- * (CPROTON_INSTR_REDUCE_CHECK=1) and found to differ. */
+ * (CPROTON_INSTR_REDUCE_CHECK=1) and found to differ. Where a launch's time
+ * goes (ns, summed over launches): `alloc_wait_ns` the launching thread
+ * waited for a pool buffer (back-pressure; `alloc_waits` launches waited),
+ * `inflight_ns` from the launch call until a decoder thread saw its
+ * copy-back done (the GPU's kernel, reduction and copy, plus queueing),
+ * `decode_ns` decoder threads spent turning the buffer or its reduced
+ * totals into metrics. */
 typedef struct cproton_instr_stats {
   uint64_t launches, decoded, dropped, unpaired, bad_ctas, failed;
   uint64_t reduced, reduce_checked, reduce_mismatches;
+  uint64_t alloc_waits, alloc_wait_ns, inflight_ns, decode_ns;
 } cproton_instr_stats;
 /* Errors: EINVAL for NULL `out`. */
 CPROTON_API int cproton_instr_get_stats(cproton_instr_stats *out);

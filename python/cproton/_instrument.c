@@ -258,11 +258,13 @@ static PyObject *py_instr_flush(PyObject *m, PyObject *unused) {
 static PyObject *py_instr_stats(PyObject *m, PyObject *unused) {
   cproton_instr_stats s;
   cproton_instr_get_stats(&s);
-  return Py_BuildValue("{sKsKsKsKsKsKsKsKsK}", "launches", s.launches, "decoded",
-                       s.decoded, "dropped", s.dropped, "unpaired", s.unpaired,
-                       "bad_ctas", s.bad_ctas, "failed", s.failed, "reduced",
-                       s.reduced, "reduce_checked", s.reduce_checked,
-                       "reduce_mismatches", s.reduce_mismatches);
+  return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsK}", "launches", s.launches,
+                       "decoded", s.decoded, "dropped", s.dropped, "unpaired",
+                       s.unpaired, "bad_ctas", s.bad_ctas, "failed", s.failed,
+                       "reduced", s.reduced, "reduce_checked", s.reduce_checked,
+                       "reduce_mismatches", s.reduce_mismatches, "alloc_waits",
+                       s.alloc_waits, "alloc_wait_ns", s.alloc_wait_ns,
+                       "inflight_ns", s.inflight_ns, "decode_ns", s.decode_ns);
 }
 
 static PyObject *py_instr_read(PyObject *m, PyObject *args) {

@@ -24,10 +24,19 @@
 static struct {
   atomic_ullong launches, decoded, dropped, unpaired, bad_ctas, failed;
   atomic_ullong reduced, reduce_checked, reduce_mismatches;
+  atomic_ullong alloc_waits, alloc_wait_ns, inflight_ns, decode_ns;
 } stats;
 
 void cp_instr_count_launch(void) { atomic_fetch_add(&stats.launches, 1); }
 void cp_instr_count_failure(void) { atomic_fetch_add(&stats.failed, 1); }
+void cp_instr_count_wait(uint64_t ns) {
+  atomic_fetch_add(&stats.alloc_waits, 1);
+  atomic_fetch_add(&stats.alloc_wait_ns, ns);
+}
+void cp_instr_count_pipeline(uint64_t inflight_ns, uint64_t decode_ns) {
+  atomic_fetch_add(&stats.inflight_ns, inflight_ns);
+  atomic_fetch_add(&stats.decode_ns, decode_ns);
+}
 
 int cproton_instr_get_stats(cproton_instr_stats *out) {
   if (!out)
@@ -41,6 +50,10 @@ int cproton_instr_get_stats(cproton_instr_stats *out) {
   out->reduced = atomic_load(&stats.reduced);
   out->reduce_checked = atomic_load(&stats.reduce_checked);
   out->reduce_mismatches = atomic_load(&stats.reduce_mismatches);
+  out->alloc_waits = atomic_load(&stats.alloc_waits);
+  out->alloc_wait_ns = atomic_load(&stats.alloc_wait_ns);
+  out->inflight_ns = atomic_load(&stats.inflight_ns);
+  out->decode_ns = atomic_load(&stats.decode_ns);
   return CPROTON_OK;
 }
 

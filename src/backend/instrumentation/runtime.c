@@ -28,12 +28,15 @@
 #include "backend/instrumentation/decode.h"
 #include "backend/instrumentation/reduce_launch.h"
 #include "backend/instrumentation/runtime.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/strtab.h"
 
 void cp_instr_count_launch(void);
 void cp_instr_count_failure(void);
+void cp_instr_count_wait(uint64_t ns);
+void cp_instr_count_pipeline(uint64_t inflight_ns, uint64_t decode_ns);
 
 typedef struct buffer {
   cp_cudeviceptr dptr;
@@ -58,6 +61,7 @@ typedef struct pending {
   cp_cuevent copied;       /* on the copy stream */
   uint32_t device;
   uint64_t seq; /* launch order: deliveries keep it */
+  uint64_t launched_ns; /* the launch call (cp_clock_now_ns) */
   int reduced;  /* totals reduced on the device (sum_host), not the buffer */
   int checked;  /* reduced, and the buffer copied too, to diff the two */
   cproton_decoded *dec;       /* decoded, waiting for its turn (or NULL) */
@@ -253,10 +257,17 @@ int cproton_instr_alloc(size_t size, uint64_t stream, uint64_t *dptr_out) {
   pthread_mutex_lock(&lock);
   buffer *b = NULL;
   /* Backpressure: with every buffer in flight, wait for the decoder to
-   * return one rather than fail the launch. */
+   * return one rather than fail the launch (timed: where a launch's time
+   * goes, cproton_instr_stats). */
+  uint64_t waited_since = 0;
   while ((rc = take_buffer(d, size, ctx, &b)) == CPROTON_ELIMIT &&
-         (head || busy))
+         (head || busy)) {
+    if (!waited_since)
+      waited_since = cp_clock_now_ns();
     pthread_cond_wait(&freed, &lock);
+  }
+  if (waited_since)
+    cp_instr_count_wait(cp_clock_now_ns() - waited_since);
   if (rc == CPROTON_ELIMIT)
     cp_error_set(rc, "profile buffer pool is full (%zu buffers, %zu bytes) "
                  "and no launch is in flight to free one", n_buffers,
@@ -354,6 +365,7 @@ static void drain(void) {
  * pools, and queues the result for delivery in launch order. */
 static void finish(const cp_cudadrv *d, pending *p) {
   cp_curesult r = d->cuEventSynchronize(p->copied);
+  uint64_t done = cp_clock_now_ns();
   if (r) {
     cp_cudadrv_error(r, "waiting for a profile buffer copy");
     cp_warn("%s", cp_error_message());
@@ -364,6 +376,7 @@ static void finish(const cp_cudadrv *d, pending *p) {
     cp_warn("kernel %s: %s", p->kernel->name, cp_error_message());
     p->dec = NULL;
   }
+  cp_instr_count_pipeline(done - p->launched_ns, cp_clock_now_ns() - done);
   pthread_mutex_lock(&lock);
   event_put(d, p->buf->ctx, p->after_kernel);
   event_put(d, p->buf->ctx, p->copied);
@@ -526,6 +539,7 @@ int cproton_instr_launch(const cproton_instr_kernel *k, uint64_t dptr,
   if (!p)
     return cp_error_set(CPROTON_ENOMEM, "out of memory recording a launch");
   p->kernel = k;
+  p->launched_ns = cp_clock_now_ns();
   cp_session_capture(&p->site);
   cp_cudevice dev = 0;
   d->cuCtxGetDevice(&dev);

@@ -148,7 +148,17 @@ def main():
     except Exception as e:
         failed += 1
         print(f"FAIL early_exit_profile: {type(e).__name__}: {e}")
-    print("stats", json.dumps(stats()))
+    st = stats()
+    print("stats", json.dumps(st))
+    # where launches' time went: every decoded launch was in flight and
+    # decoded for some time; no more launches waited for a buffer than ran
+    if st["inflight_ns"] > 0 and st["decode_ns"] > 0 and st["alloc_waits"] <= st["launches"]:
+        print(f"PASS pipeline_counters: {st['inflight_ns'] / st['launches'] / 1e3:.1f} us in flight, "
+              f"{st['decode_ns'] / st['launches'] / 1e3:.1f} us decoding per launch, "
+              f"{st['alloc_waits']} launches waited for a buffer")
+    else:
+        failed += 1
+        print(f"FAIL pipeline_counters: {st}")
     sys.exit(1 if failed else 0)
 
 
