@@ -14,12 +14,12 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend/cupti/callbacks.h"
 #include "backend/cupti/pcs_attr.h"
 #include "backend/cupti/pcs_lines.h"
 #include "backend/cupti/pcsampling.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/strtab.h"
@@ -285,16 +285,21 @@ static void add_context(CUcontext c) {
                     : "concurrent");
 }
 
+/* The entry of context `c`, or NULL; caller holds `lock`. */
+static sampled_ctx *find_ctx(void *c) {
+  for (int i = 0; i < n_ctx; i++)
+    if (ctxs[i].ctx == c)
+      return &ctxs[i];
+  return NULL;
+}
+
 /* Launch path: a relaxed compare with the last context seen. */
 static void ctx_seen(void *c) {
   if (!c || atomic_load_explicit(&last_ctx, memory_order_relaxed) == c ||
       !atomic_load_explicit(&on, memory_order_relaxed))
     return;
   pthread_mutex_lock(&lock);
-  int known = 0;
-  for (int i = 0; i < n_ctx && !known; i++)
-    known = ctxs[i].ctx == c;
-  if (!known)
+  if (!find_ctx(c))
     add_context(c);
   atomic_store(&last_ctx, c);
   pthread_mutex_unlock(&lock);
@@ -382,16 +387,21 @@ static void fetch(sampled_ctx *s, uint32_t corr) {
   }
 }
 
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+/* Closes `s`'s range, fetches its records (tagged with launch `corr`, or
+ * 0) and reopens it (samples of the moment between are not taken); with
+ * `sync`, first waits for the context's work, so that its kernels' samples
+ * belong to the range closed. `s`'s context is current; caller holds
+ * `lock`. */
+static void restart(sampled_ctx *s, uint32_t corr, int sync) {
+  if (sync)
+    api->cuCtxSynchronize();
+  range(s, 0);
+  fetch(s, corr);
+  range(s, 1);
 }
 
-/* Ends the period on every context: waits for its work (its kernels'
- * samples belong to this period), closes the range, fetches, reopens
- * (samples of the moment between are not taken). The context is made
- * current for CUPTI; the caller's own is restored. Caller holds `lock`. */
+/* Ends the period on every context. Each is made current for CUPTI; the
+ * caller's own is restored. Caller holds `lock`. */
 static void close_all(void) {
   CUcontext mine = NULL;
   api->cuCtxGetCurrent(&mine);
@@ -400,11 +410,7 @@ static void close_all(void) {
       continue;
     if (ctxs[i].ctx != mine)
       api->cuCtxSetCurrent(ctxs[i].ctx);
-    if (opt.exact)
-      api->cuCtxSynchronize();
-    range(&ctxs[i], 0);
-    fetch(&ctxs[i], 0);
-    range(&ctxs[i], 1);
+    restart(&ctxs[i], 0, opt.exact);
   }
   api->cuCtxSetCurrent(mine);
 }
@@ -417,12 +423,12 @@ static int attribute_period(int final, uint64_t since) {
   for (int i = 0; i < n_threads; i++)
     if (flights[i].used)
       cp_pcs_note_launch(pcs, flights[i].fn, &flights[i].site, 1);
-  atomic_fetch_add_explicit(&t_split_ns, now_ns() - since, memory_order_relaxed);
+  atomic_fetch_add_explicit(&t_split_ns, cp_clock_now_ns() - since, memory_order_relaxed);
   return rc;
 }
 
 static int end_period(int final) {
-  uint64_t t = now_ns();
+  uint64_t t = cp_clock_now_ns();
   close_all();
   return attribute_period(final, t);
 }
@@ -439,22 +445,16 @@ static in_flight *my_flight(void) {
  * its samples tagged with the launch (graph kernels' samples go to the
  * graph launch's calling context, as in Proton). */
 static void own_range(void *c, uint32_t corr, int enter) {
-  sampled_ctx *s = NULL;
-  for (int i = 0; i < n_ctx && !s; i++)
-    if (ctxs[i].ctx == c && ctxs[i].ok)
-      s = &ctxs[i];
-  if (!s)
+  sampled_ctx *s = find_ctx(c);
+  if (!s || !s->ok)
     return;
   if (enter) {
     end_period(0);
     atomic_fetch_add_explicit(&n_graph_ranges, 1, memory_order_relaxed);
     return;
   }
-  uint64_t t = now_ns();
-  api->cuCtxSynchronize(); /* the launching thread: c is current */
-  range(s, 0);
-  fetch(s, corr);
-  range(s, 1);
+  uint64_t t = cp_clock_now_ns();
+  restart(s, corr, 1); /* the launching thread: c is current */
   attribute_period(0, t);
 }
 
