@@ -7,8 +7,10 @@ until the GPU is idle, and against Proton 3.6 instrumenting the same kernels
 (its `pl`; until the GPU is idle: Proton keeps its buffers until finalize,
 whose time is printed beside).
 
-By default tree profiles reduce each launch's buffer on the GPU (mode key
-`reduce=device`); `--mode default:reduce=host` measures host decoding.
+Each `--mode` is one cproton variant; by default "default" (tree profiles
+sum in the kernel: no records) and "default:reduce=device" (records,
+reduced by a second kernel on the copy stream); `default:reduce=host`
+measures host decoding.
 
 Kernels (bench/kernels/instrumented.py.in): the 64M-element vector add
 (65,536 CTAs x 4 warps, 2 scopes) and the 4096^3 fp16 matmul (scope around
@@ -22,7 +24,7 @@ reduction and copy, plus queueing), and the decoder's time per launch.
 
 Target (issue 12): <= 1.2x plain per launch.
 
-  python bench/instrument_wall.py [--reps 3] [--launches 1000] [--mode default] [--no-proton]
+  python bench/instrument_wall.py [--reps 3] [--launches 1000] [--mode M ...] [--no-proton]
                                   [--proton-launches 10]
 """
 import argparse
@@ -77,7 +79,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--launches", type=int, default=1000)
-    ap.add_argument("--mode", default="default")
+    ap.add_argument("--mode", action="append", help="a cproton variant's mode (repeatable)")
     ap.add_argument("--no-proton", action="store_true")
     # Proton 3.6 synchronises on every instrumented launch (hundreds of ms
     # each on these grids): fewer launches keep the run short.
@@ -86,7 +88,8 @@ def main():
     import cproton
     from cproton import _cproton
     fns = workloads(load_kernels("cproton.language", "cproton"))
-    profilers = {"cproton": (cproton, fns)}
+    modes = {f"cproton[{m}]": m for m in (args.mode or ["default", "default:reduce=device"])}
+    profilers = {name: (cproton, fns) for name in modes}
     if not args.no_proton:
         import triton.profiler as proton
         profilers["proton"] = (proton, workloads(load_kernels("triton.profiler.language", "proton")))
@@ -98,11 +101,11 @@ def main():
                 session, before = None, _cproton.instr_stats()
                 prof, vfns = profilers.get(variant, (None, fns))
                 if prof is not None:
-                    session = prof.start(f"/tmp/cproton-wall-{variant}-{name}", backend="instrumentation",
-                                         mode=args.mode if variant == "cproton" else None)
+                    session = prof.start(f"/tmp/cproton-wall-{len(res)}", backend="instrumentation",
+                                         mode=modes.get(variant))
                 try:
                     n = args.proton_launches if variant == "proton" else args.launches
-                    wall, loop = wall_per_launch(vfns[name], n, variant == "cproton")
+                    wall, loop = wall_per_launch(vfns[name], n, variant in modes)
                 finally:
                     t0 = time.perf_counter()
                     if session is not None:
@@ -113,16 +116,19 @@ def main():
                 res.setdefault((name, variant), []).append((wall, loop, fin, drops))
                 print(f"rep {rep} {name} {variant}: {wall:.4f} ms/launch wall, {loop:.4f} ms/launch loop, "
                       f"finalize {fin:.1f} ms, dropped {drops}{breakdown(before, after)}", flush=True)
-    print(f"wall per launch, steady state, {args.launches} launches, mode '{args.mode}', {args.reps} reps, "
+    print(f"wall per launch, steady state, {args.launches} launches, {args.reps} reps, "
           f"medians [device: {torch.cuda.get_device_name()}]")
     for name in fns:
         p = statistics.median(r[0] for r in res[(name, "plain")])
-        c = statistics.median(r[0] for r in res[(name, "cproton")])
-        loop = statistics.median(r[1] for r in res[(name, "cproton")])
-        fin = statistics.median(r[2] for r in res[(name, "cproton")])
-        drops = max(r[3] for r in res[(name, "cproton")])
-        line = (f"RESULT {name}: plain {p:.4f} ms, cproton {c:.4f} ms ({c / p:.2f}x plain; loop {loop:.4f} ms), "
-                f"finalize {fin:.1f} ms, dropped records {drops}")
+        parts = []
+        for variant in modes:
+            c = statistics.median(r[0] for r in res[(name, variant)])
+            loop = statistics.median(r[1] for r in res[(name, variant)])
+            fin = statistics.median(r[2] for r in res[(name, variant)])
+            drops = max(r[3] for r in res[(name, variant)])
+            parts.append(f"{variant} {c:.4f} ms ({c / p:.2f}x plain; loop {loop:.4f} ms, finalize {fin:.1f} ms, "
+                         f"dropped {drops})")
+        line = f"RESULT {name}: plain {p:.4f} ms; " + "; ".join(parts)
         if (name, "proton") in res:
             pr = statistics.median(r[0] for r in res[(name, "proton")])
             pf = statistics.median(r[2] for r in res[(name, "proton")])

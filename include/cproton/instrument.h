@@ -116,6 +116,16 @@ typedef struct cproton_ptx_options {
   /* Default CIRCULAR. FLUSH implies a global buffer (`buffer` is not used)
    * and the larger default segment above. */
   cproton_buffer_strategy strategy;
+  /* Non-zero: sum per-scope cycles, counts and unpaired markers inside the
+   * kernel (registers, then one atomic add per unit and value at its exit)
+   * instead of storing records: per-scope totals for tree profiles with no
+   * profile buffer to copy back or decode (docs/instrumentation-runtime.md,
+   * "In-kernel sums"). No records means no traces, no host buffer and no
+   * time_shift. Kernels with events (they pair across warps) or more than
+   * 8 scopes keep records; their layout's `aggregate` says which applied
+   * (no warning is set for that).
+   * `buffer`, `buffer_size` and `strategy` are then not used. Default 0. */
+  int aggregate;
 } cproton_ptx_options;
 
 /* Fills `o` with the defaults above. Always call before setting fields.
@@ -190,6 +200,11 @@ typedef struct cproton_buffer_layout {
   const int32_t *scope_parents;
   /* unit_warp[u]: the first warp of unit u (its recording warp) */
   uint8_t unit_warp[32];
+  /* Non-zero: the kernel sums in the kernel (cproton_ptx_options.aggregate)
+   * and writes no records: per_cta_bytes is one slot of per-scope totals,
+   * header_bytes and segment_bytes are 0, and the buffer is not decodable
+   * by cproton_buffer_decode (the runtime reads the slots). */
+  uint32_t aggregate;
 } cproton_buffer_layout;
 
 /* Fills `lay` for kernel `k`; pointers stay valid while `p` lives.

@@ -53,11 +53,29 @@ CPROTON_API int cproton_instr_current_options(cproton_ptx_options *out);
 CPROTON_API int cproton_instr_mode_decode_flags(const char *mode,
                                                 unsigned *flags);
 
-/* Where a mode decodes tree-mode launches: `reduce=device` (the default:
- * a reduction kernel on the copy stream sums per-scope totals, and a few
- * hundred bytes come back per launch) or `reduce=host` (the whole buffer is
- * copied back and decoded on the CPU). Traces always decode on the host.
- * Sets *on_device to 1 or 0. Errors: those of cproton_instr_mode_options. */
+/* Where tree-mode per-scope totals are made: the `reduce` key of a mode
+ * string (docs/instrumentation-runtime.md, "Decoding").
+ * KERNEL: in the instrumented kernel itself (cproton_ptx_options.aggregate:
+ * no records, a few hundred bytes of totals come back per launch).
+ * DEVICE: records, summed by a reduction kernel on the copy stream.
+ * HOST: records, copied back whole and decoded on the CPU.
+ * AUTO (the key not given): front ends choose KERNEL for tree profiles when
+ * nothing needs records (no trace, no host buffer, no time_shift), else
+ * DEVICE; traces always decode records on the host. */
+typedef enum cproton_reduce_kind {
+  CPROTON_REDUCE_AUTO = 0,
+  CPROTON_REDUCE_KERNEL = 1,
+  CPROTON_REDUCE_DEVICE = 2,
+  CPROTON_REDUCE_HOST = 3
+} cproton_reduce_kind;
+
+/* The `reduce` key of `mode` (AUTO when absent). Thread-safe. Errors:
+ * those of cproton_instr_mode_options (`*out` is then AUTO). */
+CPROTON_API int cproton_instr_mode_reduce_kind(const char *mode, cproton_reduce_kind *out);
+
+/* Whether a mode decodes records of tree-mode launches on the device
+ * (*on_device 1: `reduce` is not `host`) or copies them back whole (0).
+ * Errors: those of cproton_instr_mode_options. */
 CPROTON_API int cproton_instr_mode_reduce(const char *mode, int *on_device);
 
 /* A registered instrumented kernel: its name and buffer layout (copied). */
@@ -115,7 +133,9 @@ CPROTON_API int cproton_instr_flush(void);
 /* Counters since start: launches reported, decoded, records dropped by
  * full circular segments, unpaired records, CTAs with bad headers; launches
  * reduced on the device, of those checked against the host decoder
- * (CPROTON_INSTR_REDUCE_CHECK=1) and found to differ. Where a launch's time
+ * (CPROTON_INSTR_REDUCE_CHECK=1) and found to differ; `summed`, launches of
+ * kernels that sum in the kernel (their slots read, no records; counted in
+ * `decoded` too, or in `failed` when their slots were refused). Where a launch's time
  * goes (ns, summed over launches): `alloc_wait_ns` the launching thread
  * waited for a pool buffer (back-pressure; `alloc_waits` launches waited),
  * `inflight_ns` from the launch call until a decoder thread saw its
@@ -126,6 +146,7 @@ typedef struct cproton_instr_stats {
   uint64_t launches, decoded, dropped, unpaired, bad_ctas, failed;
   uint64_t reduced, reduce_checked, reduce_mismatches;
   uint64_t alloc_waits, alloc_wait_ns, inflight_ns, decode_ns;
+  uint64_t summed;
 } cproton_instr_stats;
 /* Errors: EINVAL for NULL `out`. */
 CPROTON_API int cproton_instr_get_stats(cproton_instr_stats *out);

@@ -70,6 +70,7 @@ static PyObject *layout_dict(const cproton_ptx *p, size_t k) {
       set_u32(d, "counter", l.counter) ||
       set_u32(d, "granularity", l.granularity) ||
       set_u32(d, "buffer", l.buffer) ||
+      set_u32(d, "aggregate", l.aggregate) ||
       PyDict_SetItemString(d, "unit_warp", warps) || !scope_lists(&l, d))
     goto error;
   const char *warning = cproton_ptx_kernel_warning(p, k);
@@ -92,13 +93,16 @@ static PyObject *py_instrument_ptx(PyObject *m, PyObject *args) {
   const char *ptx, *mode;
   Py_ssize_t size;
   unsigned num_warps, shared;
-  if (!PyArg_ParseTuple(args, "s#zII:instrument_ptx", &ptx, &size, &mode,
-                        &num_warps, &shared))
+  int aggregate = -1; /* -1: as the mode says */
+  if (!PyArg_ParseTuple(args, "s#zII|i:instrument_ptx", &ptx, &size, &mode,
+                        &num_warps, &shared, &aggregate))
     return NULL;
   cproton_ptx_options o;
   int rc = cproton_instr_mode_options(mode, &o);
   if (rc)
     return fail(rc);
+  if (aggregate >= 0)
+    o.aggregate = aggregate;
   o.num_warps = num_warps;
   o.existing_shared_bytes = shared;
   cproton_ptx *p = NULL;
@@ -150,6 +154,8 @@ static int layout_from(PyObject *d, cproton_buffer_layout *l,
       PyErr_SetString(PyExc_TypeError, "layout must be a dict");
     return -1;
   }
+  if (PyDict_GetItemString(d, "aggregate") && get_u32(d, "aggregate", &l->aggregate))
+    return -1; /* absent: a layout of records (cproton before in-kernel sums) */
   PyObject *sn = PyDict_GetItemString(d, "scope_names");
   PyObject *sp = PyDict_GetItemString(d, "scope_parents");
   PyObject *uw = PyDict_GetItemString(d, "unit_warp");
@@ -241,11 +247,15 @@ static PyObject *py_instr_check_mode(PyObject *m, PyObject *args) {
   const char *mode;
   if (!PyArg_ParseTuple(args, "z:instr_check_mode", &mode))
     return NULL;
+  static const char *const kinds[] = {"auto", "kernel", "device", "host"};
   cproton_ptx_options o;
+  cproton_reduce_kind kind;
   int rc = cproton_instr_mode_options(mode, &o);
+  if (!rc)
+    rc = cproton_instr_mode_reduce_kind(mode, &kind);
   if (rc)
     return fail(rc);
-  Py_RETURN_NONE;
+  return PyUnicode_FromString(kinds[kind]);
 }
 
 static PyObject *py_instr_flush(PyObject *m, PyObject *unused) {
@@ -258,13 +268,14 @@ static PyObject *py_instr_flush(PyObject *m, PyObject *unused) {
 static PyObject *py_instr_stats(PyObject *m, PyObject *unused) {
   cproton_instr_stats s;
   cproton_instr_get_stats(&s);
-  return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsK}", "launches", s.launches,
+  return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "launches", s.launches,
                        "decoded", s.decoded, "dropped", s.dropped, "unpaired",
                        s.unpaired, "bad_ctas", s.bad_ctas, "failed", s.failed,
                        "reduced", s.reduced, "reduce_checked", s.reduce_checked,
                        "reduce_mismatches", s.reduce_mismatches, "alloc_waits",
                        s.alloc_waits, "alloc_wait_ns", s.alloc_wait_ns,
-                       "inflight_ns", s.inflight_ns, "decode_ns", s.decode_ns);
+                       "inflight_ns", s.inflight_ns, "decode_ns", s.decode_ns,
+                       "summed", s.summed);
 }
 
 static PyObject *py_instr_read(PyObject *m, PyObject *args) {
@@ -311,7 +322,8 @@ static PyObject *py_buffer_to_proton(PyObject *m, PyObject *args) {
 
 static PyMethodDef instrument_methods[] = {
     {"instrument_ptx", py_instrument_ptx, METH_VARARGS,
-     "instrument_ptx(ptx, mode, num_warps, shared) -> (ptx, layouts)"},
+     "instrument_ptx(ptx, mode, num_warps, shared[, aggregate]) -> (ptx, "
+     "layouts); aggregate 0/1 overrides the mode's reduce=kernel"},
     {"instr_register", py_instr_register, METH_VARARGS,
      "instr_register(kernel_name, layout) -> handle"},
     {"instr_alloc", py_instr_alloc, METH_VARARGS,
@@ -321,7 +333,8 @@ static PyMethodDef instrument_methods[] = {
     {"instr_release", py_instr_release, METH_VARARGS,
      "instr_release(ptr): a buffer whose launch never happened"},
     {"instr_check_mode", py_instr_check_mode, METH_VARARGS,
-     "instr_check_mode(mode): ValueError for a mode cproton cannot run"},
+     "instr_check_mode(mode) -> the mode's reduce ('auto', 'kernel', "
+     "'device', 'host'); ValueError for a mode cproton cannot run"},
     {"instr_read", py_instr_read, METH_VARARGS,
      "instr_read(ptr, size, stream) -> bytes, after the stream's work"},
     {"buffer_to_proton", py_buffer_to_proton, METH_VARARGS,

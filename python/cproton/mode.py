@@ -161,9 +161,10 @@ class MMA(InstrumentationMode):
 
 _OPTION_KEYS = ("metric_type", "buffer_type", "buffer_strategy", "buffer_size", "granularity",
                 "sampling_strategy", "sampling_options", "optimizations")
-# cproton's own key: where tree-mode launches are decoded ("reduce=device",
-# the default, or "reduce=host"; docs/instrumentation-runtime.md). Only in
-# mode strings: the dataclasses keep Proton's fields.
+# cproton's own key: where tree-mode per-scope totals are made ("reduce=kernel",
+# "reduce=device" or "reduce=host"; unset: in the kernel for tree profiles that
+# need no records; docs/instrumentation-runtime.md). Only in mode strings: the
+# dataclasses keep Proton's fields.
 _RUNTIME_KEY = "reduce"
 
 
@@ -180,8 +181,8 @@ def parse_instrumentation_mode(text: str) -> InstrumentationMode:
             raise ValueError(f"Malformed instrumentation option: '{opt}'")
         key, val = opt.split("=", 1)
         if key == _RUNTIME_KEY:  # the runtime's, not the pass's: the session reads it
-            if val not in ("device", "host"):
-                raise ValueError(f"reduce must be 'device' or 'host', not '{val}'")
+            if val not in ("kernel", "device", "host"):
+                raise ValueError(f"reduce must be 'kernel', 'device' or 'host', not '{val}'")
             continue
         if key not in _OPTION_KEYS:
             raise ValueError(f"Unknown instrumentation option: '{key}'")

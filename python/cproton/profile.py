@@ -24,6 +24,7 @@ from typing import Optional, Union
 from . import _cproton, _log, knobs, metric
 from .flags import flags
 from .hooks import HookManager, LaunchHook, InstrumentationHook
+from .hooks.instrumentation import check_mode as check_instrumentation_mode
 from .mode import BaseMode
 
 DEFAULT_PROFILE_NAME = "proton"
@@ -156,6 +157,8 @@ def start(
         raise ValueError(f"unknown hook '{hook}' (valid: None, 'triton')")
     name = DEFAULT_PROFILE_NAME if name is None else name
     mode_str = _get_mode_str(backend, mode)
+    if backend == "instrumentation":  # a mode the hook would refuse starts no session
+        check_instrumentation_mode(mode_str, data or "tree")
     chosen = _select_backend(backend)
     knobs.export()
     rank, local_rank = _ranks()
@@ -172,7 +175,7 @@ def start(
     if hook in ("triton", "launch"):
         HookManager.register(LaunchHook(), session)
     if backend == "instrumentation":
-        HookManager.register(InstrumentationHook(mode), session)
+        HookManager.register(InstrumentationHook(mode, data), session)
     if mode_str and mode_str.lower().startswith("pcsampling"):
         _add_loaded_cubins()
     return session

@@ -82,6 +82,36 @@ enum {
   CP_REDUCE_FIXED = 8
 };
 
+/* In-kernel sums (cproton_ptx_options.aggregate; instrument/lower_agg.c):
+ * no records. Each recording unit keeps, in registers, per scope the cycles
+ * of its paired occurrences, their count and its unpaired markers, and at
+ * its exit adds them with `red.global.add.u64` to one of CP_AGG_SLOTS slots
+ * of the launch's buffer, slot (linear CTA id mod CP_AGG_SLOTS) when the
+ * grid has at least CP_AGG_SLOTS CTAs, else the CTA's own. A slot is
+ * cp_reduce_n_words(n_scopes) u64 words in the CP_REDUCE_* order above
+ * (the device reduction's result, so both take the same path to the
+ * profile): CTAS counts CTAs whose thread 0 finalized; DROPPED stays 0
+ * (nothing is stored); the clock pair sums, per recording unit, its counter
+ * and %globaltimer spans from kernel entry to its exit. per_cta_bytes is
+ * one slot, so a buffer of grid x per_cta_bytes holds every slot the grid
+ * uses. The runtime zeroes the slots before a launch, copies back
+ * min(grid, CP_AGG_SLOTS) slots after it and sums them on the host.
+ * Striping over slots keeps the atomics of large grids from queueing on
+ * one address. At most CP_AGG_MAX_SCOPES scopes (each takes six registers
+ * for the whole kernel); kernels with more, or with events, keep records. */
+#define CP_AGG_SLOTS 64u
+#define CP_AGG_MAX_SCOPES 8u
+
+/* The most bytes a launch's slots take (CP_AGG_SLOTS slots of the largest
+ * kernel): the runtime keeps this much at the start of every free pool
+ * buffer zero, whatever kernel used it last. */
+#define CP_AGG_MAX_BYTES (CP_AGG_SLOTS * 8u * (CP_REDUCE_FIXED + 3u * CP_AGG_MAX_SCOPES))
+
+/* u64 words of a device-reduction result or an in-kernel sums slot. */
+static inline uint32_t cp_layout_sum_words(uint32_t n_scopes) {
+  return CP_REDUCE_FIXED + 3u * n_scopes;
+}
+
 /* Bytes of header for `n_units` units: fixed part plus counts, rounded up
  * to 16 so that segments allow 16-byte vector copies. */
 static inline uint32_t cp_layout_header_bytes(uint32_t n_units) {

@@ -4,7 +4,7 @@
  * Invariant: every register and label the code uses carries the prefix
  * %cpr_ / $cpr_, which the pass checks is absent from its input, so the
  * kernel's own registers are never touched. Every instruction goes through
- * ins(), which counts it (the counts are reported as pass statistics).
+ * cp_lower_ins(), which counts it (the counts are reported as pass statistics).
  * Not a hot path; called by instrument/pass.c once per site. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,9 +13,7 @@
 #include "instrument/layout.h"
 #include "instrument/lower.h"
 
-static void ins(cp_text *t, cp_lower_cfg *c, const char *fmt, ...) CP_PRINTF(3, 4);
-
-static void ins(cp_text *t, cp_lower_cfg *c, const char *fmt, ...) {
+void cp_lower_ins(cp_text *t, cp_lower_cfg *c, const char *fmt, ...) {
   char line[256];
   va_list ap;
   va_start(ap, fmt);
@@ -31,60 +29,57 @@ static const char *const gran_names[] = {"warp",         "warpgroup",    "cta",
                                           "warp_2",       "warp_4",       "warp_8",
                                           "warp_group_2", "warp_group_4", "warp_group_8"};
 
-/* Linear thread id into %cpr_tid and linear CTA id into %cpr_cta. */
-static void ids(cp_text *t, cp_lower_cfg *c) {
-  ins(t, c, "mov.u32 %%cpr_tid, %%tid.x;");
+void cp_lower_ids(cp_text *t, cp_lower_cfg *c) {
+  cp_lower_ins(t, c, "mov.u32 %%cpr_tid, %%tid.x;");
   if (!c->one_dim) {
-    ins(t, c, "mov.u32 %%cpr_t, %%tid.z;");
-    ins(t, c, "mov.u32 %%cpr_u, %%ntid.y;");
-    ins(t, c, "mov.u32 %%cpr_n, %%tid.y;");
-    ins(t, c, "mad.lo.u32 %%cpr_t, %%cpr_t, %%cpr_u, %%cpr_n;");
-    ins(t, c, "mov.u32 %%cpr_u, %%ntid.x;");
-    ins(t, c, "mad.lo.u32 %%cpr_tid, %%cpr_t, %%cpr_u, %%cpr_tid;");
+    cp_lower_ins(t, c, "mov.u32 %%cpr_t, %%tid.z;");
+    cp_lower_ins(t, c, "mov.u32 %%cpr_u, %%ntid.y;");
+    cp_lower_ins(t, c, "mov.u32 %%cpr_n, %%tid.y;");
+    cp_lower_ins(t, c, "mad.lo.u32 %%cpr_t, %%cpr_t, %%cpr_u, %%cpr_n;");
+    cp_lower_ins(t, c, "mov.u32 %%cpr_u, %%ntid.x;");
+    cp_lower_ins(t, c, "mad.lo.u32 %%cpr_tid, %%cpr_t, %%cpr_u, %%cpr_tid;");
   }
-  ins(t, c, "mov.u32 %%cpr_cta, %%ctaid.z;");
-  ins(t, c, "mov.u32 %%cpr_t, %%nctaid.y;");
-  ins(t, c, "mov.u32 %%cpr_u, %%ctaid.y;");
-  ins(t, c, "mad.lo.u32 %%cpr_cta, %%cpr_cta, %%cpr_t, %%cpr_u;");
-  ins(t, c, "mov.u32 %%cpr_t, %%nctaid.x;");
-  ins(t, c, "mov.u32 %%cpr_u, %%ctaid.x;");
-  ins(t, c, "mad.lo.u32 %%cpr_cta, %%cpr_cta, %%cpr_t, %%cpr_u;");
+  cp_lower_ins(t, c, "mov.u32 %%cpr_cta, %%ctaid.z;");
+  cp_lower_ins(t, c, "mov.u32 %%cpr_t, %%nctaid.y;");
+  cp_lower_ins(t, c, "mov.u32 %%cpr_u, %%ctaid.y;");
+  cp_lower_ins(t, c, "mad.lo.u32 %%cpr_cta, %%cpr_cta, %%cpr_t, %%cpr_u;");
+  cp_lower_ins(t, c, "mov.u32 %%cpr_t, %%nctaid.x;");
+  cp_lower_ins(t, c, "mov.u32 %%cpr_u, %%ctaid.x;");
+  cp_lower_ins(t, c, "mad.lo.u32 %%cpr_cta, %%cpr_cta, %%cpr_t, %%cpr_u;");
 }
 
-/* %cpr_on (this thread records) and %cpr_slot (its segment index). */
-static void unit(cp_text *t, cp_lower_cfg *c) {
+void cp_lower_unit(cp_text *t, cp_lower_cfg *c) {
   /* a unit is 2^shift warps; lane 0 of its first warp records (for CTA,
    * 32 warps: thread 0) */
   uint32_t warps = cp_layout_unit_warps((uint32_t)c->granularity);
   unsigned shift = 0;
   while ((1u << shift) < warps)
     shift++;
-  ins(t, c, "shr.u32 %%cpr_unit, %%cpr_tid, %u;", 5 + shift);
-  ins(t, c, "and.b32 %%cpr_t, %%cpr_tid, %u;", (32u << shift) - 1);
-  ins(t, c, "setp.eq.u32 %%cpr_on, %%cpr_t, 0;");
-  ins(t, c, "setp.eq.u32 %%cpr_first, %%cpr_tid, 0;");
+  cp_lower_ins(t, c, "shr.u32 %%cpr_unit, %%cpr_tid, %u;", 5 + shift);
+  cp_lower_ins(t, c, "and.b32 %%cpr_t, %%cpr_tid, %u;", (32u << shift) - 1);
+  cp_lower_ins(t, c, "setp.eq.u32 %%cpr_on, %%cpr_t, 0;");
+  cp_lower_ins(t, c, "setp.eq.u32 %%cpr_first, %%cpr_tid, 0;");
   if (!c->sample_mask) {
-    ins(t, c, "mov.u32 %%cpr_slot, %%cpr_unit;");
+    cp_lower_ins(t, c, "mov.u32 %%cpr_slot, %%cpr_unit;");
     return;
   }
-  ins(t, c, "mov.u32 %%cpr_u, %u;", c->sample_mask);
-  ins(t, c, "shr.b32 %%cpr_t, %%cpr_u, %%cpr_unit;");
-  ins(t, c, "and.b32 %%cpr_t, %%cpr_t, 1;");
-  ins(t, c, "setp.ne.and.u32 %%cpr_on, %%cpr_t, 0, %%cpr_on;");
-  ins(t, c, "mov.u32 %%cpr_t, 1;");
-  ins(t, c, "shl.b32 %%cpr_t, %%cpr_t, %%cpr_unit;");
-  ins(t, c, "sub.u32 %%cpr_t, %%cpr_t, 1;");
-  ins(t, c, "and.b32 %%cpr_t, %%cpr_t, %%cpr_u;");
-  ins(t, c, "popc.b32 %%cpr_slot, %%cpr_t;");
+  cp_lower_ins(t, c, "mov.u32 %%cpr_u, %u;", c->sample_mask);
+  cp_lower_ins(t, c, "shr.b32 %%cpr_t, %%cpr_u, %%cpr_unit;");
+  cp_lower_ins(t, c, "and.b32 %%cpr_t, %%cpr_t, 1;");
+  cp_lower_ins(t, c, "setp.ne.and.u32 %%cpr_on, %%cpr_t, 0, %%cpr_on;");
+  cp_lower_ins(t, c, "mov.u32 %%cpr_t, 1;");
+  cp_lower_ins(t, c, "shl.b32 %%cpr_t, %%cpr_t, %%cpr_unit;");
+  cp_lower_ins(t, c, "sub.u32 %%cpr_t, %%cpr_t, 1;");
+  cp_lower_ins(t, c, "and.b32 %%cpr_t, %%cpr_t, %%cpr_u;");
+  cp_lower_ins(t, c, "popc.b32 %%cpr_slot, %%cpr_t;");
 }
 
-/* Reads the configured counter into the 64-bit register `dst`. */
-static void read_counter(cp_text *t, cp_lower_cfg *c, const char *pred, const char *dst) {
+void cp_lower_read_counter(cp_text *t, cp_lower_cfg *c, const char *pred, const char *dst) {
   if (c->counter == CPROTON_COUNTER_CLOCK) {
-    ins(t, c, "%smov.u32 %%cpr_t, %%clock;", pred);
-    ins(t, c, "%scvt.u64.u32 %s, %%cpr_t;", pred, dst);
+    cp_lower_ins(t, c, "%smov.u32 %%cpr_t, %%clock;", pred);
+    cp_lower_ins(t, c, "%scvt.u64.u32 %s, %%cpr_t;", pred, dst);
   } else {
-    ins(t, c, "%smov.u64 %s, %%%s;", pred, dst, counter_names[c->counter]);
+    cp_lower_ins(t, c, "%smov.u64 %s, %%%s;", pred, dst, counter_names[c->counter]);
   }
 }
 
@@ -101,44 +96,44 @@ void cp_lower_prologue(cp_text *t, cp_lower_cfg *c) {
                   "\t.reg .pred %cpr_on, %cpr_first, %cpr_q;\n");
   if (c->buffer == CPROTON_BUFFER_SHARED)
     cp_text_printf(t, "\t.shared .align 16 .b8 __cproton_smem[%u];\n", c->n_units * c->seg_bytes);
-  ids(t, c);
-  unit(t, c);
-  ins(t, c, "ld.param.u64 %%cpr_buf, [%.*s];", (int)c->param_len, c->param);
-  ins(t, c, "cvta.to.global.u64 %%cpr_buf, %%cpr_buf;");
-  ins(t, c, "mul.wide.u32 %%cpr_x, %%cpr_cta, %u;", c->per_cta_bytes);
-  ins(t, c, "add.s64 %%cpr_buf, %%cpr_buf, %%cpr_x;");
-  ins(t, c, "mul.wide.u32 %%cpr_x, %%cpr_slot, %u;", c->seg_bytes);
-  ins(t, c, "add.s64 %%cpr_seg, %%cpr_buf, %%cpr_x;");
-  ins(t, c, "add.s64 %%cpr_seg, %%cpr_seg, %u;", c->header_bytes);
+  cp_lower_ids(t, c);
+  cp_lower_unit(t, c);
+  cp_lower_ins(t, c, "ld.param.u64 %%cpr_buf, [%.*s];", (int)c->param_len, c->param);
+  cp_lower_ins(t, c, "cvta.to.global.u64 %%cpr_buf, %%cpr_buf;");
+  cp_lower_ins(t, c, "mul.wide.u32 %%cpr_x, %%cpr_cta, %u;", c->per_cta_bytes);
+  cp_lower_ins(t, c, "add.s64 %%cpr_buf, %%cpr_buf, %%cpr_x;");
+  cp_lower_ins(t, c, "mul.wide.u32 %%cpr_x, %%cpr_slot, %u;", c->seg_bytes);
+  cp_lower_ins(t, c, "add.s64 %%cpr_seg, %%cpr_buf, %%cpr_x;");
+  cp_lower_ins(t, c, "add.s64 %%cpr_seg, %%cpr_seg, %u;", c->header_bytes);
   if (c->buffer == CPROTON_BUFFER_SHARED) {
-    ins(t, c, "mov.u32 %%cpr_ss, __cproton_smem;");
-    ins(t, c, "mad.lo.u32 %%cpr_ss, %%cpr_slot, %u, %%cpr_ss;", c->seg_bytes);
+    cp_lower_ins(t, c, "mov.u32 %%cpr_ss, __cproton_smem;");
+    cp_lower_ins(t, c, "mad.lo.u32 %%cpr_ss, %%cpr_slot, %u, %%cpr_ss;", c->seg_bytes);
   }
-  ins(t, c, "mov.u32 %%cpr_idx, 0;");
-  ins(t, c, "@%%cpr_first mov.u32 %%cpr_sm, %%smid;");
-  ins(t, c, "@%%cpr_first mov.u64 %%cpr_gt0, %%globaltimer;");
-  read_counter(t, c, "@%cpr_first ", "%cpr_c0");
+  cp_lower_ins(t, c, "mov.u32 %%cpr_idx, 0;");
+  cp_lower_ins(t, c, "@%%cpr_first mov.u32 %%cpr_sm, %%smid;");
+  cp_lower_ins(t, c, "@%%cpr_first mov.u64 %%cpr_gt0, %%globaltimer;");
+  cp_lower_read_counter(t, c, "@%cpr_first ", "%cpr_c0");
   cp_text_puts(t, "\t// @cproton prologue end\n");
 }
 
 /* Counter into %cpr_v with the record tag in bits 48..63. */
 static void tagged_counter(cp_text *t, cp_lower_cfg *c, uint32_t tag) {
   if (c->counter == CPROTON_COUNTER_CLOCK) {
-    read_counter(t, c, "", "%cpr_v");
-    ins(t, c, "or.b64 %%cpr_v, %%cpr_v, 0x%04X000000000000;", tag);
+    cp_lower_read_counter(t, c, "", "%cpr_v");
+    cp_lower_ins(t, c, "or.b64 %%cpr_v, %%cpr_v, 0x%04X000000000000;", tag);
   } else {
-    read_counter(t, c, "", "%cpr_v");
-    ins(t, c, "bfi.b64 %%cpr_v, %u, %%cpr_v, 48, 16;", tag);
+    cp_lower_read_counter(t, c, "", "%cpr_v");
+    cp_lower_ins(t, c, "bfi.b64 %%cpr_v, %u, %%cpr_v, 48, 16;", tag);
   }
 }
 
 /* Address of the next slot: %cpr_a (global) or %cpr_sa (shared). */
 static void slot_address(cp_text *t, cp_lower_cfg *c) {
-  ins(t, c, "and.b32 %%cpr_o, %%cpr_idx, %u;", c->seg_bytes - 1);
+  cp_lower_ins(t, c, "and.b32 %%cpr_o, %%cpr_idx, %u;", c->seg_bytes - 1);
   if (c->buffer == CPROTON_BUFFER_SHARED)
-    ins(t, c, "add.u32 %%cpr_sa, %%cpr_ss, %%cpr_o;");
+    cp_lower_ins(t, c, "add.u32 %%cpr_sa, %%cpr_ss, %%cpr_o;");
   else
-    ins(t, c, "mad.wide.u32 %%cpr_a, %%cpr_o, 1, %%cpr_seg;");
+    cp_lower_ins(t, c, "mad.wide.u32 %%cpr_a, %%cpr_o, 1, %%cpr_seg;");
 }
 
 void cp_lower_record(cp_text *t, cp_lower_cfg *c, uint32_t scope, int is_end) {
@@ -152,28 +147,28 @@ void cp_lower_record(cp_text *t, cp_lower_cfg *c, uint32_t scope, int is_end) {
   if (!is_end)
     tagged_counter(t, c, tag);
   if (c->buffer == CPROTON_BUFFER_SHARED)
-    ins(t, c, "@%%cpr_on st.shared.b64 [%%cpr_sa], %%cpr_v;");
+    cp_lower_ins(t, c, "@%%cpr_on st.shared.b64 [%%cpr_sa], %%cpr_v;");
   else
-    ins(t, c, "@%%cpr_on st.global.b64 [%%cpr_a], %%cpr_v;");
-  ins(t, c, "add.u32 %%cpr_idx, %%cpr_idx, 8;");
+    cp_lower_ins(t, c, "@%%cpr_on st.global.b64 [%%cpr_a], %%cpr_v;");
+  cp_lower_ins(t, c, "add.u32 %%cpr_idx, %%cpr_idx, 8;");
 }
 
 /* Lane copy of the used part of the shared segment to global memory. */
 static void copy_out(cp_text *t, cp_lower_cfg *c) {
-  ins(t, c, "add.u32 %%cpr_n, %%cpr_idx, 15;");
-  ins(t, c, "and.b32 %%cpr_n, %%cpr_n, -16;");
-  ins(t, c, "min.u32 %%cpr_n, %%cpr_n, %u;", c->seg_bytes);
-  ins(t, c, "mov.u32 %%cpr_o, 0;");
-  ins(t, c, "setp.eq.u32 %%cpr_q, %%cpr_n, 0;");
-  ins(t, c, "@%%cpr_q bra $cpr_hdr;");
+  cp_lower_ins(t, c, "add.u32 %%cpr_n, %%cpr_idx, 15;");
+  cp_lower_ins(t, c, "and.b32 %%cpr_n, %%cpr_n, -16;");
+  cp_lower_ins(t, c, "min.u32 %%cpr_n, %%cpr_n, %u;", c->seg_bytes);
+  cp_lower_ins(t, c, "mov.u32 %%cpr_o, 0;");
+  cp_lower_ins(t, c, "setp.eq.u32 %%cpr_q, %%cpr_n, 0;");
+  cp_lower_ins(t, c, "@%%cpr_q bra $cpr_hdr;");
   cp_text_puts(t, "$cpr_cp:\n");
-  ins(t, c, "add.u32 %%cpr_sa, %%cpr_ss, %%cpr_o;");
-  ins(t, c, "ld.shared.v2.u64 {%%cpr_x, %%cpr_y}, [%%cpr_sa];");
-  ins(t, c, "mad.wide.u32 %%cpr_a, %%cpr_o, 1, %%cpr_seg;");
-  ins(t, c, "st.global.v2.u64 [%%cpr_a], {%%cpr_x, %%cpr_y};");
-  ins(t, c, "add.u32 %%cpr_o, %%cpr_o, 16;");
-  ins(t, c, "setp.lt.u32 %%cpr_q, %%cpr_o, %%cpr_n;");
-  ins(t, c, "@%%cpr_q bra $cpr_cp;");
+  cp_lower_ins(t, c, "add.u32 %%cpr_sa, %%cpr_ss, %%cpr_o;");
+  cp_lower_ins(t, c, "ld.shared.v2.u64 {%%cpr_x, %%cpr_y}, [%%cpr_sa];");
+  cp_lower_ins(t, c, "mad.wide.u32 %%cpr_a, %%cpr_o, 1, %%cpr_seg;");
+  cp_lower_ins(t, c, "st.global.v2.u64 [%%cpr_a], {%%cpr_x, %%cpr_y};");
+  cp_lower_ins(t, c, "add.u32 %%cpr_o, %%cpr_o, 16;");
+  cp_lower_ins(t, c, "setp.lt.u32 %%cpr_q, %%cpr_o, %%cpr_n;");
+  cp_lower_ins(t, c, "@%%cpr_q bra $cpr_cp;");
 }
 
 /* Thread 0 writes the CTA header, magic word last. */
@@ -182,24 +177,24 @@ static void header(cp_text *t, cp_lower_cfg *c) {
                              ((unsigned long long)c->counter << 48) |
                              ((unsigned long long)((c->buffer == CPROTON_BUFFER_SHARED) |
                                                    (c->granularity << 1)) << 56);
-  ins(t, c, "mov.u64 %%cpr_gte, %%globaltimer;");
-  ins(t, c, "st.global.v2.u32 [%%cpr_buf+8], {%%cpr_cta, %%cpr_sm};");
-  ins(t, c, "st.global.v2.u64 [%%cpr_buf+16], {%%cpr_gt0, %%cpr_c0};");
-  ins(t, c, "st.global.v2.u64 [%%cpr_buf+32], {%%cpr_gtf, %%cpr_gte};");
-  ins(t, c, "mov.u32 %%cpr_t, %%ntid.x;");
+  cp_lower_ins(t, c, "mov.u64 %%cpr_gte, %%globaltimer;");
+  cp_lower_ins(t, c, "st.global.v2.u32 [%%cpr_buf+8], {%%cpr_cta, %%cpr_sm};");
+  cp_lower_ins(t, c, "st.global.v2.u64 [%%cpr_buf+16], {%%cpr_gt0, %%cpr_c0};");
+  cp_lower_ins(t, c, "st.global.v2.u64 [%%cpr_buf+32], {%%cpr_gtf, %%cpr_gte};");
+  cp_lower_ins(t, c, "mov.u32 %%cpr_t, %%ntid.x;");
   if (!c->one_dim) {
-    ins(t, c, "mov.u32 %%cpr_u, %%ntid.y;");
-    ins(t, c, "mul.lo.u32 %%cpr_t, %%cpr_t, %%cpr_u;");
-    ins(t, c, "mov.u32 %%cpr_u, %%ntid.z;");
-    ins(t, c, "mul.lo.u32 %%cpr_t, %%cpr_t, %%cpr_u;");
+    cp_lower_ins(t, c, "mov.u32 %%cpr_u, %%ntid.y;");
+    cp_lower_ins(t, c, "mul.lo.u32 %%cpr_t, %%cpr_t, %%cpr_u;");
+    cp_lower_ins(t, c, "mov.u32 %%cpr_u, %%ntid.z;");
+    cp_lower_ins(t, c, "mul.lo.u32 %%cpr_t, %%cpr_t, %%cpr_u;");
   }
-  ins(t, c, "add.u32 %%cpr_t, %%cpr_t, 31;");
-  ins(t, c, "shr.u32 %%cpr_t, %%cpr_t, 5;");
-  ins(t, c, "mov.u32 %%cpr_u, %u;", c->n_units);
-  ins(t, c, "mov.u32 %%cpr_n, %u;", c->seg_bytes);
-  ins(t, c, "mov.u32 %%cpr_o, 0;");
-  ins(t, c, "st.global.v4.u32 [%%cpr_buf+48], {%%cpr_u, %%cpr_n, %%cpr_t, %%cpr_o};");
-  ins(t, c, "st.global.u64 [%%cpr_buf], %llu;", word0);
+  cp_lower_ins(t, c, "add.u32 %%cpr_t, %%cpr_t, 31;");
+  cp_lower_ins(t, c, "shr.u32 %%cpr_t, %%cpr_t, 5;");
+  cp_lower_ins(t, c, "mov.u32 %%cpr_u, %u;", c->n_units);
+  cp_lower_ins(t, c, "mov.u32 %%cpr_n, %u;", c->seg_bytes);
+  cp_lower_ins(t, c, "mov.u32 %%cpr_o, 0;");
+  cp_lower_ins(t, c, "st.global.v4.u32 [%%cpr_buf+48], {%%cpr_u, %%cpr_n, %%cpr_t, %%cpr_o};");
+  cp_lower_ins(t, c, "st.global.u64 [%%cpr_buf], %llu;", word0);
 }
 
 void cp_lower_exit_branch(cp_text *t, const char *pred, size_t pred_len, int pred_neg) {
@@ -212,17 +207,17 @@ void cp_lower_exit_branch(cp_text *t, const char *pred, size_t pred_len, int pre
 void cp_lower_finalize(cp_text *t, cp_lower_cfg *c) {
   c->n_instrs = 0;
   cp_text_puts(t, "\t// @cproton finalize\n$cpr_fin:\n");
-  ins(t, c, "@%%cpr_first mov.u64 %%cpr_gtf, %%globaltimer;");
-  ins(t, c, "@!%%cpr_on bra $cpr_hdr;");
-  ins(t, c, "shr.u32 %%cpr_n, %%cpr_idx, 3;");
-  ins(t, c, "mul.wide.u32 %%cpr_x, %%cpr_slot, 4;");
-  ins(t, c, "add.s64 %%cpr_a, %%cpr_buf, %%cpr_x;");
-  ins(t, c, "st.global.u32 [%%cpr_a+%u], %%cpr_n;", CP_HDR_COUNTS);
+  cp_lower_ins(t, c, "@%%cpr_first mov.u64 %%cpr_gtf, %%globaltimer;");
+  cp_lower_ins(t, c, "@!%%cpr_on bra $cpr_hdr;");
+  cp_lower_ins(t, c, "shr.u32 %%cpr_n, %%cpr_idx, 3;");
+  cp_lower_ins(t, c, "mul.wide.u32 %%cpr_x, %%cpr_slot, 4;");
+  cp_lower_ins(t, c, "add.s64 %%cpr_a, %%cpr_buf, %%cpr_x;");
+  cp_lower_ins(t, c, "st.global.u32 [%%cpr_a+%u], %%cpr_n;", CP_HDR_COUNTS);
   if (c->buffer == CPROTON_BUFFER_SHARED)
     copy_out(t, c);
   cp_text_puts(t, "$cpr_hdr:\n");
-  ins(t, c, "@!%%cpr_first bra $cpr_done;");
+  cp_lower_ins(t, c, "@!%%cpr_first bra $cpr_done;");
   header(t, c);
   cp_text_puts(t, "$cpr_done:\n");
-  ins(t, c, "ret;");
+  cp_lower_ins(t, c, "ret;");
 }

@@ -124,19 +124,11 @@ static int note_partitioned_events(const char *text, const cp_ptx_kernel *k, con
   size_t len = k->body_end > k->name_off ? k->body_end - k->name_off : 0;
   if (!events || (wpu == 1 && !o->sample_mask) || !memmem(text + k->name_off, len, "setmaxnreg", 10))
     return 0;
-  const char *fmt = "%s%skernel '%s': events in a warp-specialized kernel with %u warps per unit%s: "
-                    "a partition without a recording warp records nothing, and its events stay "
-                    "unpaired; use granularity=warp";
-  const char *old = t->note ? t->note : "";
-  const char *sampled = o->sample_mask ? " and sampled units" : "";
-  int n = snprintf(NULL, 0, fmt, old, *old ? "; " : "", kname, wpu, sampled);
-  char *note = n > 0 ? malloc((size_t)n + 1) : NULL;
-  if (!note)
-    return cp_error_set(CPROTON_ENOMEM, "out of memory noting events");
-  snprintf(note, (size_t)n + 1, fmt, old, *old ? "; " : "", kname, wpu, sampled);
-  free(t->note);
-  t->note = note;
-  return 0;
+  char why[512];
+  snprintf(why, sizeof why, "kernel '%s': events in a warp-specialized kernel with %u warps per unit%s: "
+           "a partition without a recording warp records nothing, and its events stay unpaired; use "
+           "granularity=warp", kname, wpu, o->sample_mask ? " and sampled units" : "");
+  return cp_scope_add_note(t, why);
 }
 
 /* Default segment of a kernel whose markers all run at most once per warp
@@ -197,6 +189,26 @@ static int size_segments(const cp_ptx_module *m, const cp_ptx_kernel *k, const c
   return 0;
 }
 
+/* Whether kernel `ko` sums in the kernel: asked for, no events (they pair
+ * across warps, which only records allow) and few enough scopes for
+ * registers. Otherwise it keeps records, and its layout says so (no
+ * warning: front ends that asked for sums by default must not warn about
+ * kernels that simply need records). */
+static int wants_aggregate(const cproton_ptx_options *o, const kernel_out *ko) {
+  int events = 0;
+  for (uint32_t i = 0; i < ko->scopes.n; i++)
+    events |= ko->scopes.parents[i] == CPROTON_SCOPE_PARENT_EVENT;
+  return o->aggregate && !events && ko->scopes.n <= CP_AGG_MAX_SCOPES;
+}
+
+/* The layout of a kernel that sums in the kernel: one slot per CTA. */
+static void aggregate_layout(cproton_buffer_layout *lay, uint32_t n_scopes) {
+  lay->aggregate = 1;
+  lay->header_bytes = 0;
+  lay->segment_bytes = 0;
+  lay->per_cta_bytes = 8u * cp_layout_sum_words(n_scopes);
+}
+
 /* Scopes, layout and lowering configuration of kernel `k`. */
 static int plan_kernel(const char *text, size_t size, const cp_ptx_module *m, const cp_ptx_kernel *k,
                        const cproton_ptx_options *o, kernel_out *ko, cp_lower_cfg *cfg) {
@@ -221,15 +233,18 @@ static int plan_kernel(const char *text, size_t size, const cp_ptx_module *m, co
   cproton_buffer_layout *lay = &ko->lay;
   if (!rc)
     rc = size_units(k, o, ko->name, lay, &mask);
-  if (!rc)
+  int agg = !rc && wants_aggregate(o, ko);
+  if (!rc && !agg)
     rc = note_partitioned_events(text, k, o, ko->name, &ko->scopes);
   uint32_t exact = 0;
-  if (!rc)
+  if (!rc && !agg)
     rc = exact_segment(text, size, k, o, &exact);
-  if (!rc)
+  if (!rc && !agg)
     rc = size_segments(m, k, o, ko->name, exact, lay);
   if (rc)
     return rc;
+  if (agg)
+    aggregate_layout(lay, ko->scopes.n);
   lay->counter = (uint32_t)o->counter;
   lay->granularity = (uint32_t)o->granularity;
   lay->buffer = (uint32_t)o->buffer;
@@ -239,10 +254,22 @@ static int plan_kernel(const char *text, size_t size, const cp_ptx_module *m, co
   *cfg = (cp_lower_cfg){.counter = o->counter, .buffer = o->buffer, .granularity = o->granularity,
                         .n_units = lay->n_units, .seg_bytes = lay->segment_bytes,
                         .header_bytes = lay->header_bytes, .per_cta_bytes = lay->per_cta_bytes,
-                        .sample_mask = mask, .param = text + k->param_off, .param_len = k->param_len,
+                        .sample_mask = mask, .n_scopes = ko->scopes.n, .aggregate = agg,
+                        .param = text + k->param_off, .param_len = k->param_len,
                         .one_dim = k->ntid_required && k->ntid[1] <= 1 && k->ntid[2] <= 1 && !o->num_warps};
   return 0;
 }
+
+/* The two lowerings, by cfg->aggregate: records (instrument/lower.c) and
+ * in-kernel sums (instrument/lower_agg.c). */
+static const struct lowering {
+  void (*prologue)(cp_text *, cp_lower_cfg *);
+  void (*record)(cp_text *, cp_lower_cfg *, uint32_t, int);
+  void (*finalize)(cp_text *, cp_lower_cfg *);
+} lowerings[2] = {
+    {cp_lower_prologue, cp_lower_record, cp_lower_finalize},
+    {cp_lower_agg_prologue, cp_lower_agg_record, cp_lower_agg_finalize},
+};
 
 /* The kernel's shared finalize block at input offset `at`, on its own lines.
  * After an unconditional last exit at the body's top level (a label in a
@@ -255,7 +282,7 @@ static int place_finalize(cp_text *out, const char *text, size_t *pos, size_t at
     *pos = at;
   }
   cp_text_puts(out, at > 0 && text[at - 1] != '\n' ? "\n" : "");
-  cp_lower_finalize(out, cfg);
+  lowerings[cfg->aggregate != 0].finalize(out, cfg);
   ko->stats.finalize_instrs = cfg->n_instrs;
   return 1;
 }
@@ -265,7 +292,8 @@ static void write_kernel(cp_text *out, const char *text, size_t *pos, const cp_p
                          kernel_out *ko, cp_lower_cfg *cfg) {
   cp_text_append(out, text + *pos, k->prologue_at - *pos);
   *pos = k->prologue_at;
-  cp_lower_prologue(out, cfg);
+  const struct lowering *lw = &lowerings[cfg->aggregate != 0];
+  lw->prologue(out, cfg);
   ko->stats.prologue_instrs = cfg->n_instrs;
   uint32_t n_exit = 0;
   int placed = 0;
@@ -280,7 +308,7 @@ static void write_kernel(cp_text *out, const char *text, size_t *pos, const cp_p
       *pos = s->at;
       if (s->at > 0 && text[s->at - 1] != '\n')
         cp_text_puts(out, "\n");
-      cp_lower_record(out, cfg, ko->scopes.site_scope[i], s->is_end);
+      lw->record(out, cfg, ko->scopes.site_scope[i], s->is_end);
       ko->stats.n_records++;
       ko->stats.record_instrs = cfg->n_instrs;
       continue;

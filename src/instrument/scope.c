@@ -295,16 +295,24 @@ static int walk_flow(assigner *a, const cp_flow *f) {
   return rc;
 }
 
+int cp_scope_add_note(cp_scope_table *t, const char *text) {
+  const char *old = t->note ? t->note : "";
+  size_t n = strlen(old) + strlen(text) + 3;
+  char *note = malloc(n);
+  if (!note)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory noting a kernel warning");
+  snprintf(note, n, "%s%s%s", old, *old ? "; " : "", text);
+  free(t->note);
+  t->note = note;
+  return 0;
+}
+
 /* Says in t->note why nesting falls back to text order. */
 static int note_fallback(assigner *a, const cp_flow *f) {
-  const char *fmt = "kernel '%s': line %u: %s; scope nesting is checked in text order";
-  uint32_t line = cp_flow_line(a->text, f->why_off);
-  int n = snprintf(NULL, 0, fmt, a->kname, line, f->why);
-  a->t->note = n > 0 ? malloc((size_t)n + 1) : NULL;
-  if (!a->t->note)
-    return cp_error_set(CPROTON_ENOMEM, "out of memory checking scopes");
-  snprintf(a->t->note, (size_t)n + 1, fmt, a->kname, line, f->why);
-  return 0;
+  char why[512];
+  snprintf(why, sizeof why, "kernel '%s': line %u: %s; scope nesting is checked in text order", a->kname,
+           cp_flow_line(a->text, f->why_off), f->why);
+  return cp_scope_add_note(a->t, why);
 }
 
 /* Control flow when it can be followed, else text order (and a note: a

@@ -1,8 +1,8 @@
 /* instr_mode_fuzz.c -- libFuzzer target for Proton's instrumentation mode
  * strings (backend/instrumentation/mode.c: "default:key=value:..."): any
  * bytes, as a NUL-terminated string; a parse either succeeds with every
- * option in range or fails with a message, and the three entry points agree
- * on whether the string is valid. */
+ * option in range or fails with a message, and the four entry points agree
+ * on whether the string is valid and on its `reduce`. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -13,7 +13,8 @@
 static int in_range(const cproton_ptx_options *o) {
   return (unsigned)o->counter <= CPROTON_COUNTER_GLOBALTIMER && (unsigned)o->buffer <= CPROTON_BUFFER_GLOBAL &&
          (unsigned)o->granularity <= CPROTON_GRANULARITY_WARPGROUP_8 &&
-         (unsigned)o->strategy <= CPROTON_STRATEGY_FLUSH && o->buffer_size <= (1u << 30);
+         (unsigned)o->strategy <= CPROTON_STRATEGY_FLUSH && o->buffer_size <= (1u << 30) &&
+         (o->aggregate == 0 || o->aggregate == 1);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -28,9 +29,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     abort(); /* refused without a message */
   unsigned flags;
   int dev;
+  cproton_reduce_kind kind;
   if ((cproton_instr_mode_decode_flags(s, &flags) == 0) != (rc == 0) ||
-      (cproton_instr_mode_reduce(s, &dev) == 0) != (rc == 0))
+      (cproton_instr_mode_reduce(s, &dev) == 0) != (rc == 0) ||
+      (cproton_instr_mode_reduce_kind(s, &kind) == 0) != (rc == 0))
     abort(); /* the entry points disagree */
+  if (rc == 0 && (o.aggregate != (kind == CPROTON_REDUCE_KERNEL) || dev != (kind != CPROTON_REDUCE_HOST)))
+    abort(); /* reduce=kernel and the options disagree */
   free(s);
   return 0;
 }

@@ -29,6 +29,7 @@ run autograd_thread_proton "$py" "$here/python/autograd_thread.py" triton.profil
 run python_context  "$py" "$here/python/python_context.py"
 run triton_instrument "$py" "$here/python/triton_instrument.py"
 run instrument_reduce "$py" "$here/python/instrument_reduce.py"
+run instrument_sums "$py" "$here/python/instrument_sums.py"
 run ws_events       "$py" "$here/python/ws_events.py"
 run proton_example  "$py" "$here/python/proton_example_check.py"
 run cli             "$py" -m cproton -n cli_profile -k triton "$here/python/cli_example.py"

@@ -18,13 +18,20 @@ MAGIC = 0x42525043  # "CPRB"
 
 
 def compile_layout(mode):
-    hook = instr.InstrumentationHook(mode)
-    hook.activate()
+    """Compiles vadd as Proton's host-buffer tests do: enable_host_buffer set
+    before the session, so the kernel keeps records."""
+    InstrumentationHook.enable_host_buffer = True
     try:
-        import triton.knobs as knobs
-        k = compile_kernel(vadd, VADD_SIG, {"BLOCK": 256}, knobs.compilation.instrumentation_mode)
+        hook = instr.InstrumentationHook(mode)
+        hook.activate()
+        try:
+            import triton.knobs as knobs
+            k = compile_kernel(vadd, VADD_SIG, {"BLOCK": 256}, knobs.compilation.instrumentation_mode)
+        finally:
+            hook.deactivate()
     finally:
-        hook.deactivate()
+        InstrumentationHook.enable_host_buffer = False
+    assert k.metadata.cproton_layout["aggregate"] == 0
     return k, k.metadata.cproton_layout
 
 
@@ -90,6 +97,17 @@ def test_select_ids_as_proton_reads_them():
     assert u32(buf, 36) == 2
     assert [u32(buf, 40), u32(buf, 44)] == [0, 2]
     assert u32(buf, 24) == 1, "one block"
+
+
+def test_sums_have_no_host_buffer():
+    """A kernel summed in the kernel stores no records: no host buffer."""
+    hook = instr.InstrumentationHook("default")
+    assert hook.sums_in_kernel()
+    layout = {"kernel": "vadd", "aggregate": 1, "per_cta_bytes": 8 * 17, "header_bytes": 0, "n_units": 4,
+              "segment_bytes": 0, "counter": 1, "granularity": 0, "buffer": 0, "unit_warp": [0, 1, 2, 3],
+              "scope_names": ["kernel", "load", "store"], "scope_parents": [-1, 0, 0]}
+    with pytest.raises(ValueError, match="records"):
+        instr.host_buffer_bytes(layout, bytes(8 * 17), 4)
 
 
 def test_bad_buffers_are_refused():

@@ -14,7 +14,7 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 import cproton.language as pl  # noqa: E402
-from cproton import _cproton  # noqa: E402
+from cproton import CprotonWarning, _cproton  # noqa: E402
 from cproton.flags import flags  # noqa: E402
 from cproton.hooks import instrumentation as instr  # noqa: E402
 
@@ -105,14 +105,24 @@ def test_no_session_no_markers():
     assert k.metadata.profile_scratch_size == 0
 
 
-@pytest.mark.parametrize("mode", ["default", "default:buffer_type=global:metric_type=cycle",
-                                  "default:sampling_strategy=selective:sampling_options=0,2",
-                                  "default:reduce=host"])
-def test_hook_instruments_the_ptx_stage(mode):
+@pytest.mark.parametrize("mode,data,sums", [
+    ("default", "tree", True),
+    ("default:buffer_type=global:metric_type=cycle", "tree", True),
+    ("default:sampling_strategy=selective:sampling_options=0,2", "tree", True),
+    ("default:reduce=kernel", "tree", True),
+    ("default", "trace", False),
+    ("default:reduce=host", "tree", False),
+    ("default:reduce=device", "tree", False),
+    ("default:optimizations=time_shift", "tree", False),
+])
+def test_hook_instruments_the_ptx_stage(mode, data, sums):
     """The whole compile path of backend="instrumentation": the stages hook runs
     the C pass, Triton's ptxas assembles the result, the metadata carries the
-    per-CTA buffer size and the layout, and a later load registers it."""
-    hook = instr.InstrumentationHook(mode)
+    per-CTA buffer size and the layout, and a later load registers it. Tree
+    profiles sum in the kernel unless something needs records (a trace,
+    reduce=device/host, time_shift)."""
+    hook = instr.InstrumentationHook(mode, data)
+    assert hook.sums_in_kernel() == sums
     hook.activate()
     try:
         import triton.knobs as knobs
@@ -123,8 +133,14 @@ def test_hook_instruments_the_ptx_stage(mode):
         hook.deactivate()
     assert not flags.instrumentation_on
     ptx = k.asm["ptx"]
-    assert "%globaltimer" in ptx and "%smid" in ptx
+    assert f":sums={int(sums)}:" in option, "the choice is part of Triton's cache key"
     layout = k.metadata.cproton_layout
+    assert layout["aggregate"] == int(sums)
+    if sums:  # no records: registers, then atomic adds into one slot per CTA
+        assert "red.global.add.u64" in ptx and "%smid" not in ptx
+        assert layout["per_cta_bytes"] == 8 * (8 + 3 * 3)
+    else:
+        assert "%globaltimer" in ptx and "%smid" in ptx
     assert layout["kernel"] == "vadd"
     assert layout["scope_names"] == ["kernel", "load", "store"]
     assert layout["scope_parents"] == [-1, 0, 0]
@@ -210,3 +226,27 @@ def test_gluon_kernel_is_instrumented():
     assert k.metadata.cproton_layout["scope_names"] == ["load"]
     assert k.metadata.profile_scratch_size == k.metadata.cproton_layout["per_cta_bytes"] > 0
     assert "%globaltimer" in k.asm["ptx"] and len(k.asm["cubin"]) > 0
+
+
+def test_reduce_kernel_is_refused_where_records_are_needed():
+    """reduce=kernel stores no records: a trace session or time_shift with it
+    is refused before any session starts."""
+    import cproton as proton
+    for kw in ({"data": "trace", "mode": "default:reduce=kernel"},
+               {"mode": "default:reduce=kernel:optimizations=time_shift"}):
+        with pytest.raises(ValueError, match="reduce=kernel"):
+            proton.start("refused", backend="instrumentation", **kw)
+        assert not flags.instrumentation_on
+    assert instr.check_mode("default:reduce=kernel") == "kernel"
+    assert instr.check_mode("default") == "auto"
+    assert instr.check_mode(None, "trace") == "auto"
+
+
+def test_reduce_kernel_warns_when_a_kernel_keeps_records():
+    """Asked for explicitly, a kernel that cannot sum in the kernel (events)
+    says so; by default it keeps records quietly."""
+    from test_events import compile_hooked, ws_events
+    with pytest.warns(CprotonWarning, match="kernel 'ws_events': reduce=kernel, but it has events"):
+        k = compile_hooked(ws_events.source(), "default:reduce=kernel")
+    assert k.metadata.cproton_layout["aggregate"] == 0
+    assert "summed" in _cproton.instr_stats()

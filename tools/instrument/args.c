@@ -23,6 +23,8 @@ const char ci_usage[] =
     "  --granularity G         warp (default) | warpgroup | cta | warp_2|4|8 |\n"
     "                          warp_group_2|4|8 (Proton's: one unit per N warps/groups)\n"
     "  --sample-warps LIST     units that record, e.g. 0,2,5 (default: all)\n"
+    "  --aggregate             sum per-scope totals in the kernel: no records, one\n"
+    "                          slot of totals per CTA (tree profiles; see docs)\n"
     "  --num-warps N           warps per CTA when the kernel has no .reqntid/.maxntid\n"
     "  --existing-shared N     dynamic shared bytes the kernel already uses\n"
     "  --max-shared N          shared bytes per block (default 232448)\n"
@@ -119,6 +121,8 @@ int ci_parse_args(int argc, char **argv, ci_args *a) {
       return 1;
     if (!strcmp(k, "-q")) {
       a->quiet = 1;
+    } else if (!strcmp(k, "--aggregate")) {
+      a->o.aggregate = 1;
     } else if (k[0] != '-' || !k[1]) { /* the input ("-" = stdin) */
       if (a->in) {
         snprintf(a->err, sizeof a->err, "more than one input file ('%.200s', '%.200s')",

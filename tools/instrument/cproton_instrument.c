@@ -80,7 +80,7 @@ static int write_atomic(const char *path, const char *text, size_t size) {
 
 static void print_table(FILE *f, const cproton_ptx *p) {
   static const char *const counters[] = {"clock", "clock64", "globaltimer"};
-  static const char *const buffers[] = {"shared", "global"};
+  static const char *const buffers[] = {"shared buffer", "global buffer"};
   static const char *const grans[] = {"warp",   "warpgroup", "cta",          "warp_2",       "warp_4",
                                        "warp_8", "warp_group_2", "warp_group_4", "warp_group_8"};
   for (size_t k = 0; k < cproton_ptx_n_kernels(p); k++) {
@@ -88,11 +88,14 @@ static void print_table(FILE *f, const cproton_ptx *p) {
     cproton_ptx_stats st;
     cproton_ptx_kernel_layout(p, k, &l);
     cproton_ptx_kernel_stats(p, k, &st);
-    fprintf(f, "kernel %s: %u scopes, %u records, %u exits; %s buffer, %s, %s granularity\n",
-            cproton_ptx_kernel_name(p, k), l.n_scopes, st.n_records, st.n_exits, buffers[l.buffer],
-            counters[l.counter], grans[l.granularity]);
-    fprintf(f, "  buffer: %u bytes per CTA = %u header + %u units x %u bytes\n", l.per_cta_bytes,
-            l.header_bytes, l.n_units, l.segment_bytes);
+    fprintf(f, "kernel %s: %u scopes, %u records, %u exits; %s, %s, %s granularity\n",
+            cproton_ptx_kernel_name(p, k), l.n_scopes, st.n_records, st.n_exits,
+            l.aggregate ? "in-kernel sums" : buffers[l.buffer], counters[l.counter], grans[l.granularity]);
+    if (l.aggregate)
+      fprintf(f, "  sums: %u bytes per CTA (one slot of totals), %u units\n", l.per_cta_bytes, l.n_units);
+    else
+      fprintf(f, "  buffer: %u bytes per CTA = %u header + %u units x %u bytes\n", l.per_cta_bytes,
+              l.header_bytes, l.n_units, l.segment_bytes);
     fprintf(f, "  %4s %6s  %s\n", "id", "parent", "name");
     for (uint32_t i = 0; i < l.n_scopes; i++) {
       if (l.scope_parents[i] == CPROTON_SCOPE_PARENT_EVENT)

@@ -20,6 +20,15 @@ Triton's public hooks:
 
 Only one instrumentation hook is active at a time, as in Proton.
 
+Tree profiles sum in the kernel by default (``reduce`` not given, or
+``reduce=kernel``): the pass keeps per-scope totals in registers and each
+warp adds them to a few slots of the launch's buffer as it exits, so no
+records are stored, copied back or decoded. Kernels compile with records
+instead when something needs them: a trace session, the host buffer below
+(set before ``start``), ``optimizations=time_shift``, events, more than 8
+scopes, or ``reduce=device`` / ``reduce=host``. The choice is part of the
+cache key; each kernel's layout says which it got.
+
 ``InstrumentationHook.enable_host_buffer = True`` makes each launch also
 fill ``InstrumentationHook.host_buffer`` (a CPU ``torch.uint8`` tensor, or
 ``bytes`` without torch) with that launch's records in Proton's binary
@@ -79,6 +88,35 @@ def _interpret_mode(mode_obj: Union[None, str, _mode.InstrumentationMode]) -> _m
     return _mode.parse_instrumentation_mode(mode_obj or "default")
 
 
+def check_mode(mode_str: Optional[str], data: str = "tree") -> str:
+    """Checks a mode string for a session recording `data`; returns its
+    ``reduce`` ('auto', 'kernel', 'device' or 'host'). ValueError for a mode
+    cproton cannot run, with the C parser's message."""
+    reduce = _cproton.instr_check_mode(mode_str)
+    if reduce == "kernel" and (data == "trace" or _time_shift(mode_str or "")):
+        need = "traces" if data == "trace" else "time_shift"
+        raise ValueError(f"instrumentation mode: reduce=kernel sums per-scope totals inside the kernel and stores "
+                         f"no records, which {need} need; use reduce=device or leave reduce out")
+    return reduce
+
+
+def _records_why(layout: Dict[str, Any]) -> str:
+    """Why a kernel asked to sum in the kernel (reduce=kernel) kept records."""
+    kernel, parents = layout.get("kernel", "?"), layout.get("scope_parents", [])
+    why = ("it has events, which pair across warps" if -2 in parents
+           else f"its {len(parents)} scopes are more than the 8 that in-kernel sums keep in registers")
+    return f"kernel '{kernel}': reduce=kernel, but {why}; its markers are stored as records"
+
+
+def _time_shift(mode_str: str) -> bool:
+    """Whether ``optimizations`` of a mode string lists time_shift."""
+    for field in mode_str.split(":")[1:]:
+        key, _, value = field.partition("=")
+        if key == "optimizations" and "time_shift" in value.lower().split(","):
+            return True
+    return False
+
+
 def _knobs():
     import triton.knobs as knobs
     return knobs
@@ -132,13 +170,23 @@ class InstrumentationHook(Hook):
     enable_host_buffer: bool = False
     host_buffer: Optional[Any] = None
 
-    def __init__(self, mode_obj: Union[None, str, _mode.InstrumentationMode]):
+    def __init__(self, mode_obj: Union[None, str, _mode.InstrumentationMode], data: Optional[str] = None):
         self.mode: _mode.InstrumentationMode = _interpret_mode(mode_obj)
         self.mode_str = str(self.mode)
-        _cproton.instr_check_mode(self.mode_str)
+        self.data = data or "tree"
+        # the reduce key lives only in mode strings (str(self.mode) drops it)
+        self.reduce = check_mode(mode_obj if isinstance(mode_obj, str) else self.mode_str, self.data)
+        self._warned_host_buffer = False
         self.handles = _handles
         self.local = threading.local()
         self._saved = None
+
+    def sums_in_kernel(self) -> bool:
+        """Whether kernels compiled now sum in the kernel (no records): a
+        tree profile, reduce unset or ``kernel``, and nothing that needs
+        records (the host buffer, time_shift)."""
+        return (self.reduce in ("auto", "kernel") and self.data != "trace"
+                and not InstrumentationHook.enable_host_buffer and not _time_shift(self.mode_str))
 
     # ---- activation -----------------------------------------------------
 
@@ -160,7 +208,8 @@ class InstrumentationHook(Hook):
         text = marker_text(True, "x") + marker_text(True, "x", EVENT_PREFIX)
         markers = hashlib.sha1(text.encode()).hexdigest()[:12]
         option = (f"cproton:{self.mode_str}:include={_include}:exclude={_exclude}"
-                  f":markers={markers}:pass={_pass_build_id()}")
+                  f":reduce={self.reduce}:sums={int(self.sums_in_kernel())}:markers={markers}"
+                  f":pass={_pass_build_id()}")
         knobs.runtime.add_stages_inspection_hook = _stages_hook(previous, option, self._wrap_ptx_stage)
         knobs.compilation.instrumentation_mode = option
         from triton.runtime._allocation import set_profile_allocator
@@ -187,6 +236,7 @@ class InstrumentationHook(Hook):
             return
         make_ptx = stages["ptx"]
         mode_str = self.mode_str
+        hook = self
 
         def ptx_stage(src, metadata):
             ptx = make_ptx(src, metadata)
@@ -195,7 +245,8 @@ class InstrumentationHook(Hook):
                 return ptx
             try:
                 out, layouts = _cproton.instrument_ptx(ptx, mode_str, int(metadata.get("num_warps") or 0),
-                                                       int(metadata.get("shared") or 0))
+                                                       int(metadata.get("shared") or 0),
+                                                       int(hook.sums_in_kernel()))
             except ValueError as e:
                 raise RuntimeError(f"cproton could not instrument kernel '{name}': {e}. If the kernel "
                                    "uses warp specialization, keep pl scopes out of the specialized loop "
@@ -206,6 +257,8 @@ class InstrumentationHook(Hook):
             layout = layouts[0]
             if layout.get("warning"):
                 warnings.warn(layout["warning"], CprotonWarning, stacklevel=2)
+            if hook.reduce == "kernel" and not layout.get("aggregate"):
+                warnings.warn(_records_why(layout), CprotonWarning, stacklevel=2)
             metadata["profile_scratch_size"] = layout["per_cta_bytes"]
             metadata["profile_scratch_align"] = PROFILE_BUFFER_ALIGNMENT
             metadata["cproton_layout"] = layout
@@ -251,6 +304,16 @@ class InstrumentationHook(Hook):
             return
         if InstrumentationHook.enable_host_buffer and function in _layouts:
             layout, num_warps = _layouts[function]
-            raw = _cproton.instr_read(ptr, size, stream)
-            InstrumentationHook.host_buffer = _as_tensor(host_buffer_bytes(layout, raw, num_warps))
+            if layout.get("aggregate"):
+                self._warn_no_records(layout.get("kernel", "?"))
+            else:
+                raw = _cproton.instr_read(ptr, size, stream)
+                InstrumentationHook.host_buffer = _as_tensor(host_buffer_bytes(layout, raw, num_warps))
         _cproton.instr_launch(handle, ptr, size, stream)
+
+    def _warn_no_records(self, kernel: str) -> None:
+        if not self._warned_host_buffer:
+            self._warned_host_buffer = True
+            warnings.warn(f"kernel '{kernel}' was compiled with in-kernel sums (no records), so it has no host "
+                          "buffer: set InstrumentationHook.enable_host_buffer before proton.start()",
+                          CprotonWarning, stacklevel=3)

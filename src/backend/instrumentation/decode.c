@@ -69,8 +69,21 @@ static inline uint64_t rd64(const unsigned char *p) {
 #endif
 }
 
+/* The layout of in-kernel sums: one slot of totals per CTA, no records. */
+static int check_sums_layout(const cproton_buffer_layout *l) {
+  uint32_t n = l->n_units;
+  if (n == 0 || n > CP_LAYOUT_MAX_UNITS || l->n_scopes > CP_AGG_MAX_SCOPES ||
+      l->per_cta_bytes != 8u * cp_layout_sum_words(l->n_scopes))
+    return cp_error_set(CPROTON_EINVAL, "layout: in-kernel sums of %u scopes over %u units with %u bytes per CTA "
+                        "(need 1..32 units, at most %u scopes, %u bytes)", l->n_scopes, n, l->per_cta_bytes,
+                        CP_AGG_MAX_SCOPES, 8u * cp_layout_sum_words(l->n_scopes));
+  return 0;
+}
+
 static int check_layout(const cproton_buffer_layout *l) {
   uint32_t n = l->n_units, seg = l->segment_bytes;
+  if (l->aggregate)
+    return check_sums_layout(l);
   if (n == 0 || n > CP_LAYOUT_MAX_UNITS || seg < CP_LAYOUT_MIN_SEGMENT || (seg & (seg - 1)))
     return cp_error_set(CPROTON_EINVAL, "layout: %u units of %u bytes (need 1..32 units, power-of-two segments >= 16)", n, seg);
   if (l->header_bytes != cp_layout_header_bytes(n) ||
@@ -406,6 +419,9 @@ int cproton_buffer_decode(const void *data, size_t size, const cproton_buffer_la
   if (!data || !layout || !out)
     return cp_error_set(CPROTON_EINVAL, "cproton_buffer_decode: NULL data, layout or out");
   *out = NULL;
+  if (layout->aggregate)
+    return cp_error_set(CPROTON_EINVAL, "layout: the kernel sums in the kernel (aggregate): its buffer holds "
+                        "per-scope totals, not records to decode");
   int rc = check_layout(layout);
   if (rc)
     return rc;

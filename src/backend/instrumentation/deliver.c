@@ -25,6 +25,7 @@ static struct {
   atomic_ullong launches, decoded, dropped, unpaired, bad_ctas, failed;
   atomic_ullong reduced, reduce_checked, reduce_mismatches;
   atomic_ullong alloc_waits, alloc_wait_ns, inflight_ns, decode_ns;
+  atomic_ullong summed;
 } stats;
 
 void cp_instr_count_launch(void) { atomic_fetch_add(&stats.launches, 1); }
@@ -36,6 +37,11 @@ void cp_instr_count_wait(uint64_t ns) {
 void cp_instr_count_pipeline(uint64_t inflight_ns, uint64_t decode_ns) {
   atomic_fetch_add(&stats.inflight_ns, inflight_ns);
   atomic_fetch_add(&stats.decode_ns, decode_ns);
+}
+void cp_instr_count_summed(int ok) {
+  atomic_fetch_add(ok ? &stats.decoded : &stats.failed, 1);
+  if (ok)
+    atomic_fetch_add(&stats.summed, 1);
 }
 
 int cproton_instr_get_stats(cproton_instr_stats *out) {
@@ -54,6 +60,7 @@ int cproton_instr_get_stats(cproton_instr_stats *out) {
   out->alloc_wait_ns = atomic_load(&stats.alloc_wait_ns);
   out->inflight_ns = atomic_load(&stats.inflight_ns);
   out->decode_ns = atomic_load(&stats.decode_ns);
+  out->summed = atomic_load(&stats.summed);
   return CPROTON_OK;
 }
 

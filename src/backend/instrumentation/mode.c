@@ -39,8 +39,11 @@ static const word granularities[] = {
 static const word strategies[] = {{"circular", CPROTON_STRATEGY_CIRCULAR},
                                   {"flush", CPROTON_STRATEGY_FLUSH},
                                   {NULL, 0}};
-/* Where tree-mode launches are decoded (docs/instrumentation-runtime.md). */
-static const word reductions[] = {{"device", 1}, {"host", 0}, {NULL, 0}};
+/* Where tree-mode totals are made (docs/instrumentation-runtime.md). */
+static const word reductions[] = {{"kernel", CPROTON_REDUCE_KERNEL},
+                                  {"device", CPROTON_REDUCE_DEVICE},
+                                  {"host", CPROTON_REDUCE_HOST},
+                                  {NULL, 0}};
 static const word samplings[] = {{"none", 0}, {"selective", 1}, {NULL, 0}};
 /* Proton's optimizations. sched_stores and sched_barriers reorder Proton's
  * own lowering (its buffer stores, AMD scheduling barriers); cproton's
@@ -91,7 +94,7 @@ typedef struct parsed {
   int sampling;
   uint32_t units;
   int opts; /* OPT_* */
-  int reduce_host; /* reduce=host */
+  int reduce; /* cproton_reduce_kind; AUTO when not given */
 } parsed;
 
 /* "clock32,time_shift" -> OPT_* bits. */
@@ -142,8 +145,7 @@ static int apply(cproton_ptx_options *o, parsed *ps, const char *key,
   if (!strcmp(key, "optimizations"))
     return parse_optimizations(value, &ps->opts);
   if (!strcmp(key, "reduce"))
-    return lookup(reductions, value, &v) ? (ps->reduce_host = !v, 0)
-                                         : bad(key, value, "device, host");
+    return lookup(reductions, value, &ps->reduce) ? 0 : bad(key, value, "kernel, device, host");
   return cp_error_set(CPROTON_EINVAL, "instrumentation mode: unknown key '%s'",
                       key);
 }
@@ -188,6 +190,7 @@ static int parse_mode(const char *mode, cproton_ptx_options *out, parsed *ps_out
     out->counter = CPROTON_COUNTER_CLOCK;
   if (ps.sampling)
     out->sample_mask = ps.units;
+  out->aggregate = ps.reduce == CPROTON_REDUCE_KERNEL;
   *ps_out = ps;
   return CPROTON_OK;
 }
@@ -215,6 +218,16 @@ int cproton_instr_mode_reduce(const char *mode, int *on_device) {
   cproton_ptx_options o;
   parsed ps;
   int rc = parse_mode(mode, &o, &ps);
-  *on_device = rc || !ps.reduce_host;
+  *on_device = rc || ps.reduce != CPROTON_REDUCE_HOST;
+  return rc;
+}
+
+int cproton_instr_mode_reduce_kind(const char *mode, cproton_reduce_kind *out) {
+  if (!out)
+    return cp_error_set(CPROTON_EINVAL, "instrumentation mode: out is NULL");
+  cproton_ptx_options o;
+  parsed ps;
+  int rc = parse_mode(mode, &o, &ps);
+  *out = rc ? CPROTON_REDUCE_AUTO : (cproton_reduce_kind)ps.reduce;
   return rc;
 }

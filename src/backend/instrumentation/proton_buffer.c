@@ -59,6 +59,9 @@ static void put_record(unsigned char *p, uint64_t v) {
 }
 
 static int check_args(const cproton_buffer_layout *l, size_t size, uint32_t total_units) {
+  if (l->aggregate)
+    return cp_error_set(CPROTON_EINVAL, "layout: the kernel sums in the kernel (aggregate) and writes no "
+                        "records; compile it with records for a host buffer");
   if (l->n_units == 0 || l->n_units > CP_LAYOUT_MAX_UNITS || l->per_cta_bytes == 0 ||
       l->header_bytes != cp_layout_header_bytes(l->n_units) ||
       (uint64_t)l->per_cta_bytes != (uint64_t)l->header_bytes + (uint64_t)l->n_units * l->segment_bytes)

@@ -8,7 +8,7 @@
 #include "backend/instrumentation/reduce.h"
 #include "instrument/layout.h"
 
-size_t cp_reduce_n_words(uint32_t n_scopes) { return CP_REDUCE_FIXED + 3u * (size_t)n_scopes; }
+size_t cp_reduce_n_words(uint32_t n_scopes) { return cp_layout_sum_words(n_scopes); }
 
 void cp_reduce_words_of(const cproton_decoded *d, uint64_t *w) {
   size_t n = cproton_decoded_n_scopes(d);

@@ -16,8 +16,10 @@
  *                                          buffers back to pool
  *
  * Invariant: a device buffer is handed out again only after the copy of its
- * launch completed, so a kernel never writes into a buffer being read. No
- * call on the launching thread waits for the GPU. */
+ * launch completed, so a kernel never writes into a buffer being read. A
+ * free buffer has every CTA's magic word and its first CP_AGG_MAX_BYTES
+ * zero, so any kernel may take it: records see no stale header, in-kernel
+ * sums start from zero. No call on the launching thread waits for the GPU. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,20 +30,17 @@
 #include "backend/instrumentation/decode.h"
 #include "backend/instrumentation/reduce_launch.h"
 #include "backend/instrumentation/runtime.h"
+#include "backend/instrumentation/sums.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/strtab.h"
-
-void cp_instr_count_launch(void);
-void cp_instr_count_failure(void);
-void cp_instr_count_wait(uint64_t ns);
-void cp_instr_count_pipeline(uint64_t inflight_ns, uint64_t decode_ns);
+#include "instrument/layout.h"
 
 typedef struct buffer {
   cp_cudeviceptr dptr;
-  void *host; /* pinned staging copy, same size */
-  size_t size;
+  void *host; /* pinned staging copy, host_size bytes, grown on demand */
+  size_t size, host_size;
   cp_cucontext ctx;
   int in_use;
   int dirty; /* new from cuMemAlloc: must be zeroed before its first use */
@@ -63,6 +62,7 @@ typedef struct pending {
   uint64_t seq; /* launch order: deliveries keep it */
   uint64_t launched_ns; /* the launch call (cp_clock_now_ns) */
   int reduced;  /* totals reduced on the device (sum_host), not the buffer */
+  size_t n_slots; /* in-kernel sums: slots copied to host (0: records) */
   int checked;  /* reduced, and the buffer copied too, to diff the two */
   cproton_decoded *dec;       /* decoded, waiting for its turn (or NULL) */
   struct pending *ready_next; /* in the ready list, by seq */
@@ -184,7 +184,8 @@ static void evict(const cp_cudadrv *d, size_t size, cp_cucontext ctx) {
     if (b->in_use || !b->dptr || b->ctx != ctx)
       continue;
     d->cuMemFree(b->dptr);
-    d->cuMemFreeHost(b->host);
+    if (b->host)
+      d->cuMemFreeHost(b->host);
     if (b->sum_dptr)
       d->cuMemFree(b->sum_dptr);
     if (b->sum_host)
@@ -226,11 +227,6 @@ static int take_buffer(const cp_cudadrv *d, size_t size, cp_cucontext ctx,
   if (r) {
     b->dptr = 0;
     return cp_cudadrv_error(r, "cuMemAlloc for a profile buffer");
-  }
-  if ((r = d->cuMemHostAlloc(&b->host, size, 0))) {
-    d->cuMemFree(b->dptr);
-    b->dptr = 0;
-    return cp_cudadrv_error(r, "cuMemHostAlloc for a profile buffer");
   }
   b->size = size, b->ctx = ctx, b->in_use = 1, b->dirty = 1;
   pool_bytes += size;
@@ -370,6 +366,12 @@ static void finish(const cp_cudadrv *d, pending *p) {
     cp_cudadrv_error(r, "waiting for a profile buffer copy");
     cp_warn("%s", cp_error_message());
     cp_instr_count_failure();
+  } else if (p->n_slots) {
+    size_t n_ctas = p->size / p->kernel->layout.per_cta_bytes;
+    int rc = cp_sums_decode(p->kernel->name, &p->kernel->layout, p->buf->host, p->n_slots, n_ctas, &p->dec);
+    if (rc)
+      cp_warn("%s", cp_error_message());
+    cp_instr_count_summed(!rc);
   } else if (p->reduced ? cp_instr_take_reduced(p->kernel, p->buf->sum_host,
                                                  p->checked ? p->buf->host : NULL, p->size, &p->dec)
                          : cp_instr_decode(p->kernel, &p->site, p->buf->host, p->size, &p->dec)) {
@@ -451,6 +453,29 @@ static int sum_room(const cp_cudadrv *d, buffer *b, size_t words) {
   return CPROTON_OK;
 }
 
+/* Room for `bytes` in b's pinned twin (a copy of the whole buffer, or of
+ * the in-kernel sums' slots). Caller: lock. */
+static int host_room(const cp_cudadrv *d, buffer *b, size_t bytes) {
+  if (b->host_size >= bytes)
+    return CPROTON_OK;
+  if (b->host)
+    d->cuMemFreeHost(b->host);
+  b->host = NULL, b->host_size = 0;
+  cp_curesult r = d->cuMemHostAlloc(&b->host, bytes, 0);
+  if (r)
+    return cp_cudadrv_error(r, "cuMemHostAlloc for a profile buffer copy");
+  b->host_size = bytes;
+  return CPROTON_OK;
+}
+
+/* In-kernel sums: copy the launch's slots back, then zero them for the
+ * next launch (the kernel wrote nothing else). Caller: lock. */
+static cp_curesult enqueue_sums(const cp_cudadrv *d, pending *p, cp_custream cs) {
+  size_t bytes = p->n_slots * p->kernel->layout.per_cta_bytes;
+  cp_curesult r = d->cuMemcpyDtoHAsync(p->buf->host, p->buf->dptr, bytes, cs);
+  return r ? r : d->cuMemsetD8Async(p->buf->dptr, 0, bytes, cs);
+}
+
 /* Tree mode: on the copy stream, zero the totals, run the reduction over
  * the buffer, copy the totals back. Returns non-zero (after one warning)
  * when the reduction cannot run; the caller then copies the buffer.
@@ -507,19 +532,30 @@ static int enqueue_copy(const cp_cudadrv *d, pending *p, uint64_t stream) {
     rc = event_get(d, ctx, &p->copied);
   if (rc)
     return rc;
-  uint32_t pitch = p->kernel->layout.per_cta_bytes;
+  const cproton_buffer_layout *l = &p->kernel->layout;
+  uint32_t pitch = l->per_cta_bytes;
   size_t n_ctas = pitch ? p->size / pitch : 0;
+  p->n_slots = l->aggregate ? cp_sums_n_slots(n_ctas) : 0;
+  rc = host_room(d, p->buf, l->aggregate ? p->n_slots * pitch : p->size);
+  if (rc)
+    return rc;
   cp_curesult r = d->cuEventRecord(p->after_kernel, user);
   if (!r)
     r = d->cuStreamWaitEvent(cs, p->after_kernel, 0);
   if (r)
     return cp_cudadrv_error(r, "enqueueing a profile buffer copy");
-  p->reduced = wants_reduce(p) && enqueue_reduce(d, p, cs) == CPROTON_OK;
-  p->checked = p->reduced && reduce_check;
-  if (!p->reduced || p->checked)
-    r = d->cuMemcpyDtoHAsync(p->buf->host, p->buf->dptr, p->size, cs);
-  if (!r && n_ctas)
-    r = d->cuMemsetD2D32Async(p->buf->dptr, pitch, 0, 1, n_ctas, cs);
+  if (l->aggregate) {
+    r = enqueue_sums(d, p, cs);
+  } else {
+    p->reduced = wants_reduce(p) && enqueue_reduce(d, p, cs) == CPROTON_OK;
+    p->checked = p->reduced && reduce_check;
+    if (!p->reduced || p->checked)
+      r = d->cuMemcpyDtoHAsync(p->buf->host, p->buf->dptr, p->size, cs);
+    if (!r && n_ctas) /* re-arm: magic words, and the start for in-kernel sums */
+      r = d->cuMemsetD2D32Async(p->buf->dptr, pitch, 0, 1, n_ctas, cs);
+    if (!r)
+      r = d->cuMemsetD8Async(p->buf->dptr, 0, p->size < CP_AGG_MAX_BYTES ? p->size : CP_AGG_MAX_BYTES, cs);
+  }
   if (!r)
     r = d->cuEventRecord(p->copied, cs);
   if (!r && n_ctas * pitch != p->size)

@@ -18,6 +18,16 @@ struct cproton_instr_kernel {
                          across warps, which only the host decoder does */
 };
 
+/* Counters of cproton_instr_get_stats (deliver.c), bumped by runtime.c:
+ * a launch reported, a launch that could not be decoded, a wait for a
+ * pool buffer, a launch's time in flight and decoding, and a launch of
+ * in-kernel sums read (`ok`) or refused. */
+void cp_instr_count_launch(void);
+void cp_instr_count_failure(void);
+void cp_instr_count_wait(uint64_t ns);
+void cp_instr_count_pipeline(uint64_t inflight_ns, uint64_t decode_ns);
+void cp_instr_count_summed(int ok);
+
 /* Decodes `data` for kernel `k` and delivers it to the sessions of `site`.
  * `device` is the CUDA device id. Counts into the runtime's statistics.
  * Called by the worker thread and by cproton_instr_record_host. */

@@ -10,7 +10,9 @@ into 8-record segments), an early-exit kernel (unpaired starts) and
 time_shift, and buffer_strategy=flush (a global buffer with room for every
 record: the matmul and vector add drop nothing, with exact counts; with a
 small buffer_size it wraps and counts the drops exactly). reduce=host and
-traces never reduce on the device."""
+traces never reduce on the device. Tree profiles sum in the kernel unless
+told otherwise (instrument_sums.py), so every session here names
+reduce=device."""
 import json
 import os
 import sys
@@ -68,9 +70,16 @@ def checked(name, run, expect_reduced=True):
     return d
 
 
+def device(mode):
+    """`mode` with records reduced on the device (tree profiles would
+    otherwise sum in the kernel)."""
+    return mode if "reduce=" in mode else mode + ":reduce=device"
+
+
 def session(name, mode, fn, launches=3, data="tree"):
     def run():
-        sid = proton.start(name, backend="instrumentation", mode=mode, data=data)
+        sid = proton.start(name, backend="instrumentation", mode=device(mode) if data == "tree" else mode,
+                           data=data)
         for _ in range(launches):
             fn()
         proton.finalize(sid)
@@ -118,15 +127,15 @@ def main():
         ("early_exit", lambda: checked("early_exit", session("r_early", "default", early))),
         ("early_exit_cta", lambda: checked("early_exit_cta", session("r_early_cta", "default:granularity=cta",
                                                                       early))),
-        ("warp", lambda: checked("warp", lambda: ti.case("r_shared", "default"))),
-        ("global", lambda: checked("global", lambda: ti.case("r_global", "default:buffer_type=global"))),
-        ("clock32", lambda: checked("clock32", lambda: ti.case("r_clock32", "default:optimizations=clock32"))),
+        ("warp", lambda: checked("warp", lambda: ti.case("r_shared", device("default")))),
+        ("global", lambda: checked("global", lambda: ti.case("r_global", device("default:buffer_type=global")))),
+        ("clock32", lambda: checked("clock32", lambda: ti.case("r_clock32", device("default:optimizations=clock32")))),
         ("sampled", lambda: checked("sampled", lambda: ti.case(
-            "r_sampled", "default:sampling_strategy=selective:sampling_options=0,2", sampled=2))),
+            "r_sampled", device("default:sampling_strategy=selective:sampling_options=0,2"), sampled=2))),
         ("warp_group", lambda: checked("warp_group", lambda: ti.case(
-            "r_wg", "default:granularity=warp_group", sampled=1))),
-        ("cta", lambda: checked("cta", lambda: ti.case("r_cta", "default:granularity=cta", sampled=1))),
-        ("drops", lambda: checked("drops", ti.drops_case)),
+            "r_wg", device("default:granularity=warp_group"), sampled=1))),
+        ("cta", lambda: checked("cta", lambda: ti.case("r_cta", device("default:granularity=cta"), sampled=1))),
+        ("drops", lambda: checked("drops", ti.drops_case)),  # drops_case names reduce=device
         ("reduce_host", lambda: checked("reduce_host", session("r_host", "default:reduce=host", vadd),
                                         expect_reduced=False)),
         ("trace", lambda: checked("trace", session("r_trace", "default", early, launches=1, data="trace"),

@@ -1,0 +1,166 @@
+"""In-kernel sums (tree profiles' default: no records) against records on
+the same kernels. Each case runs twice: with records reduced on the device
+(reduce=device, every launch also decoded on the host and diffed word by
+word: CPROTON_INSTR_REDUCE_CHECK=1) and with the default, which sums in the
+kernel. Per scope the counts and unpaired markers must be identical; the
+cycles come from different code (registers instead of stores) and must agree
+within a few percent, or a few cycles per occurrence for tiny scopes; the
+clock measured from each must agree; every default launch must have been
+summed in the kernel and none reduced. Kernels: the 64M vector add and the
+4096^3 matmul of bench/ (scope in the K loop), the fused attention (scopes
+around both dots), an early-exit kernel at warp and cta granularity
+(unpaired starts), triton_instrument.py's kernels at every granularity,
+clock32 and globaltimer counters and selected warps, and a grid smaller
+than the 64 slots. (Kernels with events keep records: ws_events.py.)"""
+import json
+import os
+import sys
+
+os.environ["CPROTON_INSTR_REDUCE_CHECK"] = "1"  # read when a session starts
+
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+import cproton as proton  # noqa: E402
+import cproton.language as pl  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "bench"))
+import triton_instrument as ti  # noqa: E402
+from common import load  # noqa: E402
+from instrument_overhead import load_kernels, workloads  # noqa: E402
+from instrument_reduce import early_exit  # noqa: E402
+
+
+@triton.jit
+def tiny(x, BLOCK: tl.constexpr):
+    pl.enter_scope("all")
+    v = tl.load(x + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK))
+    with pl.scope("double"):
+        v = v * 2
+    tl.store(x + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK), v)
+    pl.exit_scope("all")
+
+
+def scopes(node, path=()):
+    """{scope path under a kernel: metrics} for every node with a count."""
+    out = {}
+    for c in node["children"]:
+        p = path + (c["frame"]["name"],)
+        m = c["metrics"]
+        if "count" in m or "unpaired_records" in m:
+            out[p] = m
+        out.update(scopes(c, p))
+    return out
+
+
+def stats():
+    return proton._cproton.instr_stats()
+
+
+def profile(name, mode, run):
+    before = stats()
+    sid = proton.start(name, backend="instrumentation", mode=mode)
+    run()
+    proton.finalize(sid)
+    after = stats()
+    return scopes(load(f"{name}.hatchet")[0]), {k: after[k] - before[k] for k in after}
+
+
+def rate(m):
+    """Cycles per ns the profile used for this scope."""
+    return m["normalized_cycles"] / m["normalized_time (ns)"] if m.get("normalized_time (ns)") else None
+
+
+def compare(name, run, mode="default", summed=True, rtol=0.05, slack=40):
+    """Records (checked against the host) vs the default for `run`."""
+    rec, drec = profile(f"rec_{name}", mode + ":reduce=device", run)
+    got, dsum = profile(f"sum_{name}", mode, run)
+    assert drec["reduce_mismatches"] == 0 and drec["failed"] == 0 and drec["dropped"] == 0, drec
+    if summed:
+        assert dsum["summed"] == dsum["launches"] > 0 and dsum["reduced"] == 0, dsum
+    else:
+        assert dsum["summed"] == 0, dsum
+    assert dsum["failed"] == 0, dsum
+    assert set(rec) == set(got), (sorted(rec), sorted(got))
+    worst = 0.0
+    for path, r in rec.items():
+        g = got[path]
+        for key in ("count", "unpaired_records"):
+            assert r.get(key, 0) == g.get(key, 0), (path, key, r.get(key), g.get(key))
+        n = max(r.get("count", 0), 1)
+        diff = abs(g.get("cycles", 0) - r.get("cycles", 0))
+        assert diff <= rtol * r.get("cycles", 0) + slack * n, (path, r.get("cycles"), g.get("cycles"))
+        if r.get("cycles"):
+            worst = max(worst, diff / r["cycles"])
+        if rate(r) and rate(g):
+            assert abs(rate(g) / rate(r) - 1) < 0.05, (path, rate(r), rate(g))
+    counts = sum(m.get("count", 0) for m in got.values())
+    print(f"PASS {name}: {len(rec)} scopes, {counts} occurrences and the unpaired markers identical, "
+          f"cycles within {worst * 100:.2f}%, {dsum['summed']} launches summed in the kernel")
+
+
+def main():
+    fns, _, _ = workloads(load_kernels("cproton.language", "cproton_sums"), n=1 << 26)
+    ex, eo = torch.randn(4096 * 128, device="cuda"), torch.empty(4096 * 128, device="cuda")
+    small = torch.randn(5 * 256, device="cuda")
+
+    def three(fn):
+        return lambda: [fn() for _ in range(3)]
+
+    def early():
+        early_exit[(4096,)](ex, eo, BLOCK=128, num_warps=4)
+
+    def ti_kernels(num_warps=4):
+        n, BLOCK = 1 << 16, 1024
+        x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+        z, out = torch.empty_like(x), torch.empty(n // BLOCK * 128, device="cuda")
+
+        def run():
+            for _ in range(3):
+                ti.vadd[(n // BLOCK,)](x, y, z, n, BLOCK=BLOCK, num_warps=num_warps)
+                ti.looped[(n // BLOCK,)](x, out, K=8, BLOCK=128, num_warps=num_warps)
+        return run
+
+    cases = [
+        ("vadd64M", lambda: compare("vadd64M", three(fns["vadd"]))),
+        ("matmul4096", lambda: compare("matmul4096", three(fns["matmul"]))),
+        # records of 64 KV iterations x 2 scopes need more than the default 1 KiB per warp
+        ("attention", lambda: compare("attention", three(fns["attention"]),
+                                      "default:buffer_type=global:buffer_size=32768")),
+        ("early_exit", lambda: compare("early_exit", three(early), slack=60)),
+        ("early_exit_cta", lambda: compare("early_exit_cta", three(early), "default:granularity=cta", slack=60)),
+        ("warp", lambda: compare("warp", ti_kernels())),
+        ("clock32", lambda: compare("clock32", ti_kernels(), "default:optimizations=clock32")),
+        ("globaltimer", lambda: compare("globaltimer", ti_kernels(), "default:metric_type=globaltimer",
+                                        rtol=0.25, slack=200)),
+        ("sampled", lambda: compare("sampled", ti_kernels(),
+                                    "default:sampling_strategy=selective:sampling_options=0,2")),
+        ("warp_group_w16", lambda: compare("warp_group_w16", ti_kernels(16), "default:granularity=warp_group")),
+        ("warp_2_w16", lambda: compare("warp_2_w16", ti_kernels(16), "default:granularity=warp_2")),
+        ("cta", lambda: compare("cta", ti_kernels(), "default:granularity=cta")),
+        ("small_grid", lambda: compare("small_grid", three(lambda: tiny[(5,)](small, BLOCK=256, num_warps=4)),
+                                       slack=60)),
+    ]
+    failed = 0
+    for name, c in cases:
+        try:
+            c()
+        except Exception as e:  # report every case
+            failed += 1
+            print(f"FAIL {name}: {type(e).__name__}: {e}")
+    try:  # the early-exit profile: CTAs with pid % 3 == 1 leave "body" open
+        body = ti.metrics(load("sum_early_exit.hatchet")[0], "early_exit", "body")
+        per = 3 * 4 * sum(1 for p in range(4096) if p % 3 == 1)
+        assert body["unpaired_records"] == per, (body, per)
+        print(f"PASS early_exit_profile: {per} unpaired starts of body, summed in the kernel")
+    except Exception as e:
+        failed += 1
+        print(f"FAIL early_exit_profile: {type(e).__name__}: {e}")
+    print("stats", json.dumps(stats()))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
