@@ -1,20 +1,28 @@
 /* bench/cupti_floor.c -- the floor any CUPTI-based profiler pays: a minimal
  * CUPTI subscriber with CONCURRENT_KERNEL activity records (buffers
  * recycled, records walked and discarded) and a no-op driver-API callback on
- * the kernel launch entry points. Used by bench/cupti_overhead.py; not part
- * of the library.
+ * the kernel launch entry points. Used by bench/cupti_overhead.py and
+ * bench/realworld.py; not part of the library.
  *
  *   cc -O2 -shared -fPIC -I/usr/local/cuda/include bench/cupti_floor.c \
  *      -o libcupti_floor.so -ldl
  *
  * Load it with ctypes and call floor_start("/path/to/libcupti.so") /
- * floor_stop(), or set CUDA_INJECTION64_PATH to it (libcupti from
+ * floor_stop() as often as you like (one subscription per start: the
+ * library is dlopen'ed and CUPTI's buffer callbacks registered once, at the
+ * first start), or set CUDA_INJECTION64_PATH to it (libcupti from
  * $CPROTON_CUPTI_LIB). libcupti is dlopen'ed, so this builds without it.
  * For the per-launch breakdown (docs/benchmarks.md), FLOOR_NO_CALLBACK=1
  * keeps only the activity records and FLOOR_NO_ACTIVITY=1 only the
- * callback: CUPTI's two costs, measured apart. */
+ * callback: CUPTI's two costs, measured apart (read at every start).
+ * Invariant: at most one subscription at a time (`running`); floor_stop
+ * flushes every record of its subscription before it returns.
+ * Hot path: on_callback (every launch: one plain increment, racy across
+ * threads on purpose: a lock prefix would cost more than the floor's
+ * callback itself), completed (every buffer). */
 #include <cupti.h>
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -33,8 +41,10 @@ static struct {
   CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
   CUptiResult (*flush_all)(uint32_t);
 } f;
+static int loaded, running, activity_on;
 static CUpti_SubscriberHandle sub;
-static unsigned long long n_records, n_callbacks;
+static atomic_ullong n_records;
+static unsigned long long n_callbacks;
 
 static void CUPTIAPI on_callback(void *u, CUpti_CallbackDomain d,
                                  CUpti_CallbackId id, const void *data) {
@@ -50,8 +60,10 @@ static void CUPTIAPI requested(uint8_t **buf, size_t *size, size_t *max) {
 static void CUPTIAPI completed(CUcontext c, uint32_t s, uint8_t *buf,
                                size_t size, size_t valid) {
   CUpti_Activity *rec = NULL;
+  unsigned long long n = 0;
   while (valid && f.next_record(buf, valid, &rec) == CUPTI_SUCCESS)
-    n_records++;
+    n++;
+  atomic_fetch_add_explicit(&n_records, n, memory_order_relaxed);
   free(buf);
 }
 
@@ -64,7 +76,10 @@ static const CUpti_CallbackId launches[] = {
     CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
 };
 
-int floor_start(const char *cupti_path) {
+/* dlopen, dlsym and the buffer callbacks, once per process: 0 or < 0. */
+static int load(const char *cupti_path) {
+  if (loaded)
+    return 0;
   void *h =
       dlopen(cupti_path && *cupti_path ? cupti_path : "libcupti.so", RTLD_NOW);
   if (!h)
@@ -85,25 +100,56 @@ int floor_start(const char *cupti_path) {
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
     if (!(*slots[i] = dlsym(h, names[i])))
       return -2;
-  if (f.register_callbacks(requested, completed) ||
-      f.subscribe(&sub, on_callback, NULL))
+  if (f.register_callbacks(requested, completed))
     return -3;
-  const char *no_cb = getenv("FLOOR_NO_CALLBACK");
-  const char *no_act = getenv("FLOOR_NO_ACTIVITY");
-  for (size_t i = 0; !(no_cb && *no_cb == '1') &&
-                     i < sizeof launches / sizeof *launches; i++)
-    f.enable_callback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, launches[i]);
-  if (no_act && *no_act == '1')
-    return 0;
-  return f.activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) ? -4 : 0;
+  loaded = 1;
+  return 0;
 }
 
-/* Flushes and unsubscribes; returns the number of kernel records seen. */
+static int env_on(const char *name) {
+  const char *v = getenv(name);
+  return v && *v == '1';
+}
+
+/* Subscribes (launch callbacks and kernel activity, as the environment
+ * says) and zeroes the record count: 0, or < 0 (-5: already running). */
+int floor_start(const char *cupti_path) {
+  int rc = load(cupti_path);
+  if (rc)
+    return rc;
+  if (running)
+    return -5;
+  if (f.subscribe(&sub, on_callback, NULL))
+    return -3;
+  atomic_store(&n_records, 0);
+  n_callbacks = 0;
+  for (size_t i = 0;
+       !env_on("FLOOR_NO_CALLBACK") && i < sizeof launches / sizeof *launches;
+       i++)
+    f.enable_callback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, launches[i]);
+  activity_on = !env_on("FLOOR_NO_ACTIVITY");
+  if (activity_on && f.activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
+    f.unsubscribe(sub);
+    return -4;
+  }
+  running = 1;
+  return 0;
+}
+
+/* Flushes, disables, flushes what came in between, unsubscribes; returns
+ * the kernel records of this subscription (-1 if none was running). The
+ * caller synchronises the device first if it wants every kernel counted. */
 long long floor_stop(void) {
-  f.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  f.activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (!running)
+    return -1;
+  if (activity_on) {
+    f.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    f.activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    f.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
   f.unsubscribe(sub);
-  return (long long)n_records;
+  running = 0;
+  return (long long)atomic_load(&n_records);
 }
 
 static void at_exit(void) { floor_stop(); }

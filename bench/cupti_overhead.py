@@ -151,9 +151,9 @@ def kernel_count(path):
 
 
 def timed_run(step, sync, start, finalize, warmup, settle, steps):
-    """One measured run, shared with bench/realworld.py: `warmup` steps
-    (compile, autotune) outside the profiler, start, `settle` steps for the
-    profiler's own first-use costs, then `steps` timed steps and finalize.
+    """One measured run: `warmup` steps (compile, autotune) outside the
+    profiler, start, `settle` steps for the profiler's own first-use costs,
+    then `steps` timed steps and finalize.
     Returns (loop seconds, finalize seconds, finalize's result)."""
     for _ in range(warmup):
         step()

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """realworld.py -- kernel-level profiler overhead on real programs (issue 15).
 
-Workloads (bench/workloads.py): a compiled GPT training step, CUDA-graph
-inference, an eager training loop with scopes, and the launch-bound loop.
-Variants, each run in a fresh process (CUPTI allows one subscriber per
-process), interleaved over ROUNDS rounds with the order rotated every round:
+Workloads (bench/workloads.py): a compiled GPT training step (train),
+CUDA-graph inference (graph), an eager training loop with scopes (eager), the
+launch-bound loop (launch), and pure-Python scopes without a GPU (cpu, for
+checking this harness anywhere). Variants, one fresh process each (CUPTI
+allows one subscriber per process; each child runs every workload asked for):
 
-  none            no profiler (scopes are no-ops)
+  none            no profiler (scopes are no-ops): the method's null
   floor           bench/cupti_floor.c: kernel activity + a no-op launch callback
   proton          triton.profiler (Proton 3.6), cupti backend, its scopes
   proton-hook     Proton with hook="triton"
@@ -16,39 +17,72 @@ process), interleaved over ROUNDS rounds with the order rotated every round:
   cproton-lazy    cproton with CPROTON_CUPTI_LAZY=1: launch callbacks off
                   while no launch site can change (docs/cupti.md)
 
-The per-launch breakdown (--variants of ABLATION, on the launch workload)
-adds CUPTI's two costs apart (floor-cb: callback only, floor-act: activity
-records only) and cproton with one part of its launch path removed
+--variants ablation (on --workloads launch) adds the per-launch breakdown:
+CUPTI's two costs apart (floor-cb: callback only, floor-act: activity records
+only) and cproton with one part of its launch path removed
 (CPROTON_CUPTI_ABLATE: abl-nocallback, abl-nocapture, abl-noring,
 abl-noactivity, abl-norecords; their profiles are incomplete by design).
 
-Each child compiles and warms up outside the profiler, starts it, runs STEPS
-steps, synchronises, and reports the loop time, finalize time, profile size
-and kernel count (from the profile, or the floor's record count). The parent
-prints medians, the spread (max-min over median) of each variant, the ratio
-to "none", and the added time relative to the floor's added time.
+The method: alternating blocks inside each process. Between fresh processes
+the unprofiled loop of a CPU-bound workload varied 10-30% on the H100 host
+(docs/benchmarks.md), more than any profiler costs, while everything that
+differs between processes (where the threads and their memory landed, hash
+and heap layout, the clocks the process started under) is fixed for a
+process's life. So each child compiles and warms up once, then runs
+--blocks blocks, each = one unprofiled loop of S steps and one profiled loop
+(start, --settle steps, S timed steps, sync, finalize), the unprofiled loop
+first in even blocks and second in odd ones, so that slow drift falls on
+both sides equally. Each loop: --settle untimed steps, gc.collect(), the
+collector off, S steps with a clock read after each, one sync at the end.
+Per block: profiled / unprofiled loop ("x own base"); per child: the median
+over its blocks; per variant: the median and spread of the children's
+medians over --rounds fresh processes, interleaved (the order of variants
+rotates every round). Children get PYTHONHASHSEED=0 and, with --cpus, a fixed
+CPU set. Each profiled block writes its own profile, so finalize time,
+profile size and kernel count are per block (kernel counts must match
+between profilers; a mismatch is printed loudly). --budget S stops starting
+children that would end past S seconds and prints what it has.
 
-  python bench/realworld.py --workloads train,graph --rounds 5 --out $OUT/rw
+  python bench/realworld.py --workloads train,eager,launch --rounds 2 \
+      --blocks 6 --steps train=60,eager=60 --budget 390 --out $OUT/rw
+  python bench/realworld.py --workloads launch --variants ablation \
+      --rounds 2 --blocks 6 --budget 270 --out $OUT/rw
+  python bench/realworld.py --workloads cpu --variants none,cproton \
+      --rounds 1 --blocks 2 --steps 200        # no GPU needed
+
+or through tests/gpu/run.sh (after a build; PYTHONPATH then finds cproton):
+BENCH=realworld WORKLOADS=train,eager,launch REPS=2 RW_BLOCKS=6
+RW_STEPS=train=60,eager=60 RW_BUDGET=390 PART_TIMEOUT=450 bash tests/gpu/run.sh
+build bench. Output: tables on stdout, OUT/runs.json (every block of every
+child), OUT/realworld.json (the summaries), OUT/profiles (each child's last
+profile per workload), OUT/logs (each child's stderr);
+`python bench/realworld_report.py OUT/runs.json` prints the tables again.
 """
 import argparse
 import contextlib
+import gc
 import json
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import realworld_report as report  # noqa: E402
 import workloads  # noqa: E402
-from cupti_overhead import build_floor, find_cupti, kernel_count, timed_run  # noqa: E402
+from cupti_overhead import build_floor, find_cupti, kernel_count  # noqa: E402
 
-VARIANTS = ["none", "floor", "proton", "cproton", "cproton-lazy", "cproton-hook",
-            "cproton-python"]
-ABLATION = ["none", "floor", "floor-cb", "floor-act", "proton", "cproton", "cproton-lazy",
-            "cproton-hook", "abl-nocallback", "abl-nocapture", "abl-noring",
-            "abl-noactivity", "abl-norecords"]
+# The order of round 0; round r starts r places later, so a --budget that
+# cuts the last round short still gives the first variants a second process.
+VARIANTS = ["none", "floor", "proton", "cproton", "cproton-lazy", "proton-hook",
+            "cproton-hook", "cproton-python"]
+ABLATION = ["none", "floor", "cproton", "proton", "floor-cb", "floor-act", "abl-nocallback",
+            "abl-nocapture", "abl-noring", "abl-noactivity", "abl-norecords", "cproton-lazy",
+            "cproton-hook", "proton-hook"]
 # Environment of each variant's child (the profiler reads it at start).
 ENV = {"floor-cb": {"FLOOR_NO_ACTIVITY": "1"}, "floor-act": {"FLOOR_NO_CALLBACK": "1"},
        "cproton-lazy": {"CPROTON_CUPTI_LAZY": "1", "CPROTON_LOG": "debug"}}
@@ -58,200 +92,287 @@ ENV.update({f"abl-{a}": {"CPROTON_CUPTI_ABLATE": a}
 
 # ---- the child -------------------------------------------------------------------
 
-def profiler_for(variant, args, out):
-    """(module or None, start(), finalize() -> profile path or None)."""
-    name = os.path.join(out, variant)
-    if variant == "none":
-        return None, (lambda: None), (lambda: None)
-    if variant.startswith("floor"):
-        import ctypes
-        lib = ctypes.CDLL(args.floor_lib)
-        lib.floor_stop.restype = ctypes.c_longlong
-        state = {}
+class Profiler:
+    """One variant's profiler inside a child, started and stopped once per
+    block: start(name, gpu) before a profiled loop, stop() after it returns
+    {"finalize_s", and where known "kernels", "profile", "profile_bytes"}.
+    `scope(name)` is what the workloads' steps enter (also while stopped)."""
 
-        def start():
-            if lib.floor_start(args.cupti.encode()):
-                raise RuntimeError("floor_start failed")
+    def __init__(self, variant, args):
+        self.variant, self.mod, self.floor = variant, None, None
+        self.scope = lambda name: contextlib.nullcontext()
+        if variant.startswith("floor"):
+            import ctypes
+            self.floor = ctypes.CDLL(args.floor_lib)
+            self.floor.floor_stop.restype = ctypes.c_longlong
+            self.cupti = args.cupti.encode()
+        elif variant != "none":
+            if variant.startswith("proton"):
+                import triton.profiler as mod
+            else:
+                import cproton as mod
+            self.mod, self.scope = mod, mod.scope
+            self.kw = {"hook": "triton"} if variant.endswith("-hook") else {}
+            if variant.endswith("-python"):
+                self.kw["context"] = "python"
 
-        def stop():
-            state["records"] = lib.floor_stop()
-            return state
-        return None, start, stop
-    if variant.startswith("proton"):
-        import triton.profiler as mod
-    else:
-        import cproton as mod
-    kw = {"backend": "cupti"}
-    if variant.endswith("-hook"):
-        kw["hook"] = "triton"
-    if variant.endswith("-python"):
-        kw["context"] = "python"
+    def start(self, name, gpu):
+        self.name = name
+        if self.floor is not None:
+            rc = self.floor.floor_start(self.cupti)
+            if rc:
+                raise RuntimeError(f"floor_start failed ({rc})")
+        elif self.mod is not None:
+            self.mod.start(name, **self.kw, **({"backend": "cupti"} if gpu else {}))
 
-    def fin():
-        mod.finalize()
-        return name + ".hatchet"
-    return mod, (lambda: mod.start(name, **kw)), fin
-
-
-def loops(step, sync, n, steps):
-    out = []
-    for _ in range(n):
-        sync()
+    def stop(self):
         t0 = time.perf_counter()
-        for _ in range(steps):
+        if self.floor is not None:
+            records = self.floor.floor_stop()
+        elif self.mod is not None:
+            self.mod.finalize()
+        out = {"finalize_s": time.perf_counter() - t0}
+        if self.floor is not None and os.environ.get("FLOOR_NO_ACTIVITY") != "1":
+            out["kernels"] = records
+        elif self.mod is not None and os.path.exists(self.name + ".hatchet"):
+            path = out["profile"] = self.name + ".hatchet"
+            out["profile_bytes"] = os.path.getsize(path)
+            out["kernels"] = kernel_count(path)
+        return out
+
+
+def timed_loop(step, sync, lead_in, steps):
+    """`lead_in` untimed steps, then `steps` timed ones with the collector
+    off: (loop seconds, median step seconds). Synchronises only at the
+    loop's ends, so asynchronous launches stay asynchronous; the step times
+    are CPU times between returns (back-pressure where the GPU is behind)."""
+    for _ in range(lead_in):
+        step()
+    sync()
+    gc.collect()
+    gc.disable()
+    clock = time.perf_counter
+    marks = [0.0] * (steps + 1)
+    try:
+        marks[0] = t0 = clock()
+        for i in range(1, steps + 1):
             step()
+            marks[i] = clock()
         sync()
-        out.append(time.perf_counter() - t0)
-    return out
+        loop = clock() - t0
+    finally:
+        gc.enable()
+    return loop, statistics.median(b - a for a, b in zip(marks, marks[1:]))
 
 
-def best_of(step, sync, start, finalize, args):
-    """warm-up, `paired` unprofiled loops, start, settle, `loops` profiled
-    loops, finalize: (best profiled loop, finalize s, profile, base loops)."""
+def current_cpu():
+    """The CPU this thread last ran on (Linux; None elsewhere): recorded per
+    block, to see whether a slow base loop goes with a placement."""
+    try:
+        with open("/proc/thread-self/stat") as f:
+            return int(f.read().rpartition(")")[2].split()[36])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def run_block(b, step, sync, prof, name, gpu, args, steps):
+    """One unprofiled and one profiled loop, the unprofiled first in even
+    blocks: {"base_s", "prof_s", their median steps, and stop()'s keys}."""
+    def profiled():
+        prof.start(name, gpu)
+        try:
+            r = timed_loop(step, sync, args.settle, steps)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                prof.stop()
+            raise
+        return r, prof.stop()
+
+    if b % 2 == 0:
+        base = timed_loop(step, sync, args.settle, steps)
+        (loop, step_s), info = profiled()
+    else:
+        (loop, step_s), info = profiled()
+        base = timed_loop(step, sync, args.settle, steps)
+    return dict(info, block=b, base_first=b % 2 == 0, base_s=base[0], base_step_s=base[1],
+                prof_s=loop, prof_step_s=step_s, cpu=current_cpu())
+
+
+def run_workload(w, prof, args, out):
+    """Warm-up, then the blocks; prints a BLOCK line per block and a DONE
+    line at the end (with the error that stopped it, if one did)."""
+    steps = args.steps_of[w]
+    step, sync = workloads.WORKLOADS[w](prof.scope)
     for _ in range(args.warmup):
         step()
-    base = loops(step, sync, args.paired if args.child != "none" else 0, args.steps)
-    start()
-    for _ in range(max(1, args.warmup // 4)):
-        step()
-    prof_loops = loops(step, sync, args.loops, args.steps)
-    t1 = time.perf_counter()
-    result = finalize()
-    return min(prof_loops), time.perf_counter() - t1, result, base
+    sync()
+    gc.collect()
+    gc.freeze()  # what the warm-up built is never scanned again
+    done = {"workload": w, "steps": steps, "settle": args.settle, "profile": None}
+    for b in range(args.blocks):
+        name = os.path.join(out, f"{w}_{prof.variant}_{os.getpid()}_b{b}")
+        try:
+            blk = run_block(b, step, sync, prof, name, w not in workloads.GPU_FREE, args, steps)
+        except Exception as e:  # noqa: BLE001 -- reported, the child goes on
+            done["error"] = f"block {b}: {type(e).__name__}: {e}"
+            break
+        if blk.get("profile"):
+            if done["profile"] and not args.keep_profiles:
+                os.remove(done["profile"])
+            done["profile"] = blk["profile"]
+        print("BLOCK " + json.dumps(dict(blk, workload=w, steps=steps, settle=args.settle)),
+              flush=True)
+    gc.unfreeze()
+    print("DONE " + json.dumps(done), flush=True)
+
+
+def parse_cpus(spec):
+    """"2-5,8" -> {2, 3, 4, 5, 8}."""
+    cpus = set()
+    for part in filter(None, spec.split(",")):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
 
 
 def child(args):
+    if args.cpus:  # before PyTorch starts its threads: they inherit it
+        os.sched_setaffinity(0, parse_cpus(args.cpus))
     if os.environ.get("CPROTON_LOG") in ("info", "debug"):  # the backend's lines
         import logging
         logging.basicConfig(level=logging.DEBUG, format="cproton %(message)s")
-    out = os.path.join(args.out, f"{args.workload}_{args.child}_{os.getpid()}")
+    out = os.path.join(args.out, "profiles")
     os.makedirs(out, exist_ok=True)
-    workloads.configure_caches(args.out)
-    mod, start, finalize = profiler_for(args.child, args, out)
-    scope = mod.scope if mod is not None else (lambda name: contextlib.nullcontext())
-    step, sync = workloads.WORKLOADS[args.workload](scope)
-    # --paired N: N unprofiled loops in this process before the profiler
-    # starts, a baseline paired with the profiled loops (same compile, same
-    # memory layout); --loops K: K profiled loops. With either, each side
-    # reports its best loop: interference from the rest of the machine only
-    # ever slows a loop down, so the minimum is the steadiest estimate.
-    base = []
-    if args.paired or args.loops > 1:
-        loop_s, finalize_s, prof, base = best_of(step, sync, start, finalize, args)
-    else:
-        loop_s, finalize_s, prof = timed_run(step, sync, start, finalize,
-                                             warmup=args.warmup,
-                                             settle=max(1, args.warmup // 4),
-                                             steps=args.steps)
-    res = {"variant": args.child, "workload": args.workload, "loop_s": loop_s,
-           "finalize_s": finalize_s, "steps": args.steps}
-    if base:
-        res["base_s"] = min(base)
-    if isinstance(prof, dict):
-        res["kernels"] = prof["records"]
-    elif prof and os.path.exists(prof):
-        res["profile_bytes"] = os.path.getsize(prof)
-        res["kernels"] = kernel_count(prof)
-        res["profile"] = prof
-    print("RESULT " + json.dumps(res), flush=True)
+    workloads.configure_caches(args.cache)
+    print("CHILD " + json.dumps({"pid": os.getpid(), "cpus": sorted(os.sched_getaffinity(0)),
+                                 "load": os.getloadavg()}), flush=True)
+    prof = Profiler(args.child, args)
+    for w in args.workload_list:
+        try:
+            run_workload(w, prof, args, out)
+        except Exception as e:  # noqa: BLE001 -- building or warming up failed
+            print("DONE " + json.dumps({"workload": w, "error": f"{type(e).__name__}: {e}"}),
+                  flush=True)
+        gc.collect()
+    print("CHILD " + json.dumps({"load_end": os.getloadavg()}), flush=True)
 
 
 # ---- the parent --------------------------------------------------------------------
 
-def run_child(workload, variant, steps, args):
+def child_cmd(variant, args):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", variant,
-           "--workload", workload, "--steps", str(steps), "--warmup", str(args.warmup),
-           "--out", args.out, "--floor-lib", args.floor_lib, "--cupti", args.cupti,
-           "--paired", str(args.paired), "--loops", str(args.loops)]
-    env = dict(os.environ, CPROTON_CUPTI_LIB=args.cupti, **ENV.get(variant, {}))
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                           timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        sys.stderr.write(f"{workload}/{variant}: timed out\n")
-        return None
-    for line in p.stdout.splitlines():
-        if line.startswith("RESULT "):
-            res = json.loads(line[7:])
-            res["log"] = [x for x in p.stderr.splitlines()
-                          if "cproton" in x and ("lazy" in x or "Warning" in x)][:40]
-            return res
-    sys.stderr.write(f"{workload}/{variant} failed (exit {p.returncode}):\n"
-                     f"{p.stderr[-3000:]}\n")
-    return None
+           "--workloads", ",".join(args.workload_list), "--steps", args.steps,
+           "--blocks", str(args.blocks), "--settle", str(args.settle),
+           "--warmup", str(args.warmup), "--out", args.out, "--cache", args.cache]
+    for flag, value in (("--floor-lib", args.floor_lib), ("--cupti", args.cupti),
+                        ("--cpus", args.cpus)):
+        if value:
+            cmd += [flag, value]
+    return cmd + (["--keep-profiles"] if args.keep_profiles else [])
 
 
-def summarise(workload, runs):
-    """Prints one table; returns {variant: summary} for results.json."""
-    med = {v: statistics.median(r["loop_s"] for r in rs) for v, rs in runs.items() if rs}
-    base, floor = med.get("none"), med.get("floor")
-    floor_add = floor - base if base and floor else None
-    print(f"\n== {workload}: medians over {min((len(r) for r in runs.values()), default=0)}"
-          f"+ rounds\n")
-    print(f"{'variant':15} {'loop ms':>9} {'spread':>7} {'x none':>7} {'added/floor':>11} "
-          f"{'fin ms':>7} {'profile B':>10} {'kernels':>9} {'x own base':>10}")
-    out = {}
-    for v, rs in runs.items():
-        if not rs:
-            print(f"{v:15} (failed)")
+def read_child(lines, variant, echo):
+    """Parses a child's stdout as it comes: {workload: result}, where a
+    result is {"variant", "workload", "blocks": [...], DONE's keys} and the
+    CHILD lines' keys."""
+    results, info = {}, {}
+    for line in lines:
+        kind, _, body = line.partition(" ")
+        if kind not in ("BLOCK", "DONE", "CHILD"):
             continue
-        loops = [r["loop_s"] for r in rs]
-        m = med[v]
-        spread = (max(loops) - min(loops)) / m
-        ratio = m / base if base else float("nan")
-        xf = (m - base) / floor_add if floor_add and base else float("nan")
-        fin = statistics.median(r["finalize_s"] for r in rs)
-        size = statistics.median(r.get("profile_bytes", 0) for r in rs)
-        k = rs[-1].get("kernels")
-        pairs = [r["loop_s"] / r["base_s"] for r in rs if r.get("base_s")]
-        paired = statistics.median(pairs) if pairs else float("nan")
-        print(f"{v:15} {m * 1e3:9.1f} {spread:7.1%} {ratio:7.3f} {xf:11.2f} "
-              f"{fin * 1e3:7.1f} {size:10.0f} {str(k):>9} {paired:10.3f}")
-        out[v] = {"median_s": m, "spread": spread, "x_none": ratio,
-                  "added_over_floor": xf, "finalize_s": fin, "profile_bytes": size,
-                  "kernels": k, "loops_s": loops, "x_own_base": paired,
-                  "own_base_ratios": pairs}
-    return out
-
-
-def placement(path):
-    """{kernel node path: count} of a hatchet profile: where every kernel
-    landed, for comparing profilers (and cproton's modes) run by run."""
-    out = {}
-
-    def walk(n, prefix):
-        for c in n.get("children", []):
-            p = prefix + "/" + c.get("frame", {}).get("name", "?")
-            m = c.get("metrics", {})
-            if "device_id" in m:
-                out[p] = out.get(p, 0) + m.get("count", 0)
-            walk(c, p)
-    try:
-        with open(path) as f:
-            walk(json.load(f)[0], "")
-    except (OSError, ValueError, IndexError):
-        return None
-    return out
-
-
-def compare_placement(workload, runs, ref="cproton"):
-    """Prints, for each variant with a profile, whether its kernels sit at
-    the same places with the same counts as `ref`'s (last runs compared)."""
-    base = runs.get(ref) and runs[ref][-1].get("profile")
-    base = placement(base) if base else None
-    if base is None:
-        return {}
-    out = {}
-    for v, rs in runs.items():
-        if v == ref or not rs or not rs[-1].get("profile") or v.startswith("abl-"):
+        d = json.loads(body)
+        if kind == "CHILD":
+            info.update(d)
             continue
-        other = placement(rs[-1]["profile"]) or {}
-        diff = sorted(k for k in set(base) | set(other) if base.get(k) != other.get(k))
-        out[v] = len(diff)
-        print(f"placement {workload} {v} vs {ref}: "
-              + ("identical" if not diff else f"{len(diff)} paths differ, e.g. "
-                 + "; ".join(f"{k}: {base.get(k)} vs {other.get(k)}" for k in diff[:4])),
-              flush=True)
+        r = results.setdefault(d["workload"], {"variant": variant, "workload": d["workload"],
+                                               "blocks": []})
+        if kind == "BLOCK":
+            r["blocks"].append(d)
+            echo(r, d)
+        else:
+            r.update(d)
+    for r in results.values():
+        r.update(info)
+    return results
+
+
+def run_child(variant, rnd, args):
+    """Runs one child to its end or its time limit; returns its results
+    (those of blocks that finished, also when it failed)."""
+    env = dict(os.environ, **ENV.get(variant, {}))
+    env.setdefault("PYTHONHASHSEED", "0")
+    if args.cupti:
+        env["CPROTON_CUPTI_LIB"] = args.cupti
+    err_path = os.path.join(args.out, "logs", f"r{rnd}_{variant}.err")
+    os.makedirs(os.path.dirname(err_path), exist_ok=True)
+
+    def echo(r, b):
+        print(f"  {r['workload']:7} r{rnd} {variant:15} b{b['block']} "
+              f"base {b['base_s'] * 1e3:8.1f} ms  prof {b['prof_s'] * 1e3:8.1f} ms  "
+              f"x{b['prof_s'] / b['base_s']:6.3f}  fin {b['finalize_s'] * 1e3:6.1f} ms  "
+              f"kernels {b.get('kernels')}", flush=True)
+
+    with open(err_path, "w") as err:
+        p = subprocess.Popen(child_cmd(variant, args), stdout=subprocess.PIPE, stderr=err,
+                             text=True, env=env)
+        timer = threading.Timer(args.timeout, p.kill)
+        timer.start()
+        try:
+            results = read_child(p.stdout, variant, echo)
+        finally:
+            p.wait()
+            timer.cancel()
+    with open(err_path) as f:
+        stderr = f.read()
+    log = [x for x in stderr.splitlines()
+           if "cproton" in x and ("lazy" in x or "Warning" in x)][:40]
+    for w in args.workload_list:
+        r = results.setdefault(w, {"variant": variant, "workload": w, "blocks": []})
+        r["log"] = log
+        if "steps" not in r or p.returncode:
+            r.setdefault("error", f"child exit {p.returncode}"
+                         + (" (killed at --timeout)" if p.returncode == -9 else ""))
+        if r.get("error"):
+            print(f"!! {w} r{rnd} {variant}: {r['error']}\n{stderr[-3000:]}", flush=True)
+    for x in log:
+        print("    " + x, flush=True)
+    return results
+
+
+def schedule(variants, args):
+    """Rounds of fresh children, the order rotated every round, within
+    --budget: {workload: {variant: [result per child]}}."""
+    runs = {w: {v: [] for v in variants} for w in args.workload_list}
+    t_begin, durations, skipped = time.monotonic(), [], []
+    for rnd in range(args.rounds):
+        k = rnd % len(variants)
+        for v in variants[k:] + variants[:k]:
+            # the first child compiles (cold caches): a poor estimate
+            est = max(durations[1:] or durations or [0])
+            if args.budget and time.monotonic() - t_begin + est > args.budget:
+                skipped.append(f"r{rnd} {v}")
+                continue
+            t0 = time.monotonic()
+            for w, r in run_child(v, rnd, args).items():
+                runs[w][v].append(r)
+            durations.append(time.monotonic() - t0)
+            with open(os.path.join(args.out, "runs.json"), "w") as f:
+                json.dump(runs, f, indent=1)
+    if skipped:
+        print(f"\nbudget {args.budget} s: {len(skipped)} children not started "
+              f"({', '.join(skipped)})", flush=True)
+    print(f"children: {len(durations)}, {time.monotonic() - t_begin:.0f} s "
+          f"(each {min(durations, default=0):.0f}-{max(durations, default=0):.0f} s)", flush=True)
+    return runs
+
+
+def steps_of(spec, names):
+    """"" -> the workloads' defaults; "80" -> 80 for every workload;
+    "train=80,launch=20000" -> those, defaults for the rest."""
+    out = {w: workloads.STEPS[w] for w in names}
+    for part in filter(None, spec.split(",")):
+        w, _, n = part.rpartition("=")
+        out.update({w: int(n)} if w else {x: int(n) for x in names})
     return out
 
 
@@ -260,44 +381,42 @@ def main():
     ap.add_argument("--workloads", default="train,graph,eager,launch")
     ap.add_argument("--variants", default=",".join(VARIANTS),
                     help="comma list, or 'ablation' for the per-launch breakdown")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=0, help="0: the workload's default")
+    ap.add_argument("--rounds", type=int, default=2, help="fresh processes per variant")
+    ap.add_argument("--blocks", type=int, default=6, help="alternating blocks per process")
+    ap.add_argument("--steps", default="",
+                    help="steps per loop: N for every workload or w=N,...; default "
+                         + ", ".join(f"{w} {n}" for w, n in workloads.STEPS.items()))
+    ap.add_argument("--settle", type=int, default=5, help="untimed steps before each loop")
     ap.add_argument("--warmup", type=int, default=40)
+    ap.add_argument("--budget", type=float, default=0,
+                    help="seconds: start no child that would end later (0: no limit)")
+    ap.add_argument("--cpus", default="", help="pin children to these CPUs, e.g. 2-9")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/cproton-realworld"))
+    ap.add_argument("--cache", default=os.path.join(tempfile.gettempdir(),
+                                                    "cproton-realworld-cache"),
+                    help="Inductor/Triton caches, shared by the children")
+    ap.add_argument("--keep-profiles", action="store_true",
+                    help="keep every block's profile (default: each child's last)")
     ap.add_argument("--cupti", default=None)
     ap.add_argument("--floor-lib", default=None)
-    ap.add_argument("--timeout", type=int, default=300)
-    ap.add_argument("--loops", type=int, default=1,
-                    help="profiled loops per child; the best one is reported")
-    ap.add_argument("--paired", type=int, default=0,
-                    help="unprofiled loops run in each child before its profiler starts")
+    ap.add_argument("--timeout", type=int, default=420, help="seconds per child")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    ap.add_argument("--workload", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    args.workload_list = args.workloads.split(",")
+    args.steps_of = steps_of(args.steps, args.workload_list)
     os.makedirs(args.out, exist_ok=True)
     if args.child:
         return child(args)
-    args.cupti = args.cupti or find_cupti()
-    args.floor_lib = args.floor_lib or build_floor(args.out)
     variants = ABLATION if args.variants == "ablation" else args.variants.split(",")
-    results = {}
-    for w in args.workloads.split(","):
-        steps = args.steps or workloads.STEPS[w]
-        run_child(w, "none", min(steps, 20), args)  # fills the compile caches
-        runs = {v: [] for v in variants}
-        for rnd in range(args.rounds):
-            k = rnd % len(variants)
-            for v in variants[k:] + variants[:k]:
-                r = run_child(w, v, steps, args)
-                if r:
-                    runs[v].append(r)
-                    b = f" (own base {r['base_s'] * 1e3:.1f})" if r.get("base_s") else ""
-                    print(f"  {w} round {rnd} {v:15} {r['loop_s'] * 1e3:9.1f} ms{b}"
-                          f" kernels {r.get('kernels')}", flush=True)
-                    for x in r.get("log", []):
-                        print("    " + x, flush=True)
-        results[w] = summarise(w, runs)
-        results[w]["placement_diffs"] = compare_placement(w, runs)
+    if any(v.startswith("floor") for v in variants):
+        args.cupti = args.cupti or find_cupti()
+        args.floor_lib = args.floor_lib or build_floor(args.out)
+    elif any(v != "none" for v in variants) and not set(args.workload_list) <= workloads.GPU_FREE:
+        args.cupti = args.cupti or find_cupti()
+    print(f"realworld: {args.rounds} rounds x {args.blocks} blocks, steps per loop "
+          f"{args.steps_of}, settle {args.settle}, cpus {args.cpus or 'any'}", flush=True)
+    runs = schedule(variants, args)
+    results = {w: report.workload(w, runs[w]) for w in args.workload_list}
     with open(os.path.join(args.out, "realworld.json"), "w") as f:
         json.dump(results, f, indent=1)
 

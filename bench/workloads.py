@@ -1,9 +1,9 @@
 """bench/workloads.py -- the real-program workloads of bench/realworld.py.
 
-Each workload is a function `make(scope)` returning (step, sync, kernels_per_step
-or None): `step()` runs one unit of work, `sync()` waits for the GPU, and
-`scope(name)` is the profiler's scope context manager (a no-op for variants
-without scopes), so that the same program runs under every profiler.
+Each workload is a function `make(scope)` returning (step, sync): `step()`
+runs one unit of work, `sync()` waits for the GPU, and `scope(name)` is the
+profiler's scope context manager (a no-op for variants without scopes), so
+that the same program runs under every profiler.
 
   train   a torch.compile'd GPT training step: Inductor's Triton kernels,
           cuBLAS matmuls, and autograd's own thread for the backward pass
@@ -11,6 +11,8 @@ without scopes), so that the same program runs under every profiler.
   eager   an eager PyTorch GPT training loop with forward/backward/optimizer
           scopes (what a person instrumenting a training script writes)
   launch  two tiny kernels per step (one Triton, one PyTorch): launch-bound
+  cpu     pure-Python work inside scopes, no GPU and no PyTorch: checks the
+          harness end to end on any machine (tests/python/test_realworld.py)
 
 Sizes are small on purpose: these programs are CPU-bound, which is where a
 kernel profiler's per-launch cost shows.
@@ -110,14 +112,34 @@ def make_launch(scope):
     return make_workload()
 
 
+def make_cpu(scope):
+    data = list(range(64))
+
+    def step():
+        with scope("step"):
+            for _ in range(4):
+                with scope("inner"):
+                    sum(x * x for x in data)
+
+    return step, (lambda: None)
+
+
 WORKLOADS = {"train": make_train, "graph": make_graph, "eager": make_eager,
-             "launch": make_launch}
-# Steps per timed run: enough that "none" repeats within ~2% between rounds.
-STEPS = {"train": 300, "graph": 600, "eager": 200, "launch": 20000}
+             "launch": make_launch, "cpu": make_cpu}
+# Steps per timed loop (bench/realworld.py runs two loops per block, one
+# unprofiled, one profiled): about half a second each on an H100 host, so a
+# block stays short enough that slow drift is the same on both sides.
+# `launch` keeps 40,000 launches per profiled loop: the finalize target is
+# stated for that many.
+STEPS = {"train": 100, "graph": 600, "eager": 100, "launch": 20000, "cpu": 2000}
+# Kernels per step where the workload fixes it (profiles give the others).
+KERNELS_PER_STEP = {"launch": 2, "cpu": 0}
+GPU_FREE = {"cpu"}  # workloads that start profilers without a GPU backend
 
 
 def configure_caches(root):
     """One Inductor/Triton cache for every child process, so that only the
-    first process of a workload compiles; the rest load from disk."""
+    first process of a workload compiles; the rest load from disk. Keep
+    `root` outside the output folder: the caches are tens of megabytes."""
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(root, "inductor"))
     os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(root, "triton"))

@@ -7,8 +7,10 @@
 # of issue 15 (bench/realworld.py; not in the default set: it takes minutes).
 # Prints RESULT lines and tables. BENCH="scope instrument wall decode cupti
 # launch realworld" picks which (all but realworld by default); for
-# realworld, WORKLOADS, VARIANTS (a list, or "ablation"), REPS, RW_STEPS and
-# RW_WARMUP pass through to bench/realworld.py.
+# realworld, WORKLOADS, VARIANTS (a list, or "ablation"), REPS (fresh
+# processes per variant), RW_BLOCKS (alternating blocks per process),
+# RW_BUDGET (seconds: no child starts that would end later), RW_CPUS (pin
+# the children), RW_STEPS and RW_WARMUP pass through to bench/realworld.py.
 set -u
 out=${1:-/tmp/cproton-bench}
 build=${2:-${BUILD:-build}}
@@ -27,10 +29,11 @@ for b in $which; do
              --steps ${STEPS:-20000} --reps ${REPS:-5} 2>&1 | tee "$out/cupti_overhead.txt" ;;
     launch) $py "$root/tests/gpu/python/launch_overhead.py" "$out" 2>&1 |
               tee "$out/launch_overhead.txt" ;;
-    realworld) $py "$root/bench/realworld.py" --out "$out/realworld" --rounds ${REPS:-5} \
-                 --workloads ${WORKLOADS:-train,graph,eager,launch} \
+    realworld) $py "$root/bench/realworld.py" --out "$out/realworld" --rounds ${REPS:-2} \
+                 --blocks ${RW_BLOCKS:-6} --workloads ${WORKLOADS:-train,graph,eager,launch} \
                  ${VARIANTS:+--variants $VARIANTS} ${RW_STEPS:+--steps $RW_STEPS} \
-                 ${RW_WARMUP:+--warmup $RW_WARMUP} 2>&1 |
+                 ${RW_WARMUP:+--warmup $RW_WARMUP} ${RW_BUDGET:+--budget $RW_BUDGET} \
+                 ${RW_CPUS:+--cpus $RW_CPUS} 2>&1 |
                  tee -a "$out/realworld.txt" ;;
   esac
 done
