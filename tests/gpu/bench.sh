@@ -9,6 +9,7 @@
 # launch realworld" picks which (all but realworld by default); for
 # realworld, WORKLOADS, VARIANTS (a list, or "ablation"), REPS (fresh
 # processes per variant), RW_BLOCKS (alternating blocks per process),
+# INSTR_ARGS / WALL_ARGS add flags to instrument_overhead.py / instrument_wall.py;
 # RW_BUDGET (seconds: no child starts that would end later), RW_CPUS (pin
 # the children), RW_STEPS and RW_WARMUP pass through to bench/realworld.py.
 set -u
@@ -21,9 +22,10 @@ which=${BENCH:-"scope instrument wall decode cupti launch"}
 for b in $which; do
   case $b in
     scope) "$build/bench/scope_bench" 2000000 11 | sed 's/^/scope_bench: /' ;;
-    instrument) $py "$root/bench/instrument_overhead.py" --reps ${REPS:-7} 2>&1 |
+    instrument) $py "$root/bench/instrument_overhead.py" --reps ${REPS:-7} ${INSTR_ARGS:-} 2>&1 |
                   tee "$out/instrument_overhead.txt" ;;
-    wall) $py "$root/bench/instrument_wall.py" --reps ${REPS:-3} 2>&1 | tee "$out/instrument_wall.txt" ;;
+    wall) $py "$root/bench/instrument_wall.py" --reps ${REPS:-3} ${WALL_ARGS:-} 2>&1 |
+            tee "$out/instrument_wall.txt" ;;
     decode) "$build/bench/decode_bench" 3 | tee "$out/decode_bench.txt" ;;
     cupti) $py "$root/bench/cupti_overhead.py" --lib "$build/libcproton.so" --out "$out/cupti" \
              --steps ${STEPS:-20000} --reps ${REPS:-5} 2>&1 | tee "$out/cupti_overhead.txt" ;;

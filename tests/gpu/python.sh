@@ -5,7 +5,7 @@
 # python/ folder on PYTHONPATH; or `pip install --no-build-isolation .`,
 # which needs scikit-build-core), triton 3.6 and torch with CUDA. Writes one
 # log and the profiles per case under OUT_DIR; exits non-zero if any case
-# fails.
+# fails. GPU_PY_TESTS="triton_instrument instrument_sums ..." runs a subset.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-${OUT:-out/gpu-python}}
@@ -13,8 +13,11 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 py=${PYTHON:-python3}
 fail=0
+# GPU_PY_TESTS="name ..." runs only those cases (all by default).
+only=${GPU_PY_TESTS:-}
 run() {
   local name=$1; shift
+  if [ -n "$only" ] && [[ " $only " != *" $name "* ]]; then return; fi
   if (cd "$out" && "$@") >"$out/$name.log" 2>&1; then
     echo "PASS $name"
   else
@@ -34,7 +37,9 @@ run ws_events       "$py" "$here/python/ws_events.py"
 run proton_example  "$py" "$here/python/proton_example_check.py"
 run cli             "$py" -m cproton -n cli_profile -k triton "$here/python/cli_example.py"
 run cli_check       "$py" "$here/python/cli_check.py"
-if nvcc -O2 -arch=native "$here/cupti_app.cu" -o "$out/native_app" > "$out/nvcc.log" 2>&1; then
+if [ -n "$only" ] && [[ " $only " != *" cli_native "* ]]; then
+  :
+elif nvcc -O2 -arch=native "$here/cupti_app.cu" -o "$out/native_app" > "$out/nvcc.log" 2>&1; then
   run cli_native    "$py" -m cproton -n cli_native -- "$out/native_app" "$out/native_expected"
   run cli_native_check "$py" "$here/python/cli_native_check.py"
 else
