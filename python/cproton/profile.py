@@ -157,8 +157,10 @@ def start(
         raise ValueError(f"unknown hook '{hook}' (valid: None, 'triton')")
     name = DEFAULT_PROFILE_NAME if name is None else name
     mode_str = _get_mode_str(backend, mode)
-    if backend == "instrumentation":  # a mode the hook would refuse starts no session
+    instr_hook = None
+    if backend == "instrumentation":  # a mode the C parser or the hook refuses starts no session
         check_instrumentation_mode(mode_str, data or "tree")
+        instr_hook = InstrumentationHook(mode, data)
     chosen = _select_backend(backend)
     knobs.export()
     rank, local_rank = _ranks()
@@ -174,8 +176,8 @@ def start(
                           "backend": chosen, "mode": mode_str, "hook": hook}
     if hook in ("triton", "launch"):
         HookManager.register(LaunchHook(), session)
-    if backend == "instrumentation":
-        HookManager.register(InstrumentationHook(mode, data), session)
+    if instr_hook is not None:
+        HookManager.register(instr_hook, session)
     if mode_str and mode_str.lower().startswith("pcsampling"):
         _add_loaded_cubins()
     return session

@@ -87,30 +87,41 @@ enum {
  * of its paired occurrences, their count and its unpaired markers, and at
  * its exit adds them with `red.global.add.u64` to one of CP_AGG_SLOTS slots
  * of the launch's buffer, slot (linear CTA id mod CP_AGG_SLOTS) when the
- * grid has at least CP_AGG_SLOTS CTAs, else the CTA's own. A slot is
- * cp_reduce_n_words(n_scopes) u64 words in the CP_REDUCE_* order above
+ * grid has at least CP_AGG_SLOTS CTAs, else the CTA's own. A slot holds
+ * cp_layout_sum_words(n_scopes) u64 words in the CP_REDUCE_* order above
  * (the device reduction's result, so both take the same path to the
- * profile): CTAS counts CTAs whose thread 0 finalized; DROPPED stays 0
- * (nothing is stored); the clock pair sums, per recording unit, its counter
- * and %globaltimer spans from kernel entry to its exit. per_cta_bytes is
- * one slot, so a buffer of grid x per_cta_bytes holds every slot the grid
- * uses. The runtime zeroes the slots before a launch, copies back
- * min(grid, CP_AGG_SLOTS) slots after it and sums them on the host.
- * Striping over slots keeps the atomics of large grids from queueing on
- * one address. At most CP_AGG_MAX_SCOPES scopes (each takes six registers
- * for the whole kernel); kernels with more, or with events, keep records. */
-#define CP_AGG_SLOTS 64u
+ * profile), padded to cp_layout_sum_slot_bytes: CTAS counts CTAs whose
+ * warp 0 finalized; DROPPED stays 0 (nothing is stored); the clock pair
+ * sums, per CTA, warp 0's counter and %globaltimer spans from kernel entry
+ * to its exit. per_cta_bytes is one slot, so a buffer of grid x
+ * per_cta_bytes holds every slot the grid uses. The runtime zeroes the
+ * slots before a launch, copies back min(grid, CP_AGG_SLOTS) slots after
+ * it and sums them on the host. Each recording warp adds its words with one
+ * lane-parallel atomic into its slot's 128-byte lines, and striping over
+ * slots spreads the atomics of large grids over many lines (a few hot
+ * lines slowed a 64M-element add by a third on an H200). At most
+ * CP_AGG_MAX_SCOPES scopes (each takes six registers for the whole kernel,
+ * and a slot's words must fit a warp's 32 lanes); kernels with more, or
+ * with events, keep records. */
+#define CP_AGG_SLOTS 256u
 #define CP_AGG_MAX_SCOPES 8u
-
-/* The most bytes a launch's slots take (CP_AGG_SLOTS slots of the largest
- * kernel): the runtime keeps this much at the start of every free pool
- * buffer zero, whatever kernel used it last. */
-#define CP_AGG_MAX_BYTES (CP_AGG_SLOTS * 8u * (CP_REDUCE_FIXED + 3u * CP_AGG_MAX_SCOPES))
 
 /* u64 words of a device-reduction result or an in-kernel sums slot. */
 static inline uint32_t cp_layout_sum_words(uint32_t n_scopes) {
   return CP_REDUCE_FIXED + 3u * n_scopes;
 }
+
+/* Bytes of one in-kernel sums slot: its words, padded to whole 128-byte
+ * lines (one L2 request per line for a warp's lane-parallel atomic). */
+static inline uint32_t cp_layout_sum_slot_bytes(uint32_t n_scopes) {
+  return (8u * cp_layout_sum_words(n_scopes) + 127u) & ~127u;
+}
+
+/* The most bytes a launch's slots take (CP_AGG_SLOTS slots of a kernel of
+ * CP_AGG_MAX_SCOPES scopes: 32 words, 256 bytes each): the runtime keeps
+ * this much at the start of every free pool buffer zero, whatever kernel
+ * used it last. */
+#define CP_AGG_MAX_BYTES (CP_AGG_SLOTS * 256u)
 
 /* Bytes of header for `n_units` units: fixed part plus counts, rounded up
  * to 16 so that segments allow 16-byte vector copies. */

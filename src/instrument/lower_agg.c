@@ -1,8 +1,10 @@
 /* instrument/lower_agg.c -- the in-kernel sums lowering (cp_lower_agg_*):
  * instead of storing a record per marker, each thread keeps per-scope
- * totals in registers and the recording lane of each unit adds them to a
- * slot of the launch's buffer when it exits (layout: instrument/layout.h,
- * "In-kernel sums").
+ * totals in registers, and the first warp of each recording unit adds them
+ * to a slot of the launch's buffer when it exits, with one lane-parallel
+ * atomic (lane j adds word j; layout: instrument/layout.h, "In-kernel
+ * sums"). Warp 0 adds the CTA's words (finalized CTAs, the clock
+ * measurement, whose %globaltimer only warp 0 reads) with its own.
  *
  * Per scope s, five registers live for the whole kernel: %cpr_as<s> the
  * counter (low 32 bits) at the open start, %cpr_ao<s> 1 while a start is
@@ -43,14 +45,17 @@ void cp_lower_agg_prologue(cp_text *t, cp_lower_cfg *c) {
   c->n_instrs = 0;
   cp_text_printf(t, "\t// @cproton prologue: in-kernel sums of %u scopes, %s counter, %u units, %u B per slot\n", n,
                  counter_names[c->counter], c->n_units, c->per_cta_bytes);
-  cp_text_puts(t, "\t.reg .b32 %cpr_tid, %cpr_cta, %cpr_unit, %cpr_slot, %cpr_t, %cpr_u, %cpr_n;\n"
-                  "\t.reg .b64 %cpr_buf, %cpr_a, %cpr_v, %cpr_x, %cpr_gt0, %cpr_c0;\n"
-                  "\t.reg .pred %cpr_on, %cpr_first, %cpr_q;\n");
+  cp_text_puts(t, "\t.reg .b32 %cpr_tid, %cpr_cta, %cpr_slot, %cpr_ln, %cpr_t, %cpr_u, %cpr_n;\n"
+                  "\t.reg .b64 %cpr_buf, %cpr_a, %cpr_v, %cpr_x, %cpr_gt0, %cpr_c0, %cpr_gs, %cpr_cs;\n"
+                  "\t.reg .pred %cpr_wr, %cpr_w0, %cpr_first, %cpr_q;\n");
   cp_text_printf(t, "\t.reg .b32 %%cpr_as<%u>, %%cpr_ao<%u>, %%cpr_an<%u>, %%cpr_au<%u>;\n", n, n, n, n);
   cp_text_printf(t, "\t.reg .b64 %%cpr_ac<%u>;\n", n);
-  /* the clock measurement's start: both clocks, read together */
-  cp_lower_ins(t, c, "mov.u64 %%cpr_gt0, %%globaltimer;");
-  cp_lower_read_counter(t, c, "", "%cpr_c0");
+  /* the clock measurement's start, in warp 0 only (as the records' CTA
+   * header): %globaltimer is read by one warp per CTA */
+  cp_lower_ids(t, c);
+  cp_lower_ins(t, c, "setp.lt.u32 %%cpr_q, %%cpr_tid, 32;");
+  cp_lower_ins(t, c, "@%%cpr_q mov.u64 %%cpr_gt0, %%globaltimer;");
+  cp_lower_read_counter(t, c, "@%cpr_q ", "%cpr_c0");
   for (uint32_t s = 0; s < n; s++) {
     cp_lower_ins(t, c, "mov.u32 %%cpr_as%u, 0;", s);
     cp_lower_ins(t, c, "mov.u32 %%cpr_ao%u, 0;", s);
@@ -81,6 +86,35 @@ void cp_lower_agg_record(cp_text *t, cp_lower_cfg *c, uint32_t s, int is_end) {
   cp_lower_ins(t, c, "mov.u32 %%cpr_ao%u, 0;", s);
 }
 
+/* log2 of the warps per unit of the configured granularity. */
+static unsigned unit_shift(const cp_lower_cfg *c) {
+  unsigned shift = 0;
+  while ((1u << shift) < cp_layout_unit_warps((uint32_t)c->granularity))
+    shift++;
+  return shift;
+}
+
+/* Whether unit 0 records (then warp 0 adds the CTA's words with its own). */
+static int unit0_records(const cp_lower_cfg *c) { return !c->sample_mask || (c->sample_mask & 1u); }
+
+/* %cpr_wr: this warp is the first of a recording unit; %cpr_w0: warp 0;
+ * %cpr_first: thread 0; %cpr_ln: the lane. From %cpr_tid. */
+static void warp_flags(cp_text *t, cp_lower_cfg *c) {
+  unsigned shift = unit_shift(c);
+  cp_lower_ins(t, c, "and.b32 %%cpr_t, %%cpr_tid, %u;", (32u << shift) - 1);
+  cp_lower_ins(t, c, "setp.lt.u32 %%cpr_wr, %%cpr_t, 32;");
+  if (c->sample_mask) {
+    cp_lower_ins(t, c, "shr.u32 %%cpr_t, %%cpr_tid, %u;", 5 + shift);
+    cp_lower_ins(t, c, "mov.u32 %%cpr_u, %u;", c->sample_mask);
+    cp_lower_ins(t, c, "shr.b32 %%cpr_u, %%cpr_u, %%cpr_t;");
+    cp_lower_ins(t, c, "and.b32 %%cpr_u, %%cpr_u, 1;");
+    cp_lower_ins(t, c, "setp.ne.and.u32 %%cpr_wr, %%cpr_u, 0, %%cpr_wr;");
+  }
+  cp_lower_ins(t, c, "setp.lt.u32 %%cpr_w0, %%cpr_tid, 32;");
+  cp_lower_ins(t, c, "setp.eq.u32 %%cpr_first, %%cpr_tid, 0;");
+  cp_lower_ins(t, c, "and.b32 %%cpr_ln, %%cpr_tid, 31;");
+}
+
 /* %cpr_a = the address of this CTA's slot: CTA id mod CP_AGG_SLOTS when
  * the grid has that many CTAs, else the CTA's own. */
 static void slot_address(cp_text *t, cp_lower_cfg *c) {
@@ -97,57 +131,93 @@ static void slot_address(cp_text *t, cp_lower_cfg *c) {
   cp_lower_ins(t, c, "mad.wide.u32 %%cpr_a, %%cpr_slot, %u, %%cpr_buf;", c->per_cta_bytes);
 }
 
-/* The clock measurement: this unit's counter and globaltimer spans. */
+/* The clock measurement (meaningful in warp 0, which read the start):
+ * %cpr_cs the counter's span and %cpr_gs the %globaltimer span. */
 static void clock_spans(cp_text *t, cp_lower_cfg *c) {
-  cp_lower_ins(t, c, "mov.u64 %%cpr_x, %%globaltimer;");
-  cp_lower_ins(t, c, "sub.u64 %%cpr_x, %%cpr_x, %%cpr_gt0;");
-  cp_lower_ins(t, c, "red.global.add.u64 [%%cpr_a+%u], %%cpr_x;", 8u * CP_REDUCE_CLOCK_NS);
+  cp_lower_ins(t, c, "@%%cpr_w0 mov.u64 %%cpr_gs, %%globaltimer;");
+  cp_lower_ins(t, c, "sub.u64 %%cpr_gs, %%cpr_gs, %%cpr_gt0;");
   if (c->counter == CPROTON_COUNTER_CLOCK) {
     cp_lower_ins(t, c, "mov.u32 %%cpr_t, %%clock;");
     cp_lower_ins(t, c, "cvt.u32.u64 %%cpr_u, %%cpr_c0;");
     cp_lower_ins(t, c, "sub.u32 %%cpr_t, %%cpr_t, %%cpr_u;");
-    cp_lower_ins(t, c, "cvt.u64.u32 %%cpr_v, %%cpr_t;");
+    cp_lower_ins(t, c, "cvt.u64.u32 %%cpr_cs, %%cpr_t;");
   } else {
-    cp_lower_ins(t, c, "mov.u64 %%cpr_v, %%%s;", counter_names[c->counter]);
-    cp_lower_ins(t, c, "sub.u64 %%cpr_v, %%cpr_v, %%cpr_c0;");
+    cp_lower_ins(t, c, "mov.u64 %%cpr_cs, %%%s;", counter_names[c->counter]);
+    cp_lower_ins(t, c, "sub.u64 %%cpr_cs, %%cpr_cs, %%cpr_c0;");
   }
-  cp_lower_ins(t, c, "red.global.add.u64 [%%cpr_a+%u], %%cpr_v;", 8u * CP_REDUCE_CLOCK_CYCLES);
 }
 
-/* Adds the 32-bit register `reg` to slot word `word` when it is not 0. */
-static void add_u32(cp_text *t, cp_lower_cfg *c, const char *reg, uint32_t word) {
-  cp_lower_ins(t, c, "setp.ne.u32 %%cpr_q, %s, 0;", reg);
-  cp_lower_ins(t, c, "cvt.u64.u32 %%cpr_x, %s;", reg);
-  cp_lower_ins(t, c, "@%%cpr_q red.global.add.u64 [%%cpr_a+%u], %%cpr_x;", 8u * word);
+/* Lane `word` of a recording warp takes `src` (`cvt`: a 32-bit register,
+ * widened) into %cpr_v; `w0`: only in warp 0 (the CTA's words). */
+static void take(cp_text *t, cp_lower_cfg *c, uint32_t word, const char *src, int cvt, int w0) {
+  if (w0)
+    cp_lower_ins(t, c, "setp.eq.and.u32 %%cpr_q, %%cpr_ln, %u, %%cpr_w0;", word);
+  else
+    cp_lower_ins(t, c, "setp.eq.u32 %%cpr_q, %%cpr_ln, %u;", word);
+  cp_lower_ins(t, c, cvt ? "@%%cpr_q cvt.u64.u32 %%cpr_v, %s;" : "@%%cpr_q mov.u64 %%cpr_v, %s;", src);
 }
 
-/* Scope s's totals; its unpaired markers into the running %cpr_n. */
-static void scope_sums(cp_text *t, cp_lower_cfg *c, uint32_t s) {
+/* Thread 0's scalar adds of the CTA's words, when warp 0 does not record
+ * (unit 0 not sampled). */
+static void cta_words_alone(cp_text *t, cp_lower_cfg *c) {
+  cp_lower_ins(t, c, "@!%%cpr_first bra $cpr_rec;");
+  cp_lower_ins(t, c, "red.global.add.u64 [%%cpr_a+%u], 1;", 8u * CP_REDUCE_CTAS);
+  cp_lower_ins(t, c, "red.global.add.u64 [%%cpr_a+%u], %%cpr_cs;", 8u * CP_REDUCE_CLOCK_CYCLES);
+  cp_lower_ins(t, c, "red.global.add.u64 [%%cpr_a+%u], %%cpr_gs;", 8u * CP_REDUCE_CLOCK_NS);
+  cp_text_puts(t, "$cpr_rec:\n");
+}
+
+/* Each recording warp adds its whole slot contribution with one atomic
+ * instruction: lane j adds word j (cp_layout_sum_words(n) <= 32 words, a
+ * 128-byte-aligned slot), so the L2 sees one request per line and warp
+ * instead of one per word and unit. Lanes whose word is 0 add nothing. */
+static void warp_sums(cp_text *t, cp_lower_cfg *c) {
   uint32_t n = c->n_scopes;
   char reg[32];
-  cp_lower_ins(t, c, "add.u32 %%cpr_au%u, %%cpr_au%u, %%cpr_ao%u;", s, s, s); /* open at the exit */
-  cp_lower_ins(t, c, "setp.ne.u32 %%cpr_q, %%cpr_an%u, 0;", s);
-  cp_lower_ins(t, c, "@%%cpr_q red.global.add.u64 [%%cpr_a+%u], %%cpr_ac%u;", 8u * (CP_REDUCE_FIXED + s), s);
-  snprintf(reg, sizeof reg, "%%cpr_an%u", s);
-  add_u32(t, c, reg, CP_REDUCE_FIXED + n + s);
-  snprintf(reg, sizeof reg, "%%cpr_au%u", s);
-  add_u32(t, c, reg, CP_REDUCE_FIXED + 2 * n + s);
-  cp_lower_ins(t, c, "add.u32 %%cpr_n, %%cpr_n, %%cpr_au%u;", s);
+  cp_lower_ins(t, c, "mov.u32 %%cpr_n, 0;");
+  for (uint32_t s = 0; s < n; s++) {
+    cp_lower_ins(t, c, "add.u32 %%cpr_au%u, %%cpr_au%u, %%cpr_ao%u;", s, s, s); /* open at the exit */
+    cp_lower_ins(t, c, "add.u32 %%cpr_n, %%cpr_n, %%cpr_au%u;", s);
+  }
+  cp_lower_ins(t, c, "mov.u64 %%cpr_v, 0;");
+  if (unit0_records(c)) {
+    take(t, c, CP_REDUCE_CTAS, "1", 0, 1);
+    take(t, c, CP_REDUCE_CLOCK_CYCLES, "%cpr_cs", 0, 1);
+    take(t, c, CP_REDUCE_CLOCK_NS, "%cpr_gs", 0, 1);
+  }
+  take(t, c, CP_REDUCE_UNPAIRED, "%cpr_n", 1, 0);
+  for (uint32_t s = 0; s < n; s++) {
+    snprintf(reg, sizeof reg, "%%cpr_ac%u", s);
+    take(t, c, CP_REDUCE_FIXED + s, reg, 0, 0);
+    snprintf(reg, sizeof reg, "%%cpr_an%u", s);
+    take(t, c, CP_REDUCE_FIXED + n + s, reg, 1, 0);
+    snprintf(reg, sizeof reg, "%%cpr_au%u", s);
+    take(t, c, CP_REDUCE_FIXED + 2 * n + s, reg, 1, 0);
+  }
+  cp_lower_ins(t, c, "mul.wide.u32 %%cpr_x, %%cpr_ln, 8;");
+  cp_lower_ins(t, c, "add.s64 %%cpr_a, %%cpr_a, %%cpr_x;");
+  cp_lower_ins(t, c, "setp.ne.u64 %%cpr_q, %%cpr_v, 0;");
+  cp_lower_ins(t, c, "@%%cpr_q red.global.add.u64 [%%cpr_a], %%cpr_v;");
 }
 
 void cp_lower_agg_finalize(cp_text *t, cp_lower_cfg *c) {
   c->n_instrs = 0;
   cp_text_puts(t, "\t// @cproton finalize: in-kernel sums\n$cpr_fin:\n");
   cp_lower_ids(t, c);
-  cp_lower_unit(t, c);
-  slot_address(t, c);
-  cp_lower_ins(t, c, "@%%cpr_first red.global.add.u64 [%%cpr_a+%u], 1;", 8u * CP_REDUCE_CTAS);
-  cp_lower_ins(t, c, "@!%%cpr_on bra $cpr_done;");
-  clock_spans(t, c);
-  cp_lower_ins(t, c, "mov.u32 %%cpr_n, 0;");
-  for (uint32_t s = 0; s < c->n_scopes; s++)
-    scope_sums(t, c, s);
-  add_u32(t, c, "%cpr_n", CP_REDUCE_UNPAIRED);
+  warp_flags(t, c);
+  if (unit0_records(c)) { /* warp 0 records: the CTA's words go with its sums */
+    cp_lower_ins(t, c, "@!%%cpr_wr bra $cpr_done;");
+    slot_address(t, c);
+    clock_spans(t, c);
+  } else {
+    cp_lower_ins(t, c, "or.pred %%cpr_q, %%cpr_wr, %%cpr_w0;");
+    cp_lower_ins(t, c, "@!%%cpr_q bra $cpr_done;");
+    slot_address(t, c);
+    clock_spans(t, c);
+    cta_words_alone(t, c);
+    cp_lower_ins(t, c, "@!%%cpr_wr bra $cpr_done;");
+  }
+  warp_sums(t, c);
   cp_text_puts(t, "$cpr_done:\n");
   cp_lower_ins(t, c, "ret;");
 }

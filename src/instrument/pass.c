@@ -206,7 +206,7 @@ static void aggregate_layout(cproton_buffer_layout *lay, uint32_t n_scopes) {
   lay->aggregate = 1;
   lay->header_bytes = 0;
   lay->segment_bytes = 0;
-  lay->per_cta_bytes = 8u * cp_layout_sum_words(n_scopes);
+  lay->per_cta_bytes = cp_layout_sum_slot_bytes(n_scopes);
 }
 
 /* Scopes, layout and lowering configuration of kernel `k`. */

@@ -103,11 +103,11 @@ def test_sums_have_no_host_buffer():
     """A kernel summed in the kernel stores no records: no host buffer."""
     hook = instr.InstrumentationHook("default")
     assert hook.sums_in_kernel()
-    layout = {"kernel": "vadd", "aggregate": 1, "per_cta_bytes": 8 * 17, "header_bytes": 0, "n_units": 4,
+    layout = {"kernel": "vadd", "aggregate": 1, "per_cta_bytes": 256, "header_bytes": 0, "n_units": 4,
               "segment_bytes": 0, "counter": 1, "granularity": 0, "buffer": 0, "unit_warp": [0, 1, 2, 3],
               "scope_names": ["kernel", "load", "store"], "scope_parents": [-1, 0, 0]}
     with pytest.raises(ValueError, match="records"):
-        instr.host_buffer_bytes(layout, bytes(8 * 17), 4)
+        instr.host_buffer_bytes(layout, bytes(256), 4)
 
 
 def test_bad_buffers_are_refused():

@@ -138,7 +138,7 @@ def test_hook_instruments_the_ptx_stage(mode, data, sums):
     assert layout["aggregate"] == int(sums)
     if sums:  # no records: registers, then atomic adds into one slot per CTA
         assert "red.global.add.u64" in ptx and "%smid" not in ptx
-        assert layout["per_cta_bytes"] == 8 * (8 + 3 * 3)
+        assert layout["per_cta_bytes"] == 256  # 17 words, padded to 128-byte lines
     else:
         assert "%globaltimer" in ptx and "%smid" in ptx
     assert layout["kernel"] == "vadd"
@@ -250,3 +250,14 @@ def test_reduce_kernel_warns_when_a_kernel_keeps_records():
         k = compile_hooked(ws_events.source(), "default:reduce=kernel")
     assert k.metadata.cproton_layout["aggregate"] == 0
     assert "summed" in _cproton.instr_stats()
+
+
+def test_a_refused_mode_leaves_no_session():
+    """A mode the hook refuses (Proton's mode classes know metric_type=cycle
+    only) raises before any session starts: the next start is not told
+    that another mode is running."""
+    import cproton as proton
+    with pytest.raises(ValueError, match="metric_type"):
+        proton.start("refused", backend="instrumentation", mode="default:metric_type=globaltimer")
+    sid = proton.start("accepted", backend="instrumentation", mode="default:granularity=cta")
+    proton.finalize(sid)

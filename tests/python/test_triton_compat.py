@@ -84,8 +84,10 @@ def test_instrumented_kernel_compiles_ahead_of_time():
     assert layout["scope_names"] == ["kernel", "load", "store"]
     assert layout["scope_parents"] == [-1, 0, 0]
     assert k.metadata.profile_scratch_size == layout["per_cta_bytes"] > 0
-    # lowered: the pass's registers, clock reads and finalize block are in
-    assert "%cpr_on" in ptx and "$cpr_fin" in ptx and "%globaltimer" in ptx
+    # lowered: the pass's registers, clock reads and finalize block are in;
+    # a tree profile sums in the kernel (lane-parallel atomics, no records)
+    assert "%cpr_wr" in ptx and "$cpr_fin" in ptx and "%globaltimer" in ptx
+    assert layout["aggregate"] == 1 and "red.global.add.u64" in ptx
     assert ptx.count("mov.u64 %cpr_") > 0
     assert k.asm["cubin"][:4] == b"\x7fELF"  # ptxas assembled it
     # the session is over: the same kernel compiles without markers again

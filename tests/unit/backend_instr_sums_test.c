@@ -17,13 +17,15 @@
 static const char *const names[] = {"outer", "inner"};
 static const int32_t parents[] = {-1, 0};
 #define WORDS (CP_REDUCE_FIXED + 3 * 2)
+#define SLOT_BYTES 128 /* WORDS x 8, padded to a 128-byte line */
+#define STRIDE (SLOT_BYTES / 8)
 
 static cproton_buffer_layout sums_layout(void) {
   cproton_buffer_layout l;
   memset(&l, 0, sizeof l);
   l.aggregate = 1;
   l.n_units = 4;
-  l.per_cta_bytes = 8 * WORDS;
+  l.per_cta_bytes = SLOT_BYTES;
   l.counter = CPROTON_COUNTER_CLOCK64;
   l.n_scopes = 2;
   l.scope_names = names;
@@ -38,7 +40,7 @@ static cproton_buffer_layout sums_layout(void) {
  * cycles in 100 ns (2 cycles/ns). `finalized` CTAs reach their exit. */
 static void play_kernel(uint64_t *slots, size_t n_ctas, size_t finalized) {
   for (size_t c = 0; c < finalized; c++) {
-    uint64_t *w = slots + (n_ctas >= CP_AGG_SLOTS ? c % CP_AGG_SLOTS : c) * WORDS;
+    uint64_t *w = slots + (n_ctas >= CP_AGG_SLOTS ? c % CP_AGG_SLOTS : c) * STRIDE;
     w[CP_REDUCE_CTAS] += 1;
     for (int u = 0; u < 4; u++) {
       w[CP_REDUCE_CLOCK_CYCLES] += 200;
@@ -67,11 +69,11 @@ static json_t *metrics_at(json_t *node, const char *const *path, size_t n) {
 /* One launch of `k` over `n_ctas` CTAs, `finalized` of them reaching their
  * exit, inside scope "step" of session `sid`; returns the session's tree. */
 static json_t *launch(int sid, cproton_instr_kernel *k, size_t n_ctas, size_t finalized, int corrupt) {
-  size_t size = n_ctas * (8 * WORDS);
+  size_t size = n_ctas * SLOT_BYTES;
   uint64_t dptr = 0;
   cr_assert_eq(cproton_instr_alloc(size, 0, &dptr), CPROTON_OK, "%s", cproton_last_error());
   uint64_t *slots = (uint64_t *)(uintptr_t)dptr;
-  for (size_t i = 0; i < cp_sums_n_slots(n_ctas) * WORDS; i++)
+  for (size_t i = 0; i < cp_sums_n_slots(n_ctas) * STRIDE; i++)
     cr_assert_eq(slots[i], 0, "slot word %zu not zero before the launch", i);
   play_kernel(slots, n_ctas, finalized);
   if (corrupt)
@@ -80,7 +82,7 @@ static json_t *launch(int sid, cproton_instr_kernel *k, size_t n_ctas, size_t fi
   cr_assert_eq(cproton_instr_launch(k, dptr, size, 0), CPROTON_OK, "%s", cproton_last_error());
   cproton_scope_exit("step");
   cr_assert_eq(cproton_instr_flush(), CPROTON_OK);
-  for (size_t i = 0; i < cp_sums_n_slots(n_ctas) * WORDS; i++)
+  for (size_t i = 0; i < cp_sums_n_slots(n_ctas) * STRIDE; i++)
     cr_assert_eq(slots[i], 0, "slot word %zu not re-armed after the launch", i);
   char *json;
   cr_assert_eq(cproton_session_data_json(sid, &json, NULL), CPROTON_OK);
@@ -105,7 +107,7 @@ static int session(const char *name) {
 Test(instr_sums, slots_of_a_large_grid_land_under_kernel_scopes, .init = reset) {
   cproton_instr_kernel *k = sums_kernel();
   int sid = session("sums_large");
-  json_t *j = launch(sid, k, 1000, 1000, 0); /* 64 slots */
+  json_t *j = launch(sid, k, 1000, 1000, 0); /* 256 slots */
   json_t *root = json_array_get(j, 0);
   const char *outer[] = {"step", "sum_kernel", "outer"}, *inner[] = {"step", "sum_kernel", "outer", "inner"};
   json_t *m = metrics_at(root, outer, 3);
@@ -172,7 +174,7 @@ Test(instr_sums, a_buffer_that_held_records_is_clean_for_sums, .init = reset) {
   cproton_instr_kernel *rk, *k = sums_kernel();
   cr_assert_eq(cproton_instr_kernel_new("rec_kernel", &rl, &rk), CPROTON_OK);
   int sid = session("sums_reuse");
-  size_t n_ctas = 1000 * (8 * WORDS) / rl.per_cta_bytes + 1, size = n_ctas * rl.per_cta_bytes;
+  size_t n_ctas = 1000 * SLOT_BYTES / rl.per_cta_bytes + 1, size = n_ctas * rl.per_cta_bytes;
   uint64_t dptr = 0;
   cr_assert_eq(cproton_instr_alloc(size, 0, &dptr), CPROTON_OK, "%s", cproton_last_error());
   memset((void *)(uintptr_t)dptr, 0x5a, size); /* a kernel that never finalized, all bytes written */
@@ -186,7 +188,7 @@ Test(instr_sums, a_buffer_that_held_records_is_clean_for_sums, .init = reset) {
 
 Test(instr_sums, decode_checks_the_slots) {
   cproton_buffer_layout l = sums_layout();
-  uint64_t slots[3 * WORDS] = {0};
+  uint64_t slots[3 * STRIDE] = {0};
   play_kernel(slots, 3, 3);
   cproton_decoded *d = NULL;
   cr_assert_eq(cp_sums_decode("k", &l, slots, 3, 3, &d), CPROTON_OK, "%s", cproton_last_error());
@@ -212,7 +214,7 @@ Test(instr_sums, decode_checks_the_slots) {
 
 Test(instr_sums, records_decoders_refuse_a_sums_layout) {
   cproton_buffer_layout l = sums_layout();
-  unsigned char buf[8 * WORDS] = {0};
+  unsigned char buf[SLOT_BYTES] = {0};
   cproton_decoded *d = NULL;
   cr_assert_eq(cproton_buffer_decode(buf, sizeof buf, &l, 0, &d), CPROTON_EINVAL);
   cr_assert(strstr(cproton_last_error(), "aggregate"), "%s", cproton_last_error());

@@ -109,7 +109,7 @@ Test(instrument_sums, layout_is_one_slot_of_totals) {
   cr_assert_eq(cproton_ptx_kernel_layout(p, 0, &l), CPROTON_OK);
   cr_assert_eq(l.aggregate, 1);
   cr_assert_eq(l.n_scopes, 4);
-  cr_assert_eq(l.per_cta_bytes, 8 * (CP_REDUCE_FIXED + 3 * 4));
+  cr_assert_eq(l.per_cta_bytes, 256, "20 words, padded to two 128-byte lines");
   cr_assert_eq(l.header_bytes, 0);
   cr_assert_eq(l.segment_bytes, 0);
   cr_assert_eq(l.n_units, 4);
@@ -126,6 +126,7 @@ Test(instrument_sums, layout_is_one_slot_of_totals) {
   cproton_ptx_kernel_stats(p, 0, &st);
   cr_assert_eq(st.n_records, 8);
   cr_assert_leq(st.record_instrs, 9, "an end marker is a counter read and a few register ops");
+  cr_assert_lt(st.finalize_instrs, 120, "the exit: flags, the slot, one lane-parallel atomic");
   cproton_ptx_free(p);
   free(in);
 }

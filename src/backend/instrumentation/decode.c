@@ -73,10 +73,10 @@ static inline uint64_t rd64(const unsigned char *p) {
 static int check_sums_layout(const cproton_buffer_layout *l) {
   uint32_t n = l->n_units;
   if (n == 0 || n > CP_LAYOUT_MAX_UNITS || l->n_scopes > CP_AGG_MAX_SCOPES ||
-      l->per_cta_bytes != 8u * cp_layout_sum_words(l->n_scopes))
+      l->per_cta_bytes != cp_layout_sum_slot_bytes(l->n_scopes))
     return cp_error_set(CPROTON_EINVAL, "layout: in-kernel sums of %u scopes over %u units with %u bytes per CTA "
                         "(need 1..32 units, at most %u scopes, %u bytes)", l->n_scopes, n, l->per_cta_bytes,
-                        CP_AGG_MAX_SCOPES, 8u * cp_layout_sum_words(l->n_scopes));
+                        CP_AGG_MAX_SCOPES, cp_layout_sum_slot_bytes(l->n_scopes));
   return 0;
 }
 

@@ -47,11 +47,14 @@ int cp_sums_decode(const char *kernel, const cproton_buffer_layout *layout, cons
   if (n_slots != cp_sums_n_slots(n_ctas))
     return cp_error_set(CPROTON_EINVAL, "kernel %s: %zu slots for %zu CTAs (expected %zu)", kernel, n_slots,
                         n_ctas, cp_sums_n_slots(n_ctas));
+  if (layout->per_cta_bytes != cp_layout_sum_slot_bytes(layout->n_scopes))
+    return cp_error_set(CPROTON_EINVAL, "kernel %s: %u-byte slots for %u scopes (expected %u)", kernel,
+                        layout->per_cta_bytes, layout->n_scopes, cp_layout_sum_slot_bytes(layout->n_scopes));
   uint64_t w[CP_REDUCE_FIXED + 3 * CP_AGG_MAX_SCOPES] = {0};
-  uint32_t words = cp_layout_sum_words(layout->n_scopes);
+  uint32_t words = cp_layout_sum_words(layout->n_scopes), stride = layout->per_cta_bytes / 8;
   for (size_t i = 0; i < n_slots; i++)
     for (uint32_t j = 0; j < words; j++)
-      w[j] += slots[i * words + j];
+      w[j] += slots[i * stride + j];
   int rc = check_totals(kernel, layout->n_scopes, w, n_ctas);
   return rc ? rc : cp_decoded_from_reduce(w, layout, out);
 }

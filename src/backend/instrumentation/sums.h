@@ -12,9 +12,9 @@
 /* Slots a launch of `n_ctas` CTAs writes: min(n_ctas, CP_AGG_SLOTS). */
 size_t cp_sums_n_slots(size_t n_ctas);
 
-/* Sums the `n_slots` slots at `slots` (each cp_layout_sum_words(n_scopes)
- * u64 words, copied back from a launch of `n_ctas` CTAs of a kernel with
- * `layout`) into a decoded result: per-scope totals, CTAs that never
+/* Sums the `n_slots` slots at `slots` (each layout->per_cta_bytes long,
+ * its first cp_layout_sum_words(n_scopes) u64 words used; copied back from
+ * a launch of `n_ctas` CTAs of a kernel with `layout`) into a decoded result: per-scope totals, CTAs that never
  * finalized as bad CTAs. Errors: EINVAL (a layout that is not aggregate or
  * has too many scopes), EPARSE (slots that cannot come from one launch:
  * more finalized CTAs than the grid has, records dropped, or unpaired
