@@ -242,9 +242,10 @@ def test_reduce_kernel_is_refused_where_records_are_needed():
     assert instr.check_mode(None, "trace") == "auto"
 
 
-def test_reduce_kernel_warns_when_a_kernel_keeps_records():
+def test_reduce_kernel_warns_when_a_kernel_keeps_records(tmp_path, monkeypatch):
     """Asked for explicitly, a kernel that cannot sum in the kernel (events)
     says so; by default it keeps records quietly."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))  # compiled, not loaded
     from test_events import compile_hooked, ws_events
     with pytest.warns(CprotonWarning, match="kernel 'ws_events': reduce=kernel, but it has events"):
         k = compile_hooked(ws_events.source(), "default:reduce=kernel")
