@@ -75,6 +75,26 @@ def breakdown(before, after):
             f" in flight {per['inflight_ns']:.1f} us, decoding {per['decode_ns']:.1f} us")
 
 
+def profile_launches(fns, mode, launches=500):
+    """Where the launching thread's time goes (cProfile: Triton's launcher,
+    the hooks, cproton's C calls), per kernel."""
+    import cProfile
+    import cproton
+    import pstats
+    for name, fn in fns.items():
+        sid = cproton.start(f"/tmp/cproton-wall-profile-{name}", backend="instrumentation", mode=mode)
+        wall_per_launch(fn, 20, True)
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(launches):
+            fn()
+        prof.disable()
+        torch.cuda.synchronize()
+        cproton.finalize(sid)
+        print(f"== launching thread, {name}, mode '{mode}', {launches} launches (cProfile, tottime):")
+        pstats.Stats(prof).sort_stats("tottime").print_stats(12)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)
@@ -84,6 +104,8 @@ def main():
     # Proton 3.6 synchronises on every instrumented launch (hundreds of ms
     # each on these grids): fewer launches keep the run short.
     ap.add_argument("--proton-launches", type=int, default=10)
+    ap.add_argument("--profile", action="store_true",
+                    help="also profile the first cproton variant's launch loop (cProfile, 500 launches)")
     args = ap.parse_args()
     import cproton
     from cproton import _cproton
@@ -116,6 +138,8 @@ def main():
                 res.setdefault((name, variant), []).append((wall, loop, fin, drops))
                 print(f"rep {rep} {name} {variant}: {wall:.4f} ms/launch wall, {loop:.4f} ms/launch loop, "
                       f"finalize {fin:.1f} ms, dropped {drops}{breakdown(before, after)}", flush=True)
+    if args.profile:
+        profile_launches(fns, next(iter(modes.values())))
     print(f"wall per launch, steady state, {args.launches} launches, {args.reps} reps, "
           f"medians [device: {torch.cuda.get_device_name()}]")
     for name in fns:

@@ -286,9 +286,15 @@ typedef struct cproton_decoded_cta {
   uint64_t finalize_time; /* when thread 0 began the finalize */
   uint64_t end_time;      /* after thread 0's copy-out */
   /* the latest paired end (counter units after start_counter) of any unit
-   * of the CTA, 0 when none: with finalize_time - start_time it measures
-   * the SM clock of the launch */
+   * of the CTA, 0 when none */
   int64_t last_end;
+  /* counter units from start_counter to finalize_time, read by thread 0
+   * together with finalize_time: with finalize_time - start_time it
+   * measures the SM clock of the launch (one thread, one interval, two
+   * clocks). 0 in buffers of cproton before it, which measured last_end
+   * against that interval instead (biased high: other warps end after
+   * thread 0's finalize). */
+  uint32_t finalize_counter;
 } cproton_decoded_cta;
 
 /* One paired scope occurrence. start/end are counter units relative to the

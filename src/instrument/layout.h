@@ -20,7 +20,9 @@
  *   +48  u32 n_units    units with a segment (checks the layout)
  *   +52  u32 seg_bytes  segment size (checks the layout)
  *   +56  u32 n_active   warps launched: ceil(ntid.x*ntid.y*ntid.z / 32)
- *   +60  u32 reserved   0
+ *   +60  u32 fin_ctr    counter units from start_ctr to fin_time (low 32
+ *                       bits), read by thread 0 with fin_time: the clock
+ *                       measurement; 0 in buffers of older cproton
  *   +64  u32 count[n_units]  records unit u wrote; grows past the capacity
  *        ... zero padding to header_bytes (a multiple of 16)
  *   +header_bytes  segment[0] | segment[1] | ... (segment_bytes each)
@@ -64,14 +66,16 @@ enum {
   CP_HDR_N_UNITS = 48,
   CP_HDR_SEG_BYTES = 52,
   CP_HDR_N_ACTIVE = 56,
+  CP_HDR_FIN_CTR = 60,
   CP_HDR_COUNTS = 64
 };
 
 /* The device reduction's result (backend/instrumentation/reduce.cu): u64
  * words, CP_REDUCE_FIXED totals, then cycles, counts and unpaired records
  * per scope (n_scopes each). CTAS counts good slices; the clock pair sums,
- * over CTAs with a paired end, the furthest end (counter units after the
- * start counter) and the globaltimer span from entry to finalize. */
+ * over CTAs, thread 0's counter span (fin_ctr) and globaltimer span from
+ * entry to finalize (buffers without fin_ctr: over CTAs with a paired end,
+ * the furthest end instead of fin_ctr). */
 enum {
   CP_REDUCE_CTAS = 0,
   CP_REDUCE_BAD_CTAS = 1,

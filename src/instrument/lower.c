@@ -93,6 +93,7 @@ void cp_lower_prologue(cp_text *t, cp_lower_cfg *c) {
                   "%cpr_t, %cpr_u, %cpr_n, %cpr_o, %cpr_ss, %cpr_sa;\n"
                   "\t.reg .b64 %cpr_buf, %cpr_seg, %cpr_a, %cpr_v, %cpr_x, %cpr_y, "
                   "%cpr_gt0, %cpr_c0, %cpr_gtf, %cpr_gte;\n"
+                  "\t.reg .b32 %cpr_fc;\n"
                   "\t.reg .pred %cpr_on, %cpr_first, %cpr_q;\n");
   if (c->buffer == CPROTON_BUFFER_SHARED)
     cp_text_printf(t, "\t.shared .align 16 .b8 __cproton_smem[%u];\n", c->n_units * c->seg_bytes);
@@ -192,8 +193,7 @@ static void header(cp_text *t, cp_lower_cfg *c) {
   cp_lower_ins(t, c, "shr.u32 %%cpr_t, %%cpr_t, 5;");
   cp_lower_ins(t, c, "mov.u32 %%cpr_u, %u;", c->n_units);
   cp_lower_ins(t, c, "mov.u32 %%cpr_n, %u;", c->seg_bytes);
-  cp_lower_ins(t, c, "mov.u32 %%cpr_o, 0;");
-  cp_lower_ins(t, c, "st.global.v4.u32 [%%cpr_buf+48], {%%cpr_u, %%cpr_n, %%cpr_t, %%cpr_o};");
+  cp_lower_ins(t, c, "st.global.v4.u32 [%%cpr_buf+48], {%%cpr_u, %%cpr_n, %%cpr_t, %%cpr_fc};");
   cp_lower_ins(t, c, "st.global.u64 [%%cpr_buf], %llu;", word0);
 }
 
@@ -204,10 +204,25 @@ void cp_lower_exit_branch(cp_text *t, const char *pred, size_t pred_len, int pre
     cp_text_puts(t, "bra $cpr_fin;");
 }
 
+/* %cpr_fc: thread 0's counter units since its entry, read right after
+ * fin_time: the same interval on both clocks (the clock measurement). */
+static void fin_counter(cp_text *t, cp_lower_cfg *c) {
+  if (c->counter == CPROTON_COUNTER_CLOCK) {
+    cp_lower_ins(t, c, "@%%cpr_first mov.u32 %%cpr_fc, %%clock;");
+    cp_lower_ins(t, c, "@%%cpr_first cvt.u32.u64 %%cpr_t, %%cpr_c0;");
+    cp_lower_ins(t, c, "@%%cpr_first sub.u32 %%cpr_fc, %%cpr_fc, %%cpr_t;");
+    return;
+  }
+  cp_lower_read_counter(t, c, "@%cpr_first ", "%cpr_x");
+  cp_lower_ins(t, c, "@%%cpr_first sub.u64 %%cpr_x, %%cpr_x, %%cpr_c0;");
+  cp_lower_ins(t, c, "@%%cpr_first cvt.u32.u64 %%cpr_fc, %%cpr_x;");
+}
+
 void cp_lower_finalize(cp_text *t, cp_lower_cfg *c) {
   c->n_instrs = 0;
   cp_text_puts(t, "\t// @cproton finalize\n$cpr_fin:\n");
   cp_lower_ins(t, c, "@%%cpr_first mov.u64 %%cpr_gtf, %%globaltimer;");
+  fin_counter(t, c);
   cp_lower_ins(t, c, "@!%%cpr_on bra $cpr_hdr;");
   cp_lower_ins(t, c, "shr.u32 %%cpr_n, %%cpr_idx, 3;");
   cp_lower_ins(t, c, "mul.wide.u32 %%cpr_x, %%cpr_slot, 4;");

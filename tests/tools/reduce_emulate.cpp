@@ -117,6 +117,7 @@ static void fill_cta(unsigned char *p, const cproton_buffer_layout &l, uint32_t 
   put(p + CP_HDR_N_UNITS, l.n_units, 4);
   put(p + CP_HDR_SEG_BYTES, l.segment_bytes, 4);
   put(p + CP_HDR_N_ACTIVE, below(50) ? l.n_units : below(34), 4);
+  put(p + CP_HDR_FIN_CTR, below(3) ? 0 : 1 + below(400000), 4); /* 0: a buffer of older cproton */
   uint64_t mask = l.counter == 0 ? 0xffffffffull : 0xffffffffffffull, cap = l.segment_bytes / 8;
   for (uint32_t u = 0; u < l.n_units; u++) {
     uint32_t n = deep ? 150 : below(3) ? below((uint32_t)cap + 1) : below((uint32_t)cap * 3 + 80);

@@ -269,6 +269,31 @@ Test(instr_runtime, trace_regions_as_perfetto_warp_tracks, .init = reset) {
 
 /* Overwritten records: counted on the kernel's node; the surviving record
  * whose partner they were, on its scope's node. */
+/* Thread 0's counter at its finalize (fin_ctr) measures the clock over the
+ * same interval as the globaltimer: 200 counter units in 50 ns = 4 per ns,
+ * whatever the other warps' last ends (100 here, which would say 2). */
+Test(instr_runtime, finalize_counter_measures_the_clock, .init = reset) {
+  cproton_buffer_layout l = layout();
+  cproton_instr_kernel *k;
+  cr_assert_eq(cproton_instr_kernel_new("mm_kernel", &l, &k), CPROTON_OK);
+  unsigned char buf[512];
+  fill(buf, &l);
+  put32(buf + CP_HDR_FIN_CTR, 200);
+  int sid = tree_session("instr_fin_ctr");
+  cr_assert_eq(cproton_instr_record_host(k, buf, l.per_cta_bytes, 0), CPROTON_OK, "%s", cproton_last_error());
+  char *json;
+  cr_assert_eq(cproton_session_data_json(sid, &json, NULL), CPROTON_OK);
+  json_t *j = cpt_parse_json(json);
+  cproton_free(json);
+  json_t *kern = json_array_get(json_object_get(json_array_get(j, 0), "children"), 0);
+  json_t *outer = json_array_get(json_object_get(kern, "children"), 0);
+  cr_assert_float_eq(json_real_value(json_object_get(json_object_get(outer, "metrics"), "normalized_time (ns)")),
+                     25.0, 1e-9, "100 cycles at 4 cycles/ns");
+  json_decref(j);
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  cproton_instr_kernel_free(k);
+}
+
 Test(instr_runtime, drops_are_metrics, .init = reset) {
   cproton_buffer_layout l = layout();
   cproton_instr_kernel *k;

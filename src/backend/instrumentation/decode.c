@@ -150,6 +150,7 @@ static int check_cta(const unsigned char *p, size_t i, const cproton_buffer_layo
   c->finalize_time = rd64(p + CP_HDR_FIN_TIME);
   c->end_time = rd64(p + CP_HDR_END_TIME);
   c->last_end = 0;
+  c->finalize_counter = rd32(p + CP_HDR_FIN_CTR);
   return 0;
 }
 
@@ -398,8 +399,8 @@ static int decode_all(cproton_decoded *d, const unsigned char *buf, size_t size,
       rc = decode_cta(d, p, l, c);
     if (rc)
       return rc;
-    if (c->last_end > 0 && c->finalize_time > c->start_time) {
-      d->clock_cycles += (uint64_t)c->last_end;
+    if (c->finalize_time > c->start_time && (c->finalize_counter || c->last_end > 0)) {
+      d->clock_cycles += c->finalize_counter ? c->finalize_counter : (uint64_t)c->last_end;
       d->clock_ns += c->finalize_time - c->start_time;
     }
     d->n_ctas++;

@@ -212,9 +212,10 @@ __device__ static void reduce_cta(u64 i, unsigned unit, unsigned g, const cp_red
   last_end = group_max(last_end, g);
   if (ok && unit == 0) {
     u64 t0 = ld64(p + CP_HDR_START_TIME), t1 = ld64(p + CP_HDR_FIN_TIME);
+    unsigned fin = ld32(p + CP_HDR_FIN_CTR); /* 0: a buffer of older cproton */
     c->ctas++;
-    if (last_end > 0 && t1 > t0) {
-      c->clock_cycles += (u64)last_end;
+    if (t1 > t0 && (fin || last_end > 0)) {
+      c->clock_cycles += fin ? (u64)fin : (u64)last_end;
       c->clock_ns += t1 - t0;
     }
   }
