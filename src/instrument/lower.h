@@ -18,6 +18,8 @@ typedef struct cp_lower_cfg {
   uint32_t sample_mask; /* 0: every unit */
   uint32_t n_scopes;    /* scope ids 0 .. n_scopes-1 (in-kernel sums) */
   int aggregate;        /* in-kernel sums (lower_agg.c) instead of records */
+  int flow_verified;    /* markers nest on every control-flow path
+                           (cp_scope_table.flow_verified) */
   int one_dim;          /* the block is known to be 1-D (.reqntid N) */
   const char *param;    /* name of the buffer .param */
   size_t param_len;

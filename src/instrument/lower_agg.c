@@ -6,15 +6,22 @@
  * sums"). Warp 0 adds the CTA's words (finalized CTAs, the clock
  * measurement, whose %globaltimer only warp 0 reads) with its own.
  *
- * Per scope s, five registers live for the whole kernel: %cpr_as<s> the
- * counter (low 32 bits) at the open start, %cpr_ao<s> 1 while a start is
- * open, %cpr_an<s> paired occurrences, %cpr_au<s> unpaired markers, and
- * %cpr_ac<s> (64-bit) the cycles of the paired occurrences. A start while
- * the scope is open makes the earlier start unpaired; an end without an
- * open start is unpaired; starts still open at the exit are unpaired. For
- * the markers the pass accepts (balanced, non-crossing, no scope started
- * again while open, along every control-flow path) this pairs exactly as
- * the host decoder's stack does. Durations are
+ * Per scope s these registers live for the whole kernel: %cpr_as<s> the
+ * counter (low 32 bits) at the open start, %cpr_an<s> paired occurrences,
+ * %cpr_ac<s> (64-bit) the cycles of the paired occurrences, and either
+ *  - (the lean form, when the pass verified the nesting along every
+ *    control-flow path: each end finds its scope open, no start finds it
+ *    open) %cpr_ne<s>, the starts: a start adds 1 and reads the counter, an
+ *    end reads the counter and adds the difference and 1; starts still open
+ *    at the exit (ne - an) are unpaired; or
+ *  - (when the flow could not be followed) %cpr_ao<s> 1 while a start is
+ *    open and %cpr_au<s> unpaired markers: a start while the scope is open
+ *    makes the earlier start unpaired, an end without an open start is
+ *    unpaired (its duration multiplied by the open flag, 0), starts still
+ *    open at the exit are unpaired.
+ * Both pair exactly as the host decoder's stack does for the markers the
+ * pass accepts (balanced, non-crossing, no scope started again while open).
+ * Durations are
  * 32-bit counter differences: one occurrence may last up to 2^32 cycles
  * (about two seconds), and the sums are 64-bit.
  *
@@ -48,7 +55,10 @@ void cp_lower_agg_prologue(cp_text *t, cp_lower_cfg *c) {
   cp_text_puts(t, "\t.reg .b32 %cpr_tid, %cpr_cta, %cpr_slot, %cpr_ln, %cpr_t, %cpr_u, %cpr_n;\n"
                   "\t.reg .b64 %cpr_buf, %cpr_a, %cpr_v, %cpr_x, %cpr_gt0, %cpr_c0, %cpr_gs, %cpr_cs;\n"
                   "\t.reg .pred %cpr_wr, %cpr_w0, %cpr_first, %cpr_q;\n");
-  cp_text_printf(t, "\t.reg .b32 %%cpr_as<%u>, %%cpr_ao<%u>, %%cpr_an<%u>, %%cpr_au<%u>;\n", n, n, n, n);
+  if (c->flow_verified)
+    cp_text_printf(t, "\t.reg .b32 %%cpr_as<%u>, %%cpr_an<%u>, %%cpr_ne<%u>;\n", n, n, n);
+  else
+    cp_text_printf(t, "\t.reg .b32 %%cpr_as<%u>, %%cpr_an<%u>, %%cpr_ao<%u>, %%cpr_au<%u>;\n", n, n, n, n);
   cp_text_printf(t, "\t.reg .b64 %%cpr_ac<%u>;\n", n);
   /* the clock measurement's start, in warp 0 only (as the records' CTA
    * header): %globaltimer is read by one warp per CTA */
@@ -58,17 +68,41 @@ void cp_lower_agg_prologue(cp_text *t, cp_lower_cfg *c) {
   cp_lower_read_counter(t, c, "@%cpr_q ", "%cpr_c0");
   for (uint32_t s = 0; s < n; s++) {
     cp_lower_ins(t, c, "mov.u32 %%cpr_as%u, 0;", s);
-    cp_lower_ins(t, c, "mov.u32 %%cpr_ao%u, 0;", s);
     cp_lower_ins(t, c, "mov.u32 %%cpr_an%u, 0;", s);
-    cp_lower_ins(t, c, "mov.u32 %%cpr_au%u, 0;", s);
     cp_lower_ins(t, c, "mov.u64 %%cpr_ac%u, 0;", s);
+    if (c->flow_verified) {
+      cp_lower_ins(t, c, "mov.u32 %%cpr_ne%u, 0;", s);
+    } else {
+      cp_lower_ins(t, c, "mov.u32 %%cpr_ao%u, 0;", s);
+      cp_lower_ins(t, c, "mov.u32 %%cpr_au%u, 0;", s);
+    }
   }
   cp_text_puts(t, "\t// @cproton prologue end\n");
+}
+
+/* The lean form (c->flow_verified): no open flag to keep. */
+static void lean_record(cp_text *t, cp_lower_cfg *c, uint32_t s, int is_end) {
+  char reg[32];
+  if (!is_end) {
+    cp_lower_ins(t, c, "add.u32 %%cpr_ne%u, %%cpr_ne%u, 1;", s, s);
+    snprintf(reg, sizeof reg, "%%cpr_as%u", s);
+    read_low(t, c, reg);
+    return;
+  }
+  read_low(t, c, "%cpr_t");
+  cp_lower_ins(t, c, "sub.u32 %%cpr_t, %%cpr_t, %%cpr_as%u;", s);
+  cp_lower_ins(t, c, "cvt.u64.u32 %%cpr_x, %%cpr_t;");
+  cp_lower_ins(t, c, "add.u64 %%cpr_ac%u, %%cpr_ac%u, %%cpr_x;", s, s);
+  cp_lower_ins(t, c, "add.u32 %%cpr_an%u, %%cpr_an%u, 1;", s, s);
 }
 
 void cp_lower_agg_record(cp_text *t, cp_lower_cfg *c, uint32_t s, int is_end) {
   c->n_instrs = 0;
   char reg[32];
+  if (c->flow_verified) {
+    lean_record(t, c, s, is_end);
+    return;
+  }
   if (!is_end) { /* bookkeeping first, the counter last: outside the region */
     cp_lower_ins(t, c, "add.u32 %%cpr_au%u, %%cpr_au%u, %%cpr_ao%u;", s, s, s);
     cp_lower_ins(t, c, "mov.u32 %%cpr_ao%u, 1;", s);
@@ -174,10 +208,14 @@ static void cta_words_alone(cp_text *t, cp_lower_cfg *c) {
 static void warp_sums(cp_text *t, cp_lower_cfg *c) {
   uint32_t n = c->n_scopes;
   char reg[32];
+  const char *unp = c->flow_verified ? "ne" : "au"; /* each scope's unpaired markers, below */
   cp_lower_ins(t, c, "mov.u32 %%cpr_n, 0;");
   for (uint32_t s = 0; s < n; s++) {
-    cp_lower_ins(t, c, "add.u32 %%cpr_au%u, %%cpr_au%u, %%cpr_ao%u;", s, s, s); /* open at the exit */
-    cp_lower_ins(t, c, "add.u32 %%cpr_n, %%cpr_n, %%cpr_au%u;", s);
+    if (c->flow_verified) /* starts still open at the exit */
+      cp_lower_ins(t, c, "sub.u32 %%cpr_ne%u, %%cpr_ne%u, %%cpr_an%u;", s, s, s);
+    else
+      cp_lower_ins(t, c, "add.u32 %%cpr_au%u, %%cpr_au%u, %%cpr_ao%u;", s, s, s);
+    cp_lower_ins(t, c, "add.u32 %%cpr_n, %%cpr_n, %%cpr_%s%u;", unp, s);
   }
   cp_lower_ins(t, c, "mov.u64 %%cpr_v, 0;");
   if (unit0_records(c)) {
@@ -191,7 +229,7 @@ static void warp_sums(cp_text *t, cp_lower_cfg *c) {
     take(t, c, CP_REDUCE_FIXED + s, reg, 0, 0);
     snprintf(reg, sizeof reg, "%%cpr_an%u", s);
     take(t, c, CP_REDUCE_FIXED + n + s, reg, 1, 0);
-    snprintf(reg, sizeof reg, "%%cpr_au%u", s);
+    snprintf(reg, sizeof reg, "%%cpr_%s%u", unp, s);
     take(t, c, CP_REDUCE_FIXED + 2 * n + s, reg, 1, 0);
   }
   cp_lower_ins(t, c, "mul.wide.u32 %%cpr_x, %%cpr_ln, 8;");

@@ -255,6 +255,7 @@ static int plan_kernel(const char *text, size_t size, const cp_ptx_module *m, co
                         .n_units = lay->n_units, .seg_bytes = lay->segment_bytes,
                         .header_bytes = lay->header_bytes, .per_cta_bytes = lay->per_cta_bytes,
                         .sample_mask = mask, .n_scopes = ko->scopes.n, .aggregate = agg,
+                        .flow_verified = ko->scopes.flow_verified,
                         .param = text + k->param_off, .param_len = k->param_len,
                         .one_dim = k->ntid_required && k->ntid[1] <= 1 && k->ntid[2] <= 1 && !o->num_warps};
   return 0;

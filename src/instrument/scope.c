@@ -328,6 +328,7 @@ static int check_nesting(assigner *a) {
       rc = walk(a);
   } else {
     rc = walk_flow(a, &f);
+    a->t->flow_verified = rc == 0;
   }
   cp_flow_free(&f);
   return rc;

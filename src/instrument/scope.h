@@ -16,6 +16,10 @@ typedef struct cp_scope_table {
   char *note;           /* owned; non-NULL when nesting was checked in text
                            order because the control flow could not be
                            followed (what and where) */
+  int flow_verified;    /* nesting was checked along every control-flow
+                           path: each end finds its scope open, no start
+                           finds it open (in-kernel sums then need no
+                           open-flag bookkeeping) */
 } cp_scope_table;
 
 /* Gives every scope name of kernel `k` (read from `text`) an id in order of

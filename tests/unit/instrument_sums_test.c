@@ -198,3 +198,27 @@ Test(instrument_sums, mode_string_reduce_kernel) {
   cr_assert(strstr(cproton_last_error(), "kernel, device, host"), "%s", cproton_last_error());
   cr_assert_eq(kind, CPROTON_REDUCE_AUTO);
 }
+
+/* Nesting checked along control flow gives the lean form (no open flags);
+ * a kernel whose flow the pass cannot follow (a brx.idx without a
+ * .branchtargets list) keeps the open-flag form. */
+Test(instrument_sums, lean_form_only_where_the_flow_was_followed) {
+  size_t n;
+  char *in = fixture("vadd_sm90", &n);
+  cproton_ptx_options o = sums();
+  cproton_ptx *p = run(in, n, &o);
+  const char *t = cproton_ptx_text(p, NULL);
+  cr_assert(strstr(t, "%cpr_ne") && !strstr(t, "%cpr_ao"), "vadd: the lean form");
+  cproton_ptx_free(p);
+  free(in);
+  const char *text = HEAD "\t.reg .b32 %r<2>;\n\tmov.u32 %r1, %tid.x;\n\tbrx.idx %r1, $L_nowhere;\n"
+      M("start a") M("end a") "\tret;\n}\n";
+  p = run(text, strlen(text), &o);
+  t = cproton_ptx_text(p, NULL);
+  cr_assert(strstr(t, "%cpr_ao") && !strstr(t, "%cpr_ne"), "brx.idx: open flags kept");
+  cr_assert_not_null(cproton_ptx_kernel_warning(p, 0), "the text-order note stays");
+  cproton_buffer_layout l;
+  cproton_ptx_kernel_layout(p, 0, &l);
+  cr_assert_eq(l.aggregate, 1);
+  cproton_ptx_free(p);
+}
