@@ -11,11 +11,15 @@ allows one subscriber per process; each child runs every workload asked for):
   floor           bench/cupti_floor.c: kernel activity + a no-op launch callback
   proton          triton.profiler (Proton 3.6), cupti backend, its scopes
   proton-hook     Proton with hook="triton"
-  cproton         import cproton as proton: shadow context, scopes
+  cproton         import cproton as proton: shadow context, scopes; lazy
+                  launch callbacks (the default: off while no launch site
+                  can change, docs/cupti.md)
+  cproton-eager   cproton with CPROTON_CUPTI_LAZY=0: a launch callback for
+                  every launch (the default before 2026-11-26)
   cproton-hook    cproton with hook="triton"
   cproton-python  cproton with context="python"
-  cproton-lazy    cproton with CPROTON_CUPTI_LAZY=1: launch callbacks off
-                  while no launch site can change (docs/cupti.md)
+  cproton-lazy    cproton with CPROTON_CUPTI_LAZY=1 and its debug log (the
+                  default, with the switches logged)
 
 --variants ablation (on --workloads launch) adds the per-launch breakdown:
 CUPTI's two costs apart (floor-cb: callback only, floor-act: activity records
@@ -78,14 +82,16 @@ from cupti_overhead import build_floor, find_cupti, kernel_count  # noqa: E402
 
 # The order of round 0; round r starts r places later, so a --budget that
 # cuts the last round short still gives the first variants a second process.
-VARIANTS = ["none", "floor", "proton", "cproton", "cproton-lazy", "proton-hook",
+VARIANTS = ["none", "floor", "proton", "cproton", "cproton-eager", "proton-hook",
             "cproton-hook", "cproton-python"]
+# The ablations switch lazy mode off: they are measured against cproton-eager.
 ABLATION = ["none", "floor", "cproton", "proton", "floor-cb", "floor-act", "abl-nocallback",
-            "abl-nocapture", "abl-noring", "abl-noactivity", "abl-norecords", "cproton-lazy",
+            "abl-nocapture", "abl-noring", "abl-noactivity", "abl-norecords", "cproton-eager",
             "cproton-hook", "proton-hook"]
 # Environment of each variant's child (the profiler reads it at start).
 ENV = {"floor-cb": {"FLOOR_NO_ACTIVITY": "1"}, "floor-act": {"FLOOR_NO_CALLBACK": "1"},
-       "cproton-lazy": {"CPROTON_CUPTI_LAZY": "1", "CPROTON_LOG": "debug"}}
+       "cproton-lazy": {"CPROTON_CUPTI_LAZY": "1", "CPROTON_LOG": "debug"},
+       "cproton-eager": {"CPROTON_CUPTI_LAZY": "0"}}
 ENV.update({f"abl-{a}": {"CPROTON_CUPTI_ABLATE": a}
             for a in ("nocallback", "nocapture", "noring", "noactivity", "norecords")})
 

@@ -134,7 +134,7 @@ void cp_cupti_config_from_env(cp_cupti_config *c) {
                         self, getenv("VIRTUAL_ENV"), getenv("CONDA_PREFIX"));
   prepend_dir(c, getenv("TRITON_CUPTI_LIB_PATH"));
   c->nvtx = cp_cupti_config_nvtx_from_env();
-  c->lazy = bool_env("CPROTON_CUPTI_LAZY", 0);
+  c->lazy = bool_env("CPROTON_CUPTI_LAZY", 1); /* the default since 2026-11-26 (docs/cupti.md) */
   /* 0 or 1: off; not a number or above CP_ADAPTIVE_MAX (adaptive.h): the
    * backend's start fails with a message naming the variable */
   int n = int_env("CPROTON_CUPTI_ADAPTIVE", -1);
