@@ -8,13 +8,16 @@
 # icicle flame graph (cproton-viewer --svg) under out/demo/; the closing lines
 # list them.
 set -uo pipefail
-build=${1:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
+# Absolute: the GPU part runs programs from other folders (the injection
+# library and PYTHONPATH must still resolve there).
+build=$(cd "${1:-build}" && pwd) || { echo "demo: no build folder ${1:-build}" >&2; exit 1; }
 viewer=$build/tools/viewer/cproton-viewer
 out=$root/out/demo
 mkdir -p "$out"
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 svgs=()
+failed=() # steps that did not produce their profile (the exit status says so)
 # view NAME VIEWER-ARGS...: the tree (first 40 lines) and $out/NAME.svg.
 view() {
   local name=$1; shift
@@ -39,18 +42,21 @@ gpu_demo() {
   if nvcc -O2 -arch=native "$root/tests/gpu/cupti_app.cu" -o "$out/cuda_app" 2>"$out/nvcc.log"; then
     (cd "$out" && CUDA_INJECTION64_PATH=$build/libcproton.so CPROTON_NAME=$out/native \
        ./cuda_app "$out/native_expected" >/dev/null) &&
-      view native -m time/ms,avg_time/us,count "$out/native.hatchet"
+      view native -m time/ms,avg_time/us,count "$out/native.hatchet" || failed+=(native)
   else
-    echo "(nvcc failed; see $out/nvcc.log)"
+    echo "(nvcc failed; see $out/nvcc.log)"; failed+=(nvcc)
   fi
   if $py -c "import torch, triton" 2>/dev/null; then
     say "Triton + PyTorch with scopes and launch metadata (examples/python/matmul_profile.py)"
     (cd "$out" && $py "$root/examples/python/matmul_profile.py") &&
-      view matmul -m time/ms,tflop16/s,util "$out/matmul.hatchet"
+      view matmul -m time/ms,tflop16/s,util "$out/matmul.hatchet" || failed+=(matmul_profile.py)
     say "Intra-kernel scopes of a Triton kernel (examples/python/intra_kernel.py)"
-    (cd "$out" && $py "$root/examples/python/intra_kernel.py") &&
-      view intra_kernel -m normalized_cycles,count "$out/intra_kernel.hatchet"
-    echo "timeline: $out/intra_kernel_trace.chrome_trace (open in https://ui.perfetto.dev)"
+    if (cd "$out" && $py "$root/examples/python/intra_kernel.py") &&
+       view intra_kernel -m normalized_cycles,count "$out/intra_kernel.hatchet"; then
+      echo "timeline: $out/intra_kernel_trace.chrome_trace (open in https://ui.perfetto.dev)"
+    else
+      failed+=(intra_kernel.py)
+    fi
   else
     echo "(no torch/triton in $py: Python demos skipped)"
   fi
@@ -81,3 +87,7 @@ echo
 echo "profiles written under $out"
 echo "flame graphs (open in a browser):"
 printf '  %s\n' "${svgs[@]}"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "demo: these steps failed: ${failed[*]}" >&2
+  exit 1
+fi
