@@ -63,15 +63,19 @@ void cp_lower_unit(cp_text *t, cp_lower_cfg *c) {
     cp_lower_ins(t, c, "mov.u32 %%cpr_slot, %%cpr_unit;");
     return;
   }
-  cp_lower_ins(t, c, "mov.u32 %%cpr_u, %u;", c->sample_mask);
-  cp_lower_ins(t, c, "shr.b32 %%cpr_t, %%cpr_u, %%cpr_unit;");
-  cp_lower_ins(t, c, "and.b32 %%cpr_t, %%cpr_t, 1;");
-  cp_lower_ins(t, c, "setp.ne.and.u32 %%cpr_on, %%cpr_t, 0, %%cpr_on;");
+  cp_lower_and_sampled(t, c, "%cpr_unit", "%cpr_on");
   cp_lower_ins(t, c, "mov.u32 %%cpr_t, 1;");
   cp_lower_ins(t, c, "shl.b32 %%cpr_t, %%cpr_t, %%cpr_unit;");
   cp_lower_ins(t, c, "sub.u32 %%cpr_t, %%cpr_t, 1;");
   cp_lower_ins(t, c, "and.b32 %%cpr_t, %%cpr_t, %%cpr_u;");
   cp_lower_ins(t, c, "popc.b32 %%cpr_slot, %%cpr_t;");
+}
+
+void cp_lower_and_sampled(cp_text *t, cp_lower_cfg *c, const char *unit, const char *pred) {
+  cp_lower_ins(t, c, "mov.u32 %%cpr_u, %u;", c->sample_mask);
+  cp_lower_ins(t, c, "shr.b32 %%cpr_n, %%cpr_u, %s;", unit);
+  cp_lower_ins(t, c, "and.b32 %%cpr_n, %%cpr_n, 1;");
+  cp_lower_ins(t, c, "setp.ne.and.u32 %s, %%cpr_n, 0, %s;", pred, pred);
 }
 
 void cp_lower_read_counter(cp_text *t, cp_lower_cfg *c, const char *pred, const char *dst) {

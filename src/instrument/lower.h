@@ -63,6 +63,10 @@ void cp_lower_ids(cp_text *t, cp_lower_cfg *c);
  * the sampled ones), from %cpr_tid. */
 void cp_lower_unit(cp_text *t, cp_lower_cfg *c);
 
+/* ANDs predicate `pred` with "unit `unit` (a 32-bit register) is in
+ * c->sample_mask"; leaves the mask in %cpr_u (uses %cpr_n). */
+void cp_lower_and_sampled(cp_text *t, cp_lower_cfg *c, const char *unit, const char *pred);
+
 /* Reads the configured counter into the 64-bit register `dst`, each
  * instruction guarded by `pred` ("" or "@%p "). */
 void cp_lower_read_counter(cp_text *t, cp_lower_cfg *c, const char *pred, const char *dst);

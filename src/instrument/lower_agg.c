@@ -139,10 +139,7 @@ static void warp_flags(cp_text *t, cp_lower_cfg *c) {
   cp_lower_ins(t, c, "setp.lt.u32 %%cpr_wr, %%cpr_t, 32;");
   if (c->sample_mask) {
     cp_lower_ins(t, c, "shr.u32 %%cpr_t, %%cpr_tid, %u;", 5 + shift);
-    cp_lower_ins(t, c, "mov.u32 %%cpr_u, %u;", c->sample_mask);
-    cp_lower_ins(t, c, "shr.b32 %%cpr_u, %%cpr_u, %%cpr_t;");
-    cp_lower_ins(t, c, "and.b32 %%cpr_u, %%cpr_u, 1;");
-    cp_lower_ins(t, c, "setp.ne.and.u32 %%cpr_wr, %%cpr_u, 0, %%cpr_wr;");
+    cp_lower_and_sampled(t, c, "%cpr_t", "%cpr_wr");
   }
   cp_lower_ins(t, c, "setp.lt.u32 %%cpr_w0, %%cpr_tid, 32;");
   cp_lower_ins(t, c, "setp.eq.u32 %%cpr_first, %%cpr_tid, 0;");

@@ -35,6 +35,16 @@ int cpt_json_file_matches(const char *path, const char *expected,
 int cpt_start_session(const char *name, const char *backend, const char *data,
                       const char *mode);
 
+struct cproton_ptx_options;
+/* The PTX fixture tests/data/ptx/<name>.ptx (the test fails when it is
+ * missing); *n its size. Caller frees. */
+char *cpt_ptx_fixture(const char *name, size_t *n);
+
+/* Instruments fixture `fx` with `o` and compares the text with the golden
+ * file tests/data/instrument/<fx>.<variant>.ptx (CPROTON_UPDATE_GOLDEN=1
+ * rewrites it first). */
+void cpt_ptx_golden(const char *fx, const char *variant, const struct cproton_ptx_options *o);
+
 struct cp_launch_site;
 /* Captures into *site the launch site of a kernel launched inside scope
  * `name` (entered and left around the capture), as a launch callback would. */

@@ -139,6 +139,15 @@ static void fill(unsigned char *buf, const cproton_buffer_layout *l) {
 
 static void reset(void) { cp_session_reset_all(); }
 
+/* Session `sid`'s tree as JSON, before its finalize. */
+static json_t *tree_of(int sid) {
+  char *json;
+  cr_assert_eq(cproton_session_data_json(sid, &json, NULL), CPROTON_OK);
+  json_t *j = cpt_parse_json(json);
+  cproton_free(json);
+  return j;
+}
+
 /* A tree session named `name` on the "none" backend (no driver here). */
 static int tree_session(const char *name) {
   int sid = cpt_start_session(cpt_tmp_path(name), "none", NULL, NULL);
@@ -158,10 +167,7 @@ Test(instr_runtime, host_buffers_land_under_kernel_scopes, .init = reset) {
     cr_assert_eq(cproton_instr_record_host(k, buf, l.per_cta_bytes, 0),
                  CPROTON_OK, "%s", cproton_last_error());
   cproton_scope_exit("step");
-  char *json;
-  cr_assert_eq(cproton_session_data_json(sid, &json, NULL), CPROTON_OK);
-  json_t *j = cpt_parse_json(json);
-  cproton_free(json);
+  json_t *j = tree_of(sid);
   json_t *step = json_array_get(json_object_get(json_array_get(j, 0), "children"), 0);
   json_t *kern = json_array_get(json_object_get(step, "children"), 0);
   cr_assert_str_eq(json_string_value(json_object_get(json_object_get(kern, "frame"), "name")), "mm_kernel");
@@ -281,10 +287,7 @@ Test(instr_runtime, finalize_counter_measures_the_clock, .init = reset) {
   put32(buf + CP_HDR_FIN_CTR, 200);
   int sid = tree_session("instr_fin_ctr");
   cr_assert_eq(cproton_instr_record_host(k, buf, l.per_cta_bytes, 0), CPROTON_OK, "%s", cproton_last_error());
-  char *json;
-  cr_assert_eq(cproton_session_data_json(sid, &json, NULL), CPROTON_OK);
-  json_t *j = cpt_parse_json(json);
-  cproton_free(json);
+  json_t *j = tree_of(sid);
   json_t *kern = json_array_get(json_object_get(json_array_get(j, 0), "children"), 0);
   json_t *outer = json_array_get(json_object_get(kern, "children"), 0);
   cr_assert_float_eq(json_real_value(json_object_get(json_object_get(outer, "metrics"), "normalized_time (ns)")),
@@ -309,10 +312,7 @@ Test(instr_runtime, drops_are_metrics, .init = reset) {
   put64(buf + l.header_bytes + 64 + 8, ((uint64_t)cp_layout_tag(0, 1) << 48) | 5310);
   int sid = tree_session("instr_drops");
   cr_assert_eq(cproton_instr_record_host(k, buf, l.per_cta_bytes, 0), CPROTON_OK, "%s", cproton_last_error());
-  char *json;
-  cr_assert_eq(cproton_session_data_json(sid, &json, NULL), CPROTON_OK);
-  json_t *j = cpt_parse_json(json);
-  cproton_free(json);
+  json_t *j = tree_of(sid);
   json_t *kern = json_array_get(json_object_get(json_array_get(j, 0), "children"), 0);
   json_t *km = json_object_get(kern, "metrics");
   cr_assert_eq(json_integer_value(json_object_get(km, "dropped_records")), 2);
@@ -357,10 +357,7 @@ Test(instr_runtime, events_are_top_level_nodes, .init = reset) {
   fill(buf, &l);
   int sid = tree_session("instr_events");
   cr_assert_eq(cproton_instr_record_host(k, buf, l.per_cta_bytes, 0), CPROTON_OK, "%s", cproton_last_error());
-  char *json;
-  cr_assert_eq(cproton_session_data_json(sid, &json, NULL), CPROTON_OK);
-  json_t *j = cpt_parse_json(json);
-  cproton_free(json);
+  json_t *j = tree_of(sid);
   json_t *kern = json_array_get(json_object_get(json_array_get(j, 0), "children"), 0);
   cr_assert_str_eq(json_string_value(json_object_get(json_object_get(kern, "frame"), "name")), "ev_kernel");
   json_t *kids = json_object_get(kern, "children");

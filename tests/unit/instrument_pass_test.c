@@ -9,16 +9,6 @@
 #include "cproton/cproton.h"
 #include "testutil/testutil.h"
 
-#define FIX CP_DATA_DIR "/ptx/"
-#define GOLDEN CP_SOURCE_DIR "/tests/data/instrument/"
-
-static char *fixture(const char *name, size_t *n) {
-  char path[512];
-  snprintf(path, sizeof path, FIX "%s.ptx", name);
-  char *t = cpt_read_file(path, n);
-  cr_assert_not_null(t, "missing fixture %s", path);
-  return t;
-}
 
 static cproton_ptx *run(const char *text, size_t n, const cproton_ptx_options *o) {
   cproton_ptx *p = NULL;
@@ -53,43 +43,21 @@ static int ptxas(const char *text, const char *arch) {
   return rc;
 }
 
-static void golden(const char *fx, const char *variant, const cproton_ptx_options *o) {
-  size_t n, gn;
-  char *in = fixture(fx, &n);
-  cproton_ptx *p = run(in, n, o);
-  size_t on;
-  const char *out = cproton_ptx_text(p, &on);
-  char path[512];
-  snprintf(path, sizeof path, GOLDEN "%s.%s.ptx", fx, variant);
-  if (getenv("CPROTON_UPDATE_GOLDEN")) {
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f);
-    fwrite(out, 1, on, f);
-    fclose(f);
-  }
-  char *g = cpt_read_file(path, &gn);
-  cr_assert_not_null(g, "missing golden %s (CPROTON_UPDATE_GOLDEN=1 writes it)", path);
-  cr_assert(gn == on && !memcmp(g, out, on), "%s differs from the golden file", path);
-  free(g);
-  cproton_ptx_free(p);
-  free(in);
-}
-
 Test(instrument_pass, golden_fixtures) {
   cproton_ptx_options o;
   cproton_ptx_options_init(&o);
-  golden("vadd_sm90", "shared", &o);
-  golden("softmax_sm90", "shared", &o);
-  golden("mm_pipelined_sm90", "shared", &o);
+  cpt_ptx_golden("vadd_sm90", "shared", &o);
+  cpt_ptx_golden("softmax_sm90", "shared", &o);
+  cpt_ptx_golden("mm_pipelined_sm90", "shared", &o);
   o.buffer = CPROTON_BUFFER_GLOBAL;
   o.counter = CPROTON_COUNTER_CLOCK;
-  golden("vadd_sm90", "global_clock", &o);
+  cpt_ptx_golden("vadd_sm90", "global_clock", &o);
   o.counter = CPROTON_COUNTER_GLOBALTIMER;
   o.granularity = CPROTON_GRANULARITY_WARPGROUP;
-  golden("mm_pipelined_sm90", "global_gt_wg", &o);
+  cpt_ptx_golden("mm_pipelined_sm90", "global_gt_wg", &o);
   cproton_ptx_options_init(&o);
   o.sample_mask = 0x5;
-  golden("softmax_sm90", "sampled", &o);
+  cpt_ptx_golden("softmax_sm90", "sampled", &o);
 }
 
 Test(instrument_pass, every_option_assembles) {
@@ -98,7 +66,7 @@ Test(instrument_pass, every_option_assembles) {
   static const char *const fx[] = {"vadd_sm90", "softmax_sm90", "mm_pipelined_sm90"};
   for (int f = 0; f < 3; f++) {
     size_t n;
-    char *in = fixture(fx[f], &n);
+    char *in = cpt_ptx_fixture(fx[f], &n);
     for (int b = 0; b < 2; b++)
       for (int c = 0; c < 3; c++)
         for (int g = 0; g < 9; g++) {
@@ -123,7 +91,7 @@ Test(instrument_pass, unmarked_kernel_is_unchanged) {
   static const char *const fx[] = {"vadd_sm90", "softmax_sm90", "mm_pipelined_sm90"};
   for (int f = 0; f < 3; f++) {
     size_t n;
-    char *in = fixture(fx[f], &n);
+    char *in = cpt_ptx_fixture(fx[f], &n);
     for (char *m = in; (m = strstr(m, "@cproton")) != NULL; m++)
       m[1] = 'x'; /* "@xproton": no longer a marker */
     cproton_ptx *p = run(in, n, NULL);
@@ -142,7 +110,7 @@ Test(instrument_pass, unmarked_kernel_is_unchanged) {
 
 Test(instrument_pass, scope_table_and_layout) {
   size_t n;
-  char *in = fixture("mm_pipelined_sm90", &n);
+  char *in = cpt_ptx_fixture("mm_pipelined_sm90", &n);
   cproton_ptx *p = run(in, n, NULL);
   cr_assert_eq(cproton_ptx_n_kernels(p), 1);
   cr_assert_str_eq(cproton_ptx_kernel_name(p, 0), "mm");
@@ -171,7 +139,7 @@ Test(instrument_pass, scope_table_and_layout) {
 
 Test(instrument_pass, sampling_and_granularity_size_units) {
   size_t n;
-  char *in = fixture("softmax_sm90", &n); /* 8 warps */
+  char *in = cpt_ptx_fixture("softmax_sm90", &n); /* 8 warps */
   cproton_ptx_options o;
   cproton_ptx_options_init(&o);
   o.sample_mask = 0x81;
@@ -220,7 +188,7 @@ Test(instrument_pass, sampling_and_granularity_size_units) {
 
 Test(instrument_pass, shared_default_shrinks_with_existing_shared) {
   size_t n;
-  char *in = fixture("mm_pipelined_sm90", &n); /* markers in the K loop */
+  char *in = cpt_ptx_fixture("mm_pipelined_sm90", &n); /* markers in the K loop */
   cproton_ptx_options o;
   cproton_ptx_options_init(&o);
   o.existing_shared_bytes = 232448 - 1000; /* 1000 bytes left for 4 warps */
@@ -263,7 +231,7 @@ Test(instrument_pass, loop_free_kernels_get_one_slot_per_marker) {
   cr_assert_eq(default_segment(LOOP_PTX("", MARKS), CPROTON_BUFFER_GLOBAL), 4096, "marker in the loop");
   cr_assert_eq(default_segment(LOOP_PTX("", MARKS), CPROTON_BUFFER_SHARED), 1024, "the shared default");
   size_t n;
-  char *in = fixture("vadd_sm90", &n);
+  char *in = cpt_ptx_fixture("vadd_sm90", &n);
   cproton_ptx_options o;
   cproton_ptx_options_init(&o);
   o.buffer_size = 4096; /* an explicit size wins */
@@ -356,7 +324,7 @@ Test(instrument_pass, benchmark_kernels_do_not_overwrite_by_default) {
  * entered through brx.idx, whose flow the pass follows (no warning). */
 Test(instrument_pass, ws_events_fixture) {
   size_t n;
-  char *in = fixture("ws_events_sm90", &n);
+  char *in = cpt_ptx_fixture("ws_events_sm90", &n);
   cproton_ptx_options o;
   cproton_ptx_options_init(&o);
   cproton_ptx *p = run(in, n, &o);

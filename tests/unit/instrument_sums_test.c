@@ -12,16 +12,6 @@
 #include "instrument/layout.h"
 #include "testutil/testutil.h"
 
-#define FIX CP_DATA_DIR "/ptx/"
-#define GOLDEN CP_SOURCE_DIR "/tests/data/instrument/"
-
-static char *fixture(const char *name, size_t *n) {
-  char path[512];
-  snprintf(path, sizeof path, FIX "%s.ptx", name);
-  char *t = cpt_read_file(path, n);
-  cr_assert_not_null(t, "missing fixture %s", path);
-  return t;
-}
 
 static cproton_ptx *run(const char *text, size_t n, const cproton_ptx_options *o) {
   cproton_ptx *p = NULL;
@@ -50,33 +40,12 @@ static int ptxas(const char *text) {
   return system(cmd);
 }
 
-static void golden(const char *fx, const char *variant, const cproton_ptx_options *o) {
-  size_t n, gn, on;
-  char *in = fixture(fx, &n);
-  cproton_ptx *p = run(in, n, o);
-  const char *out = cproton_ptx_text(p, &on);
-  char path[512];
-  snprintf(path, sizeof path, GOLDEN "%s.%s.ptx", fx, variant);
-  if (getenv("CPROTON_UPDATE_GOLDEN")) {
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f);
-    fwrite(out, 1, on, f);
-    fclose(f);
-  }
-  char *g = cpt_read_file(path, &gn);
-  cr_assert_not_null(g, "missing golden %s (CPROTON_UPDATE_GOLDEN=1 writes it)", path);
-  cr_assert(gn == on && !memcmp(g, out, on), "%s differs from the golden file", path);
-  free(g);
-  cproton_ptx_free(p);
-  free(in);
-}
-
 Test(instrument_sums, golden_fixtures) {
   cproton_ptx_options o = sums();
-  golden("vadd_sm90", "sums", &o);
+  cpt_ptx_golden("vadd_sm90", "sums", &o);
   o.counter = CPROTON_COUNTER_CLOCK;
   o.granularity = CPROTON_GRANULARITY_WARPGROUP;
-  golden("mm_pipelined_sm90", "sums_clock_wg", &o);
+  cpt_ptx_golden("mm_pipelined_sm90", "sums_clock_wg", &o);
 }
 
 Test(instrument_sums, every_counter_granularity_and_sampling_assembles) {
@@ -85,7 +54,7 @@ Test(instrument_sums, every_counter_granularity_and_sampling_assembles) {
   static const char *const fx[] = {"vadd_sm90", "softmax_sm90", "mm_pipelined_sm90"};
   for (int f = 0; f < 3; f++) {
     size_t n;
-    char *in = fixture(fx[f], &n);
+    char *in = cpt_ptx_fixture(fx[f], &n);
     for (int c = 0; c < 3; c++)
       for (int g = 0; g < 9; g++) {
         cproton_ptx_options o = sums();
@@ -102,7 +71,7 @@ Test(instrument_sums, every_counter_granularity_and_sampling_assembles) {
 
 Test(instrument_sums, layout_is_one_slot_of_totals) {
   size_t n;
-  char *in = fixture("mm_pipelined_sm90", &n);
+  char *in = cpt_ptx_fixture("mm_pipelined_sm90", &n);
   cproton_ptx_options o = sums();
   cproton_ptx *p = run(in, n, &o);
   cproton_buffer_layout l;
@@ -133,7 +102,7 @@ Test(instrument_sums, layout_is_one_slot_of_totals) {
 
 Test(instrument_sums, events_keep_records) {
   size_t n;
-  char *in = fixture("ws_events_sm90", &n);
+  char *in = cpt_ptx_fixture("ws_events_sm90", &n);
   cproton_ptx_options o = sums();
   cproton_ptx *p = run(in, n, &o);
   cproton_buffer_layout l;
@@ -204,7 +173,7 @@ Test(instrument_sums, mode_string_reduce_kernel) {
  * .branchtargets list) keeps the open-flag form. */
 Test(instrument_sums, lean_form_only_where_the_flow_was_followed) {
   size_t n;
-  char *in = fixture("vadd_sm90", &n);
+  char *in = cpt_ptx_fixture("vadd_sm90", &n);
   cproton_ptx_options o = sums();
   cproton_ptx *p = run(in, n, &o);
   const char *t = cproton_ptx_text(p, NULL);

@@ -47,6 +47,33 @@ def early_exit(x, out, BLOCK: tl.constexpr):
     pl.exit_scope("body")
 
 
+def run_cases(cases):
+    """Runs every (name, fn) case, printing a FAIL line for each that raises;
+    returns how many failed."""
+    failed = 0
+    for name, c in cases:
+        try:
+            c()
+        except Exception as e:  # report every case
+            failed += 1
+            print(f"FAIL {name}: {type(e).__name__}: {e}")
+    return failed
+
+
+def early_exit_profile(path, how):
+    """The early-exit profile at `path` (3 launches, 4096 CTAs x 4 warps):
+    CTAs with pid % 3 == 1 leave "body" open, each warp one unpaired start.
+    Returns 1 (and a FAIL line) when it does not hold."""
+    return run_cases([("early_exit_profile", lambda: _early_exit_check(path, how))])
+
+
+def _early_exit_check(path, how):
+    body = ti.metrics(load(path)[0], "early_exit", "body")
+    per = 3 * 4 * sum(1 for p in range(4096) if p % 3 == 1)
+    assert body["unpaired_records"] == per, (body, per)
+    print(f"PASS early_exit_profile: {per} unpaired starts of body {how}")
+
+
 def stats():
     return proton._cproton.instr_stats()
 
@@ -141,22 +168,7 @@ def main():
         ("trace", lambda: checked("trace", session("r_trace", "default", early, launches=1, data="trace"),
                                   expect_reduced=False)),
     ]
-    failed = 0
-    for name, c in cases:
-        try:
-            c()
-        except Exception as e:  # report every case
-            failed += 1
-            print(f"FAIL {name}: {type(e).__name__}: {e}")
-    try:  # the early-exit profile: CTAs with pid % 3 == 1 leave "body" open
-        root = load("r_early.hatchet")[0]
-        body = ti.metrics(root, "early_exit", "body")
-        per = 3 * 4 * sum(1 for p in range(4096) if p % 3 == 1)
-        assert body["unpaired_records"] == per, (body, per)
-        print(f"PASS early_exit_profile: {per} unpaired starts of body in the profile")
-    except Exception as e:
-        failed += 1
-        print(f"FAIL early_exit_profile: {type(e).__name__}: {e}")
+    failed = run_cases(cases) + early_exit_profile("r_early.hatchet", "in the profile")
     st = stats()
     print("stats", json.dumps(st))
     # where launches' time went: every decoded launch was in flight and

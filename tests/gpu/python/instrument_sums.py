@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "bench"))
 import triton_instrument as ti  # noqa: E402
 from common import load  # noqa: E402
 from instrument_overhead import load_kernels, workloads  # noqa: E402
-from instrument_reduce import early_exit  # noqa: E402
+from instrument_reduce import early_exit, early_exit_profile, run_cases  # noqa: E402
 
 
 @triton.jit
@@ -148,21 +148,7 @@ def main():
         ("small_grid", lambda: compare("small_grid", three(lambda: tiny[(5,)](small, BLOCK=256, num_warps=4)),
                                        slack=60)),
     ]
-    failed = 0
-    for name, c in cases:
-        try:
-            c()
-        except Exception as e:  # report every case
-            failed += 1
-            print(f"FAIL {name}: {type(e).__name__}: {e}")
-    try:  # the early-exit profile: CTAs with pid % 3 == 1 leave "body" open
-        body = ti.metrics(load("sum_early_exit.hatchet")[0], "early_exit", "body")
-        per = 3 * 4 * sum(1 for p in range(4096) if p % 3 == 1)
-        assert body["unpaired_records"] == per, (body, per)
-        print(f"PASS early_exit_profile: {per} unpaired starts of body, summed in the kernel")
-    except Exception as e:
-        failed += 1
-        print(f"FAIL early_exit_profile: {type(e).__name__}: {e}")
+    failed = run_cases(cases) + early_exit_profile("sum_early_exit.hatchet", "summed in the kernel")
     print("stats", json.dumps(stats()))
     sys.exit(1 if failed else 0)
 
