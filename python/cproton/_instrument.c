@@ -248,11 +248,8 @@ static PyObject *py_instr_check_mode(PyObject *m, PyObject *args) {
   if (!PyArg_ParseTuple(args, "z:instr_check_mode", &mode))
     return NULL;
   static const char *const kinds[] = {"auto", "kernel", "device", "host"};
-  cproton_ptx_options o;
-  cproton_reduce_kind kind;
-  int rc = cproton_instr_mode_options(mode, &o);
-  if (!rc)
-    rc = cproton_instr_mode_reduce_kind(mode, &kind);
+  cproton_reduce_kind kind; /* the whole mode is parsed: its errors too */
+  int rc = cproton_instr_mode_reduce_kind(mode, &kind);
   if (rc)
     return fail(rc);
   return PyUnicode_FromString(kinds[kind]);

@@ -48,13 +48,19 @@ void cp_lower_ids(cp_text *t, cp_lower_cfg *c) {
   cp_lower_ins(t, c, "mad.lo.u32 %%cpr_cta, %%cpr_cta, %%cpr_t, %%cpr_u;");
 }
 
+unsigned cp_lower_unit_shift(const cp_lower_cfg *c) {
+  unsigned shift = 0;
+  while ((1u << shift) < cp_layout_unit_warps((uint32_t)c->granularity))
+    shift++;
+  return shift;
+}
+
+const char *cp_lower_counter_name(const cp_lower_cfg *c) { return counter_names[c->counter]; }
+
 void cp_lower_unit(cp_text *t, cp_lower_cfg *c) {
   /* a unit is 2^shift warps; lane 0 of its first warp records (for CTA,
    * 32 warps: thread 0) */
-  uint32_t warps = cp_layout_unit_warps((uint32_t)c->granularity);
-  unsigned shift = 0;
-  while ((1u << shift) < warps)
-    shift++;
+  unsigned shift = cp_lower_unit_shift(c);
   cp_lower_ins(t, c, "shr.u32 %%cpr_unit, %%cpr_tid, %u;", 5 + shift);
   cp_lower_ins(t, c, "and.b32 %%cpr_t, %%cpr_tid, %u;", (32u << shift) - 1);
   cp_lower_ins(t, c, "setp.eq.u32 %%cpr_on, %%cpr_t, 0;");

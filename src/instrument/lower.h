@@ -63,6 +63,13 @@ void cp_lower_ids(cp_text *t, cp_lower_cfg *c);
  * the sampled ones), from %cpr_tid. */
 void cp_lower_unit(cp_text *t, cp_lower_cfg *c);
 
+/* log2 of the warps per unit of c->granularity (a unit is
+ * tid >> (5 + shift)). */
+unsigned cp_lower_unit_shift(const cp_lower_cfg *c);
+
+/* The special register of c->counter: "clock", "clock64", "globaltimer". */
+const char *cp_lower_counter_name(const cp_lower_cfg *c);
+
 /* ANDs predicate `pred` with "unit `unit` (a 32-bit register) is in
  * c->sample_mask"; leaves the mask in %cpr_u (uses %cpr_n). */
 void cp_lower_and_sampled(cp_text *t, cp_lower_cfg *c, const char *unit, const char *pred);

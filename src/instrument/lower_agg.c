@@ -35,15 +35,13 @@
 #include "instrument/layout.h"
 #include "instrument/lower.h"
 
-static const char *const counter_names[] = {"clock", "clock64", "globaltimer"};
-
 /* The counter's low 32 bits into the 32-bit register `dst`. */
 static void read_low(cp_text *t, cp_lower_cfg *c, const char *dst) {
   if (c->counter == CPROTON_COUNTER_CLOCK) {
     cp_lower_ins(t, c, "mov.u32 %s, %%clock;", dst);
     return;
   }
-  cp_lower_ins(t, c, "mov.u64 %%cpr_v, %%%s;", counter_names[c->counter]);
+  cp_lower_ins(t, c, "mov.u64 %%cpr_v, %%%s;", cp_lower_counter_name(c));
   cp_lower_ins(t, c, "cvt.u32.u64 %s, %%cpr_v;", dst);
 }
 
@@ -51,7 +49,7 @@ void cp_lower_agg_prologue(cp_text *t, cp_lower_cfg *c) {
   uint32_t n = c->n_scopes;
   c->n_instrs = 0;
   cp_text_printf(t, "\t// @cproton prologue: in-kernel sums of %u scopes, %s counter, %u units, %u B per slot\n", n,
-                 counter_names[c->counter], c->n_units, c->per_cta_bytes);
+                 cp_lower_counter_name(c), c->n_units, c->per_cta_bytes);
   cp_text_puts(t, "\t.reg .b32 %cpr_tid, %cpr_cta, %cpr_slot, %cpr_ln, %cpr_t, %cpr_u, %cpr_n;\n"
                   "\t.reg .b64 %cpr_buf, %cpr_a, %cpr_v, %cpr_x, %cpr_gt0, %cpr_c0, %cpr_gs, %cpr_cs;\n"
                   "\t.reg .pred %cpr_wr, %cpr_w0, %cpr_first, %cpr_q;\n");
@@ -120,21 +118,13 @@ void cp_lower_agg_record(cp_text *t, cp_lower_cfg *c, uint32_t s, int is_end) {
   cp_lower_ins(t, c, "mov.u32 %%cpr_ao%u, 0;", s);
 }
 
-/* log2 of the warps per unit of the configured granularity. */
-static unsigned unit_shift(const cp_lower_cfg *c) {
-  unsigned shift = 0;
-  while ((1u << shift) < cp_layout_unit_warps((uint32_t)c->granularity))
-    shift++;
-  return shift;
-}
-
 /* Whether unit 0 records (then warp 0 adds the CTA's words with its own). */
 static int unit0_records(const cp_lower_cfg *c) { return !c->sample_mask || (c->sample_mask & 1u); }
 
 /* %cpr_wr: this warp is the first of a recording unit; %cpr_w0: warp 0;
  * %cpr_first: thread 0; %cpr_ln: the lane. From %cpr_tid. */
 static void warp_flags(cp_text *t, cp_lower_cfg *c) {
-  unsigned shift = unit_shift(c);
+  unsigned shift = cp_lower_unit_shift(c);
   cp_lower_ins(t, c, "and.b32 %%cpr_t, %%cpr_tid, %u;", (32u << shift) - 1);
   cp_lower_ins(t, c, "setp.lt.u32 %%cpr_wr, %%cpr_t, 32;");
   if (c->sample_mask) {
@@ -173,7 +163,7 @@ static void clock_spans(cp_text *t, cp_lower_cfg *c) {
     cp_lower_ins(t, c, "sub.u32 %%cpr_t, %%cpr_t, %%cpr_u;");
     cp_lower_ins(t, c, "cvt.u64.u32 %%cpr_cs, %%cpr_t;");
   } else {
-    cp_lower_ins(t, c, "mov.u64 %%cpr_cs, %%%s;", counter_names[c->counter]);
+    cp_lower_ins(t, c, "mov.u64 %%cpr_cs, %%%s;", cp_lower_counter_name(c));
     cp_lower_ins(t, c, "sub.u64 %%cpr_cs, %%cpr_cs, %%cpr_c0;");
   }
 }

@@ -117,12 +117,9 @@ static int size_units(const cp_ptx_kernel *k, const cproton_ptx_options *o, cons
  * events within the recording warps' partitions are fine). */
 static int note_partitioned_events(const char *text, const cp_ptx_kernel *k, const cproton_ptx_options *o,
                                    const char *kname, cp_scope_table *t) {
-  int events = 0;
-  for (uint32_t i = 0; i < t->n; i++)
-    events |= t->parents[i] == CPROTON_SCOPE_PARENT_EVENT;
   uint32_t wpu = cp_layout_unit_warps((uint32_t)o->granularity);
   size_t len = k->body_end > k->name_off ? k->body_end - k->name_off : 0;
-  if (!events || (wpu == 1 && !o->sample_mask) || !memmem(text + k->name_off, len, "setmaxnreg", 10))
+  if (!cp_scope_has_events(t) || (wpu == 1 && !o->sample_mask) || !memmem(text + k->name_off, len, "setmaxnreg", 10))
     return 0;
   char why[512];
   snprintf(why, sizeof why, "kernel '%s': events in a warp-specialized kernel with %u warps per unit%s: "
@@ -195,10 +192,7 @@ static int size_segments(const cp_ptx_module *m, const cp_ptx_kernel *k, const c
  * warning: front ends that asked for sums by default must not warn about
  * kernels that simply need records). */
 static int wants_aggregate(const cproton_ptx_options *o, const kernel_out *ko) {
-  int events = 0;
-  for (uint32_t i = 0; i < ko->scopes.n; i++)
-    events |= ko->scopes.parents[i] == CPROTON_SCOPE_PARENT_EVENT;
-  return o->aggregate && !events && ko->scopes.n <= CP_AGG_MAX_SCOPES;
+  return o->aggregate && !cp_scope_has_events(&ko->scopes) && ko->scopes.n <= CP_AGG_MAX_SCOPES;
 }
 
 /* The layout of a kernel that sums in the kernel: one slot per CTA. */

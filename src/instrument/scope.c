@@ -295,6 +295,13 @@ static int walk_flow(assigner *a, const cp_flow *f) {
   return rc;
 }
 
+int cp_scope_has_events(const cp_scope_table *t) {
+  for (uint32_t i = 0; i < t->n; i++)
+    if (is_event_id(t, i))
+      return 1;
+  return 0;
+}
+
 int cp_scope_add_note(cp_scope_table *t, const char *text) {
   const char *old = t->note ? t->note : "";
   size_t n = strlen(old) + strlen(text) + 3;

@@ -31,6 +31,9 @@ typedef struct cp_scope_table {
  * past CP_LAYOUT_MAX_SCOPES scopes; ENOMEM. */
 int cp_scope_assign(const char *text, const cp_ptx_kernel *k, cp_scope_table *t);
 
+/* Whether some id of `t` is an event (CPROTON_SCOPE_PARENT_EVENT). */
+int cp_scope_has_events(const cp_scope_table *t);
+
 /* Appends `text` to t->note ("; " between notes). Errors: ENOMEM. */
 int cp_scope_add_note(cp_scope_table *t, const char *text);
 

@@ -163,14 +163,20 @@ Test(instr_sums, corrupt_slots_skip_that_launch_only, .init = reset) {
   cproton_instr_kernel_free(k);
 }
 
-/* A buffer that carried records (a full slice of garbage-free records and
- * headers) is re-armed so that in-kernel sums can take it next. */
-Test(instr_sums, a_buffer_that_held_records_is_clean_for_sums, .init = reset) {
+/* A kernel of records: 2 warps, 64-byte segments, the same two scopes. */
+static cproton_buffer_layout records_layout(void) {
   cproton_buffer_layout rl;
   memset(&rl, 0, sizeof rl);
   rl.n_units = 2, rl.segment_bytes = 64, rl.header_bytes = cp_layout_header_bytes(2);
   rl.per_cta_bytes = rl.header_bytes + 2 * 64, rl.counter = CPROTON_COUNTER_CLOCK64;
   rl.n_scopes = 2, rl.scope_names = names, rl.scope_parents = parents, rl.unit_warp[1] = 1;
+  return rl;
+}
+
+/* A buffer that carried records (a full slice of garbage-free records and
+ * headers) is re-armed so that in-kernel sums can take it next. */
+Test(instr_sums, a_buffer_that_held_records_is_clean_for_sums, .init = reset) {
+  cproton_buffer_layout rl = records_layout();
   cproton_instr_kernel *rk, *k = sums_kernel();
   cr_assert_eq(cproton_instr_kernel_new("rec_kernel", &rl, &rk), CPROTON_OK);
   int sid = session("sums_reuse");
@@ -184,6 +190,33 @@ Test(instr_sums, a_buffer_that_held_records_is_clean_for_sums, .init = reset) {
   cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
   cproton_instr_kernel_free(rk);
   cproton_instr_kernel_free(k);
+}
+
+/* A records launch re-arms every CTA's magic word, whether the zeroed start
+ * of the buffer covers it (a small buffer: one memset) or not (a large one:
+ * the strided memset too). */
+Test(instr_sums, records_launches_re_arm_every_magic_word, .init = reset) {
+  cproton_buffer_layout rl = records_layout();
+  cproton_instr_kernel *rk;
+  cr_assert_eq(cproton_instr_kernel_new("rec_kernel", &rl, &rk), CPROTON_OK);
+  int sid = session("records_re_arm");
+  const size_t grids[] = {10, 3 * CP_AGG_MAX_BYTES / rl.per_cta_bytes}; /* 2 KiB, then 3x the zeroed start */
+  for (int g = 0; g < 2; g++) {
+    size_t size = grids[g] * rl.per_cta_bytes;
+    uint64_t dptr = 0;
+    cr_assert_eq(cproton_instr_alloc(size, 0, &dptr), CPROTON_OK, "%s", cproton_last_error());
+    unsigned char *b = (unsigned char *)(uintptr_t)dptr;
+    memset(b, 0x5a, size);
+    cr_assert_eq(cproton_instr_launch(rk, dptr, size, 0), CPROTON_OK, "%s", cproton_last_error());
+    cr_assert_eq(cproton_instr_flush(), CPROTON_OK);
+    for (size_t c = 0; c < grids[g]; c++) {
+      uint32_t magic;
+      memcpy(&magic, b + c * rl.per_cta_bytes + CP_HDR_MAGIC, 4);
+      cr_assert_eq(magic, 0, "grid %zu: CTA %zu's magic not re-armed", grids[g], c);
+    }
+  }
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  cproton_instr_kernel_free(rk);
 }
 
 Test(instr_sums, decode_checks_the_slots) {

@@ -236,7 +236,6 @@ class InstrumentationHook(Hook):
             return
         make_ptx = stages["ptx"]
         mode_str = self.mode_str
-        hook = self
 
         def ptx_stage(src, metadata):
             ptx = make_ptx(src, metadata)
@@ -246,7 +245,7 @@ class InstrumentationHook(Hook):
             try:
                 out, layouts = _cproton.instrument_ptx(ptx, mode_str, int(metadata.get("num_warps") or 0),
                                                        int(metadata.get("shared") or 0),
-                                                       int(hook.sums_in_kernel()))
+                                                       int(self.sums_in_kernel()))
             except ValueError as e:
                 raise RuntimeError(f"cproton could not instrument kernel '{name}': {e}. If the kernel "
                                    "uses warp specialization, keep pl scopes out of the specialized loop "
@@ -257,7 +256,7 @@ class InstrumentationHook(Hook):
             layout = layouts[0]
             if layout.get("warning"):
                 warnings.warn(layout["warning"], CprotonWarning, stacklevel=2)
-            if hook.reduce == "kernel" and not layout.get("aggregate"):
+            if self.reduce == "kernel" and not layout.get("aggregate"):
                 warnings.warn(_records_why(layout), CprotonWarning, stacklevel=2)
             metadata["profile_scratch_size"] = layout["per_cta_bytes"]
             metadata["profile_scratch_align"] = PROFILE_BUFFER_ALIGNMENT

@@ -554,10 +554,12 @@ static int enqueue_copy(const cp_cudadrv *d, pending *p, uint64_t stream) {
     p->checked = p->reduced && reduce_check;
     if (!p->reduced || p->checked)
       r = d->cuMemcpyDtoHAsync(p->buf->host, p->buf->dptr, p->size, cs);
-    if (!r && n_ctas) /* re-arm: magic words, and the start for in-kernel sums */
-      r = d->cuMemsetD2D32Async(p->buf->dptr, pitch, 0, 1, n_ctas, cs);
+    /* re-arm: the start for in-kernel sums, and every magic word (already
+     * in that start when the buffer is no larger) */
     if (!r)
       r = d->cuMemsetD8Async(p->buf->dptr, 0, p->size < CP_AGG_MAX_BYTES ? p->size : CP_AGG_MAX_BYTES, cs);
+    if (!r && n_ctas && p->size > CP_AGG_MAX_BYTES)
+      r = d->cuMemsetD2D32Async(p->buf->dptr, pitch, 0, 1, n_ctas, cs);
   }
   if (!r)
     r = d->cuEventRecord(p->copied, cs);
