@@ -97,7 +97,9 @@ _LOCAL_RANK_VARS = ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
 def _first_rank(names) -> int:
     for var in names:
         value = os.environ.get(var, "")
-        if value.isdigit() and int(value) < (1 << 30):
+        # ASCII digits only, as the C side (config.c's int_env): str.isdigit
+        # also accepts "²" or "٣", which int() then refuses or reads.
+        if value.isascii() and value.isdigit() and int(value) < (1 << 30):
             return int(value)
     return -1
 

@@ -56,3 +56,14 @@ def test_an_earlier_runs_profile_is_replaced(no_launcher):
     proton.finalize(proton.start("old", backend="fake"))
     with open("old.hatchet") as f:
         assert f.read().startswith("[")
+
+
+@pytest.mark.parametrize("value", ["\u00b2", "\u0663", "1\u00b2"])
+def test_non_ascii_digits_are_no_rank(no_launcher, value):
+    # "²" (superscript two) and "٣" (Arabic-Indic three) are digits to
+    # str.isdigit; the C side (strtol) reads no number there: no rank, as
+    # in the injection, instead of a ValueError from start().
+    no_launcher.setenv("RANK", value)
+    no_launcher.setenv("SLURM_PROCID", "4")
+    proton.finalize(proton.start("nd_{rank}", backend="fake"))
+    assert os.path.exists("nd_4.hatchet")
