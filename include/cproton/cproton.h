@@ -195,7 +195,9 @@ CPROTON_API int cproton_session_clear(int session, uint32_t phase, int up_to);
  * cannot collide (inputs are read one packet at a time). Inputs are
  * written in the order of their clock snapshots. Errors: EINVAL, EIO,
  * ENOMEM, EPARSE (not a protobuf trace, truncated or corrupt: the message
- * names the file and byte offset). `output` is written atomically. */
+ * names the file and byte offset; EINVAL also when `output` is one of the
+ * inputs or exists as anything but a regular file, checked before any input
+ * is read). `output` is written atomically, as cproton_output_open writes. */
 CPROTON_API int cproton_trace_merge(const char *const *inputs,
                                     size_t n_inputs, const char *output);
 
@@ -346,6 +348,7 @@ CPROTON_API int cproton_context_register(const char *name, cproton_unwind_fn fn,
 /* The other parts of the family: profile reading and instrumentation. */
 #include "cproton/instrument.h"
 #include "cproton/instrumentation.h"
+#include "cproton/output.h"
 #include "cproton/profile.h"
 
 #endif

@@ -31,6 +31,7 @@
 #include "core/error.h"
 #include "cproton/cproton.h"
 #include "io/perfetto_merge.h"
+#include "io/output.h"
 #include "io/sink.h"
 
 #define MAX_PACKET (256u << 20)
@@ -283,6 +284,11 @@ int cproton_trace_merge(const char *const *inputs, size_t n_inputs,
   if (!inputs || !n_inputs || !output || n_inputs > 100000)
     return cp_error_set(CPROTON_EINVAL, "trace merge: inputs and an output "
                         "are required");
+  int rc = cp_output_not_input(output, inputs, n_inputs);
+  if (rc == CPROTON_OK)
+    rc = cp_output_check(output); /* before reading any input */
+  if (rc)
+    return rc;
   input *ins = calloc(n_inputs, sizeof *ins);
   if (!ins)
     return cp_error_set(CPROTON_ENOMEM, "out of memory merging traces");
@@ -292,7 +298,7 @@ int cproton_trace_merge(const char *const *inputs, size_t n_inputs,
   size_t cap = 0;
   cp_pb out = {0};
   cp_sink *s = NULL;
-  int rc = open_inputs(ins, n_inputs, &buf, &cap);
+  rc = open_inputs(ins, n_inputs, &buf, &cap);
   if (!rc) {
     /* ids follow the command line; the file order follows the clock */
     qsort(ins, n_inputs, sizeof *ins, by_boottime);

@@ -2,7 +2,9 @@
  *
  * Invariant: a file sink never leaves a partial file at the destination:
  * bytes go to a temporary sibling that is renamed only after every write
- * and the final flush succeeded. Not a hot path (finalize). */
+ * and the final flush succeeded; the temporary is created and the
+ * destination checked by io/output.c (exclusive, no links followed, only
+ * regular files replaced). Not a hot path (finalize). */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -15,6 +17,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "io/output.h"
 #include "io/sink.h"
 
 struct cp_sink {
@@ -39,23 +42,25 @@ int cp_sink_memory(cp_sink **out) {
 
 int cp_sink_file(const char *path, int gzip, cp_sink **out) {
   cp_sink *s = calloc(1, sizeof *s);
-  size_t n = strlen(path) + 32;
-  char *tmp = malloc(n);
-  if (!s || !tmp || !(s->path = strdup(path))) {
-    free(s ? s->path : NULL), free(s), free(tmp);
+  if (!s || !(s->path = strdup(path))) {
+    free(s);
     return cp_error_set(CPROTON_ENOMEM, "out of memory for output");
   }
-  snprintf(tmp, n, "%s.tmp.%d", path, (int)getpid());
-  s->tmp = tmp;
+  int fd, rc = cp_output_create(path, &s->tmp, &fd);
+  if (rc) {
+    free(s->path), free(s);
+    return rc;
+  }
   if (gzip)
-    s->gz = gzopen(tmp, "wb6");
+    s->gz = gzdopen(fd, "wb6");
   else
-    s->file = fopen(tmp, "wb");
+    s->file = fdopen(fd, "wb");
   if (!s->gz && !s->file) {
-    int err = errno;
+    close(fd);
+    cp_output_discard(s->tmp);
     free(s->path), free(s->tmp), free(s);
-    return cp_error_set(CPROTON_EIO, "cannot write '%s': %s", path,
-                        strerror(err));
+    return cp_error_set(CPROTON_ENOMEM, "out of memory for output '%s'",
+                        path);
   }
   *out = s;
   return CPROTON_OK;
@@ -180,7 +185,7 @@ static int claim(cp_sink *s) {
   if (link(s->tmp, s->path) == 0)
     return unlink(s->tmp), CPROTON_OK;
   if (errno != EEXIST || !fresh_file(s->path, s->since_ns))
-    return rename(s->tmp, s->path) == 0 ? CPROTON_OK : -1;
+    return cp_output_replace(s->tmp, s->path);
   size_t n = strlen(s->path) + 16;
   char *alt = malloc(n);
   for (int k = 1; alt && k < 10000; k++) {
@@ -198,9 +203,10 @@ static int claim(cp_sink *s) {
     if (errno != EEXIST)
       break;
   }
+  int err = errno;
   free(alt);
-  errno = EEXIST;
-  return -1;
+  return cp_error_set(CPROTON_EIO, "cannot write '%s' under another name: "
+                      "%s", s->path, strerror(err));
 }
 
 static int close_file(cp_sink *s, int abort) {
@@ -208,12 +214,10 @@ static int close_file(cp_sink *s, int abort) {
   int bad = s->gz ? gzclose(s->gz) != Z_OK : fclose(s->file) != 0;
   if (bad && !s->error)
     s->error = cp_error_set(CPROTON_EIO, "cannot finish '%s'", s->path);
-  if (!s->error && !abort &&
-      (s->no_clobber ? claim(s) : rename(s->tmp, s->path)) != 0)
-    s->error = cp_error_set(CPROTON_EIO, "cannot rename to '%s': %s",
-                            s->path, strerror(errno));
+  if (!s->error && !abort)
+    s->error = s->no_clobber ? claim(s) : cp_output_replace(s->tmp, s->path);
   if (s->error || abort)
-    unlink(s->tmp);
+    cp_output_discard(s->tmp);
   return s->error;
 }
 

@@ -12,8 +12,10 @@ typedef struct cp_sink cp_sink;
 /* A sink into memory. Errors: ENOMEM. */
 int cp_sink_memory(cp_sink **out);
 
-/* A sink into `path` (through "<path>.tmp.<pid>"), gzip'ed when `gzip`.
- * Errors: EIO naming the path. */
+/* A sink into `path` through a temporary sibling created by
+ * cp_output_create (io/output.h: exclusive, never through a link; `path`
+ * must be absent or a regular file), gzip'ed when `gzip`.
+ * Errors: EINVAL (`path` is not a regular file), EIO naming the path. */
 int cp_sink_file(const char *path, int gzip, cp_sink **out);
 
 /* Makes a file sink refuse to replace a file that another writer produced

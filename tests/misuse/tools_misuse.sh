@@ -1,6 +1,7 @@
 #!/bin/sh
 # The misuse suite of the command-line tools: cproton-instrument writing to a
-# device node, and cproton-viewer on hostile profiles (names with newlines,
+# device node, outputs that are inputs, directories, FIFOs or planted links
+# (both tools), and cproton-viewer on hostile profiles (names with newlines,
 # repeated keys, string counts, the exact string limit, quadratic diffs,
 # exponential regexes, endless and zero inputs). Every case must end with
 # the documented exit status and message, within a time bound.
@@ -37,6 +38,42 @@ M='"count": 1, "time (ns)": 5'
 # ---- cproton-instrument -o /dev/null keeps the device node
 ptx="$src/tests/data/instrument/scope_return.ptx"
 check instrument_dev_null 0 "scopes" -- "$instrument" "$ptx" -o /dev/null
+# ---- file safety (docs/guarantees.md): an output is never an input, never
+# replaces anything but a regular file, and its temporary never follows a
+# link planted at its name
+cp "$ptx" "$tmp/in.ptx"
+check instrument_in_is_out 1 "output '$tmp/in.ptx' is the input" -- "$instrument" "$tmp/in.ptx" -o "$tmp/in.ptx"
+check instrument_over_dir 1 "is a directory; cproton replaces only regular files" -- "$instrument" "$ptx" -o "$tmp"
+printf 'secret' > "$tmp/victim"
+i=0
+while [ $i -lt 1000 ]; do # every temporary name cproton-instrument used to try
+  ln -s "$tmp/victim" "$tmp/out.ptx.tmp$i"
+  i=$((i + 1))
+done
+check instrument_planted_links 0 "scopes" -- "$instrument" "$ptx" -o "$tmp/out.ptx"
+n=$((n + 1))
+if ! cmp -s "$ptx" "$tmp/in.ptx" || [ "$(cat "$tmp/victim")" != secret ] || [ -L "$tmp/out.ptx" ] ||
+   ! grep -q '%cpr_' "$tmp/out.ptx"; then
+  echo "FAIL instrument_files: the input or the victim changed, or no instrumented output"
+  fail=$((fail + 1))
+fi
+printf '[%s]' "$(node ROOT "$M" '')" > "$tmp/p.hatchet"
+ln "$tmp/p.hatchet" "$tmp/hard.hatchet"
+check svg_is_input 1 "output '$tmp/p.hatchet' is the input" -- "$viewer" --svg "$tmp/p.hatchet" "$tmp/p.hatchet"
+check svg_hard_link_is_input 1 "is the input" -- "$viewer" --svg "$tmp/hard.hatchet" "$tmp/p.hatchet"
+mkdir "$tmp/svgdir"
+check svg_over_dir 1 "is a directory; cproton replaces only regular files" -- "$viewer" --svg "$tmp/svgdir" "$tmp/p.hatchet"
+pf="$src/tests/fuzz/corpus/perfetto_merge_fuzz/sample.pftrace"
+cp "$pf" "$tmp/a.pftrace"
+mkfifo "$tmp/node"
+check merge_over_fifo 1 "is a FIFO; cproton replaces only regular files" -- "$viewer" --merge-traces "$tmp/node" "$tmp/a.pftrace"
+check merge_over_input 1 "is the input" -- "$viewer" --merge-traces "$tmp/a.pftrace" "$tmp/a.pftrace"
+n=$((n + 1))
+if [ ! -p "$tmp/node" ] || ! cmp -s "$pf" "$tmp/a.pftrace" || [ "$(cat "$tmp/p.hatchet")" != "[$(node ROOT "$M" '')]" ]; then
+  echo "FAIL viewer_files: a FIFO was replaced or an input changed"
+  fail=$((fail + 1))
+fi
+
 # ---- --buffer-strategy: flush gives a global buffer; a bad value is named
 check instrument_flush 0 "global buffer" -- "$instrument" "$ptx" -o /dev/null --buffer-strategy flush
 check instrument_bad_strategy 2 "bad option '--buffer-strategy' periodic" -- \

@@ -3,16 +3,19 @@
  * instrumented PTX and prints, per kernel, the scope table and the
  * profile-buffer size per CTA. Uses the public API only.
  *
- * Invariant: a regular output file is written to a temporary name and
- * renamed, so a failure never leaves partial output over a good file; an
- * existing non-regular file (/dev/null, a pipe, a terminal) is written
- * directly, since renaming over it would replace the device or pipe. Errors print
+ * Invariant: a regular output file is written through cproton_output (a
+ * temporary created exclusively, never through a link, renamed into place),
+ * so a failure never leaves partial output over a good file and the input
+ * is never the output; an existing device node or FIFO (/dev/null, a pipe,
+ * a terminal) is written directly, never replaced. Errors print
  * "cproton: error: ..." and exit 1 (2 for usage errors, parsed by args.c). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "cproton/cproton.h"
@@ -48,34 +51,53 @@ static char *read_all(const char *path, size_t *size) {
   return b;
 }
 
-static int write_direct(FILE *f, const char *text, size_t size) {
+static int write_direct(FILE *f, const char *path, const char *text,
+                        size_t size) {
   int rc = !f || fwrite(text, 1, size, f) != size;
   if (f && f != stdout && fclose(f))
     rc = 1;
-  return rc ? -1 : 0;
+  return rc ? fail(path, "cannot write output") : 0;
 }
 
-static int write_atomic(const char *path, const char *text, size_t size) {
-  if (!path || !strcmp(path, "-"))
-    return write_direct(stdout, text, size);
+/* An existing device node or FIFO (/dev/null, a pipe, a terminal) the user
+ * named is written into, never replaced: opened without O_CREAT (nothing
+ * is created if it vanished meanwhile) and checked again once open. 1 when
+ * `path` is no such thing (the caller writes a file), else 0 or the exit
+ * status. */
+static int write_to_device(const char *path, const char *text, size_t size) {
   struct stat st;
-  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-    return write_direct(fopen(path, "wb"), text, size);
-  size_t l = strlen(path) + 16;
-  char *tmp = malloc(l);
-  if (!tmp)
+  if (stat(path, &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
     return -1;
-  snprintf(tmp, l, "%s.tmp%d", path, (int)(size % 1000));
-  FILE *f = fopen(tmp, "wb");
-  int rc = !f || fwrite(text, 1, size, f) != size;
-  if (f && fclose(f))
-    rc = 1;
-  if (!rc && rename(tmp, path))
-    rc = 1;
-  if (rc)
-    remove(tmp);
-  free(tmp);
-  return rc ? -1 : 0;
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || fstat(fd, &st) != 0 ||
+      !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
+    if (fd >= 0)
+      close(fd);
+    return fail(path, "cannot write: not the device or FIFO it was");
+  }
+  FILE *f = fdopen(fd, "wb");
+  if (!f)
+    close(fd);
+  return write_direct(f, path, text, size);
+}
+
+/* Writes the output: stdout for "-", into an existing device or FIFO, or
+ * else a regular file through cproton_output (an exclusive temporary,
+ * renamed; refused over a directory, a link, or the input itself). */
+static int write_output(const char *path, const char *in, const char *text,
+                        size_t size) {
+  if (!path || !strcmp(path, "-"))
+    return write_direct(stdout, "-", text, size);
+  const char *inputs[] = {strcmp(in, "-") ? in : NULL};
+  cproton_output *o;
+  if (cproton_output_open(path, inputs, 1, &o) != CPROTON_OK) {
+    int rc = write_to_device(path, text, size);
+    return rc >= 0 ? rc : fail(NULL, cproton_last_error());
+  }
+  int bad = fwrite(text, 1, size, cproton_output_stream(o)) != size;
+  if (cproton_output_close(o, bad) != CPROTON_OK || bad)
+    return fail(path, bad ? "cannot write output" : cproton_last_error());
+  return 0;
 }
 
 static void print_table(FILE *f, const cproton_ptx *p) {
@@ -136,9 +158,8 @@ int main(int argc, char **argv) {
       fprintf(stderr, "cproton: warning: %s: %s\n", a.in, cproton_ptx_kernel_warning(p, k));
   size_t n;
   const char *out = cproton_ptx_text(p, &n);
-  if (write_atomic(a.out, out, n))
-    rc = fail(a.out, "cannot write output");
-  else if (!a.quiet)
+  rc = write_output(a.out, a.in, out, n);
+  if (!rc && !a.quiet)
     print_table(a.out && strcmp(a.out, "-") ? stdout : stderr, p);
   cproton_ptx_free(p);
   free(text);

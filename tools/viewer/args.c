@@ -184,5 +184,10 @@ int vw_parse_args(int argc, char **argv, vw_args *a) {
   if (a->diff && (a->n_files > 1 || a->ranks))
     return vw_fail("--diff-profile compares one profile with another; it "
                    "cannot be combined with several files or --ranks");
+  if (a->svg && (a->n_files > 1 || a->ranks || a->list || a->lines ||
+                 a->merge_traces)) /* it used to be skipped without a word */
+    return vw_fail("--svg draws one profile's tree; it cannot be combined "
+                   "with several files, --ranks, --list, --lines or "
+                   "--merge-traces");
   return check_choices(a);
 }

@@ -112,23 +112,46 @@ static void warn_drops(vw_tree *t) {
            "avoids it\n\n", dropped > 0 ? dropped : 0, unpaired > 0 ? unpaired : 0);
 }
 
+/* --svg OUT: opened before anything is read or printed, so that an output
+ * that is one of the inputs, a directory or a device fails at once. */
+static int open_svg(const vw_args *a, cproton_output **out) {
+  const char *inputs[] = {a->file, a->diff};
+  *out = NULL;
+  if (a->svg && cproton_output_open(a->svg, inputs, 2, out) != CPROTON_OK)
+    return vw_fail("--svg: %s", cproton_last_error());
+  return 0;
+}
+
+/* Writes the SVG into `svg` (when asked) and commits it; discards it when
+ * `rc` already says the run failed. */
+static int finish_svg(cproton_output *svg, int rc, vw_tree *t, int col,
+                      const vw_render_opts *o) {
+  if (!svg)
+    return rc;
+  if (rc == 0)
+    rc = vw_svg(t, col, o, cproton_output_stream(svg));
+  if (cproton_output_close(svg, rc != 0) != CPROTON_OK && rc == 0)
+    rc = vw_fail("--svg: %s", cproton_last_error());
+  return rc;
+}
+
 static int run(vw_args *a) {
   vw_tree t, r;
   memset(&r, 0, sizeof r);
   char *metrics[MAX_METRICS];
   int cols[MAX_METRICS], rcols[MAX_METRICS], rc = -1, n;
+  cproton_output *svg;
+  if (open_svg(a, &svg))
+    return -1;
   if (vw_tree_load(a->file, &t)) {
     vw_tree_free(&t);
+    cproton_output_close(svg, 1);
     return -1;
   }
-  if (a->list) {
-    list_metrics(&t);
+  if (a->list || a->lines) { /* args.c refuses --svg with these */
+    rc = a->list ? (list_metrics(&t), 0) : vw_lines(&t, a->lines, stdout);
     vw_tree_free(&t);
-    return 0;
-  }
-  if (a->lines) {
-    rc = vw_lines(&t, a->lines, stdout);
-    vw_tree_free(&t);
+    cproton_output_close(svg, 1);
     return rc;
   }
   if (!a->output || !strcmp(a->output, "tree"))
@@ -146,10 +169,11 @@ static int run(vw_args *a) {
   vw_render_opts o = {a->depth, a->format, color, a->print_sorted,
                       a->demangle, a->output};
   rc = vw_render(&t, cols, n, &o, stdout);
-  if (rc == 0 && a->svg)
-    rc = vw_svg(&t, cols[0], &o, a->svg);
+  rc = finish_svg(svg, rc, &t, cols[0], &o);
+  svg = NULL;
   warn_negative_bytes(&t, cols, n);
 out:
+  cproton_output_close(svg, 1); /* a failure before the render */
   free(spec);
   vw_tree_free(&t);
   vw_tree_free(&r);

@@ -257,8 +257,7 @@ static int draw(FILE *f, layout *L, const char *label,
   return 0;
 }
 
-int vw_svg(const vw_tree *t, int col, const vw_render_opts *o,
-           const char *path) {
+int vw_svg(const vw_tree *t, int col, const vw_render_opts *o, FILE *f) {
   const char *cname = t->cols[col].name, *inc = strstr(cname, " (inc)");
   char label[256]; /* "time (ms) (inc)" -> "time (ms)" */
   snprintf(label, sizeof label, "%.*s",
@@ -267,7 +266,6 @@ int vw_svg(const vw_tree *t, int col, const vw_render_opts *o,
   size_t n = t->n ? t->n : 1;
   L.w = calloc(n, sizeof *L.w), L.x = calloc(n, sizeof *L.x);
   L.depth = calloc(n, sizeof *L.depth), L.kind = calloc(n, 1);
-  FILE *f = NULL;
   int rc = -1;
   if (!L.w || !L.x || !L.depth || !L.kind) {
     rc = vw_fail("out of memory");
@@ -275,13 +273,7 @@ int vw_svg(const vw_tree *t, int col, const vw_render_opts *o,
   }
   classify(&L);
   place(&L);
-  if (!(f = fopen(path, "w"))) {
-    rc = vw_fail("cannot write %s: %s", path, strerror(errno));
-    goto out;
-  }
   rc = draw(f, &L, label, o);
-  if (fclose(f) != 0 && rc == 0)
-    rc = vw_fail("cannot write %s: %s", path, strerror(errno));
 out:
   free(L.w), free(L.x), free(L.depth), free(L.kind);
   return rc;

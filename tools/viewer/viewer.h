@@ -123,9 +123,10 @@ typedef struct vw_render_opts {
 int vw_render(vw_tree *t, const int *cols, int n_cols,
               const vw_render_opts *o, FILE *out);
 
-/* svg.c: writes the tree as a static icicle flame graph to `path`, frame
- * widths from column `col`; o->depth and o->demangle apply. 0 or -1. */
-int vw_svg(const vw_tree *t, int col, const vw_render_opts *o,
-           const char *path);
+/* svg.c: writes the tree as a static icicle flame graph to `f` (the
+ * stream of a cproton_output, which main.c opened before any input was
+ * read and commits), frame widths from column `col`; o->depth and
+ * o->demangle apply. 0 or -1. */
+int vw_svg(const vw_tree *t, int col, const vw_render_opts *o, FILE *f);
 
 #endif
