@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# Installs the build into a temporary prefix and builds examples/basic.c
-# against it twice: through pkg-config and through CMake's find_package.
+# Installs the build into a temporary prefix and checks that what a user
+# gets there runs as installed, with no LD_LIBRARY_PATH: examples/basic.c
+# built through pkg-config and through CMake's find_package, and the
+# installed cproton-viewer and cproton-instrument (their run path finds
+# libcproton.so in the prefix).
 # Usage: install_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$2
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
+unset LD_LIBRARY_PATH
 cmake --install "$build" --prefix "$prefix" > /dev/null
-export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+libdir=$(dirname "$(find "$prefix" -name 'libcproton.so' | head -1)")
+export PKG_CONFIG_PATH=$libdir/pkgconfig
 cc "$src/examples/basic.c" $(pkg-config --cflags --libs cproton) -lpthread -o "$prefix/basic_pc"
-LD_LIBRARY_PATH=$prefix/lib "$prefix/basic_pc" "$prefix/pc" > /dev/null
+"$prefix/basic_pc" "$prefix/pc" > /dev/null
 mkdir "$prefix/cm"
 cat > "$prefix/cm/CMakeLists.txt" <<CM
 cmake_minimum_required(VERSION 3.20)
@@ -22,4 +27,7 @@ cmake -S "$prefix/cm" -B "$prefix/cm/b" -DCMAKE_PREFIX_PATH="$prefix" > /dev/nul
 cmake --build "$prefix/cm/b" > /dev/null
 "$prefix/cm/b/basic_cm" "$prefix/cm_out" > /dev/null
 test -s "$prefix/pc.hatchet" && test -s "$prefix/cm_out.hatchet"
-echo "install: pkg-config and find_package(cproton) both build and run"
+"$prefix/bin/cproton-viewer" --list "$prefix/pc.hatchet" | grep flops > /dev/null
+"$prefix/bin/cproton-instrument" "$src/tests/data/instrument/scope_return.ptx" -o "$prefix/out.ptx" > /dev/null
+grep -q '%cpr_' "$prefix/out.ptx"
+echo "install: pkg-config and find_package(cproton) build programs that run, and the installed viewer and cproton-instrument run, all without LD_LIBRARY_PATH"
