@@ -19,7 +19,7 @@ import runpy
 import sys
 
 from .flags import flags
-from .profile import start, _finalize
+from .profile import DEFAULT_PROFILE_NAME, start, _finalize, _ranks
 
 
 def _parser():
@@ -125,6 +125,33 @@ def run_native(args, target):
         return 127
 
 
+def _output_directory(name):
+    """The directory the profile `name` lands in, with the placeholders the
+    library fills ({pid}, {rank}, {local_rank}: src/core/session.c) filled
+    the same way."""
+    rank, local_rank = _ranks()
+    name = name or DEFAULT_PROFILE_NAME
+    for key, value in (("{pid}", os.getpid()), ("{rank}", max(rank, 0)), ("{local_rank}", max(local_rank, 0))):
+        name = name.replace(key, str(value))
+    return os.path.dirname(name) or "."
+
+
+def preflight(args, target):
+    """What must hold before anything runs, or None: the script exists and
+    the profile's directory exists and is writable. A run that cannot
+    write its profile, or has nothing to run, never starts: it would run
+    for nothing, or write a profile of a run that did not happen over the
+    last one."""
+    if not args.native and not is_pytest(target[0]) and not os.path.isfile(target[0]):
+        return f"no such script: {target[0]}"
+    directory = _output_directory(args.name)
+    if not os.path.isdir(directory):
+        return f"cannot write the profile '{args.name or DEFAULT_PROFILE_NAME}': no directory '{directory}'"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return f"cannot write the profile '{args.name or DEFAULT_PROFILE_NAME}': directory '{directory}' is not writable"
+    return None
+
+
 def run_profiling(args, target_args):
     if args.include or args.exclude:
         from .hooks.launch import set_filter
@@ -146,6 +173,10 @@ def run_profiling(args, target_args):
 
 def main(argv=None):
     args, target = parse_arguments(argv)
+    problem = preflight(args, target)
+    if problem:
+        print(f"cproton: error: {problem}", file=sys.stderr)
+        sys.exit(2)
     if args.native:
         sys.exit(run_native(args, target))
     try:

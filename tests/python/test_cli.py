@@ -126,3 +126,40 @@ def test_native_sets_injection_environment(tmp_path):
     assert r.returncode == 0, r.stderr
     assert f"CUDA_INJECTION64_PATH={lib}" in r.stdout
     assert "CPROTON_NAME=nat" in r.stdout and "CPROTON_DATA=trace" in r.stdout
+
+
+MARKER_SCRIPT = """
+open("ran.txt", "w").write("the script ran")
+"""
+
+
+def test_output_directory_is_checked_before_anything_runs(tmp_path):
+    # issue 24.7: the script ran to its end, then the profile was lost
+    script = write_script(tmp_path, MARKER_SCRIPT)
+    r = run_python(["-m", "cproton", "-n", str(tmp_path / "missing" / "x"), str(script)], cwd=tmp_path)
+    assert r.returncode == 2
+    assert f"no directory '{tmp_path / 'missing'}'" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "ran.txt").exists()
+    lib = tmp_path / "libcproton_fake.so"
+    lib.write_text("")
+    env_lib = os.environ.get("CPROTON_INJECTION_LIB")
+    os.environ["CPROTON_INJECTION_LIB"] = str(lib)
+    try:
+        r = run_python(["-m", "cproton", "-n", "missing/{rank}/x", "--", "/usr/bin/touch", "ran.txt"],
+                       cwd=tmp_path)
+    finally:
+        if env_lib is None:
+            del os.environ["CPROTON_INJECTION_LIB"]
+        else:
+            os.environ["CPROTON_INJECTION_LIB"] = env_lib
+    assert r.returncode == 2 and "no directory 'missing/0'" in r.stderr
+    assert not (tmp_path / "ran.txt").exists()
+
+
+def test_a_run_that_did_not_happen_replaces_no_profile(tmp_path):
+    (tmp_path / "proton.hatchet").write_text("last run")
+    r = run_python(["-m", "cproton", "nosuch.py"], cwd=tmp_path)
+    assert r.returncode == 2 and "no such script: nosuch.py" in r.stderr
+    assert (tmp_path / "proton.hatchet").read_text() == "last run"
+    assert [p.name for p in tmp_path.iterdir()] == ["proton.hatchet"]
