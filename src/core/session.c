@@ -125,9 +125,8 @@ int cproton_session_options_init(cproton_session_options *o) {
   return CPROTON_OK;
 }
 
-/* Expands {pid}, {rank} and {local_rank} in `name` into `out`. */
-static int expand_name(const cproton_session_options *o, char *out,
-                       size_t size) {
+int cp_session_expand_name(const cproton_session_options *o, char *out,
+                           size_t size) {
   const char *name = o->name && *o->name ? o->name : "proton";
   size_t n = 0;
   for (const char *p = name; *p && n + 1 < size;) {
@@ -192,7 +191,7 @@ static int parse_options(const cproton_session_options *o, session *s) {
   s->backend = o->backend ? cp_backend_find(o->backend) : cp_backend_default();
   if (!s->backend)
     return CPROTON_EINVAL;
-  return expand_name(o, s->path, sizeof s->path);
+  return cp_session_expand_name(o, s->path, sizeof s->path);
 }
 
 /* How many live sessions use `b`; caller holds table_lock. */
@@ -559,6 +558,12 @@ static int check_format(int id, const char *format) {
       rc = CPROTON_EINVAL;
   pthread_mutex_unlock(&table_lock);
   return rc;
+}
+
+int cp_session_format_check(int is_trace, const char *format) {
+  return format_for(is_trace ? CP_IO_TRACE : CP_IO_TREE, format)
+             ? CPROTON_OK
+             : CPROTON_EINVAL;
 }
 
 int cproton_format_check(const char *format) {

@@ -12,12 +12,14 @@
 #ifndef CP_CORE_SESSION_H
 #define CP_CORE_SESSION_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/cct.h"
 #include "core/context.h"
 #include "core/data.h"
 #include "core/trace.h"
+#include "cproton/cproton.h"
 
 #define CP_MAX_SESSIONS 32
 
@@ -104,5 +106,18 @@ void cp_session_reset_all(void);
  * injection entry point calls it, because its scopes are NVTX ranges, which
  * NVTX defines per thread. */
 void cp_session_threads_independent(void);
+
+/* The output path (without extension) a session started with `o` writes:
+ * o->name ("proton" when NULL or empty) with {pid}, {rank} and
+ * {local_rank} filled (ranks below 0 give 0). Errors: ELIMIT (longer than
+ * `size`). The injection entry point checks its directory before
+ * starting (docs/cupti.md). */
+int cp_session_expand_name(const cproton_session_options *o, char *out,
+                           size_t size);
+
+/* Whether a session recording a tree (`is_trace` 0) or a trace can be
+ * finalized in `format` (NULL or "": the default). Errors: EINVAL, the
+ * message naming the format and the valid ones. */
+int cp_session_format_check(int is_trace, const char *format);
 
 #endif

@@ -12,6 +12,8 @@
 #include <strings.h>
 
 #include "backend/cupti/config.h"
+#include "core/error.h"
+#include "core/session.h"
 #include "cproton/cproton.h"
 
 static void add_dir(cp_cupti_config *c, const char *dir, const char *sub) {
@@ -146,17 +148,46 @@ void cp_cupti_config_from_env(cp_cupti_config *c) {
     c->buffer_size = (size_t)kb << 10;
 }
 
-static void copy_env(char *out, size_t size, const char *var,
-                     const char *fallback) {
+/* Copies $var (or `fallback` when unset or empty) into out[size]; a value
+ * that does not fit is refused, never cut. */
+static int copy_env(char *out, size_t size, const char *var,
+                    const char *fallback) {
   const char *v = getenv(var);
-  snprintf(out, size, "%s", v && *v ? v : fallback);
+  v = v && *v ? v : fallback;
+  if (strlen(v) >= size)
+    return cp_error_set(CPROTON_EINVAL, "%s is %zu bytes long; at most %zu "
+                        "are accepted", var, strlen(v), size - 1);
+  snprintf(out, size, "%s", v);
+  return CPROTON_OK;
+}
+
+/* A non-negative number below 2^30 written in ASCII digits only (no sign,
+ * no space: strtol would take " 5" or "+5"), else -1. */
+static int parse_count(const char *v) {
+  size_t n = v ? strspn(v, "0123456789") : 0;
+  if (n == 0 || v[n] || n > 10)
+    return -1;
+  long x = strtol(v, NULL, 10);
+  return x < (1 << 30) ? (int)x : -1;
 }
 
 static int int_env(const char *var, int fallback) {
+  int v = parse_count(getenv(var));
+  return v >= 0 ? v : fallback;
+}
+
+/* A 0/1 switch: unset or empty is `*out` = 0; a number sets it (non-zero:
+ * on); anything else is refused. */
+static int switch_env(const char *var, int *out) {
   const char *v = getenv(var);
-  char *end;
-  long n = v && *v ? strtol(v, &end, 10) : 0;
-  return v && *v && !*end && n >= 0 && n < (1 << 30) ? (int)n : fallback;
+  *out = 0;
+  if (!v || !*v)
+    return CPROTON_OK;
+  int n = parse_count(v);
+  if (n < 0)
+    return cp_error_set(CPROTON_EINVAL, "%s='%.64s' is not 0 or 1", var, v);
+  *out = n != 0;
+  return CPROTON_OK;
 }
 
 /* Where launchers put a process's rank, most specific first: torchrun and
@@ -179,24 +210,55 @@ static int first_env(const char *const *vars, int fallback) {
   return fallback;
 }
 
-void cp_inject_config_from_env(cp_inject_config *c) {
-  memset(c, 0, sizeof *c);
-  copy_env(c->name, sizeof c->name, "CPROTON_NAME", "proton");
-  copy_env(c->data, sizeof c->data, "CPROTON_DATA", "tree");
-  copy_env(c->format, sizeof c->format, "CPROTON_FORMAT", "");
-  copy_env(c->context, sizeof c->context, "CPROTON_CONTEXT", "shadow");
-  copy_env(c->mode, sizeof c->mode, "CPROTON_MODE", "");
-  c->gzip = int_env("CPROTON_GZIP", 0) != 0;
-  c->rank = first_env(rank_vars, -1);
-  c->local_rank = first_env(local_rank_vars, -1);
-  c->disabled = int_env("CPROTON_DISABLE", 0) != 0 ||
-                bool_env("TRITON_PROTON_DISABLE", 0);
+/* CPROTON_LOG into c->log_level: warning when unset. */
+static int log_env(cp_inject_config *c) {
   static const char *levels[] = {"debug", "info", "warning", "error"};
   const char *log = getenv("CPROTON_LOG");
   c->log_level = CPROTON_LOG_WARN;
-  for (int i = 0; log && i < 4; i++)
+  for (int i = 0; log && *log && i < 4; i++)
     if (strcmp(log, levels[i]) == 0)
-      c->log_level = i;
+      return c->log_level = i, CPROTON_OK;
+  return log && *log ? cp_error_set(CPROTON_EINVAL, "CPROTON_LOG='%.64s' is "
+                                    "not debug, info, warning or error", log)
+                     : CPROTON_OK;
+}
+
+/* The strings; then what can be checked without starting a session. */
+static int strings_env(cp_inject_config *c) {
+  int rc = copy_env(c->name, sizeof c->name, "CPROTON_NAME", "proton");
+  if (!rc)
+    rc = copy_env(c->data, sizeof c->data, "CPROTON_DATA", "tree");
+  if (!rc)
+    rc = copy_env(c->format, sizeof c->format, "CPROTON_FORMAT", "");
+  if (!rc)
+    rc = copy_env(c->context, sizeof c->context, "CPROTON_CONTEXT", "shadow");
+  if (!rc)
+    rc = copy_env(c->mode, sizeof c->mode, "CPROTON_MODE", "");
+  if (rc)
+    return rc;
+  int trace = strcmp(c->data, "trace") == 0;
+  if (!trace && strcmp(c->data, "tree") != 0)
+    return cp_error_set(CPROTON_EINVAL, "CPROTON_DATA='%s' is not tree or "
+                        "trace", c->data);
+  if (cp_session_format_check(trace, c->format)) {
+    char why[512]; /* the message is rewritten below: copy it first */
+    snprintf(why, sizeof why, "%s", cp_error_message());
+    return cp_error_set(CPROTON_EINVAL, "CPROTON_FORMAT: %s", why);
+  }
+  return CPROTON_OK;
+}
+
+int cp_inject_config_from_env(cp_inject_config *c) {
+  memset(c, 0, sizeof *c);
+  int off_rc = switch_env("CPROTON_DISABLE", &c->disabled);
+  c->disabled |= bool_env("TRITON_PROTON_DISABLE", 0);
+  int log_rc = log_env(c); /* the message is the last failure's */
+  if (log_rc || off_rc)
+    return log_rc ? log_rc : off_rc;
+  c->rank = first_env(rank_vars, -1);
+  c->local_rank = first_env(local_rank_vars, -1);
+  int rc = switch_env("CPROTON_GZIP", &c->gzip);
+  return rc ? rc : strings_env(c);
 }
 
 void cp_inject_set_nvtx_path(const char *cupti_path) {

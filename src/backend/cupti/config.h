@@ -78,7 +78,8 @@ typedef struct cp_inject_config {
   char data[16];       /* CPROTON_DATA: tree | trace */
   char format[32];     /* CPROTON_FORMAT: "" (the data's default), perfetto... */
   char context[16];    /* CPROTON_CONTEXT: shadow */
-  char mode[128];      /* CPROTON_MODE: "" or pcsampling[:options] */
+  char mode[1025];     /* CPROTON_MODE: "" or pcsampling[:options]; the
+                          mode parser's limit is 1 KiB */
   int gzip;            /* CPROTON_GZIP=1 */
   int rank;            /* RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, PMI_RANK,
                           LOCAL_RANK (the first set); else -1 */
@@ -89,8 +90,16 @@ typedef struct cp_inject_config {
   int log_level;       /* CPROTON_LOG=debug|info|warning|error (warning) */
 } cp_inject_config;
 
-/* Reads the injection settings from the environment. */
-void cp_inject_config_from_env(cp_inject_config *c);
+/* Reads the injection settings from the environment and checks each one,
+ * so that a bad setting is refused when the program starts rather than
+ * losing the profile at exit: a value longer than its field (never cut),
+ * CPROTON_DATA other than tree/trace, a CPROTON_FORMAT unknown or not for
+ * that data, CPROTON_GZIP / CPROTON_DISABLE not a number, an unknown
+ * CPROTON_LOG level. CPROTON_CONTEXT and CPROTON_MODE are checked by the
+ * session's start, the output directory by the injection (inject.c).
+ * Errors: EINVAL, the message naming the variable and its value; `c` is
+ * filled as far as it could be (log_level and disabled always). */
+int cp_inject_config_from_env(cp_inject_config *c);
 
 /* Sets NVTX_INJECTION64_PATH to `cupti_path` unless the user set it, so
  * that NVTX ranges reach CUPTI (and cproton's scopes). At injection and at

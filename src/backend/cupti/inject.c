@@ -10,10 +10,13 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "backend/cupti/config.h"
 #include "backend/cupti/cupti_backend.h"
 #include "backend/cupti/inject.h"
+#include "core/error.h"
 #include "core/log.h"
 #include "core/session.h"
 #include "cproton/cproton.h"
@@ -30,11 +33,35 @@ static void at_exit(void) {
   cp_cupti_backend_teardown();
 }
 
+/* The profile's directory must exist and be writable now: found out at
+ * exit, the whole run's profile would be lost. */
+static int check_directory(const cproton_session_options *o) {
+  char path[PATH_MAX];
+  if (cp_session_expand_name(o, path, sizeof path))
+    return cp_error_set(CPROTON_EINVAL, "CPROTON_NAME='%s' is too long once "
+                        "{pid} and {rank} are filled", o->name);
+  char *slash = strrchr(path, '/');
+  if (!slash)
+    snprintf(path, sizeof path, ".");
+  else
+    slash[slash == path] = '\0'; /* "/x" -> "/" */
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+    return cp_error_set(CPROTON_EINVAL, "CPROTON_NAME='%s': no directory "
+                        "'%s'", o->name, path);
+  if (access(path, W_OK | X_OK) != 0)
+    return cp_error_set(CPROTON_EINVAL, "CPROTON_NAME='%s': directory '%s' "
+                        "is not writable", o->name, path);
+  return CPROTON_OK;
+}
+
+/* Every setting is checked here, at the program's start: a bad one is
+ * reported once and this process is not profiled (docs/cupti.md). */
 int InitializeInjection(void) {
   if (atomic_exchange(&initialized, 1))
     return 1;
   cp_inject_config c;
-  cp_inject_config_from_env(&c);
+  int bad = cp_inject_config_from_env(&c);
   cproton_log_set_handler(NULL, NULL, (cproton_log_level)c.log_level);
   if (c.disabled)
     return 1;
@@ -53,8 +80,9 @@ int InitializeInjection(void) {
    * initialises CUDA (device_count) without a RANK, and its empty profile
    * used to land on rank 0's name after the worker had written it. */
   o.skip_if_no_kernels = 1;
-  if (cproton_session_start(&o, &session_id) != CPROTON_OK) {
-    cp_warn("injection: could not start profiling: %s", cproton_last_error());
+  if (bad || check_directory(&o) ||
+      cproton_session_start(&o, &session_id) != CPROTON_OK) {
+    cp_warn("injection: not profiling this process: %s", cproton_last_error());
     session_id = -1;
     return 1;
   }
