@@ -253,3 +253,20 @@ Test(io_output, public_handle) {
   free(text);
   cr_assert_eq(count_prefixed("page.svg.tmp"), 0);
 }
+
+Test(io_output, a_refused_destination_keeps_the_session_for_a_retry) {
+  const char *name = cpt_tmp_path("blocked");
+  char path[600];
+  snprintf(path, sizeof path, "%s.hatchet", name);
+  cr_assert_eq(mkfifo(path, 0600), 0);
+  int sid = cpt_start_session(name, "none", NULL, NULL);
+  uint64_t id;
+  cr_assert_eq(cproton_scope_enter("work", &id), CPROTON_OK);
+  cr_assert_eq(cproton_scope_exit("work"), CPROTON_OK);
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_EINVAL);
+  cr_assert(strstr(cproton_last_error(), "is a FIFO"), "%s", cproton_last_error());
+  cr_assert_eq(unlink(path), 0);
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK, "%s",
+               cproton_last_error());
+  cr_assert(is_profile(path));
+}
