@@ -4,7 +4,8 @@
 #   api     the C API, data=tree   (counts, nesting, graph, event timing, devices)
 #   trace   the C API, data=trace  (valid JSON, lanes, flows, per-kernel time)
 #   inject  the unmodified program under CUDA_INJECTION64_PATH=libcproton.so,
-#           scopes from NVTX ranges, output name with {pid} and {rank}
+#           scopes from NVTX ranges, output name with {pid} and {rank};
+#           a bad CPROTON_FORMAT refused once at start, nothing written
 # Prints "PASS name" / "FAIL name: why" (also in OUT_DIR/results.txt) and
 # exits non-zero when anything failed. NVCC_ARCH overrides -arch (native).
 set -u
@@ -63,6 +64,18 @@ check tree "${prof:-$OUT/missing.hatchet}" "$OUT/inject" inject
 if grep -qi "warn\|error" "$OUT/inject.log"; then
   say "FAIL inject clean exit: $(head -c 300 "$OUT/inject.log")"
 else say "PASS inject clean exit"; fi
+
+# A bad setting is refused when the program starts (issue 24.16): one
+# warning naming it, the program runs to its end unprofiled, no file written.
+rm -f "$OUT"/inject_bad*
+run inject_bad_format env CUDA_INJECTION64_PATH="$LIB" CPROTON_FORMAT=bogus \
+  CPROTON_NAME="$OUT/inject_bad" "$OUT/cupti_app_plain" "$OUT/inject_bad_app"
+if [ "$(grep -c "not profiling this process: CPROTON_FORMAT: unknown output format 'bogus'" \
+        "$OUT/inject_bad_format.log")" = 1 ] && ! ls "$OUT"/inject_bad.* > /dev/null 2>&1; then
+  say "PASS inject bad setting refused at start"
+else
+  say "FAIL inject bad setting refused at start: $(head -c 300 "$OUT/inject_bad_format.log")"
+fi
 
 echo "results: $RESULTS"
 exit $status
