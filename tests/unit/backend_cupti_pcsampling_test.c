@@ -321,17 +321,23 @@ Test(pcsampling, split_weighs_grid_occupancy, .init = setup, .fini = teardown) {
 
 typedef void (*bracket_fn)(void *, uint32_t, const char *, const cp_launch_site *, int);
 
-/* An exact session with the fake's cubin (crc 1) handed over. */
-static bracket_fn start_exact(const char *path, int *sid) {
-  *sid = start(path, "pcsampling:exact");
+/* An exact session with the fake's cubin (crc 1) handed over; `mode`
+ * "pcsampling:exact..." (the period tests say first=0: no first launch in
+ * a range of its own). */
+static bracket_fn start_mode(const char *path, int *sid, const char *mode) {
+  *sid = start(path, mode);
   cp_pcs_options o;
-  cp_pcs_mode_parse("pcsampling:exact", &o);
+  cp_pcs_mode_parse(mode, &o);
   cr_assert_eq(cp_pcsampling_enable(&api, &st, &o), 0);
   cr_assert_eq(cproton_pcsampling_add_cubin("cubin", 5), 0);
   bracket_fn b = atomic_load(&st.hooks.launch_bracket);
   cr_assert_not_null(b);
   cr_assert_null(atomic_load(&st.hooks.kernel_ran), "exact mode notes launches, not records");
   return b;
+}
+
+static bracket_fn start_exact(const char *path, int *sid) {
+  return start_mode(path, sid, "pcsampling:exact:first=0");
 }
 
 /* One launch of `kernel` (NULL: a graph) with correlation id `corr` under
@@ -427,7 +433,7 @@ Test(pcsampling, exact_launch_in_flight_kept_across_periods, .init = setup, .fin
  * a kernel without line information (no cubin handed over). Its context is
  * configured at start, while current, and its samples land on its kernel
  * node, in both modes. */
-static void first_launch_case(const char *mode) {
+static void first_launch_case(const char *mode) { /* first=0 */
   const char *path = cpt_tmp_path("pcsv_first");
   int sid = start(path, mode);
   cp_pcs_options o;
@@ -468,12 +474,73 @@ static void first_launch_case(const char *mode) {
 
 Test(pcsampling, context_before_start_first_launch_concurrent, .init = setup,
      .fini = teardown) {
-  first_launch_case("pcsampling");
+  first_launch_case("pcsampling:first=0");
 }
 
 Test(pcsampling, context_before_start_first_launch_exact, .init = setup,
      .fini = teardown) {
-  first_launch_case("pcsampling:exact");
+  first_launch_case("pcsampling:exact:first=0");
+}
+
+/* Concurrent mode (first=1, the default): a function's first launch runs
+ * in a range of its own, as every launch does under Proton: the open range
+ * is closed at its enter (after a synchronise) and again at its exit, and
+ * the samples of that range are the launch's, attributed at once from its
+ * correlation id, with no kernel record needed. Later launches of the
+ * function add no Stop. The fake's every Stop hands over 30 samples on
+ * line 5 and 12 on line 6. */
+Test(pcsampling, first_launch_own_range_concurrent, .init = setup, .fini = teardown) {
+  const char *path = cpt_tmp_path("pcsv_first_conc");
+  int sid = start_concurrent(path);
+  bracket_fn b = atomic_load(&st.hooks.launch_bracket);
+  cr_assert_not_null(b, "concurrent mode brackets a function's first launches");
+  launch(b, "kern", "init", 5);
+  cr_assert_eq(n_stops, 2, "closed before the first launch and after it");
+  cr_assert(open_range, "the shared range is open again");
+  launch(b, "kern", "init", 6);
+  launch(b, "kern", "later", 7);
+  cr_assert_eq(n_stops, 2, "later launches of kern keep the range open");
+  launch(b, "other", "later", 8);
+  cr_assert_eq(n_stops, 4, "another function's first launch has its own range");
+  cp_launch_site later;
+  cpt_capture_in("later", &later);
+  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t) =
+      atomic_load(&st.hooks.kernel_ran);
+  ran("kern", &later, 100, 1, 128, 0); /* the only kernel record of kern */
+  cr_assert_eq(cp_pcsampling_flush(1), 0);
+  json_t *j = finish(sid, path), *root = json_array_get(j, 0);
+  /* the first launch's range, by its correlation id */
+  cr_assert_eq(samples(line_node(root, "init", "src/k.py:5@kern")), 30);
+  cr_assert_eq(samples(line_node(root, "init", "src/k.py:6@kern")), 12);
+  /* the untagged ranges (before each first launch, the final one; the fake
+   * names kern in all) by kernel records, all to "later"; and other's
+   * first launch's range (the fake names kern there too), by its id */
+  cr_assert_eq(samples(line_node(root, "later", "src/k.py:5@kern")), 3 * 30 + 30);
+  json_decref(j);
+}
+
+/* Exact mode (first=1, the default): the first launch of a function ends
+ * the period before it and runs in a range of its own; its samples go to
+ * its own context. A second context for the function still ends a period. */
+Test(pcsampling, first_launch_own_range_exact, .init = setup, .fini = teardown) {
+  const char *path = cpt_tmp_path("pcsv_first_exact");
+  int sid;
+  bracket_fn b = start_mode(path, &sid, "pcsampling:exact");
+  launch(b, "kern", "a", 70);
+  cr_assert_eq(n_stops, 2, "the period before ends, and the launch's range after it");
+  launch(b, "kern", "a", 71);
+  cr_assert_eq(n_stops, 2, "one context per function: no Stop");
+  launch(b, "kern", "b", 72);
+  cr_assert_eq(n_stops, 3, "kern's second context ends the period");
+  cr_assert_eq(cp_pcsampling_flush(1), 0);
+  json_t *j = finish(sid, path), *root = json_array_get(j, 0);
+  /* a: its first launch's range (tagged) and the period of its second
+   * launch; the period before the first launch had no launch of kern, so
+   * its samples wait and go with the next period of kern (a's); b: the
+   * last period */
+  cr_assert_eq(samples(line_node(root, "a", "src/k.py:5@kern")), 3 * 30);
+  cr_assert_eq(samples(line_node(root, "b", "src/k.py:5@kern")), 30);
+  json_decref(j);
 }
 
 /* A context current at start that is also the primary one is configured
