@@ -128,10 +128,10 @@ static cp_cupti_state st;
 static const cp_launch_site *late_record;
 static CUptiResult f_flush(uint32_t flag) {
   (void)flag;
-  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t) =
+  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t) =
       atomic_load(&st.hooks.kernel_ran);
   if (late_record && ran)
-    ran("kern", late_record, 100, 1, 128, 0);
+    ran("kern", late_record, 100, 1, 128, 0, 0);
   late_record = NULL;
   return CUPTI_SUCCESS;
 }
@@ -250,10 +250,10 @@ Test(pcsampling, concurrent_reads_buffer_and_getdata, .init = setup, .fini = tea
   cp_launch_site site;
   cp_session_capture(&site);
   cproton_scope_exit("work");
-  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t) =
+  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t) =
       atomic_load(&st.hooks.kernel_ran);
   cr_assert_not_null(ran);
-  ran("kern", &site, 100, 1, 128, 0);
+  ran("kern", &site, 100, 1, 128, 0, 0);
   cr_assert_eq(cp_pcsampling_flush(1), 0);
   cr_assert(open_range, "the range is reopened after the drain");
   json_t *j = finish(sid, path), *root = json_array_get(j, 0);
@@ -305,10 +305,10 @@ Test(pcsampling, split_weighs_grid_occupancy, .init = setup, .fini = teardown) {
   cp_launch_site full, small;
   cpt_capture_in("full", &full);
   cpt_capture_in("small", &small);
-  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t) =
+  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t) =
       atomic_load(&st.hooks.kernel_ran);
-  ran("kern", &full, 1000, 4096, 256, 0);
-  ran("kern", &small, 1000, 32, 256, 0);
+  ran("kern", &full, 1000, 4096, 256, 0, 0);
+  ran("kern", &small, 1000, 32, 256, 0, 0);
   cr_assert_eq(cp_pcsampling_flush(1), 0);
   json_t *j = finish(sid, path), *root = json_array_get(j, 0);
   /* 30 samples on line 5: 30 * 128/656 = 5 (floor) to "small", the rest
@@ -457,10 +457,10 @@ static void first_launch_case(const char *mode) { /* first=0 */
     cr_assert(open_range, "the first launch is inside a range");
     bracket(CTX, 5, "kern", NULL, 0);
   }
-  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t) =
+  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t) =
       atomic_load(&st.hooks.kernel_ran);
   if (ran)
-    ran("kern", &site, 2, 1, 128, 0); /* a 2 ns kernel */
+    ran("kern", &site, 2, 1, 128, 0, 0); /* a 2 ns kernel */
   cproton_scope_exit("init");
   cr_assert_eq(cp_pcsampling_flush(1), 0);
   json_t *j = finish(sid, path), *root = json_array_get(j, 0);
@@ -502,11 +502,15 @@ Test(pcsampling, first_launch_own_range_concurrent, .init = setup, .fini = teard
   cr_assert_eq(n_stops, 2, "later launches of kern keep the range open");
   launch(b, "other", "later", 8);
   cr_assert_eq(n_stops, 4, "another function's first launch has its own range");
-  cp_launch_site later;
+  cp_launch_site init, later;
+  cpt_capture_in("init", &init);
   cpt_capture_in("later", &later);
-  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t) =
+  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t) =
       atomic_load(&st.hooks.kernel_ran);
-  ran("kern", &later, 100, 1, 128, 0); /* the only kernel record of kern */
+  /* the first launch's record weighs nothing: its samples were its own
+   * range's; the untagged ones are the later launches' */
+  ran("kern", &init, 100, 1, 128, 0, 5);
+  ran("kern", &later, 100, 1, 128, 0, 7);
   cr_assert_eq(cp_pcsampling_flush(1), 0);
   json_t *j = finish(sid, path), *root = json_array_get(j, 0);
   /* the first launch's range, by its correlation id */

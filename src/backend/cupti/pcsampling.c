@@ -151,8 +151,18 @@ static uint32_t sms_of(uint32_t device) {
   return n;
 }
 
+/* Correlation ids of first launches whose samples were tagged (their
+ * kernel records weigh nothing: the period's untagged samples are other
+ * launches'). Direct-mapped; an id overwritten before its record arrives
+ * only lets that record weigh. */
+#define OWN_IDS 4096
+static _Atomic uint32_t own_ids[OWN_IDS];
+
 static void kernel_ran(const char *name, const void *site, uint64_t ns,
-                       uint64_t blocks, uint32_t threads, uint32_t device) {
+                       uint64_t blocks, uint32_t threads, uint32_t device,
+                       uint32_t corr) {
+  if (corr && atomic_load_explicit(&own_ids[corr % OWN_IDS], memory_order_relaxed) == corr)
+    return;
   cp_pcs_note_kernel(pcs, name, site,
                      cp_pcs_kernel_weight(ns, blocks, threads, sms_of(device)));
 }
@@ -497,6 +507,7 @@ static void first_enter(void *c, uint32_t corr) {
   else
     restart(s, 0, 1); /* untagged: they wait for their kernel records */
   first_corr = corr;
+  atomic_store_explicit(&own_ids[corr % OWN_IDS], corr, memory_order_relaxed);
   atomic_fetch_add_explicit(&n_first, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&t_first_ns, cp_clock_now_ns() - t, memory_order_relaxed);
 }
@@ -630,6 +641,8 @@ int cp_pcsampling_enable(const cp_loader_api *a, cp_cupti_state *st,
   time_rule = w && !strcmp(w, "time");
   for (int i = 0; i < 64; i++)
     atomic_store(&device_sms[i], 0);
+  for (int i = 0; i < OWN_IDS; i++)
+    atomic_store(&own_ids[i], 0);
   st->hooks.module_loaded = module_loaded;
   atomic_store(&st->hooks.kernel_ran, opt.exact ? NULL : kernel_ran);
   atomic_store(&on, 1);
