@@ -496,12 +496,18 @@ Test(pcsampling, first_launch_own_range_concurrent, .init = setup, .fini = teard
   cr_assert_not_null(b, "concurrent mode brackets a function's first launches");
   launch(b, "kern", "init", 5);
   cr_assert_eq(n_stops, 2, "closed before the first launch and after it");
-  cr_assert(open_range, "the shared range is open again");
+  cr_assert_not(open_range, "left closed until the next launch");
   launch(b, "kern", "init", 6);
+  cr_assert(open_range, "the next launch opens the shared range again");
   launch(b, "kern", "later", 7);
   cr_assert_eq(n_stops, 2, "later launches of kern keep the range open");
   launch(b, "other", "later", 8);
   cr_assert_eq(n_stops, 4, "another function's first launch has its own range");
+  launch(b, "third", "later", 9);
+  cr_assert_eq(n_stops, 5, "a first launch after a closed range: no Stop before it");
+  cr_assert_not(open_range);
+  launch(b, NULL, "later", 10);
+  cr_assert(open_range, "a graph launch opens it too");
   cp_launch_site init, later;
   cpt_capture_in("init", &init);
   cpt_capture_in("later", &later);
@@ -516,10 +522,11 @@ Test(pcsampling, first_launch_own_range_concurrent, .init = setup, .fini = teard
   /* the first launch's range, by its correlation id */
   cr_assert_eq(samples(line_node(root, "init", "src/k.py:5@kern")), 30);
   cr_assert_eq(samples(line_node(root, "init", "src/k.py:6@kern")), 12);
-  /* the untagged ranges (before each first launch, the final one; the fake
-   * names kern in all) by kernel records, all to "later"; and other's
-   * first launch's range (the fake names kern there too), by its id */
-  cr_assert_eq(samples(line_node(root, "later", "src/k.py:5@kern")), 3 * 30 + 30);
+  /* the untagged ranges (before kern's and other's first launches, the
+   * final one; the fake names kern in all) by kernel records, all to
+   * "later"; and other's and third's first launches' ranges (the fake
+   * names kern there too), by their ids */
+  cr_assert_eq(samples(line_node(root, "later", "src/k.py:5@kern")), 3 * 30 + 2 * 30);
   json_decref(j);
 }
 

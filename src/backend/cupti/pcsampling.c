@@ -70,6 +70,8 @@ static atomic_ullong t_split_ns, n_splits, n_graph_ranges, n_noted;
 /* first launches of a function in ranges of their own, and ns spent on
  * their ranges (synchronise, Stop, fetch, Start before and after) */
 static atomic_ullong n_first, t_first_ns;
+/* some context's range was left closed by a first launch's exit */
+static atomic_int closed;
 /* Exact mode: the launch each thread has in flight (API enter to exit),
  * noted again when a period closes under it (its kernel may start after
  * the Stop). Guarded by `lock`. */
@@ -493,10 +495,10 @@ static void own_range(void *c, uint32_t corr, int enter) {
 /* A function's first launches (`first=K`, both modes) run in a range of
  * their own, as every launch does under Proton: the context's work is
  * synchronised and the open range closed (exact: the period ends on every
- * context) before the launch, and at its exit the range is closed again,
- * its samples tagged with the launch and attributed, and reopened. A short
- * kernel then gets the samples it gets under Proton (docs/cupti.md). The
- * launching thread, `c` current; caller holds `lock`. */
+ * context) before the launch, a range opened for it, and at its exit that
+ * range is closed, its samples tagged with the launch and attributed. A
+ * short kernel then gets the samples it gets under Proton (docs/cupti.md).
+ * The launching thread, `c` current; caller holds `lock`. */
 static void first_enter(void *c, uint32_t corr) {
   sampled_ctx *s = find_ctx(c);
   if (!s || !s->ok)
@@ -512,18 +514,38 @@ static void first_enter(void *c, uint32_t corr) {
   atomic_fetch_add_explicit(&t_first_ns, cp_clock_now_ns() - t, memory_order_relaxed);
 }
 
+/* At the exit the range is closed and left closed: the next launch on the
+ * context opens it (reopen), so that a run of first launches costs one
+ * Start and one Stop each, as under Proton. */
 static void first_exit(void *c, uint32_t corr) {
   sampled_ctx *s = find_ctx(c);
   first_corr = 0;
   if (!s || !s->ok)
     return;
   uint64_t t = cp_clock_now_ns();
-  restart(s, corr, 1); /* waits for the kernel */
+  api->cuCtxSynchronize(); /* the kernel's samples are this range's */
+  range(s, 0);
+  fetch(s, corr);
+  if (!s->started)
+    atomic_store(&closed, 1);
   if (opt.exact)
     attribute_period(0, t);
   else
     cp_pcs_attribute_tagged(pcs);
   atomic_fetch_add_explicit(&t_first_ns, cp_clock_now_ns() - t, memory_order_relaxed);
+}
+
+/* Any other launch's enter on a context whose range a first launch left
+ * closed: opened again. `closed` stays set while some context is closed.
+ * Caller holds `lock`. */
+static void reopen(void *c) {
+  sampled_ctx *s = find_ctx(c);
+  if (s && s->ok && !s->started)
+    range(s, 1);
+  int any = 0;
+  for (int i = 0; i < n_ctx; i++)
+    any |= ctxs[i].ok && !ctxs[i].started;
+  atomic_store(&closed, any);
 }
 
 /* Exact mode's launch enter, `fn` not a first launch: the range stays
@@ -554,11 +576,13 @@ static void launch_enter(void *c, uint32_t corr, const char *name, uint32_t fn,
     if (opt.exact)
       *f = (in_flight){.used = 1, .fn = fn, .site = *site};
     first_enter(c, corr);
-  } else if (opt.exact) {
-    note_exact(fn, site, f);
-  } else {
-    *done_slot(name) = name;
+    return;
   }
+  reopen(c);
+  if (opt.exact)
+    note_exact(fn, site, f);
+  else
+    *done_slot(name) = name;
 }
 
 /* Launch enter and exit, on the launching thread (docs/cupti.md): first
@@ -570,8 +594,10 @@ static void bracket(void *c, uint32_t corr, const char *name,
       cp_callbacks_capturing())
     return;
   int mine = !enter && first_corr && first_corr == corr;
-  if (!opt.exact && !mine && (!enter || !name || *done_slot(name) == name))
-    return; /* concurrent mode: only first launches need a range */
+  if (!opt.exact && !mine &&
+      (!enter || (!atomic_load_explicit(&closed, memory_order_relaxed) &&
+                  (!name || *done_slot(name) == name))))
+    return; /* concurrent mode: first launches and closed ranges only */
   uint32_t fn = 0;
   if (name && cp_strtab_intern(name, strlen(name), &fn))
     name = NULL;
@@ -587,6 +613,8 @@ static void bracket(void *c, uint32_t corr, const char *name,
     own_range(c, corr, enter);
   else if (enter && name && site)
     launch_enter(c, corr, name, fn, site, f);
+  else if (enter)
+    reopen(c);
   pthread_mutex_unlock(&lock);
 }
 
@@ -631,6 +659,7 @@ int cp_pcsampling_enable(const cp_loader_api *a, cp_cupti_state *st,
   atomic_store(&n_at_disable, 0), atomic_store(&n_with_corr, 0);
   atomic_store(&t_split_ns, 0), atomic_store(&n_splits, 0);
   atomic_store(&n_first, 0), atomic_store(&t_first_ns, 0);
+  atomic_store(&closed, 0);
   atomic_store(&n_graph_ranges, 0), atomic_store(&n_noted, 0);
   pthread_mutex_lock(&lock);
   memset(flights, 0, sizeof flights);
