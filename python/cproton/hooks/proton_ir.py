@@ -33,8 +33,6 @@ import re
 import tempfile
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..language import EVENT_PREFIX, MARKER_PREFIX, marker_text
-
 # The custom forms MLIR prints (Proton's assembly formats):
 #   proton.record start "name" loc(...)
 #   %e = proton.allocate_event "name" : i32 loc(...)
@@ -67,9 +65,11 @@ def _marker_op(result: str, text: str, rest: str, indent: str) -> str:
             f'{{constraints = "=r", packed_element = 1 : i32, pure = false}} -> i32{rest}')
 
 
-def _marker(is_start: bool, name: str, prefix: str, where: str) -> str:
+def _marker(is_start: bool, name: str, event: bool, where: str) -> str:
+    # cproton.language imports triton: loaded here, not when cproton is
+    from ..language import EVENT_PREFIX, MARKER_PREFIX, marker_text
     try:
-        return marker_text(is_start, name, prefix)
+        return marker_text(is_start, name, EVENT_PREFIX if event else MARKER_PREFIX)
     except ValueError as e:
         raise ProtonOpError(f"{where}: {e}") from None
 
@@ -95,11 +95,11 @@ class _Lowering:
         m = _RECORD.match(line)
         if m:
             indent, kind, name, rest = m.groups()
-            return _marker_op(self.fresh(), _marker(kind == "start", name, MARKER_PREFIX, where), rest, indent)
+            return _marker_op(self.fresh(), _marker(kind == "start", name, False, where), rest, indent)
         m = _ALLOCATE.match(line)
         if m:
             indent, value, name, rest = m.groups()
-            _marker(True, name, EVENT_PREFIX, where)  # checks the name here, where the op is
+            _marker(True, name, True, where)  # checks the name here, where the op is
             self.events[value] = name
             # an opaque constant, as pl.allocate_event's value: the markers name the event
             return f"{indent}{value} = arith.constant 0 : i32{rest}"
@@ -110,7 +110,7 @@ class _Lowering:
                 raise ProtonOpError(f"{where}: proton.event uses {value}, which no proton.allocate_event above "
                                     "defines: cproton lowers an event only where its value comes straight from "
                                     "proton.allocate_event (use cproton.language events across partitions)")
-            marker = _marker(kind == "start", self.events[value], EVENT_PREFIX, where)
+            marker = _marker(kind == "start", self.events[value], True, where)
             return _marker_op(self.fresh(), marker, rest, indent)
         if _ANY.match(line):
             op = _OP_NAME.search(line).group(1)
