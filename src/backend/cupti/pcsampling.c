@@ -84,7 +84,7 @@ static in_flight flights[MAX_THREADS];
 static int n_threads;
 static _Thread_local int my_slot = -1;
 static _Thread_local uint32_t my_epoch; /* slots are handed out per enable */
-static uint32_t slot_epoch;
+static _Atomic uint32_t slot_epoch; /* read on the launch path too */
 /* The launch of this thread that runs in a range of its own (its
  * correlation id; 0: none), and concurrent mode's cache of kernel-name
  * pointers whose first launches are done (a stale entry can only skip a
@@ -95,9 +95,10 @@ static _Thread_local const char *first_done[DONE_CACHE];
 static _Thread_local uint32_t done_epoch;
 
 static const char **done_slot(const char *name) {
-  if (done_epoch != slot_epoch) {
+  uint32_t epoch = atomic_load_explicit(&slot_epoch, memory_order_relaxed);
+  if (done_epoch != epoch) {
     memset(first_done, 0, sizeof first_done);
-    done_epoch = slot_epoch;
+    done_epoch = epoch;
   }
   return &first_done[((uintptr_t)name >> 4) % DONE_CACHE];
 }
