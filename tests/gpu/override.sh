@@ -4,7 +4,10 @@
 # proton.record start/end ops into the .ttgir, run it again with
 # TRITON_KERNEL_OVERRIDE=1 under start(backend="instrumentation"), for
 # data="tree" and data="trace"; both profilers must give the same scopes and
-# metric names, and the same trace events per scope.
+# metric names, and the same trace events per scope. When Proton's test
+# folder is there (PROTON_TESTS, default .proton-tests/ of this tree: git-
+# ignored, never committed), its own test_override.py also runs for both,
+# cproton's copy with the imports-only rewrite.
 # usage: tests/gpu/override.sh OUT_DIR [BUILD_DIR]. Prints PASS/FAIL/RESULT.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -32,4 +35,17 @@ for data in tree trace; do
   ext=hatchet; [ "$data" = trace ] && ext=chrome_trace
   step "$data-compare" $chk "$data" "$out/$data-proton/override.$ext" "$out/$data-cproton/override.$ext"
 done
+tests=${PROTON_TESTS:-$here/../../.proton-tests}
+[ -f "$tests/test/test_override.py" ] && tests=$tests/test
+if [ -f "$tests/test_override.py" ]; then
+  for prof in proton cproton; do
+    d=$out/suite-$prof; rm -rf "$d"; cp -r "$tests" "$d"
+    [ $prof = cproton ] && find "$d" -name '*.py' -print0 | xargs -0 sed -i -E 's/triton\.profiler/cproton/g'
+    if (cd "$d" && "$py" -m pytest -q -p no:cacheprovider -o addopts="" test_override.py) >"$out/suite-$prof.log" 2>&1
+    then echo "PASS test_override.py ($prof)"
+    else echo "FAIL test_override.py ($prof, see suite-$prof.log)"; tail -8 "$out/suite-$prof.log"; fail=1; fi
+  done
+else
+  echo "RESULT test_override.py not run: no Proton test folder in $tests"
+fi
 exit $fail
