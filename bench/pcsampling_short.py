@@ -2,7 +2,7 @@
 one sample, for kernels of 1-10 us, under cproton's modes and Proton side by
 side (docs/benchmarks.md, issue 22).
 
-usage: pcsampling_short.py OUTDIR [TRIALS]         driver (about 2 minutes)
+usage: pcsampling_short.py OUTDIR [TRIALS]         driver (about 2 minutes; TRIALS 12)
        pcsampling_short.py --calibrate OUTDIR      one fresh process
        pcsampling_short.py --worker CONFIG OUTDIR [TRIALS]
 
@@ -87,12 +87,6 @@ def kernels(iters):
     for name, fn in SPINS.items():
         out[name] = (lambda fn=fn, n=iters[name]: fn[(1, )](x, n, num_warps=4))
     return out
-
-
-def walk(node, path=()):
-    yield path + (node["frame"]["name"], ), node
-    for c in node.get("children", []):
-        yield from walk(c, path + (node["frame"]["name"], ))
 
 
 def subtree_samples(node):
@@ -196,6 +190,6 @@ if __name__ == "__main__":
     if a[0] == "--calibrate":
         calibrate(a[1])
     elif a[0] == "--worker":
-        worker(a[1], a[2], int(a[3]) if len(a) > 3 else 20)
+        worker(a[1], a[2], int(a[3]) if len(a) > 3 else 12)
     else:
-        sys.exit(driver(a[0], int(a[1]) if len(a) > 1 else 20))
+        sys.exit(driver(a[0], int(a[1]) if len(a) > 1 else 12))

@@ -9,7 +9,9 @@
 # with the imports-only rewrite for cproton (and mode="pcsampling:exact" for
 # the exact runs); without it, tests/gpu/pcs/fresh_pcsampling.py (the
 # test's program and assertions) runs instead.
-# usage: tests/gpu/pcs_fresh.sh OUT_DIR [BUILD_DIR]   (about 5 minutes)
+# usage: tests/gpu/pcs_fresh.sh OUT_DIR [BUILD_DIR]   (about 5-6 minutes: run
+# it through tests/gpu/run.sh with PART_TIMEOUT=480; PCS_SHORT_BENCH=0 skips
+# the bench, FRESH_RUNS and PCS_SHORT_TRIALS shorten it)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -56,7 +58,7 @@ for spec in $configs; do
   fi
 done
 if [ "${PCS_SHORT_BENCH:-1}" = 1 ]; then
-  if "$py" "$root/bench/pcsampling_short.py" "$out/bench" >"$out/bench.log" 2>&1; then
+  if "$py" "$root/bench/pcsampling_short.py" "$out/bench" "${PCS_SHORT_TRIALS:-12}" >"$out/bench.log" 2>&1; then
     grep -E "^(RESULT|PASS|FAIL|\|)" "$out/bench.log"
   else
     echo "FAIL pcsampling_short bench (see bench.log)"; tail -15 "$out/bench.log"; fail=1
