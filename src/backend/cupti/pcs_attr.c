@@ -420,7 +420,8 @@ static int attribute_pass(cp_pcs *p, int final, int tagged_only) {
   int rc = CPROTON_OK, any = 0;
   for (size_t i = 0; i < p->n_pend; i++) {
     pending *e = &p->pend[i];
-    if (e->used && (!tagged_only || e->corr) && attribute_one(p, e, final, &rc)) {
+    if (e->used && (!tagged_only || e->corr) &&
+        attribute_one(p, e, final, &rc)) {
       e->used = 0;
       any = 1;
     }

@@ -164,7 +164,8 @@ static _Atomic uint32_t own_ids[OWN_IDS];
 static void kernel_ran(const char *name, const void *site, uint64_t ns,
                        uint64_t blocks, uint32_t threads, uint32_t device,
                        uint32_t corr) {
-  if (corr && atomic_load_explicit(&own_ids[corr % OWN_IDS], memory_order_relaxed) == corr)
+  if (corr && atomic_load_explicit(&own_ids[corr % OWN_IDS],
+                                   memory_order_relaxed) == corr)
     return;
   cp_pcs_note_kernel(pcs, name, site,
                      cp_pcs_kernel_weight(ns, blocks, threads, sms_of(device)));
@@ -512,7 +513,8 @@ static void first_enter(void *c, uint32_t corr) {
   first_corr = corr;
   atomic_store_explicit(&own_ids[corr % OWN_IDS], corr, memory_order_relaxed);
   atomic_fetch_add_explicit(&n_first, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&t_first_ns, cp_clock_now_ns() - t, memory_order_relaxed);
+  atomic_fetch_add_explicit(&t_first_ns, cp_clock_now_ns() - t,
+                            memory_order_relaxed);
 }
 
 /* At the exit the range is closed and left closed: the next launch on the
@@ -533,7 +535,8 @@ static void first_exit(void *c, uint32_t corr) {
     attribute_period(0, t);
   else
     cp_pcs_attribute_tagged(pcs);
-  atomic_fetch_add_explicit(&t_first_ns, cp_clock_now_ns() - t, memory_order_relaxed);
+  atomic_fetch_add_explicit(&t_first_ns, cp_clock_now_ns() - t,
+                            memory_order_relaxed);
 }
 
 /* Any other launch's enter on a context whose range a first launch left
@@ -677,7 +680,8 @@ int cp_pcsampling_enable(const cp_loader_api *a, cp_cupti_state *st,
   atomic_store(&st->hooks.kernel_ran, opt.exact ? NULL : kernel_ran);
   atomic_store(&on, 1);
   atomic_store(&st->hooks.launch_context, ctx_seen);
-  atomic_store(&st->hooks.launch_bracket, opt.exact || opt.first ? bracket : NULL);
+  atomic_store(&st->hooks.launch_bracket,
+               opt.exact || opt.first ? bracket : NULL);
   adopt_contexts();
   return CPROTON_OK;
 }
