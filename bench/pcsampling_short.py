@@ -16,8 +16,9 @@ the first launch under scope "<kernel>.1", the second under "<kernel>.2".
 A launch is sampled when its scope holds num_samples > 0. "first" is the
 share of sessions whose first launch of the kernel was sampled (cproton's
 first=1 gives that launch a range of its own, as Proton gives every
-launch); "again" the same for the second launch. Proton and cproton's exact
-mode attribute every sample to its launch; cproton's concurrent mode splits
+launch); "again" the same for the second launch. With first=2 both launches
+have ranges of their own. Proton and cproton's exact mode attribute every
+sample to its launch; cproton's concurrent mode splits
 a function's untagged samples among the scopes that ran it by kernel weight,
 so its "again" column is an estimate.
 Prints a Markdown table and RESULT lines; writes OUTDIR/short.json."""
@@ -34,6 +35,7 @@ CONFIGS = {  # name -> (profiler, mode)
     "proton": ("proton", "pcsampling"),
     "cproton": ("cproton", "pcsampling"),
     "cproton_first0": ("cproton", "pcsampling:first=0"),
+    "cproton_first2": ("cproton", "pcsampling:first=2"),
     "exact": ("cproton", "pcsampling:exact"),
     "exact_first0": ("cproton", "pcsampling:exact:first=0"),
 }
