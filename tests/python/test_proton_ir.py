@@ -244,3 +244,29 @@ def test_override_with_proton_events(tmp_path, monkeypatch):
         "kernel": -1, "load_ops": 0, "load_x": 1, "load_y": 1, "loads": -2}
     ptx = k.asm["ptx"]
     assert ptx.count("@cproton proton.event start loads") == ptx.count("@cproton proton.event end loads") == 1
+
+
+def test_override_under_a_session(tmp_path, monkeypatch):
+    """The public path of Proton's override_helper.py: start(backend=
+    "instrumentation") (on a machine without a GPU the session records CPU
+    scopes, but the hook is installed), compile the overridden kernel,
+    finalize; the dialect is given back with the session."""
+    import warnings
+
+    import triton.knobs as knobs
+
+    import cproton as proton
+    dump_and_edit(tmp_path, monkeypatch, "ttgir")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # no libcuda here: CPU scopes only
+        proton.start(str(tmp_path / "override"), backend="instrumentation")
+    try:
+        k = triton.compile(ASTSource(add_kernel, SIG, {"BLOCK_SIZE": 1024}), target=GPUTarget("cuda", 90, 32),
+                           options={"num_warps": 1,
+                                    "instrumentation_mode": knobs.compilation.instrumentation_mode})
+    finally:
+        proton.finalize()
+    assert k.metadata.cproton_layout["scope_names"] == SCOPES
+    with pytest.raises(RuntimeError, match="Parse MLIR file failed"):
+        triton.compile(ASTSource(add_kernel, SIG, {"BLOCK_SIZE": 1024}), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": 1})
