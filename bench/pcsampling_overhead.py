@@ -26,6 +26,9 @@ CPROTON_MODES = {
     "cproton": ("pcsampling", {}),
     "sparse": ("pcsampling:interval=16384", {}),
     "exact": ("pcsampling:exact", {}),
+    # without the first launch's range of its own (the default before issue 22)
+    "cproton_first0": ("pcsampling:first=0", {}),
+    "exact_first0": ("pcsampling:exact:first=0", {}),
     # CUPTI's defaults and Proton's buffer, for comparison (docs/benchmarks.md)
     "cproton_s100": ("pcsampling", {"CPROTON_PCS_SLEEP_MS": "100"}),
     "exact_hw128": ("pcsampling:exact", {"CPROTON_PCS_HW_MB": "128", "CPROTON_PCS_SLEEP_MS": "100"}),

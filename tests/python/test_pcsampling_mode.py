@@ -15,6 +15,7 @@ from cproton import mode
     ("pcsampling:interval=7", "32..2147483648"),
     ("pcsampling:interval=4294967296", "32..2147483648"),
     ("pcsampling:buffer=1", "64..1048576"),
+    ("pcsampling:first=1001", "0..1000"),
     ("pcsampling:drain=20", "unknown option"),  # removed: exact mode instead
     ("pcsampling:nope", "unknown option"),
     ("pcsamplingz", "unknown mode"),

@@ -40,6 +40,11 @@ Test(pcs_mode, valid) {
   cr_assert_eq(cp_pcs_mode_parse("pcsampling:interval=3000:buffer=64", &o), 0);
   cr_assert_eq(o.period_log2, 11); /* 3000 is nearer 2048 than 4096 */
   cr_assert_eq(o.buffer_pcs, 64);
+  cr_assert_eq(o.first, 1, "a function's first launch has a range of its own by default");
+  cr_assert_eq(cp_pcs_mode_parse("pcsampling:exact:first=0", &o), 0);
+  cr_assert(o.exact && o.first == 0);
+  cr_assert_eq(cp_pcs_mode_parse("pcsampling,first=1000", &o), 0);
+  cr_assert_eq(o.first, 1000);
 }
 
 Test(pcs_mode, refused_with_range) {
@@ -48,7 +53,9 @@ Test(pcs_mode, refused_with_range) {
                               "pcsampling:interval=", "pcsampling:buffer=1",
                               "pcsampling:exact=1", "pcsampling:",
                               "pcsamplingx", "default", "pcsampling:interval=-5",
-                              "pcsampling:drain=20" /* removed */};
+                              "pcsampling:drain=20" /* removed */,
+                              "pcsampling:first=1001", "pcsampling:first=",
+                              "pcsampling:first"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     cp_pcs_options o;
     cr_assert_eq(cp_pcs_mode_parse(bad[i], &o), CPROTON_EINVAL, "%s", bad[i]);
@@ -66,6 +73,8 @@ Test(pcs_mode, same) {
   cr_assert_not(cp_pcs_mode_same("pcsampling", ""));
   cr_assert_not(cp_pcs_mode_same("pcsampling", "pcsampling:exact"));
   cr_assert_not(cp_pcs_mode_same("pcsampling", "pcsampling:interval=x"));
+  cr_assert(cp_pcs_mode_same("pcsampling", "pcsampling:first=1"));
+  cr_assert_not(cp_pcs_mode_same("pcsampling", "pcsampling:first=0"));
 }
 
 /* ---- stall reasons ---------------------------------------------------------- */

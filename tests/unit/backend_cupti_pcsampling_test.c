@@ -128,10 +128,10 @@ static cp_cupti_state st;
 static const cp_launch_site *late_record;
 static CUptiResult f_flush(uint32_t flag) {
   (void)flag;
-  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t) =
+  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t) =
       atomic_load(&st.hooks.kernel_ran);
   if (late_record && ran)
-    ran("kern", late_record, 100, 1, 128, 0);
+    ran("kern", late_record, 100, 1, 128, 0, 0);
   late_record = NULL;
   return CUPTI_SUCCESS;
 }
@@ -250,10 +250,10 @@ Test(pcsampling, concurrent_reads_buffer_and_getdata, .init = setup, .fini = tea
   cp_launch_site site;
   cp_session_capture(&site);
   cproton_scope_exit("work");
-  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t) =
+  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t) =
       atomic_load(&st.hooks.kernel_ran);
   cr_assert_not_null(ran);
-  ran("kern", &site, 100, 1, 128, 0);
+  ran("kern", &site, 100, 1, 128, 0, 0);
   cr_assert_eq(cp_pcsampling_flush(1), 0);
   cr_assert(open_range, "the range is reopened after the drain");
   json_t *j = finish(sid, path), *root = json_array_get(j, 0);
@@ -305,10 +305,10 @@ Test(pcsampling, split_weighs_grid_occupancy, .init = setup, .fini = teardown) {
   cp_launch_site full, small;
   cpt_capture_in("full", &full);
   cpt_capture_in("small", &small);
-  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t) =
+  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t) =
       atomic_load(&st.hooks.kernel_ran);
-  ran("kern", &full, 1000, 4096, 256, 0);
-  ran("kern", &small, 1000, 32, 256, 0);
+  ran("kern", &full, 1000, 4096, 256, 0, 0);
+  ran("kern", &small, 1000, 32, 256, 0, 0);
   cr_assert_eq(cp_pcsampling_flush(1), 0);
   json_t *j = finish(sid, path), *root = json_array_get(j, 0);
   /* 30 samples on line 5: 30 * 128/656 = 5 (floor) to "small", the rest
@@ -321,17 +321,23 @@ Test(pcsampling, split_weighs_grid_occupancy, .init = setup, .fini = teardown) {
 
 typedef void (*bracket_fn)(void *, uint32_t, const char *, const cp_launch_site *, int);
 
-/* An exact session with the fake's cubin (crc 1) handed over. */
-static bracket_fn start_exact(const char *path, int *sid) {
-  *sid = start(path, "pcsampling:exact");
+/* An exact session with the fake's cubin (crc 1) handed over; `mode`
+ * "pcsampling:exact..." (the period tests say first=0: no first launch in
+ * a range of its own). */
+static bracket_fn start_mode(const char *path, int *sid, const char *mode) {
+  *sid = start(path, mode);
   cp_pcs_options o;
-  cp_pcs_mode_parse("pcsampling:exact", &o);
+  cp_pcs_mode_parse(mode, &o);
   cr_assert_eq(cp_pcsampling_enable(&api, &st, &o), 0);
   cr_assert_eq(cproton_pcsampling_add_cubin("cubin", 5), 0);
   bracket_fn b = atomic_load(&st.hooks.launch_bracket);
   cr_assert_not_null(b);
   cr_assert_null(atomic_load(&st.hooks.kernel_ran), "exact mode notes launches, not records");
   return b;
+}
+
+static bracket_fn start_exact(const char *path, int *sid) {
+  return start_mode(path, sid, "pcsampling:exact:first=0");
 }
 
 /* One launch of `kernel` (NULL: a graph) with correlation id `corr` under
@@ -427,7 +433,7 @@ Test(pcsampling, exact_launch_in_flight_kept_across_periods, .init = setup, .fin
  * a kernel without line information (no cubin handed over). Its context is
  * configured at start, while current, and its samples land on its kernel
  * node, in both modes. */
-static void first_launch_case(const char *mode) {
+static void first_launch_case(const char *mode) { /* first=0 */
   const char *path = cpt_tmp_path("pcsv_first");
   int sid = start(path, mode);
   cp_pcs_options o;
@@ -451,10 +457,10 @@ static void first_launch_case(const char *mode) {
     cr_assert(open_range, "the first launch is inside a range");
     bracket(CTX, 5, "kern", NULL, 0);
   }
-  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t) =
+  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t) =
       atomic_load(&st.hooks.kernel_ran);
   if (ran)
-    ran("kern", &site, 2, 1, 128, 0); /* a 2 ns kernel */
+    ran("kern", &site, 2, 1, 128, 0, 0); /* a 2 ns kernel */
   cproton_scope_exit("init");
   cr_assert_eq(cp_pcsampling_flush(1), 0);
   json_t *j = finish(sid, path), *root = json_array_get(j, 0);
@@ -468,12 +474,84 @@ static void first_launch_case(const char *mode) {
 
 Test(pcsampling, context_before_start_first_launch_concurrent, .init = setup,
      .fini = teardown) {
-  first_launch_case("pcsampling");
+  first_launch_case("pcsampling:first=0");
 }
 
 Test(pcsampling, context_before_start_first_launch_exact, .init = setup,
      .fini = teardown) {
-  first_launch_case("pcsampling:exact");
+  first_launch_case("pcsampling:exact:first=0");
+}
+
+/* Concurrent mode (first=1, the default): a function's first launch runs
+ * in a range of its own, as every launch does under Proton: the open range
+ * is closed at its enter (after a synchronise) and again at its exit, and
+ * the samples of that range are the launch's, attributed at once from its
+ * correlation id, with no kernel record needed. Later launches of the
+ * function add no Stop. The fake's every Stop hands over 30 samples on
+ * line 5 and 12 on line 6. */
+Test(pcsampling, first_launch_own_range_concurrent, .init = setup, .fini = teardown) {
+  const char *path = cpt_tmp_path("pcsv_first_conc");
+  int sid = start_concurrent(path);
+  bracket_fn b = atomic_load(&st.hooks.launch_bracket);
+  cr_assert_not_null(b, "concurrent mode brackets a function's first launches");
+  launch(b, "kern", "init", 5);
+  cr_assert_eq(n_stops, 2, "closed before the first launch and after it");
+  cr_assert_not(open_range, "left closed until the next launch");
+  launch(b, "kern", "init", 6);
+  cr_assert(open_range, "the next launch opens the shared range again");
+  launch(b, "kern", "later", 7);
+  cr_assert_eq(n_stops, 2, "later launches of kern keep the range open");
+  launch(b, "other", "later", 8);
+  cr_assert_eq(n_stops, 4, "another function's first launch has its own range");
+  launch(b, "third", "later", 9);
+  cr_assert_eq(n_stops, 5, "a first launch after a closed range: no Stop before it");
+  cr_assert_not(open_range);
+  launch(b, NULL, "later", 10);
+  cr_assert(open_range, "a graph launch opens it too");
+  cp_launch_site init, later;
+  cpt_capture_in("init", &init);
+  cpt_capture_in("later", &later);
+  void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t) =
+      atomic_load(&st.hooks.kernel_ran);
+  /* the first launch's record weighs nothing: its samples were its own
+   * range's; the untagged ones are the later launches' */
+  ran("kern", &init, 100, 1, 128, 0, 5);
+  ran("kern", &later, 100, 1, 128, 0, 7);
+  cr_assert_eq(cp_pcsampling_flush(1), 0);
+  json_t *j = finish(sid, path), *root = json_array_get(j, 0);
+  /* the first launch's range, by its correlation id */
+  cr_assert_eq(samples(line_node(root, "init", "src/k.py:5@kern")), 30);
+  cr_assert_eq(samples(line_node(root, "init", "src/k.py:6@kern")), 12);
+  /* the untagged ranges (before kern's and other's first launches, the
+   * final one; the fake names kern in all) by kernel records, all to
+   * "later"; and other's and third's first launches' ranges (the fake
+   * names kern there too), by their ids */
+  cr_assert_eq(samples(line_node(root, "later", "src/k.py:5@kern")), 3 * 30 + 2 * 30);
+  json_decref(j);
+}
+
+/* Exact mode (first=1, the default): the first launch of a function ends
+ * the period before it and runs in a range of its own; its samples go to
+ * its own context. A second context for the function still ends a period. */
+Test(pcsampling, first_launch_own_range_exact, .init = setup, .fini = teardown) {
+  const char *path = cpt_tmp_path("pcsv_first_exact");
+  int sid;
+  bracket_fn b = start_mode(path, &sid, "pcsampling:exact");
+  launch(b, "kern", "a", 70);
+  cr_assert_eq(n_stops, 2, "the period before ends, and the launch's range after it");
+  launch(b, "kern", "a", 71);
+  cr_assert_eq(n_stops, 2, "one context per function: no Stop");
+  launch(b, "kern", "b", 72);
+  cr_assert_eq(n_stops, 3, "kern's second context ends the period");
+  cr_assert_eq(cp_pcsampling_flush(1), 0);
+  json_t *j = finish(sid, path), *root = json_array_get(j, 0);
+  /* a: its first launch's range (tagged) and the period of its second
+   * launch; the period before the first launch had no launch of kern, so
+   * its samples wait and go with the next period of kern (a's); b: the
+   * last period */
+  cr_assert_eq(samples(line_node(root, "a", "src/k.py:5@kern")), 3 * 30);
+  cr_assert_eq(samples(line_node(root, "b", "src/k.py:5@kern")), 30);
+  json_decref(j);
 }
 
 /* A context current at start that is also the primary one is configured

@@ -20,6 +20,12 @@ Triton's public hooks:
 
 Only one instrumentation hook is active at a time, as in Proton.
 
+Proton's own dialect ops in IR that Triton parses (a ``.ttgir``/``.ttir``
+file given through ``TRITON_KERNEL_OVERRIDE`` or ``triton.compile(path)``)
+work too: while the hook is active the proton dialect is loaded into Triton's
+contexts, and a wrapper of the ``llir`` stage turns ``proton.record`` /
+``proton.event`` ops into the same markers (``proton_ir.py``).
+
 Tree profiles sum in the kernel by default (``reduce`` not given, or
 ``reduce=kernel``): the pass keeps per-scope totals in registers and each
 warp adds them to a few slots of the launch's buffer as it exits, so no
@@ -47,6 +53,7 @@ from .. import _cproton
 from .. import mode as _mode
 from .._log import CprotonWarning
 from ..flags import flags
+from . import proton_ir
 from .hook import Hook
 
 PROFILE_BUFFER_ALIGNMENT = 128
@@ -180,6 +187,7 @@ class InstrumentationHook(Hook):
         self.handles = _handles
         self.local = threading.local()
         self._saved = None
+        self._undo_dialect = None
 
     def sums_in_kernel(self) -> bool:
         """Whether kernels compiled now sum in the kernel (no records): a
@@ -193,6 +201,9 @@ class InstrumentationHook(Hook):
     def activate(self):
         if InstrumentationHook.active_count > 0:
             raise RuntimeError("Only one instance of the instrumentation hook can be active at a time.")
+        # before anything else changes: Triton 3.9 refuses a second
+        # registration (Proton's own hook active)
+        self._undo_dialect = proton_ir.install()
         InstrumentationHook.active_count += 1
         flags.instrumentation_on = True
         knobs = _knobs()
@@ -210,7 +221,7 @@ class InstrumentationHook(Hook):
         option = (f"cproton:{self.mode_str}:include={_include}:exclude={_exclude}"
                   f":reduce={self.reduce}:sums={int(self.sums_in_kernel())}:markers={markers}"
                   f":pass={_pass_build_id()}")
-        knobs.runtime.add_stages_inspection_hook = _stages_hook(previous, option, self._wrap_ptx_stage)
+        knobs.runtime.add_stages_inspection_hook = _stages_hook(previous, option, self._wrap_stages)
         knobs.compilation.instrumentation_mode = option
         from triton.runtime._allocation import set_profile_allocator
         set_profile_allocator(self._allocate)
@@ -226,10 +237,34 @@ class InstrumentationHook(Hook):
             knobs.runtime.add_stages_inspection_hook, knobs.compilation.instrumentation_mode, allocator = self._saved
             set_profile_allocator(allocator)
             self._saved = None
+        if self._undo_dialect is not None:
+            self._undo_dialect()
+            self._undo_dialect = None
         InstrumentationHook.host_buffer = None
         _cproton.instr_flush()
 
     # ---- compile time ---------------------------------------------------
+
+    def _wrap_stages(self, stages) -> None:
+        self._wrap_llir_stage(stages)
+        self._wrap_ptx_stage(stages)
+
+    @staticmethod
+    def _wrap_llir_stage(stages) -> None:
+        """Proton's dialect ops in the module (an overridden .ttgir/.ttir)
+        become cproton's markers before the module is lowered to LLVM."""
+        if "llir" not in stages:
+            return
+        make_llir = stages["llir"]
+
+        def llir_stage(src, metadata):
+            try:
+                src = proton_ir.lower(src)
+            except proton_ir.ProtonOpError as e:
+                raise RuntimeError(f"cproton could not lower a proton op: {e}") from e
+            return make_llir(src, metadata)
+
+        stages["llir"] = llir_stage
 
     def _wrap_ptx_stage(self, stages) -> None:
         if "ptx" not in stages:

@@ -58,6 +58,7 @@ typedef struct fn_entry {
   uint32_t fn, used;
   int32_t head, last; /* chain of sites; the heaviest site seen last */
   uint64_t total;
+  uint32_t first; /* launches that ran in a range of their own */
 } fn_entry;
 
 struct cp_pcs {
@@ -232,6 +233,16 @@ int cp_pcs_note_launch(cp_pcs *p, uint32_t fn, const cp_launch_site *site,
   return rc;
 }
 
+int cp_pcs_take_first(cp_pcs *p, uint32_t fn, uint32_t limit) {
+  pthread_mutex_lock(&p->lock);
+  fn_entry *f = fn_slot(p, fn, 1);
+  int take = f && f->first < limit;
+  if (take)
+    f->first++;
+  pthread_mutex_unlock(&p->lock);
+  return take;
+}
+
 /* ---- ranges closed: PC records -> pending ------------------------------- */
 
 static int stall_slot(const cp_pcs_stalls *st, uint32_t index) {
@@ -403,12 +414,14 @@ static void reset_weights(cp_pcs *p) {
   }
 }
 
-int cp_pcs_attribute(cp_pcs *p, int final) {
+/* One pass over the pending entries (all, or only launch-tagged ones);
+ * caller holds the lock. */
+static int attribute_pass(cp_pcs *p, int final, int tagged_only) {
   int rc = CPROTON_OK, any = 0;
-  pthread_mutex_lock(&p->lock);
   for (size_t i = 0; i < p->n_pend; i++) {
     pending *e = &p->pend[i];
-    if (e->used && attribute_one(p, e, final, &rc)) {
+    if (e->used && (!tagged_only || e->corr) &&
+        attribute_one(p, e, final, &rc)) {
       e->used = 0;
       any = 1;
     }
@@ -427,7 +440,20 @@ int cp_pcs_attribute(cp_pcs *p, int final) {
     int r = deliver_root(p);
     rc = rc ? rc : r;
   }
+  return rc;
+}
+
+int cp_pcs_attribute(cp_pcs *p, int final) {
+  pthread_mutex_lock(&p->lock);
+  int rc = attribute_pass(p, final, 0);
   reset_weights(p);
+  pthread_mutex_unlock(&p->lock);
+  return rc;
+}
+
+int cp_pcs_attribute_tagged(cp_pcs *p) {
+  pthread_mutex_lock(&p->lock);
+  int rc = attribute_pass(p, 0, 1);
   pthread_mutex_unlock(&p->lock);
   return rc;
 }

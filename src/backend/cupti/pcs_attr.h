@@ -101,6 +101,11 @@ void cp_pcs_note_kernel(cp_pcs *p, const char *name,
 int cp_pcs_note_launch(cp_pcs *p, uint32_t fn, const cp_launch_site *site,
                        int force);
 
+/* At a launch's API enter: whether this launch of kernel function `fn` is
+ * one of its first `limit` in the session, which run in a sampling range
+ * of their own (counted here when it is). 0 when the table is full. */
+int cp_pcs_take_first(cp_pcs *p, uint32_t fn, uint32_t limit);
+
 /* The expected share of samples of one kernel run: `ns` x the SM
  * sub-partitions (4 per SM) its grid can keep busy, min(blocks x min(warps
  * per block, 4), 4 x sms). PC sampling takes one sample per sub-partition
@@ -121,6 +126,12 @@ void cp_pcs_add(cp_pcs *p, const CUpti_PCSamplingData *d,
 /* Delivers what can be attributed (rules above). Errors: the first
  * delivery error (counted as lost; the rest is still delivered). */
 int cp_pcs_attribute(cp_pcs *p, int final);
+
+/* Delivers only the samples tagged with a launch (`corr` non-zero at
+ * cp_pcs_add): a range of its own closed mid-period in concurrent mode,
+ * whose untagged samples wait for the period's kernel records. Errors as
+ * cp_pcs_attribute. */
+int cp_pcs_attribute_tagged(cp_pcs *p);
 
 void cp_pcs_get_stats(cp_pcs *p, cp_pcs_stats *out);
 

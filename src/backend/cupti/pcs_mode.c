@@ -9,7 +9,7 @@
 #include "backend/cupti/pcs_mode.h"
 #include "core/error.h"
 
-#define VALID "pcsampling[:interval=N][:exact][:buffer=PCS]"
+#define VALID "pcsampling[:interval=N][:exact][:buffer=PCS][:first=K]"
 
 static int bad(const char *mode, size_t at, const char *what) {
   return cp_error_set(CPROTON_EINVAL, "cupti mode '%s': %s at offset %zu "
@@ -65,6 +65,13 @@ static int option(const char *mode, const char *p, size_t n,
     o->buffer_pcs = (uint32_t)v;
     return CPROTON_OK;
   }
+  if (key == 5 && !strncmp(p, "first", 5) && eq) {
+    if (!number(val, vn, 0, CP_PCS_FIRST_MAX, &v))
+      return bad(mode, at + 6, "first must be an integer in 0..1000 "
+                 "(launches per kernel function)");
+    o->first = (uint32_t)v;
+    return CPROTON_OK;
+  }
   return bad(mode, at, "unknown option");
 }
 
@@ -73,6 +80,7 @@ int cp_pcs_mode_parse(const char *mode, cp_pcs_options *o) {
   o->interval = 1024;
   o->period_log2 = 10;
   o->buffer_pcs = 4096;
+  o->first = CP_PCS_FIRST_DEFAULT;
   if (!mode || !*mode)
     return CPROTON_OK;
   size_t head = strcspn(mode, ":,");
@@ -100,5 +108,6 @@ int cp_pcs_mode_same(const char *a, const char *b) {
   if (cp_pcs_mode_parse(a, &x) || cp_pcs_mode_parse(b, &y))
     return 0;
   return x.enabled == y.enabled && x.exact == y.exact &&
-         x.period_log2 == y.period_log2 && x.buffer_pcs == y.buffer_pcs;
+         x.period_log2 == y.period_log2 && x.buffer_pcs == y.buffer_pcs &&
+         x.first == y.first;
 }

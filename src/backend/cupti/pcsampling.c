@@ -2,14 +2,17 @@
  * configuration (stall reasons by name, period 2^k cycles, buffers), one
  * sampling range per context kept open from start, closed and reopened
  * where a period ends (flush; exact mode: a function about to run under a
- * second calling context, a graph launch), module-load cubins. Invariants:
+ * second calling context, a graph launch), a range of its own for each
+ * function's first launches (both modes, `first=K`), module-load cubins.
+ * Invariants:
  * every vendor call goes through the loader's table and is made on an
  * application thread (a flush or a launch; a drain thread calling Stop and
  * Start beside launches hung on an H100); a context whose configuration
  * CUPTI refuses is profiled at kernel level only, with one warning for the
- * run. Hot paths: ctx_seen (per launch, one relaxed load) and, in exact
- * mode, bracket (per launch, two hash probes under a mutex). Called by
- * features.c. */
+ * run. Hot paths: ctx_seen (per launch, one relaxed load) and bracket
+ * (per launch: in exact mode two hash probes under a mutex; in concurrent
+ * mode a thread-local cache probe once a function's first launches are
+ * done). Called by features.c. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -64,6 +67,11 @@ static atomic_ullong n_gets, n_pcs, n_total, n_at_disable, n_with_corr;
  * fetch, attribute, Start); periods closed by a second context and by
  * graph launches; launches noted */
 static atomic_ullong t_split_ns, n_splits, n_graph_ranges, n_noted;
+/* first launches of a function in ranges of their own, and ns spent on
+ * their ranges (synchronise, Stop, fetch, Start before and after) */
+static atomic_ullong n_first, t_first_ns;
+/* some context's range was left closed by a first launch's exit */
+static atomic_int closed;
 /* Exact mode: the launch each thread has in flight (API enter to exit),
  * noted again when a period closes under it (its kernel may start after
  * the Stop). Guarded by `lock`. */
@@ -76,7 +84,24 @@ static in_flight flights[MAX_THREADS];
 static int n_threads;
 static _Thread_local int my_slot = -1;
 static _Thread_local uint32_t my_epoch; /* slots are handed out per enable */
-static uint32_t slot_epoch;
+static _Atomic uint32_t slot_epoch; /* read on the launch path too */
+/* The launch of this thread that runs in a range of its own (its
+ * correlation id; 0: none), and concurrent mode's cache of kernel-name
+ * pointers whose first launches are done (a stale entry can only skip a
+ * first-launch range, never add one). */
+static _Thread_local uint32_t first_corr;
+#define DONE_CACHE 64
+static _Thread_local const char *first_done[DONE_CACHE];
+static _Thread_local uint32_t done_epoch;
+
+static const char **done_slot(const char *name) {
+  uint32_t epoch = atomic_load_explicit(&slot_epoch, memory_order_relaxed);
+  if (done_epoch != epoch) {
+    memset(first_done, 0, sizeof first_done);
+    done_epoch = epoch;
+  }
+  return &first_done[((uintptr_t)name >> 4) % DONE_CACHE];
+}
 
 static void warn_once(const char *what, CUptiResult r) {
   if (!atomic_exchange(&warned, 1))
@@ -129,8 +154,19 @@ static uint32_t sms_of(uint32_t device) {
   return n;
 }
 
+/* Correlation ids of first launches whose samples were tagged (their
+ * kernel records weigh nothing: the period's untagged samples are other
+ * launches'). Direct-mapped; an id overwritten before its record arrives
+ * only lets that record weigh. */
+#define OWN_IDS 4096
+static _Atomic uint32_t own_ids[OWN_IDS];
+
 static void kernel_ran(const char *name, const void *site, uint64_t ns,
-                       uint64_t blocks, uint32_t threads, uint32_t device) {
+                       uint64_t blocks, uint32_t threads, uint32_t device,
+                       uint32_t corr) {
+  if (corr && atomic_load_explicit(&own_ids[corr % OWN_IDS],
+                                   memory_order_relaxed) == corr)
+    return;
   cp_pcs_note_kernel(pcs, name, site,
                      cp_pcs_kernel_weight(ns, blocks, threads, sms_of(device)));
 }
@@ -458,39 +494,131 @@ static void own_range(void *c, uint32_t corr, int enter) {
   attribute_period(0, t);
 }
 
-/* Exact mode, on the launching thread (docs/cupti.md). The range stays
+/* A function's first launches (`first=K`, both modes) run in a range of
+ * their own, as every launch does under Proton: the context's work is
+ * synchronised and the open range closed (exact: the period ends on every
+ * context) before the launch, a range opened for it, and at its exit that
+ * range is closed, its samples tagged with the launch and attributed. A
+ * short kernel then gets the samples it gets under Proton (docs/cupti.md).
+ * The launching thread, `c` current; caller holds `lock`. */
+static void first_enter(void *c, uint32_t corr) {
+  sampled_ctx *s = find_ctx(c);
+  if (!s || !s->ok)
+    return;
+  uint64_t t = cp_clock_now_ns();
+  if (opt.exact)
+    end_period(0);
+  else
+    restart(s, 0, 1); /* untagged: they wait for their kernel records */
+  first_corr = corr;
+  atomic_store_explicit(&own_ids[corr % OWN_IDS], corr, memory_order_relaxed);
+  atomic_fetch_add_explicit(&n_first, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&t_first_ns, cp_clock_now_ns() - t,
+                            memory_order_relaxed);
+}
+
+/* At the exit the range is closed and left closed: the next launch on the
+ * context opens it (reopen), so that a run of first launches costs one
+ * Start and one Stop each, as under Proton. */
+static void first_exit(void *c, uint32_t corr) {
+  sampled_ctx *s = find_ctx(c);
+  first_corr = 0;
+  if (!s || !s->ok)
+    return;
+  uint64_t t = cp_clock_now_ns();
+  api->cuCtxSynchronize(); /* the kernel's samples are this range's */
+  range(s, 0);
+  fetch(s, corr);
+  if (!s->started)
+    atomic_store(&closed, 1);
+  if (opt.exact)
+    attribute_period(0, t);
+  else
+    cp_pcs_attribute_tagged(pcs);
+  atomic_fetch_add_explicit(&t_first_ns, cp_clock_now_ns() - t,
+                            memory_order_relaxed);
+}
+
+/* Any other launch's enter on a context whose range a first launch left
+ * closed: opened again. `closed` stays set while some context is closed.
+ * Caller holds `lock`. */
+static void reopen(void *c) {
+  sampled_ctx *s = find_ctx(c);
+  if (s && s->ok && !s->started)
+    range(s, 1);
+  int any = 0;
+  for (int i = 0; i < n_ctx; i++)
+    any |= ctxs[i].ok && !ctxs[i].started;
+  atomic_store(&closed, any);
+}
+
+/* Exact mode's launch enter, `fn` not a first launch: the range stays
  * open while each kernel function runs under one calling context; a
  * launch of a function that ran under another context in this period
  * ends the period first, so every sample's function names its context
  * (Proton's per-launch semantics for the profile, without a Start and a
- * Stop per launch). Launches into a capturing stream run nothing. */
+ * Stop per launch). Caller holds `lock`. */
+static void note_exact(uint32_t fn, const cp_launch_site *site, in_flight *f) {
+  if (cp_pcs_note_launch(pcs, fn, site, 0) == 1) {
+    end_period(0);
+    atomic_fetch_add_explicit(&n_splits, 1, memory_order_relaxed);
+    /* another thread's launch in flight may hold fn's other site: then
+     * both share the period, split by launches (counted apportioned) */
+    cp_pcs_note_launch(pcs, fn, site, 1);
+  }
+  atomic_fetch_add_explicit(&n_noted, 1, memory_order_relaxed);
+  if (f)
+    *f = (in_flight){.used = 1, .fn = fn, .site = *site};
+}
+
+/* A named launch's enter; caller holds `lock`. */
+static void launch_enter(void *c, uint32_t corr, const char *name, uint32_t fn,
+                         const cp_launch_site *site, in_flight *f) {
+  if (opt.first && cp_pcs_take_first(pcs, fn, opt.first)) {
+    /* exact: in flight, so that a period another thread ends before its
+     * exit notes it (its untagged samples then find its context) */
+    if (opt.exact)
+      *f = (in_flight){.used = 1, .fn = fn, .site = *site};
+    first_enter(c, corr);
+    return;
+  }
+  reopen(c);
+  if (opt.exact)
+    note_exact(fn, site, f);
+  else
+    *done_slot(name) = name;
+}
+
+/* Launch enter and exit, on the launching thread (docs/cupti.md): first
+ * launches in both modes, exact mode's periods and graph launches.
+ * Launches into a capturing stream run nothing. */
 static void bracket(void *c, uint32_t corr, const char *name,
                     const cp_launch_site *site, int enter) {
   if (!c || !atomic_load_explicit(&on, memory_order_relaxed) ||
       cp_callbacks_capturing())
     return;
+  int mine = !enter && first_corr && first_corr == corr;
+  if (!opt.exact && !mine &&
+      (!enter || (!atomic_load_explicit(&closed, memory_order_relaxed) &&
+                  (!name || *done_slot(name) == name))))
+    return; /* concurrent mode: first launches and closed ranges only */
   uint32_t fn = 0;
   if (name && cp_strtab_intern(name, strlen(name), &fn))
     name = NULL;
   pthread_mutex_lock(&lock);
-  in_flight *f = my_flight();
-  if (!name) {
+  in_flight none = {0}, *f = my_flight();
+  if (!f)
+    f = &none;
+  if (!enter && f->used && opt.exact)
+    f->used = 0;
+  if (mine)
+    first_exit(c, corr);
+  else if (!name && opt.exact)
     own_range(c, corr, enter);
-  } else if (!enter) {
-    if (f)
-      f->used = 0;
-  } else if (site) {
-    if (cp_pcs_note_launch(pcs, fn, site, 0) == 1) {
-      end_period(0);
-      atomic_fetch_add_explicit(&n_splits, 1, memory_order_relaxed);
-      /* another thread's launch in flight may hold fn's other site: then
-       * both share the period, split by launches (counted apportioned) */
-      cp_pcs_note_launch(pcs, fn, site, 1);
-    }
-    atomic_fetch_add_explicit(&n_noted, 1, memory_order_relaxed);
-    if (f)
-      *f = (in_flight){.used = 1, .fn = fn, .site = *site};
-  }
+  else if (enter && name && site)
+    launch_enter(c, corr, name, fn, site, f);
+  else if (enter)
+    reopen(c);
   pthread_mutex_unlock(&lock);
 }
 
@@ -534,6 +662,8 @@ int cp_pcsampling_enable(const cp_loader_api *a, cp_cupti_state *st,
   atomic_store(&n_gets, 0), atomic_store(&n_pcs, 0), atomic_store(&n_total, 0);
   atomic_store(&n_at_disable, 0), atomic_store(&n_with_corr, 0);
   atomic_store(&t_split_ns, 0), atomic_store(&n_splits, 0);
+  atomic_store(&n_first, 0), atomic_store(&t_first_ns, 0);
+  atomic_store(&closed, 0);
   atomic_store(&n_graph_ranges, 0), atomic_store(&n_noted, 0);
   pthread_mutex_lock(&lock);
   memset(flights, 0, sizeof flights);
@@ -544,11 +674,14 @@ int cp_pcsampling_enable(const cp_loader_api *a, cp_cupti_state *st,
   time_rule = w && !strcmp(w, "time");
   for (int i = 0; i < 64; i++)
     atomic_store(&device_sms[i], 0);
+  for (int i = 0; i < OWN_IDS; i++)
+    atomic_store(&own_ids[i], 0);
   st->hooks.module_loaded = module_loaded;
   atomic_store(&st->hooks.kernel_ran, opt.exact ? NULL : kernel_ran);
   atomic_store(&on, 1);
   atomic_store(&st->hooks.launch_context, ctx_seen);
-  atomic_store(&st->hooks.launch_bracket, opt.exact ? bracket : NULL);
+  atomic_store(&st->hooks.launch_bracket,
+               opt.exact || opt.first ? bracket : NULL);
   adopt_contexts();
   return CPROTON_OK;
 }
@@ -605,6 +738,9 @@ static void report(void) {
           (unsigned long long)n_pcs, (unsigned long long)n_with_corr,
           (unsigned long long)n_total, (unsigned long long)s.non_user,
           (unsigned long long)n_at_disable);
+  cp_info("pcsampling: %llu first launches of a function in ranges of their "
+          "own (first=%u), %.1f ms on those ranges",
+          (unsigned long long)n_first, opt.first, t_first_ns / 1e6);
   if (opt.exact)
     cp_info("pcsampling: exact: %llu launches noted, %llu periods closed by "
             "a function's second calling context, %llu graph launches in "

@@ -3,11 +3,14 @@
  * configured at start or on the first launch or creation seen for it; its
  * sampling range open from then on, closed, fetched into pcs_attr.c and
  * reopened where a period ends (flush; exact mode: a second calling
- * context for a function, a graph launch); cubins from module loads kept
- * in pcs_lines.c.
+ * context for a function, a graph launch); a range of its own around each
+ * function's first launches (`first=K`, both modes); cubins from module
+ * loads kept in pcs_lines.c.
  * Called by features.c (enable/flush/disable rows) and by the public
  * cproton_pcsampling_add_cubin. Not a hot path except the per-launch context
- * check (one relaxed load when the context is the last one seen). */
+ * check (one relaxed load when the context is the last one seen) and the
+ * launch bracket (concurrent mode: a thread-local cache probe once a
+ * function's first launches are done). */
 #ifndef CP_BACKEND_CUPTI_PCSAMPLING_H
 #define CP_BACKEND_CUPTI_PCSAMPLING_H
 

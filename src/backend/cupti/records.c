@@ -93,7 +93,7 @@ static void on_kernel(cp_cupti_state *st, const CUpti_Activity *rec) {
                         .graph_id = k->graphId,
                         .device_type = CP_DEVICE_CUDA};
   void (*ran)(const char *, const void *, uint64_t, uint64_t, uint32_t,
-              uint32_t) =
+              uint32_t, uint32_t) =
       atomic_load_explicit(&st->hooks.kernel_ran, memory_order_relaxed);
   /* adaptive mode: not for unattributed records, trace sessions (each
    * launch's time is kept) or PC sampling (weighs each record) */
@@ -110,7 +110,7 @@ static void on_kernel(cp_cupti_state *st, const CUpti_Activity *rec) {
   }
   if (ran)
     ran(k->name, &site, k->end > k->start ? k->end - k->start : 0,
-        blocks_of(k), threads_of(k), k->deviceId);
+        blocks_of(k), threads_of(k), k->deviceId, k->correlationId);
   if (cp_session_deliver_kernel(&site, &r) != 0)
     atomic_fetch_add_explicit(&st->stats.deliver_errors, 1,
                               memory_order_relaxed);

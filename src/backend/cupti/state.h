@@ -53,11 +53,11 @@ typedef struct cp_cupti_hooks {
                                  const char *kernel,
                                  const cp_launch_site *site, int enter);
   /* PC sampling: a kernel record with its final site, duration, grid
-   * (blocks), block (threads) and device (concurrent mode weights). NULL
-   * when off. */
+   * (blocks), block (threads), device and correlation id (concurrent mode
+   * weights). NULL when off. */
   void (*_Atomic kernel_ran)(const char *name, const void *site, uint64_t ns,
                              uint64_t blocks, uint32_t threads,
-                             uint32_t device);
+                             uint32_t device, uint32_t corr);
   /* Lazy mode (lazy.h): switches driver-API launch callback `cbid` on or
    * off (cuptiEnableCallback). 0 or an error code. */
   int (*launch_callbacks)(uint32_t cbid, int on);
