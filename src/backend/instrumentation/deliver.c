@@ -115,7 +115,10 @@ static void deliver_scopes(const cproton_instr_kernel *k,
   snprintf(dev, sizeof dev, "%u", device);
   uint32_t dev_id = 0, cuda_id = 0;
   cp_strtab_intern(dev, strlen(dev), &dev_id);
-  cp_strtab_intern("CUDA", 4, &cuda_id);
+  /* Proton (3.6 and 3.9) writes a cycle metric's device type as the
+   * number of its DeviceType enum (CUDA = 1), not the name kernel
+   * metrics carry. */
+  cp_strtab_intern("1", 1, &cuda_id);
   for (size_t i = 0; i < cproton_decoded_n_scopes(d); i++) {
     cproton_decoded_scope s;
     cproton_decoded_get_scope(d, i, &s);
