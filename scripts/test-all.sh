@@ -32,7 +32,8 @@ c_tests() {
   local log=$build/ctest.log rc line
   (cd "$build" && ctest --output-on-failure -j "$jobs") 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
-  line=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1)
+  # "75% tests passed, 1 tests failed out of 4"; "100% tests passed out of 4"
+  line=$(grep -E 'tests passed(, [0-9]+ tests? failed)? out of [0-9]+' "$log" | tail -1)
   local total f s
   total=$(grep -oE 'out of [0-9]+' <<< "$line" | grep -oE '[0-9]+$')
   f=$(grep -oE '[0-9]+ tests? failed' <<< "$line" | grep -oE '^[0-9]+')

@@ -40,4 +40,9 @@ out=$("$tmp/scripts/test-all.sh" "$tmp/build" 2 2>&1)
 last=$(tail -1 <<< "$out")
 [ "$last" = "133 passed, 5 failed, 2 skipped" ] || fail "closing line '$last' with a broken Python part:"$'\n'"$out"
 grep -q "Python tests ended (exit 1) without reporting" <<< "$out" || fail "the broken part is not named"
+# every C test passing: ctest says "100% tests passed out of 3" (no failed count)
+printf 'add_test(ok1 "true")\nadd_test(ok2 "true")\nadd_test(ok3 "true")\n' > "$tmp/build/CTestTestfile.cmake"
+out=$("$tmp/scripts/test-all.sh" "$tmp/build" 2 2>&1)
+last=$(tail -1 <<< "$out")
+[ "$last" = "134 passed, 4 failed, 1 skipped" ] || fail "closing line '$last' with every C test passing:"$'\n'"$out"
 echo "PASS test-all: one closing line summing ctest, pytest and the Triton runs"
