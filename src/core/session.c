@@ -426,7 +426,8 @@ static int write_phase(session *s, const cp_phase *p, const cp_io_format *f) {
     cp_warn("trace: %zu events were dropped (trace cap, memory or disk)",
             cp_trace_dropped(p->trace));
   if (!rc)
-    rc = cp_io_format_write_file(f, path, s->gzip, s->start_wall_ns, &in, NULL, 0);
+    rc = cp_io_format_write_file(f, path, s->gzip, s->start_wall_ns, &in,
+                                 NULL, 0);
   if (s->phases.current == 0) /* one file: the caller reports its error */
     return rc;
   cp_phases_note_part(&s->phases, p->number, rc == CPROTON_OK);

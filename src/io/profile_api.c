@@ -104,7 +104,8 @@ static int read_first(int fd, const char *name, unsigned char *first,
   while ((n = read(fd, first, 1)) < 0 && errno == EINTR)
     ;
   if (n < 0)
-    return cp_error_set(CPROTON_EIO, "%s: read failed: %s", name, strerror(errno));
+    return cp_error_set(CPROTON_EIO, "%s: read failed: %s", name,
+                        strerror(errno));
   *n_first = (size_t)n;
   return CPROTON_OK;
 }
@@ -120,7 +121,8 @@ static int open_fd(int fd, cproton_profile *p, cproton_profile **out) {
   if (n_first && cp_hatchet_read_msgpack_sniff(&first, 1))
     return open_msgpack(fd, first, p, out);
   cp_json_lexer lx;
-  rc = cp_hatchet_read_json_init_fd(&lx, fd, p->name, (const char *)&first, n_first);
+  rc = cp_hatchet_read_json_init_fd(&lx, fd, p->name, (const char *)&first,
+                                    n_first);
   if (rc) {
     cp_profile_model_free(p);
     return rc;

@@ -249,7 +249,8 @@ Test(core_phase, cpu_only_periodic_parts_are_written_at_each_advance,
     cr_assert_eq(access(path, F_OK), 0, "phase %d is on disk at its advance",
                  phase);
     int complete = 0;
-    cr_assert_eq(cproton_session_phase_complete(sid, phase, &complete), CPROTON_OK);
+    cr_assert_eq(cproton_session_phase_complete(sid, phase, &complete),
+                 CPROTON_OK);
     cr_assert(complete);
   }
   cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
@@ -293,7 +294,8 @@ Test(core_phase, every_part_a_full_disk_loses_is_named, .init = reset) {
   cproton_log_set_handler(NULL, NULL, CPROTON_LOG_WARN);
   cr_assert_eq(advance_failed, 1, "the advance that wrote phase 2 says so");
   cr_assert_eq(rc, CPROTON_EIO, "finalize could not write phase 5");
-  cr_assert(strstr(error, "2 of 6 parts were not written (phases 2, 5"), "%s", error);
+  cr_assert(strstr(error, "2 of 6 parts were not written (phases 2, 5"), "%s",
+            error);
   for (int phase = 0; phase < 6; phase++) {
     char said[64];
     snprintf(said, sizeof said, "phase %d was not written to", phase);

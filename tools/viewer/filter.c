@@ -32,7 +32,8 @@ static unsigned long long cap_mul(unsigned long long a, unsigned long long b) {
                                                    : a * b;
 }
 
-/* Length of the bracket expression at p ("[...]", "[]a]", "[^]a]", "[[:alpha:]]"). */
+/* Length of the bracket expression at p: "[...]", "[]a]", "[^]a]",
+ * "[[:alpha:]]". */
 static size_t bracket_len(const char *p) {
   size_t i = 1;
   if (p[i] == '^')
@@ -40,7 +41,7 @@ static size_t bracket_len(const char *p) {
   if (p[i] == ']')
     i++;
   for (; p[i] && p[i] != ']'; i++)
-    if (p[i] == '[' && (p[i + 1] == ':' || p[i + 1] == '.' || p[i + 1] == '=')) {
+    if (p[i] == '[' && p[i + 1] && strchr(":.=", p[i + 1])) {
       const char *end = strstr(p + i + 2, (char[]){p[i + 1], ']', 0});
       i = end ? (size_t)(end - p) + 1 : strlen(p) - 1;
     }

@@ -475,7 +475,8 @@ static int vw_render_machine(ctx *c) {
 
 int vw_render(vw_tree *t, const int *cols, int n_cols,
               const vw_render_opts *o, FILE *out) {
-  ctx c = {t, cols, n_cols, o, out, NAN, NAN, NULL, NULL, 0, 0, NULL, 0, 0, NULL, 0};
+  ctx c = {t, cols, n_cols, o, out, NAN, NAN, NULL, NULL, 0, 0, NULL, 0, 0,
+           NULL, 0};
   const double *v = t->cols[cols[0]].v;
   for (uint32_t i = 0; i < t->n; i++) {
     if (!isfinite(v[i]))

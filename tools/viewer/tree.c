@@ -44,8 +44,8 @@ static uint8_t *removal_mask(const cproton_profile *p) {
   uint8_t *keep = xcalloc(n, 1);
   uint32_t *kept_children = xcalloc(n, sizeof *kept_children);
   for (uint32_t i = n; i-- > 0;) {
-    int k = strcmp(cproton_profile_node_name(p, i), METADATA_SCOPE) != 0 &&
-            (cproton_profile_node_metric_count(p, i) > 0 || kept_children[i] > 0);
+    int has = cproton_profile_node_metric_count(p, i) > 0 || kept_children[i];
+    int k = strcmp(cproton_profile_node_name(p, i), METADATA_SCOPE) != 0 && has;
     keep[i] = (uint8_t)k;
     uint32_t par = cproton_profile_node_parent(p, i);
     if (k && par != CPROTON_PROFILE_NO_NODE)
