@@ -1,7 +1,10 @@
 # Thin wrapper around CMake. `make` builds the library and tools, `make demo`
-# runs the main job, `make test` runs every test (C units, fuzz corpora,
-# tools, Python, Triton 3.6-3.9), `make asan` runs the C suite under ASan + UBSan and
-# `make tsan` the threaded tests under ThreadSanitizer.
+# builds only what the demo runs (log: build/demo-build.log) and runs it,
+# `make test` runs every test (C units, fuzz corpora, tools, Python, Triton
+# 3.6-3.9; venvs and wheels in ~/.cache/cproton, scripts/cache.sh) and ends
+# with one line "N passed, N failed[, N skipped]", `make asan` runs the C
+# suite under ASan + UBSan and `make tsan` the threaded tests under
+# ThreadSanitizer.
 # Each target first checks the Debian packages it needs (scripts/deps.sh
 # build|test|valgrind): as root it installs the missing ones, as anyone else
 # it prints the exact apt-get line. `make` needs only the build packages.
@@ -12,6 +15,9 @@ TSAN_BUILD ?= build-tsan
 TSAN_TESTS ?= concurrency_.*
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# What `make demo` runs: the library (also the CUDA injection library), the
+# viewer, the C example and the Python extension (the GPU part's scripts).
+DEMO_TARGETS ?= cproton cproton-viewer example_basic cproton_python
 
 .PHONY: all deps deps-test deps-valgrind configure-test build test test-c \
 	test-python test-triton asan tsan demo valgrind bench clean
@@ -28,7 +34,10 @@ deps-valgrind:
 	@scripts/deps.sh valgrind
 
 $(BUILD)/CMakeCache.txt: | deps
-	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+	@mkdir -p $(BUILD)
+	@echo "cmake: configuring $(BUILD) (log: $(BUILD)/configure.log)"
+	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) > $(BUILD)/configure.log 2>&1 || \
+	  { cat $(BUILD)/configure.log; exit 1; }
 
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
@@ -39,7 +48,9 @@ configure-test: deps-test $(BUILD)/CMakeCache.txt
 	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) > $(BUILD)/configure.log || \
 	  { cat $(BUILD)/configure.log; exit 1; }
 
-test: test-c test-python test-triton
+# The three parts below in one run, closing with their summed counts.
+test: configure-test build
+	@scripts/test-all.sh $(BUILD) $(JOBS)
 
 test-c: configure-test build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -67,7 +78,10 @@ tsan: deps-test
 valgrind: deps-valgrind build
 	@scripts/valgrind.sh $(BUILD)
 
-demo: build
+demo: deps $(BUILD)/CMakeCache.txt
+	@echo "cproton: building $(DEMO_TARGETS) (log: $(BUILD)/demo-build.log)"
+	@cmake --build $(BUILD) -j $(JOBS) --target $(DEMO_TARGETS) > $(BUILD)/demo-build.log 2>&1 || \
+	  { tail -40 $(BUILD)/demo-build.log; echo "demo: the build failed (log: $(BUILD)/demo-build.log)"; exit 1; }
 	@scripts/demo.sh $(BUILD)
 
 bench: build

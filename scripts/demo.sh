@@ -13,15 +13,37 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # library and PYTHONPATH must still resolve there).
 build=$(cd "${1:-build}" && pwd) || { echo "demo: no build folder ${1:-build}" >&2; exit 1; }
 viewer=$build/tools/viewer/cproton-viewer
-out=$root/out/demo
+out=${CPROTON_DEMO_OUT:-$root/out/demo} # (the demo test writes elsewhere)
 mkdir -p "$out"
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 svgs=()
 failed=() # steps that did not produce their profile (the exit status says so)
-# view NAME VIEWER-ARGS...: the tree (first 40 lines) and $out/NAME.svg.
+# header METRICS ROOT_LINE: the metric names over the root line's columns
+# ("time/ms  count  frame"), each padded to its column's width.
+header() {
+  local -a names values
+  IFS=, read -ra names <<< "$1"
+  read -ra values <<< "$2"
+  local k line=""
+  for k in "${!names[@]}"; do
+    line+=$(printf '%-*s ' "${#values[k]}" "${names[k]}")
+  done
+  printf '%sframe\n' "$line"
+}
+
+# view NAME -m METRICS VIEWER-ARGS...: the tree (first 40 lines, C++ kernel
+# names demangled) under a header naming its columns, and $out/NAME.svg.
 view() {
   local name=$1; shift
-  "$viewer" --svg "$out/$name.svg" "$@" | head -40
+  local tree
+  tree=$("$viewer" --demangle --svg "$out/$name.svg" "$@")
+  [ "$1" = -m ] && header "$2" "$(grep -m1 -E '^(-?[0-9]|nan|-?inf)' <<< "$tree")"
+  # demangled C++ templates run to thousands of characters: one screen line
+  # each here (the full names are in the profile and the SVG's tooltips)
+  head -40 <<< "$tree" | while IFS= read -r line; do
+    [ ${#line} -gt 160 ] && line="${line:0:159}…"
+    printf '%s\n' "$line"
+  done
   [ -s "$out/$name.svg" ] && svgs+=("$out/$name.svg")
 }
 

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Runs the Python tests: makes .venv (scripts/venv.sh), builds and installs
-# this tree's cproton package into it offline (pyproject.toml: CMake through
+# Runs the Python tests: makes the test venv (scripts/venv.sh, in the cache
+# folder outside the clone, scripts/cache.sh), builds and installs this
+# tree's cproton package into it offline (pyproject.toml: CMake through
 # scikit-build-core, building in <build>/skbuild/), and runs pytest over
 # tests/python against that installed package and its tools.
 # usage: scripts/test-python.sh   (the C build folder argument of old is ignored)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/scripts/venv.sh"
+venv=$("$root/scripts/venv.sh")
 # Proton 3.9 for the byte-compatibility test of hatchet_msgpack (skipped
 # when it cannot be installed, e.g. offline).
-"$root/scripts/venv-triton.sh" 3.9.0 > /dev/null ||
+if venv39=$("$root/scripts/venv-triton.sh" 3.9.0); then
+  export CPROTON_PROTON39_VENV=$venv39
+else
   echo "cproton: no Triton 3.9.0 venv; the Proton 3.9 msgpack test will skip"
-venv=${CPROTON_VENV:-$root/.venv}
+fi
 echo "cproton: building the Python package (log: $root/build/pip-install.log)"
 mkdir -p "$root/build"
 if ! "$venv/bin/pip" install --no-build-isolation --no-deps "$root" \

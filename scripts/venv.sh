@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# Creates .venv with the PyPI packages the Python tests use (idempotent):
-# triton 3.6.0 (its triton.profiler is Proton, our reference), llnl-hatchet
-# and pandas (to load our profiles the way users do), pytest, perfetto and
-# protobuf (Perfetto's generated trace classes decode our .pftrace files).
-# The cproton package itself is installed into it from this tree.
+# Makes the test venv (idempotent) and prints its path: the PyPI packages the
+# Python tests use: triton 3.6.0 (its triton.profiler is Proton, our
+# reference), llnl-hatchet and pandas (to load our profiles the way users
+# do), pytest, perfetto and protobuf (Perfetto's generated trace classes
+# decode our .pftrace files). The cproton package itself is installed into it
+# from the tree under test (scripts/test-python.sh). The venv lives in the
+# cache folder outside the clone (scripts/cache.sh): $CPROTON_VENV, else
+# <cache>/venv (~1 GB).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-venv=${CPROTON_VENV:-$root/.venv}
+. "$root/scripts/cache.sh"
+venv=${CPROTON_VENV:-$cproton_cache/venv}
 stamp=$venv/.cproton-deps-3
 if [ ! -f "$stamp" ]; then
+  echo "cproton: making the test venv $venv (~1 GB, once)" >&2
+  mkdir -p "$(dirname "$venv")"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --upgrade pip
-  "$venv/bin/pip" install -q -r "$root/tests/python/requirements.txt"
+  "$venv/bin/pip" install -q --upgrade pip >&2
+  "$venv/bin/pip" install -q -r "$root/tests/python/requirements.txt" >&2
   touch "$stamp"
 fi
+echo "$venv"

@@ -132,25 +132,25 @@ def match_available_metrics(metrics, inclusive_metrics, exclusive_metrics):
 
 
 def _prune(node):
-    """`node` without launch-metadata frames and empty leaves, or None when
-    nothing is left of it (a frame whose children were all pruned goes too)."""
+    """`node` without launch-metadata frames (and their subtrees) and without
+    frames that have no metric in their own subtree, or None when nothing is
+    left of it. A frame that holds metrics stays even when all its children
+    went (Proton drops it then and loses a CPU scope whose nested scopes hold
+    nothing; docs/viewer.md, "Which frames are shown")."""
     if "frame" not in node:  # the device table, not a frame
         return node
     if node["frame"].get("name") == COMPUTE_METADATA_SCOPE_NAME:
         return None
-    children = node.get("children", [])
-    if not children:
-        return node if node.get("metrics") else None
-    kept = [child for child in map(_prune, children) if child is not None]
-    if not kept:
+    kept = [child for child in map(_prune, node.get("children", [])) if child is not None]
+    if not kept and not node.get("metrics"):
         return None
     node["children"] = kept
     return node
 
 
 def remove_frames(database):
-    """The profile's top-level list with launch-metadata frames, frames with
-    neither metrics nor children, and frames left without children dropped."""
+    """The profile's top-level list with launch-metadata frames and frames
+    without a metric in their subtree dropped."""
     return [node for node in map(_prune, database) if node is not None]
 
 

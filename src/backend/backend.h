@@ -23,6 +23,11 @@ typedef struct cp_backend_ops {
   void (*stop)(void);
   /* Non-zero for the backend a session gets when it names none (CUPTI). */
   int is_default_candidate;
+  /* Non-zero when nothing can arrive after `flush` for work launched before
+   * it (no GPU work in flight: the CPU-only backend). Periodic flushing then
+   * writes the phase that just ended at its advance_phase instead of at the
+   * next one, when a record of a later phase shows the GPU caught up. */
+  int flush_is_complete;
   /* Whether a session with mode `b` can join the running mode `a` (NULL:
    * the strings must be equal; NULL == ""). `start` runs for the first
    * session only, so later sessions are checked here and refused with a

@@ -23,4 +23,5 @@ const cp_backend_ops cp_none_backend = {
     .flush = none_flush,
     .stop = none_stop,
     .check_mode = none_check_mode,
+    .flush_is_complete = 1, /* CPU scopes and metrics land as they happen */
 };

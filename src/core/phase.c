@@ -6,6 +6,7 @@
  * call except cp_phases_complete's reads of the atomics (session.c holds
  * its table lock, and its slot lock while records may be delivered).
  * Not a hot path: record delivery does one short scan of `live`. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,6 +73,7 @@ int cp_phases_begin(cp_phases *ps, uint32_t epoch) {
   ps->flushed_through = -1;
   atomic_store(&ps->max_delivered, 0);
   atomic_store(&ps->late, 0);
+  ps->n_parts = ps->n_failed = 0;
   return CPROTON_OK;
 }
 
@@ -143,6 +145,26 @@ void cp_phases_flushed(cp_phases *ps, uint32_t current_at_start) {
   int64_t done = (int64_t)current_at_start - 1;
   if (done > ps->flushed_through)
     ps->flushed_through = done;
+}
+
+void cp_phases_note_part(cp_phases *ps, uint32_t number, int ok) {
+  ps->n_parts++;
+  if (ok)
+    return;
+  if (ps->n_failed < CP_PHASES_FAILED_KEPT)
+    ps->failed[ps->n_failed] = number;
+  ps->n_failed++;
+}
+
+void cp_phases_failed_list(const cp_phases *ps, char *out, size_t size) {
+  size_t n = 0;
+  out[0] = '\0';
+  for (uint32_t k = 0; k < ps->n_failed && k < CP_PHASES_FAILED_KEPT; k++)
+    if (n < size)
+      n += (size_t)snprintf(out + n, size - n, "%s%u", k ? ", " : "",
+                            ps->failed[k]);
+  if (ps->n_failed > CP_PHASES_FAILED_KEPT && n < size)
+    snprintf(out + n, size - n, ", ...");
 }
 
 void cp_phases_trim(cp_phases *ps) {

@@ -26,6 +26,8 @@ typedef struct cp_phase {
   cp_trace *trace;
 } cp_phase;
 
+#define CP_PHASES_FAILED_KEPT 8
+
 typedef struct cp_phases {
   cp_phase *live; /* ascending numbers; the last one is current */
   size_t n_live, cap_live;
@@ -35,6 +37,10 @@ typedef struct cp_phases {
   int64_t flushed_through;         /* phases <= this were flushed; -1 none */
   _Atomic uint32_t max_delivered;  /* highest phase a record landed in */
   _Atomic uint64_t late;           /* records whose phase was gone */
+  /* part files (periodic flushing, finalize): how many were attempted and
+   * failed, and the first CP_PHASES_FAILED_KEPT failed phase numbers */
+  uint32_t n_parts, n_failed;
+  uint32_t failed[CP_PHASES_FAILED_KEPT];
 } cp_phases;
 
 /* Starts phase 0 at `epoch` (the session's start epoch), dropping any
@@ -68,6 +74,13 @@ int cp_phases_complete(const cp_phases *ps, uint32_t number);
 /* Notes that a flush started while `current_at_start` was current has
  * delivered everything launched before it. */
 void cp_phases_flushed(cp_phases *ps, uint32_t current_at_start);
+
+/* Counts one part file written (ok != 0) or lost (ok == 0) for phase
+ * `number`, so that finalize can report every loss. */
+void cp_phases_note_part(cp_phases *ps, uint32_t number, int ok);
+
+/* "2, 5" (the failed phase numbers, "..." past the kept ones) into out. */
+void cp_phases_failed_list(const cp_phases *ps, char *out, size_t size);
 
 /* Frees every store (the slot goes away; no other thread may use them). */
 void cp_phases_free(cp_phases *ps);

@@ -424,9 +424,33 @@ static int write_phase(session *s, const cp_phase *p, const cp_io_format *f) {
   if (f->kind == CP_IO_TRACE && cp_trace_dropped(p->trace))
     cp_warn("trace: %zu events were dropped (trace cap, memory or disk)",
             cp_trace_dropped(p->trace));
-  return rc ? rc
-            : cp_io_format_write_file(f, path, s->gzip, s->start_wall_ns, &in,
-                                      NULL, 0);
+  if (!rc)
+    rc = cp_io_format_write_file(f, path, s->gzip, s->start_wall_ns, &in,
+                                 NULL, 0);
+  if (s->phases.current == 0) /* one file: the caller reports its error */
+    return rc;
+  cp_phases_note_part(&s->phases, p->number, rc == CPROTON_OK);
+  if (rc) /* every lost part is named, not only the last error */
+    cp_warn("session %d: phase %u was not written to '%s': %s", s->id,
+            p->number, path, cp_error_message());
+  return rc;
+}
+
+/* Finalize's account of the parts the session could not write (at an
+ * advance or now): a warning, and when finalize's own writes failed (rc),
+ * an error naming every lost phase rather than the last one's reason. */
+static int report_lost_parts(const session *s, int rc) {
+  if (s->phases.n_failed == 0)
+    return rc;
+  char list[128];
+  cp_phases_failed_list(&s->phases, list, sizeof list);
+  cp_warn("session %d: %u of %u parts were not written (phases %s); their "
+          "data is lost", s->id, s->phases.n_failed, s->phases.n_parts, list);
+  if (rc != CPROTON_EIO) /* OK, or an error that is not about the disk */
+    return rc;
+  return cp_error_set(rc, "session %d: %u of %u parts were not written "
+                      "(phases %s; each is named in a warning)", s->id,
+                      s->phases.n_failed, s->phases.n_parts, list);
 }
 
 /* Writes every live phase (one file, or one part per phase). */
@@ -464,6 +488,7 @@ static int do_finalize(int i) {
     rc = wrc = write_output(s, finalize_format ? finalize_format
                          : s->periodic ? s->periodic
                          : cp_io_format_default((cp_io_kind)s->is_trace));
+  rc = report_lost_parts(s, rc);
   if (wrc && wrc != CPROTON_EIO) { /* nothing written (out of memory): keep it */
     set_active(i, was_active);
     return wrc;
@@ -647,10 +672,7 @@ static int write_complete_phases(session *s) {
     }
     /* Exclusive: a late record must not append while the phase renders. */
     pthread_rwlock_wrlock(&slots_rw);
-    int r = write_phase(s, p, s->periodic);
-    if (r)
-      cp_warn("session %d: writing phase %u failed: %s", s->id, p->number,
-              cp_error_message());
+    int r = write_phase(s, p, s->periodic); /* names a failure itself */
     rc = rc ? rc : r;
     cp_phases_clear(&s->phases, p->number, 0);
     pthread_rwlock_unlock(&slots_rw);
@@ -680,8 +702,11 @@ int cproton_session_advance_phase(int id, uint32_t *phase_out) {
   }
   /* Deliver what the ended phases launched; phases before the newest one
    * that received records are then complete and go to disk. */
-  if (!rc && s->periodic && !(rc = s->backend->flush()))
+  if (!rc && s->periodic && !(rc = s->backend->flush())) {
+    if (s->backend->flush_is_complete) /* the ended phase is complete too */
+      cp_phases_flushed(&s->phases, number);
     rc = write_complete_phases(s);
+  }
   if (!rc && phase_out)
     *phase_out = number;
   pthread_mutex_unlock(&table_lock);

@@ -41,7 +41,8 @@ void cp_hatchet_read_json_init_mem(cp_json_lexer *lx, const char *buf,
   lx->line = 1;
 }
 
-int cp_hatchet_read_json_init_fd(cp_json_lexer *lx, int fd, const char *name) {
+int cp_hatchet_read_json_init_fd(cp_json_lexer *lx, int fd, const char *name,
+                                 const char *head, size_t n_head) {
   memset(lx, 0, sizeof *lx);
   lx->name = name;
   lx->fd = fd;
@@ -51,6 +52,10 @@ int cp_hatchet_read_json_init_fd(cp_json_lexer *lx, int fd, const char *name) {
     return cp_error_set(CPROTON_ENOMEM, "%s: out of memory", name);
   lx->data = lx->owned;
   lx->cap = WINDOW;
+  if (n_head > 16)
+    n_head = 16;
+  memcpy(lx->owned, head, n_head);
+  lx->end = n_head;
   return CPROTON_OK;
 }
 

@@ -57,9 +57,12 @@ typedef struct cp_json_lexer {
 void cp_hatchet_read_json_init_mem(cp_json_lexer *lx, const char *buf,
                                    size_t len, const char *name);
 
-/* Starts a lexer reading the open descriptor `fd` (not closed by the lexer).
- * Returns CPROTON_OK or CPROTON_ENOMEM. */
-int cp_hatchet_read_json_init_fd(cp_json_lexer *lx, int fd, const char *name);
+/* Starts a lexer reading the open descriptor `fd` (not closed by the lexer)
+ * sequentially with read(), so pipes work. `head` (n_head <= 16 bytes,
+ * copied) holds bytes the caller already read from `fd` to detect the
+ * format; they come first. Returns CPROTON_OK or CPROTON_ENOMEM. */
+int cp_hatchet_read_json_init_fd(cp_json_lexer *lx, int fd, const char *name,
+                                 const char *head, size_t n_head);
 
 /* Frees the lexer's buffers (not the lexer itself). */
 void cp_hatchet_read_json_free(cp_json_lexer *lx);

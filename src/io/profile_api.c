@@ -40,27 +40,53 @@ static int finish_msgpack(const void *buf, size_t len, cproton_profile *p,
   return CPROTON_OK;
 }
 
+/* Reads the rest of `fd` sequentially (a pipe has no size and no pread)
+ * into a buffer that starts with the sniffed byte `first`. */
+static int slurp(int fd, unsigned char first, const char *name, char **buf_out,
+                 size_t *len_out) {
+  struct stat st;
+  size_t cap = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0
+                   ? (size_t)st.st_size + 1 : 1 << 16, len = 1;
+  char *buf = malloc(cap);
+  if (!buf)
+    return cp_error_set(CPROTON_ENOMEM, "%s: out of memory", name);
+  buf[0] = (char)first;
+  for (;;) {
+    if (len == cap) {
+      char *b = cap < CPROTON_PROFILE_MAX_BYTES ? realloc(buf, cap * 2) : NULL;
+      if (!b) {
+        free(buf);
+        return cap < CPROTON_PROFILE_MAX_BYTES
+                   ? cp_error_set(CPROTON_ENOMEM, "%s: out of memory", name)
+                   : cp_error_set(CPROTON_ELIMIT, "%s: input longer than %llu "
+                                  "bytes", name, CPROTON_PROFILE_MAX_BYTES);
+      }
+      buf = b, cap *= 2;
+    }
+    ssize_t n = read(fd, buf + len, cap - len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      free(buf);
+      return cp_error_set(CPROTON_EIO, "%s: read failed at byte %zu: %s", name,
+                          len, strerror(errno));
+    }
+    if (n == 0)
+      break;
+    len += (size_t)n;
+  }
+  *buf_out = buf, *len_out = len;
+  return CPROTON_OK;
+}
+
 /* MessagePack profiles are read whole (they are compact; the JSON reader
  * streams). Frees `p` on failure; does not close `fd`. */
-static int open_msgpack(int fd, cproton_profile *p, cproton_profile **out) {
-  struct stat st;
+static int open_msgpack(int fd, unsigned char first, cproton_profile *p,
+                        cproton_profile **out) {
   char *buf = NULL;
-  size_t len = 0, got = 0;
-  int rc = CPROTON_OK;
-  if (fstat(fd, &st) != 0 || st.st_size < 0)
-    rc = cp_error_set(CPROTON_EIO, "%s: cannot stat: %s", p->name,
-                      strerror(errno));
-  else if (!(buf = malloc((len = (size_t)st.st_size) ? len : 1)))
-    rc = cp_error_set(CPROTON_ENOMEM, "%s: out of memory", p->name);
-  while (!rc && got < len) {
-    ssize_t n = pread(fd, buf + got, len - got, (off_t)got);
-    if (n <= 0)
-      rc = cp_error_set(CPROTON_EIO, "%s: read failed at byte %zu", p->name,
-                        got);
-    got += n > 0 ? (size_t)n : 0;
-  }
+  size_t len = 0;
+  int rc = slurp(fd, first, p->name, &buf, &len);
   if (rc) {
-    free(buf);
     cp_profile_model_free(p);
     return rc;
   }
@@ -69,10 +95,39 @@ static int open_msgpack(int fd, cproton_profile *p, cproton_profile **out) {
   return rc;
 }
 
-static int is_msgpack_fd(int fd) {
-  unsigned char first;
-  return pread(fd, &first, 1, 0) == 1 &&
-         cp_hatchet_read_msgpack_sniff(&first, 1);
+/* The format comes from the first byte, read with read() so that a pipe or
+ * a FIFO is recognised as well as a file: 0 bytes read (n_first = 0) is an
+ * empty input, which the JSON reader reports. */
+static int read_first(int fd, const char *name, unsigned char *first,
+                      size_t *n_first) {
+  ssize_t n;
+  while ((n = read(fd, first, 1)) < 0 && errno == EINTR)
+    ;
+  if (n < 0)
+    return cp_error_set(CPROTON_EIO, "%s: read failed: %s", name,
+                        strerror(errno));
+  *n_first = (size_t)n;
+  return CPROTON_OK;
+}
+
+static int open_fd(int fd, cproton_profile *p, cproton_profile **out) {
+  unsigned char first = 0;
+  size_t n_first = 0;
+  int rc = read_first(fd, p->name, &first, &n_first);
+  if (rc) {
+    cp_profile_model_free(p);
+    return rc;
+  }
+  if (n_first && cp_hatchet_read_msgpack_sniff(&first, 1))
+    return open_msgpack(fd, first, p, out);
+  cp_json_lexer lx;
+  rc = cp_hatchet_read_json_init_fd(&lx, fd, p->name, (const char *)&first,
+                                    n_first);
+  if (rc) {
+    cp_profile_model_free(p);
+    return rc;
+  }
+  return finish_open(&lx, p, out);
 }
 
 int cproton_profile_open(const char *path, cproton_profile **out) {
@@ -84,20 +139,8 @@ int cproton_profile_open(const char *path, cproton_profile **out) {
     return cp_error_set(CPROTON_EIO, "%s: cannot open: %s", path,
                         strerror(errno));
   cproton_profile *p = cp_profile_model_new(path);
-  if (p && is_msgpack_fd(fd)) {
-    int rc = open_msgpack(fd, p, out);
-    close(fd);
-    return rc;
-  }
-  cp_json_lexer lx;
-  int rc = p ? cp_hatchet_read_json_init_fd(&lx, fd, p->name)
+  int rc = p ? open_fd(fd, p, out)
              : cp_error_set(CPROTON_ENOMEM, "%s: out of memory", path);
-  if (rc) {
-    cp_profile_model_free(p);
-    close(fd);
-    return rc;
-  }
-  rc = finish_open(&lx, p, out);
   close(fd);
   return rc;
 }

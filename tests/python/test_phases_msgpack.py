@@ -150,3 +150,47 @@ def test_get_of_a_trace_session_is_its_trace():
     tree = unpack(proton.data.get_msgpack(sid))  # its tree, as hatchet_msgpack
     assert tree[0]["children"][0]["frame"]["name"] == "s"
     proton.finalize()
+
+
+FULL_DISK = r"""
+import resource, signal, sys, warnings
+import cproton as proton
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+proton.start("cpu", backend="none", mode="periodic_flushing")
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, hard))
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for phase in range(6):
+        for k in range(2000 if phase in (2, 5) else 3):
+            with proton.scope(f"p{phase}_{k}", metrics={"flops": 1.0}):
+                pass
+        if phase < 5:
+            try:
+                proton.data.advance_phase()
+            except OSError as err:
+                print("advance", phase, err)
+    try:
+        proton.finalize()
+    except OSError as err:
+        print("finalize", err)
+for w in caught:
+    print("warning", w.message)
+"""
+
+
+def test_cpu_periodic_parts_on_a_full_disk(tmp_path):
+    """A CPU-only session writes each part at its advance_phase (memory stays
+    bounded), and on a full disk (a file-size limit) every lost part is named
+    in a warning and counted at finalize (issue 24, item 6)."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", FULL_DISK], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120).stdout
+    assert sorted(p.name for p in tmp_path.glob("cpu*")) == [
+        f"cpu.part_{k}.hatchet" for k in (0, 1, 3, 4)]
+    assert "advance 2 " in out and "advance 3" not in out  # phase 2 was written at advance 2
+    assert "finalize session 0: 2 of 6 parts were not written (phases 2, 5;" in out
+    for k in (2, 5):
+        assert f"warning session 0: phase {k} was not written to" in out, out
+    assert "warning session 0: 2 of 6 parts were not written (phases 2, 5); their data is lost" in out

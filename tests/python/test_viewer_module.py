@@ -298,3 +298,18 @@ def test_vector_metrics_are_refused_by_name_and_others_still_shown(capsys):
         cv.main(["-m", "v", path])
     cv.main(["-m", "x", path])
     assert "4.000 a" in capsys.readouterr().out
+
+
+def test_frame_with_metrics_stays_when_its_children_are_pruned(capsys):
+    """Deliberate difference (issue 24, item 11): a CPU scope holding flops whose
+    nested scopes hold nothing stays, and so does a scope whose only child is a
+    launch-metadata frame; Proton drops them and, here, everything (IndexError)."""
+    path = str(INPUTS / "nested_cpu.hatchet")
+    gf, inclusive, _, _ = cv.read(path)
+    assert sorted(gf.dataframe["name"]) == ["ROOT", "launcher", "outer"]
+    assert inclusive == ["flops"]
+    with pytest.raises(IndexError):
+        tv.read(path)
+    cv.main(["-m", "flops", path])
+    out = capsys.readouterr().out
+    assert "100.000 outer" in out and "5.000 launcher" in out and "105.000 ROOT" in out

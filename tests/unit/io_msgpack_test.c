@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/fake/fake.h"
 #include "core/device.h"
@@ -258,4 +259,35 @@ Test(io_msgpack, files_open_by_content, .init = reset) {
   cr_assert_str_eq(cproton_profile_node_name(p, 1), "a");
   cproton_profile_close(p);
   free(mp);
+}
+
+/* A profile read from a pipe (`cproton-viewer /dev/stdin`, `<(...)`) has no
+ * size and no pread: its format still comes from its first byte, for
+ * MessagePack and for JSON (issue 24: MessagePack from a pipe was taken for
+ * JSON). The bytes fit the pipe's buffer, so no writer process is needed. */
+static cproton_profile *open_through_pipe(const char *bytes, size_t n) {
+  int fds[2];
+  cr_assert_eq(pipe(fds), 0);
+  cr_assert_eq(write(fds[1], bytes, n), (ssize_t)n);
+  close(fds[1]);
+  char path[64];
+  snprintf(path, sizeof path, "/dev/fd/%d", fds[0]);
+  cproton_profile *p = NULL;
+  cr_assert_eq(cproton_profile_open(path, &p), CPROTON_OK, "%s",
+               cproton_last_error());
+  close(fds[0]);
+  return p;
+}
+
+Test(io_msgpack, pipes_open_by_content, .init = reset) {
+  const char *kinds[] = {"hatchet_msgpack", "hatchet"};
+  for (int k = 0; k < 2; k++) {
+    size_t n;
+    char *bytes = render(kinds[k], &n);
+    cr_assert_lt(n, 60000, "the test writes the whole profile into the pipe");
+    cproton_profile *p = open_through_pipe(bytes, n);
+    cr_assert_str_eq(cproton_profile_node_name(p, 1), "a", "%s", kinds[k]);
+    cproton_profile_close(p);
+    free(bytes);
+  }
 }

@@ -47,7 +47,10 @@ static int stall_cols(vw_tree *t, int *cols, const char **names, int cap) {
 
 static void print_line(const line *l, double total, const char **snames,
                        int ns, FILE *out) {
-  fprintf(out, "%12.0f %6.2f%%  %s", l->samples, 100 * l->samples / total, l->name);
+  static char *esc;
+  static size_t esc_cap;
+  fprintf(out, "%12.0f %6.2f%%  %s", l->samples, 100 * l->samples / total,
+          vw_escape(l->name, &esc, &esc_cap)); /* no raw control characters */
   uint8_t used[64] = {0};
   int k = 0;
   for (; k < TOP_STALLS; k++) {

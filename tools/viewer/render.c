@@ -31,6 +31,8 @@ typedef struct ctx {
   size_t name_cap, dm_cap;
   char *line; /* the tree line being built, written with one fwrite */
   size_t line_len, line_cap;
+  char *esc_buf; /* vw_escape's buffer */
+  size_t esc_cap;
 } ctx;
 
 /* Exact "%.<prec>f" (prec 0..3) for |v| < 2^53, without printf: v is
@@ -135,6 +137,11 @@ static const char *display_name(ctx *c, uint32_t i) {
   return c->o->demangle ? vw_demangle(name, &c->dm_buf, &c->dm_cap) : name;
 }
 
+/* The name as text outputs show it: control characters escaped (escape.c). */
+static const char *shown_name(ctx *c, uint32_t i) {
+  return vw_escape(display_name(c, i), &c->esc_buf, &c->esc_cap);
+}
+
 static const char *metric_color(const ctx *c, double v) {
   double range = c->max - c->min;
   double p = range != 0 ? (v - c->min) / range : v / 1;
@@ -189,7 +196,7 @@ static void tree_line(ctx *c, uint32_t i) {
     line_value(c, c->t->cols[c->cols[k]].v[i], color ? C_FAINT : NULL);
   }
   line_put(c, " ", 1);
-  line_str(c, display_name(c, i));
+  line_str(c, shown_name(c, i));
   uint8_t miss = c->t->diff ? c->t->nodes[i].missing : 0;
   if (miss) {
     line_put(c, " ", 1);
@@ -294,7 +301,7 @@ static void print_sorted(ctx *c) {
   qsort(idx, t->n, sizeof *idx, by_value_desc);
   fprintf(c->out, "Sorted kernels by metric %s\n", t->cols[c->cols[0]].name);
   for (uint32_t r = 1; r < t->n; r++) {
-    const char *name = display_name(c, idx[r]);
+    const char *name = shown_name(c, idx[r]);
     size_t cut = strlen(name), n = cps(name, &cut), width = n;
     char num[64];
     fmt_py4(num, sizeof num, sort_key[idx[r]]);
@@ -366,8 +373,10 @@ static void visit_json(ctx *c, uint32_t i, const uint8_t *last) {
   fputs(k > 0 || !last[0] ? ",\n" : "", c->out);
 }
 
+/* RFC 4180 fields: the name always quoted, '"' doubled; control characters
+ * escaped as in the tree, so a row is one line and safe to cat. */
 static void visit_csv(ctx *c, uint32_t i, const uint8_t *last) {
-  const char *name = display_name(c, i);
+  const char *name = shown_name(c, i);
   fprintf(c->out, "%u,\"", c->t->nodes[i].depth);
   for (; *name; name++) {
     if (*name == '"')
@@ -466,7 +475,8 @@ static int vw_render_machine(ctx *c) {
 
 int vw_render(vw_tree *t, const int *cols, int n_cols,
               const vw_render_opts *o, FILE *out) {
-  ctx c = {t, cols, n_cols, o, out, NAN, NAN, NULL, NULL, 0, 0, NULL, 0, 0};
+  ctx c = {t, cols, n_cols, o, out, NAN, NAN, NULL, NULL, 0, 0, NULL, 0, 0,
+           NULL, 0};
   const double *v = t->cols[cols[0]].v;
   for (uint32_t i = 0; i < t->n; i++) {
     if (!isfinite(v[i]))
@@ -490,5 +500,6 @@ int vw_render(vw_tree *t, const int *cols, int n_cols,
   free(c.name_buf);
   free(c.dm_buf);
   free(c.line);
+  free(c.esc_buf);
   return rc;
 }

@@ -34,19 +34,18 @@ static int push_name(char ***list, int *n, const char *name) {
   return 0;
 }
 
-/* Proton's remove_frames(): drop launch-metadata frames and empty leaves,
- * then parents all of whose children were dropped. */
+/* Which frames to show: launch-metadata frames go (with their subtrees),
+ * and so does every frame with no metric in its own subtree. A frame that
+ * carries metrics stays even when all its children went: Proton's
+ * remove_frames() drops it then, which loses a CPU scope's metrics when its
+ * nested scopes have none (docs/viewer.md, "Which frames are shown"). */
 static uint8_t *removal_mask(const cproton_profile *p) {
   uint32_t n = cproton_profile_node_count(p);
   uint8_t *keep = xcalloc(n, 1);
   uint32_t *kept_children = xcalloc(n, sizeof *kept_children);
   for (uint32_t i = n; i-- > 0;) {
-    uint32_t nc = cproton_profile_node_child_count(p, i);
-    int k = strcmp(cproton_profile_node_name(p, i), METADATA_SCOPE) != 0;
-    if (k && cproton_profile_node_metric_count(p, i) == 0 && nc == 0)
-      k = 0;
-    if (k && nc > 0 && kept_children[i] == 0)
-      k = 0;
+    int has = cproton_profile_node_metric_count(p, i) > 0 || kept_children[i];
+    int k = strcmp(cproton_profile_node_name(p, i), METADATA_SCOPE) != 0 && has;
     keep[i] = (uint8_t)k;
     uint32_t par = cproton_profile_node_parent(p, i);
     if (k && par != CPROTON_PROFILE_NO_NODE)
@@ -120,8 +119,7 @@ int vw_tree_load(const char *path, vw_tree *t) {
   free(keep);
   free(map);
   if (t->n == 0)
-    return vw_fail("%s: no frames left after removing empty frames "
-                   "(the profile holds no metrics)", path);
+    return vw_fail("%s: no frame holds a metric (an empty profile?)", path);
   vw_tree_link(t);
   if (metric_lists(t))
     return -1;

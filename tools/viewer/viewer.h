@@ -109,6 +109,12 @@ int vw_merge(vw_tree *trees, int n, const int *const *cols, int n_cols,
 /* demangle.c */
 const char *vw_demangle(const char *name, char **buf, size_t *cap);
 
+/* escape.c: `name` with control characters (C0, DEL, C1) shown as visible
+ * escapes (\n, \x1b, \u009b) in *buf (grown as needed, owned by the
+ * caller), or `name` itself when it has none. Exits 2 when out of memory,
+ * as the viewer's other allocations do. */
+const char *vw_escape(const char *name, char **buf, size_t *cap);
+
 /* lines.c: the --lines view (hottest source lines of a PC-sampling
  * profile, with their main stall reasons). 0 or -1 (vw_errmsg). */
 int vw_lines(vw_tree *t, int top, FILE *out);
