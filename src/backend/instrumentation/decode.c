@@ -405,8 +405,8 @@ static int decode_all(cproton_decoded *d, const unsigned char *buf, size_t size,
     }
     d->n_ctas++;
   }
-  for (size_t i = 0; i < d->n_warps; i++)
-    d->warps[i].events = d->events + d->first_event[i];
+  for (size_t i = 0; i < d->n_warps; i++) /* no events: no array either */
+    d->warps[i].events = d->events ? d->events + d->first_event[i] : NULL;
   for (size_t i = 0; i + 1 < d->n_warps; i++)
     d->warps[i].n_events = d->first_event[i + 1] - d->first_event[i];
   if (d->n_warps)
