@@ -115,3 +115,14 @@ def test_empty_values_are_refused_with_the_key():
     # Proton's str(mode) writes these empty for "none"
     mode = parse_instrumentation_mode("mma:sampling_options=:optimizations=")
     assert mode.name == "mma" and mode.optimizations == [] and mode.sampling_options == ""
+
+
+def test_hook_reads_time_shift_as_c_does():
+    """The hook's own look at optimizations (reduce=kernel stores no records,
+    which time_shift needs) sees what the C parser accepted: blanks, case."""
+    from cproton.hooks.instrumentation import check_mode
+    for text in ("default:reduce=kernel:optimizations= time_shift", "default:reduce=kernel:optimizations=TIME_SHIFT",
+                 "default:reduce=kernel:optimizations=clock32 , Time_Shift"):
+        with pytest.raises(ValueError, match="time_shift"):
+            check_mode(text)
+    assert check_mode("default:reduce=kernel:optimizations=clock32") == "kernel"
