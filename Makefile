@@ -4,13 +4,27 @@
 # 3.6-3.9; venvs and wheels in ~/.cache/cproton, scripts/cache.sh) and ends
 # with one line "N passed, N failed[, N skipped]", `make asan` runs the C
 # suite under ASan + UBSan and `make tsan` the threaded tests under
-# ThreadSanitizer.
+# ThreadSanitizer; with clang, `make asan-clang` runs the C suite under
+# clang's ASan + UBSan, `make msan` the fuzz corpora and the threaded
+# programs under MemorySanitizer and `make fuzz` each parser's libFuzzer
+# target for FUZZ_SECONDS (docs/testing.md).
 # Each target first checks the Debian packages it needs (scripts/deps.sh
 # build|test|valgrind): as root it installs the missing ones, as anyone else
 # it prints the exact apt-get line. `make` needs only the build packages.
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
+ASAN_CLANG_BUILD ?= build-asan-clang
+MSAN_BUILD ?= build-msan
+FUZZ_BUILD ?= build-fuzz
+# The parsers fuzzed by `make fuzz`: PTX, profiles (Hatchet JSON, MessagePack),
+# Perfetto merge, and the instrumentation buffer decoder; each for FUZZ_SECONDS.
+FUZZ_TARGETS ?= ptx_fuzz hatchet_read_fuzz hatchet_msgpack_fuzz perfetto_merge_fuzz decode_fuzz
+FUZZ_SECONDS ?= 60
+# What MemorySanitizer can check (every linked library must be instrumented;
+# Criterion, jansson and Python are not): the fuzz-corpus replays and the
+# threaded programs, which link only our library, zlib and libc.
+MSAN_TESTS ?= .*_fuzz_corpus|concurrency_.*
 # The tests that race threads; `make tsan` runs them under ThreadSanitizer.
 TSAN_TESTS ?= concurrency_.*
 JOBS ?= $(shell nproc)
@@ -19,8 +33,8 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # viewer, the C example and the Python extension (the GPU part's scripts).
 DEMO_TARGETS ?= cproton cproton-viewer example_basic cproton_python
 
-.PHONY: all deps deps-test deps-valgrind configure-test build test test-c \
-	test-python test-triton asan tsan demo valgrind bench clean
+.PHONY: all deps deps-test deps-valgrind deps-clang configure-test build test test-c \
+	test-python test-triton asan tsan asan-clang msan fuzz demo valgrind bench clean
 
 all: build
 
@@ -32,6 +46,9 @@ deps-test:
 
 deps-valgrind:
 	@scripts/deps.sh valgrind
+
+deps-clang:
+	@scripts/deps.sh clang
 
 $(BUILD)/CMakeCache.txt: | deps
 	@mkdir -p $(BUILD)
@@ -75,6 +92,25 @@ tsan: deps-test
 	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 	  ctest --output-on-failure -j $(JOBS) -R '^($(TSAN_TESTS))$$'
 
+# clang's UBSan checks what gcc's does not (null + 0 pointer arithmetic).
+asan-clang: deps-clang
+	CC=clang cmake -S . -B $(ASAN_CLANG_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCPROTON_SANITIZE=ON
+	cmake --build $(ASAN_CLANG_BUILD) -j $(JOBS)
+	cd $(ASAN_CLANG_BUILD) && ASAN_OPTIONS=detect_leaks=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
+
+msan: deps-clang
+	CC=clang cmake -S . -B $(MSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCPROTON_MSAN=ON
+	cmake --build $(MSAN_BUILD) -j $(JOBS) --target fuzz_replays concurrency_tests
+	cd $(MSAN_BUILD) && MSAN_OPTIONS=halt_on_error=1 \
+	  ctest --output-on-failure -j $(JOBS) -R '^($(MSAN_TESTS))$$'
+
+fuzz: deps-clang
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCPROTON_SANITIZE=ON -DCPROTON_FUZZ=ON
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZ_TARGETS)
+	@scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 valgrind: deps-valgrind build
 	@scripts/valgrind.sh $(BUILD)
 
@@ -88,4 +124,4 @@ bench: build
 	@scripts/bench.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(ASAN_CLANG_BUILD) $(MSAN_BUILD) $(FUZZ_BUILD)

@@ -61,6 +61,7 @@ int main(int argc, char **argv) {
       memcpy(copy, text, n);
       sink ^= copy[i % n];
     }
+    (void)sink;
     double t2 = now();
     cproton_ptx_stats st;
     cproton_ptx_kernel_stats(p, 0, &st);

@@ -4,6 +4,8 @@
 #   scripts/deps.sh test      + Criterion, jansson, pkg-config, Python headers
 #                             and venv, Chromium: `make test`
 #   scripts/deps.sh valgrind  + valgrind: `make valgrind`
+#   scripts/deps.sh clang     + the test packages, clang and its sanitizer and
+#                             libFuzzer runtime: `make asan-clang msan fuzz`
 # Nothing missing: prints nothing. As root it installs what is missing, logs
 # apt's output to $CPROTON_DEPS_LOG (default build/deps.log) and prints one
 # line per package; otherwise it prints the exact apt-get line and fails.
@@ -20,7 +22,8 @@ case "$part" in
   build) pkgs=("${build_pkgs[@]}") ;;
   test) pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}"); optional_pkgs=(chromium) ;;
   valgrind) pkgs=("${build_pkgs[@]}" valgrind) ;;
-  *) echo "usage: scripts/deps.sh build|test|valgrind" >&2; exit 2 ;;
+  clang) pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}" clang libclang-rt-dev) ;;
+  *) echo "usage: scripts/deps.sh build|test|valgrind|clang" >&2; exit 2 ;;
 esac
 
 installed() {

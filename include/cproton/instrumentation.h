@@ -44,6 +44,19 @@ extern "C" {
 CPROTON_API int cproton_instr_mode_options(const char *mode,
                                            cproton_ptx_options *out);
 
+/* Writes the canonical form of a valid mode string into `buf` (`size`
+ * bytes): the mode name, then each option as given, with Proton's
+ * lower-case spelling of its value ("GRANULARITY.WARP_GROUP" and
+ * "warpgroup" become "warp_group", "buffer_size=+8" becomes
+ * "buffer_size=8", blanks around optimizations dropped); NULL or "" gives
+ * "default". Python's cproton.mode parses only this form, so this parser
+ * decides alone which mode strings are valid. Refused with EINVAL: what
+ * cproton_instr_mode_options refuses, which includes empty options
+ * ("default:", "default::x=1"), empty keys, and empty values of every key but
+ * sampling_options and optimizations (Proton's str(mode) writes "" there
+ * for none). ELIMIT: `buf` too small. Thread-safe. */
+CPROTON_API int cproton_instr_mode_normalize(const char *mode, char *buf, size_t size);
+
 /* The options of the mode the active instrumentation session was started
  * with (the defaults when none). Thread-safe. Errors: EINVAL for NULL. */
 CPROTON_API int cproton_instr_current_options(cproton_ptx_options *out);

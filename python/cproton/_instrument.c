@@ -255,6 +255,19 @@ static PyObject *py_instr_check_mode(PyObject *m, PyObject *args) {
   return PyUnicode_FromString(kinds[kind]);
 }
 
+/* The C parser is the authority on mode strings: Python parses only the
+ * canonical form it returns (cproton.mode.parse_instrumentation_mode). */
+static PyObject *py_instr_mode_normalize(PyObject *m, PyObject *args) {
+  const char *mode;
+  if (!PyArg_ParseTuple(args, "z:instr_mode_normalize", &mode))
+    return NULL;
+  char buf[4096];
+  int rc = cproton_instr_mode_normalize(mode, buf, sizeof buf);
+  if (rc)
+    return fail(rc);
+  return PyUnicode_FromString(buf);
+}
+
 static PyObject *py_instr_flush(PyObject *m, PyObject *unused) {
   int rc;
   Py_BEGIN_ALLOW_THREADS rc = cproton_instr_flush();
@@ -329,6 +342,9 @@ static PyMethodDef instrument_methods[] = {
      "instr_launch(handle, ptr, size, stream)"},
     {"instr_release", py_instr_release, METH_VARARGS,
      "instr_release(ptr): a buffer whose launch never happened"},
+    {"instr_mode_normalize", py_instr_mode_normalize, METH_VARARGS,
+     "instr_mode_normalize(mode) -> the canonical form of a valid mode string "
+     "(ValueError with the parser's message otherwise)"},
     {"instr_check_mode", py_instr_check_mode, METH_VARARGS,
      "instr_check_mode(mode) -> the mode's reduce ('auto', 'kernel', "
      "'device', 'host'); ValueError for a mode cproton cannot run"},

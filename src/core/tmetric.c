@@ -221,7 +221,8 @@ static void reindex(void) {
 size_t cp_tmetric_restore_paths(cp_tmetric_saved *sv) {
   size_t lost = 0;
   pthread_mutex_lock(&lock);
-  for (const unsigned char *at = sv->buf; at < sv->buf + sv->len;) {
+  const unsigned char *at = sv->buf, *end = sv->len ? sv->buf + sv->len : at; /* buf is NULL when empty */
+  while (at < end) {
     uint32_t head[3];
     memcpy(head, at, sizeof head);
     at += sizeof head;

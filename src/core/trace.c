@@ -15,7 +15,10 @@
  * a cap (CP_TRACE_MAX_EVENTS) bounds the disk and counts what it drops
  * instead of failing the program. Not on the launch path: scope events come
  * from user threads in trace mode, kernel events from CUPTI's thread; a
- * spill write (one buffer) happens under the lock every BUF_EVENTS appends. */
+ * spill write (one buffer) happens under the lock every BUF_EVENTS appends.
+ * Readers (finalize, cproton_session_data) may run while appends go on:
+ * they copy READ_EVENTS records at a time under the same lock, by append
+ * position, and see the events held when their read began. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -184,41 +187,73 @@ int cp_trace_append(cp_trace *t, const cp_event *e) {
   return rc;
 }
 
-static int each_spilled(const cp_trace *t, int (*fn)(void *, const cp_event *),
-                        void *user) {
+/* Copies up to `max` events from append position `at` into `buf`, under
+ * the lock: positions below `spilled` are in the spill file, the rest in
+ * the buffers (one reused buffer once spilling works, else a list that only
+ * grows). Returns the number copied (0: nothing at `at` any more) or -1 on
+ * a read error. A reader never holds the lock while its callback runs, so
+ * an append (a late scope exit, a kernel record) waits one copy at most. */
+static long copy_at(cp_trace *t, size_t at, cp_event *buf, size_t max) {
+  long n = 0;
+  pthread_mutex_lock(&t->lock);
+  size_t left = at < t->count ? t->count - at : 0;
+  size_t want = left < max ? left : max;
+  if (want && at < t->spilled) {
+    size_t k = t->spilled - at < want ? t->spilled - at : want;
+    ssize_t got = pread(t->fd, buf, k * sizeof *buf, (off_t)(at * sizeof *buf));
+    n = got == (ssize_t)(k * sizeof *buf) ? (long)k : -1;
+  } else if (want) {
+    size_t skip = at - t->spilled;
+    const chunk *c = t->head;
+    while (c && skip >= c->n) {
+      skip -= c->n;
+      c = c->next;
+    }
+    size_t k = c ? c->n - skip : 0;
+    k = k < want ? k : want;
+    if (k)
+      memcpy(buf, c->events + skip, k * sizeof *buf);
+    n = (long)k;
+  }
+  pthread_mutex_unlock(&t->lock);
+  return n;
+}
+
+int cp_trace_each(const cp_trace *ct, int (*fn)(void *, const cp_event *),
+                  void *user) {
+  cp_trace *t = (cp_trace *)ct; /* the lock is not part of the trace's value */
   cp_event *buf = malloc(READ_EVENTS * sizeof *buf);
   if (!buf)
     return cp_error_set(CPROTON_ENOMEM, "out of memory reading a trace");
+  pthread_mutex_lock(&t->lock);
+  size_t end = t->count; /* the events held when the read began */
+  pthread_mutex_unlock(&t->lock);
   int rc = 0;
-  for (size_t done = 0; done < t->spilled && !rc;) {
-    size_t n = t->spilled - done < READ_EVENTS ? t->spilled - done : READ_EVENTS;
-    ssize_t k = pread(t->fd, buf, n * sizeof *buf, (off_t)(done * sizeof *buf));
-    if (k != (ssize_t)(n * sizeof *buf)) {
+  for (size_t at = 0; at < end && !rc;) {
+    size_t max = end - at < READ_EVENTS ? end - at : READ_EVENTS;
+    long n = copy_at(t, at, buf, max);
+    if (n < 0)
       rc = cp_error_set(CPROTON_EIO, "trace spill read failed");
+    if (n <= 0)
       break;
-    }
-    for (size_t i = 0; i < n && !rc; i++) {
-      cp_ktimes_align(&buf[i]);
+    for (long i = 0; i < n && !rc; i++) {
+      cp_ktimes_align(&buf[i]); /* regions move onto their CUPTI kernel */
       rc = fn(user, &buf[i]);
     }
-    done += n;
+    at += (size_t)n;
   }
   free(buf);
   return rc;
 }
 
-int cp_trace_each(const cp_trace *t, int (*fn)(void *, const cp_event *),
-                  void *user) {
-  int rc = t->spilled ? each_spilled(t, fn, user) : 0;
-  for (const chunk *c = t->head; c && !rc; c = c->next)
-    for (size_t i = 0; i < c->n && !rc; i++) {
-      cp_event e = c->events[i]; /* regions move onto their CUPTI kernel */
-      cp_ktimes_align(&e);
-      rc = fn(user, &e);
-    }
-  return rc;
+static size_t read_locked(const cp_trace *ct, const size_t *field) {
+  cp_trace *t = (cp_trace *)ct;
+  pthread_mutex_lock(&t->lock);
+  size_t v = *field;
+  pthread_mutex_unlock(&t->lock);
+  return v;
 }
 
-size_t cp_trace_count(const cp_trace *t) { return t->count; }
-size_t cp_trace_dropped(const cp_trace *t) { return t->dropped; }
-size_t cp_trace_spilled(const cp_trace *t) { return t->spilled; }
+size_t cp_trace_count(const cp_trace *t) { return read_locked(t, &t->count); }
+size_t cp_trace_dropped(const cp_trace *t) { return read_locked(t, &t->dropped); }
+size_t cp_trace_spilled(const cp_trace *t) { return read_locked(t, &t->spilled); }

@@ -27,7 +27,10 @@ typedef struct cp_event {
   uint32_t group;       /* regions: the kernel's name (strtab id);
                            kernels: the CUDA graph id (0: not a replay) */
   uint8_t kind;         /* cp_event_kind */
+  uint8_t reserved[3];  /* named so that an initializer zeroes them: the
+                           spill file gets no uninitialized bytes (MSan) */
 } cp_event;
+_Static_assert(sizeof(cp_event) == 56, "cp_event has no hidden padding");
 
 typedef struct cp_trace cp_trace;
 
@@ -50,14 +53,15 @@ int cp_trace_append(cp_trace *t, const cp_event *e);
 /* Drops every event (the buffers are kept). */
 void cp_trace_clear(cp_trace *t);
 
-/* Calls `fn` on each event in append order (reading the spill file in
- * small blocks); stops at the first non-zero return and returns it, or EIO
- * / ENOMEM. The caller ensures no concurrent appends. */
+/* Calls `fn` on each event held when the call began, in append order
+ * (copied in small blocks under the trace's lock, never held while `fn`
+ * runs); stops at the first non-zero return and returns it, or EIO /
+ * ENOMEM. Thread-safe: appends may go on meanwhile (issue 24.5). */
 int cp_trace_each(const cp_trace *t, int (*fn)(void *, const cp_event *),
                   void *user);
 
 /* Number of events held, events dropped (cap, memory, disk), and events
- * held in the spill file rather than in memory. */
+ * held in the spill file rather than in memory. Thread-safe. */
 size_t cp_trace_count(const cp_trace *t);
 size_t cp_trace_dropped(const cp_trace *t);
 size_t cp_trace_spilled(const cp_trace *t);

@@ -138,13 +138,17 @@ static int read_marker(reader *r, size_t b, size_t e, long cmt, int *found) {
     wl[nw] = (size_t)(s - w[nw]);
     nw++;
   }
-  int is_end = nw >= 2 && wl[1] == 3 && !memcmp(w[1], "end", 3);
-  int is_start = nw >= 2 && wl[1] == 5 && !memcmp(w[1], "start", 5);
+  /* a bare "@cproton" has no word to compare: refuse before reading any */
+  if (nw != 3)
+    return cp_error_set(CPROTON_EPARSE,
+                        "line %u: malformed marker; expected '// @cproton record|event start|end <name>'", r->lineno);
+  int is_end = wl[1] == 3 && !memcmp(w[1], "end", 3);
+  int is_start = wl[1] == 5 && !memcmp(w[1], "start", 5);
   /* "proton.record" (Proton's op name, what the Triton front end writes so
    * that IR dumps show record ops as Proton's do) is the same op */
   int is_op = (wl[0] == 6 && !memcmp(w[0], "record", 6)) || (wl[0] == 13 && !memcmp(w[0], "proton.record", 13));
   int is_event = (wl[0] == 5 && !memcmp(w[0], "event", 5)) || (wl[0] == 12 && !memcmp(w[0], "proton.event", 12));
-  if (nw != 3 || !(is_op || is_event) || !(is_end || is_start))
+  if (!(is_op || is_event) || !(is_end || is_start))
     return cp_error_set(CPROTON_EPARSE,
                         "line %u: malformed marker; expected '// @cproton record|event start|end <name>'", r->lineno);
   if (wl[2] > CP_PTX_MAX_NAME)
@@ -345,12 +349,27 @@ static int read_header(reader *r) {
   return 0;
 }
 
+/* The writer copies the text between sites in order: each site must lie
+ * after the previous one and inside the body. A marker after the closing
+ * '}' on its line would be written outside the kernel. */
+static int check_site_order(const reader *r) {
+  size_t prev = r->cur.prologue_at;
+  for (size_t i = 0; i < r->cur.n_sites; i++) {
+    const cp_ptx_site *s = &r->cur.sites[i];
+    if (s->at < prev || s->at > r->cur.body_end)
+      return cp_error_set(CPROTON_EPARSE, "line %u: marker or exit after the kernel's closing '}'", s->line);
+    prev = s->kind == CP_SITE_EXIT ? s->after : s->at;
+  }
+  return 0;
+}
+
 static int end_kernel(reader *r) {
   cp_ptx_module *m = r->m;
-  if (!r->cur.n_records || !r->is_entry) {
+  int rc = r->is_entry && r->cur.n_records ? check_site_order(r) : 0;
+  if (rc || !r->cur.n_records || !r->is_entry) {
     free(r->cur.sites);
     memset(&r->cur, 0, sizeof r->cur);
-    return 0;
+    return rc;
   }
   if (m->n_kernels >= CP_PTX_MAX_KERNELS) {
     free(r->cur.sites);
@@ -483,9 +502,7 @@ static int top_line(reader *r, size_t b, size_t len) {
 
 static int body_line(reader *r, size_t b, size_t e, long cmt) {
   size_t len = e - b;
-  int rc, found = 0;
-  if (cmt >= 0 && (rc = read_marker(r, b, e, cmt, &found)))
-    return rc;
+  int rc;
   const char *c = skip_ws(r->code);
   unsigned f = 0, l = 0;
   if (!strncmp(c, ".loc", 4) && isspace((unsigned char)c[4]) && sscanf(c + 4, "%u %u", &f, &l) == 2)
@@ -500,6 +517,10 @@ static int body_line(reader *r, size_t b, size_t e, long cmt) {
     if (r->is_entry && (rc = read_exits(r, b)))
       return rc;
   }
+  /* After the line's exits: a marker goes at the end of its line, so its
+   * site comes after theirs and the writer copies the text in order. */
+  if (cmt >= 0 && (rc = read_marker(r, b, e, cmt, &(int){0})))
+    return rc;
   for (size_t i = 0; i < len; i++) {
     r->depth += (r->code[i] == '{') - (r->code[i] == '}');
     if (r->depth == 0) {

@@ -245,8 +245,10 @@ static void fill_value(const cproton_profile *p, const cp_profile_metric *m,
   } else if (m->kind == CPROTON_METRIC_STRING) {
     out->s = cp_profile_model_str(p, m->v.s);
   } else if (m->kind == CPROTON_METRIC_VECTOR) {
+    static const double no_values[1];
     out->n = m->v.vec.n;
-    out->v = p->vec + m->v.vec.off;
+    /* a profile whose only vectors are empty has no value array at all */
+    out->v = p->vec ? p->vec + m->v.vec.off : no_values;
   }
 }
 

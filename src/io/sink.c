@@ -78,7 +78,7 @@ static void drain(cp_sink *s) {
 }
 
 void cp_sink_write(cp_sink *s, const void *p, size_t n) {
-  if (s->error)
+  if (s->error || n == 0) /* an empty field may come as (NULL, 0) */
     return;
   if (s->len + n + 1 > s->cap) {
     size_t cap = s->cap ? s->cap : 4096;

@@ -5,6 +5,7 @@
  * on whether the string is valid and on its `reduce`. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fuzz_cstr.h"
 
@@ -36,6 +37,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     abort(); /* the entry points disagree */
   if (rc == 0 && (o.aggregate != (kind == CPROTON_REDUCE_KERNEL) || dev != (kind != CPROTON_REDUCE_HOST)))
     abort(); /* reduce=kernel and the options disagree */
+  /* the canonical form (what Python parses) is accepted exactly when the
+   * string is, means the same options and is its own canonical form */
+  char canon[4096], again[4096];
+  cproton_ptx_options o2;
+  if ((cproton_instr_mode_normalize(s, canon, sizeof canon) == 0) != (rc == 0))
+    abort();
+  if (rc == 0 && (cproton_instr_mode_options(canon, &o2) || memcmp(&o, &o2, sizeof o) ||
+                  cproton_instr_mode_normalize(canon, again, sizeof again) || strcmp(canon, again)))
+    abort();
   free(s);
   return 0;
 }

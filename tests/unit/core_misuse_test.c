@@ -288,7 +288,12 @@ Test(core_misuse, mode_strings, .init = reset) {
                                     "default:buffer_size", "default:buffer_size=-1",
                                     "default:buffer_size=99999999999999999999",
                                     "default:metric_type=", "default:nope=1", "pcsampling",
-                                    "default:sampling_options=1,,2", "default:granularity=x"};
+                                    "default:sampling_options=1,,2", "default:granularity=x",
+                                    /* issue 24.18: empty options and values */
+                                    "default:", "default::granularity=warp", "default:granularity=",
+                                    "default:buffer_size=", "default:reduce=", "default:optimizations=clock32,",
+                                    "default:optimizations=,clock32", "default:sampling_options=0,",
+                                    "default:granularity=BUFFER_TYPE.WARP", "default:metric_type=globaltimer"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
     FAILS(CPROTON_EINVAL, cproton_instr_mode_options(bad[i], &o));
   char longmode[2048];
@@ -297,7 +302,12 @@ Test(core_misuse, mode_strings, .init = reset) {
   FAILS(CPROTON_EINVAL, cproton_instr_mode_options(longmode, &o));
   FAILS(CPROTON_EINVAL, cproton_instr_mode_options("default", NULL));
   FAILS(CPROTON_EINVAL, cproton_instr_mode_options(NULL, NULL));
-  FAILS(CPROTON_OK, cproton_instr_mode_options("default:", &o));
+  FAILS(CPROTON_OK, cproton_instr_mode_options("default:optimizations=:sampling_options=", &o));
+  char canon[64];
+  FAILS(CPROTON_OK, cproton_instr_mode_normalize("mma:granularity=GRANULARITY.WARPGROUP", canon, sizeof canon));
+  cr_assert_str_eq(canon, "mma:granularity=warp_group");
+  FAILS(CPROTON_ELIMIT, cproton_instr_mode_normalize("mma:granularity=warp", canon, 8));
+  FAILS(CPROTON_EINVAL, cproton_instr_mode_normalize("mma", NULL, 8));
   FAILS(CPROTON_OK, cproton_instr_mode_options(NULL, &o));
   FAILS(CPROTON_EINVAL, cproton_instr_current_options(NULL));
   FAILS(CPROTON_OK, cproton_instr_current_options(&o));

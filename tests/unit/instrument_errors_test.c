@@ -125,6 +125,34 @@ Test(instrument_errors, predicated_and_labelled_exits) {
   cproton_ptx_free(p);
 }
 
+/* Issue 24.3: the marker's site used to be read before the exit's on the
+ * same line, so the writer copied a negative length (a heap overflow). */
+Test(instrument_errors, marker_after_exit_on_one_line) {
+  const char *text = HEAD "\tmov.u32 %r1, %tid.x;\n\tsetp.eq.u32 %p1, %r1, 3;\n" M("start a")
+      "\t@%p1 ret; // @cproton record end a\n" M("start b") M("end b") TAIL;
+  cproton_ptx *p = NULL;
+  cr_assert_eq(inst(text, NULL, &p), CPROTON_OK, "%s", cproton_last_error());
+  const char *out = cproton_ptx_text(p, NULL);
+  const char *br = strstr(out, "\t@%p1 bra $cpr_fin; // @cproton record end a\n");
+  cr_assert(br, "the exit becomes the branch, the comment kept:\n%s", out);
+  cr_assert(strstr(br, "// @cproton record start b") > br, "text after the line is kept in order");
+  cproton_ptx_stats st;
+  cproton_ptx_kernel_stats(p, 0, &st);
+  cr_assert_eq(st.n_records, 4);
+  cr_assert(ptxas_ok(out), "ptxas rejected:\n%s", out);
+  cproton_ptx_free(p);
+}
+
+/* Issue 24.4: a marker with no words read uninitialized lengths (MSan);
+ * a marker after the closing brace would be written outside the kernel. */
+Test(instrument_errors, bare_and_misplaced_markers) {
+  expect_error(HEAD "\t// @cproton\n" TAIL, CPROTON_EPARSE, (const char *const[]){"line 12", "malformed", NULL});
+  expect_error(HEAD "\t// @cproton  \t\n" TAIL, CPROTON_EPARSE, (const char *const[]){"line 12", "malformed", NULL});
+  expect_error("// @cproton\n" HEAD TAIL, CPROTON_EPARSE, (const char *const[]){"line 1", "malformed", NULL});
+  expect_error(HEAD M("start a") "\tret;\n} // @cproton record end a\n", CPROTON_EPARSE,
+               (const char *const[]){"line 16", "closing '}'", NULL});
+}
+
 Test(instrument_errors, only_marked_kernels_change) {
   const char *other = ".visible .entry plain(\n\t.param .u64 plain_param_0\n)\n{\n\tret;\n}\n";
   char text[4096];

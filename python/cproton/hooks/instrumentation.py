@@ -116,10 +116,15 @@ def _records_why(layout: Dict[str, Any]) -> str:
 
 
 def _time_shift(mode_str: str) -> bool:
-    """Whether ``optimizations`` of a mode string lists time_shift."""
-    for field in mode_str.split(":")[1:]:
+    """Whether ``optimizations`` of a mode string lists time_shift, as the C
+    parser reads it (its canonical form: any case, blanks dropped)."""
+    try:
+        canonical = _cproton.instr_mode_normalize(mode_str or "")
+    except ValueError:
+        return False  # refused where it is checked (check_mode)
+    for field in canonical.split(":")[1:]:
         key, _, value = field.partition("=")
-        if key == "optimizations" and "time_shift" in value.lower().split(","):
+        if key == "optimizations" and "time_shift" in value.split(","):
             return True
     return False
 

@@ -230,7 +230,8 @@ static int place_events(cproton_decoded *d, size_t w0, const uint32_t *unit_warp
   cproton_decoded_event *old = malloc((n_old ? n_old : 1) * sizeof *old);
   if (!old)
     return cp_error_set(CPROTON_ENOMEM, "out of memory decoding events");
-  memcpy(old, d->events + first, n_old * sizeof *old);
+  if (n_old) /* no event yet: d->events may still be NULL */
+    memcpy(old, d->events + first, n_old * sizeof *old);
   d->n_events = first;
   int rc = 0;
   for (size_t w = w0; !rc && w < d->n_warps; w++) {
@@ -405,8 +406,8 @@ static int decode_all(cproton_decoded *d, const unsigned char *buf, size_t size,
     }
     d->n_ctas++;
   }
-  for (size_t i = 0; i < d->n_warps; i++)
-    d->warps[i].events = d->events + d->first_event[i];
+  for (size_t i = 0; i < d->n_warps; i++) /* no events: no array either */
+    d->warps[i].events = d->events ? d->events + d->first_event[i] : NULL;
   for (size_t i = 0; i + 1 < d->n_warps; i++)
     d->warps[i].n_events = d->first_event[i + 1] - d->first_event[i];
   if (d->n_warps)

@@ -1,7 +1,13 @@
 /* backend/instrumentation/mode.c -- Proton's instrumentation mode strings
  * ("default:key=value:...") parsed into pass options. Keys and values are
- * tables; enum spellings Python prints ("BUFFER_TYPE.GLOBAL") are accepted
- * as well as Proton's lower-case names. Not a hot path. */
+ * tables; enum spellings Python prints ("BUFFER_TYPE.GLOBAL", with that
+ * type's name) are accepted as well as Proton's lower-case names.
+ * This parser is the only authority on mode strings: Python's
+ * cproton.mode.parse_instrumentation_mode parses the canonical form it
+ * writes (cproton_instr_mode_normalize), so the two cannot disagree.
+ * Refused: an empty field ("default::x=1", "default:"), an empty key, and
+ * an empty value except for sampling_options and optimizations, where
+ * Proton's own str(mode) writes "" for "none". Not a hot path. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,11 +22,10 @@ typedef struct word {
   int value;
 } word;
 
-static const word counters[] = {{"cycle", CPROTON_COUNTER_CLOCK64},
-                                {"clock64", CPROTON_COUNTER_CLOCK64},
-                                {"clock", CPROTON_COUNTER_CLOCK},
-                                {"globaltimer", CPROTON_COUNTER_GLOBALTIMER},
-                                {NULL, 0}};
+/* Proton's one metric type; the other counters are reached through
+ * optimizations=clock32 or the pass options (cproton-instrument --counter),
+ * not through mode strings, which Proton's mode classes must represent. */
+static const word counters[] = {{"cycle", CPROTON_COUNTER_CLOCK64}, {NULL, 0}};
 static const word buffers[] = {{"shared", CPROTON_BUFFER_SHARED},
                                {"global", CPROTON_BUFFER_GLOBAL},
                                {NULL, 0}};
@@ -56,17 +61,27 @@ static const word optimizations[] = {{"clock32", OPT_CLOCK32},
                                      {"sched_barriers", 0},
                                      {NULL, 0}};
 
-/* "BUFFER_TYPE.GLOBAL" -> "GLOBAL"; then compared without case. */
-static int lookup(const word *table, const char *value, int *out) {
-  const char *dot = strrchr(value, '.');
-  const char *v = dot ? dot + 1 : value;
-  for (; table->name; table++)
-    if (strcasecmp(table->name, v) == 0) {
-      *out = table->value;
-      return 1;
+/* "BUFFER_TYPE.GLOBAL" -> "GLOBAL" when `type` is "BUFFER_TYPE" (NULL:
+ * no dotted form); then compared without case. Returns the table's first
+ * spelling of that value (the canonical one), or NULL. */
+static const char *lookup_typed(const word *table, const char *type, const char *value, int *out) {
+  const char *dot = strchr(value, '.');
+  const char *v = value;
+  if (dot) {
+    if (!type || (size_t)(dot - value) != strlen(type) || strncasecmp(value, type, strlen(type)))
+      return NULL;
+    v = dot + 1;
+  }
+  for (const word *w = table; w->name; w++)
+    if (strcasecmp(w->name, v) == 0) {
+      *out = w->value;
+      for (const word *c = table; c <= w; c++)
+        if (c->value == w->value)
+          return c->name;
     }
-  return 0;
+  return NULL;
 }
+
 
 static int bad(const char *key, const char *value, const char *valid) {
   return cp_error_set(CPROTON_EINVAL,
@@ -74,18 +89,37 @@ static int bad(const char *key, const char *value, const char *valid) {
                       value, valid);
 }
 
-/* "0,4,5" -> bit mask of units. */
-static int parse_units(const char *value, uint32_t *mask) {
+/* The canonical form being written: mode name, then each field as given,
+ * with the table's spelling of its value. Input is under 1 KiB and no
+ * canonical value is more than one byte longer than its spelling. */
+typedef struct canon {
+  char s[4096];
+  size_t n;
+} canon;
+
+static void put(canon *c, const char *a, size_t n) {
+  if (c->n + n < sizeof c->s) {
+    memcpy(c->s + c->n, a, n);
+    c->n += n;
+    c->s[c->n] = '\0';
+  }
+}
+
+static void puts_c(canon *c, const char *a) { put(c, a, strlen(a)); }
+
+/* "0,4,5" -> bit mask of units; no empty item, no trailing comma. */
+static int parse_units(const char *value, uint32_t *mask, canon *c) {
   *mask = 0;
   for (const char *p = value; *p;) {
     char *end;
-    long u = strtol(p, &end, 10);
-    if (end == p || u < 0 || u > 31)
+    long u = isdigit((unsigned char)*p) ? strtol(p, &end, 10) : -1;
+    if (u < 0 || u > 31 || (*end && (*end != ',' || !end[1])))
       return bad("sampling_options", value, "comma-separated units 0..31");
     *mask |= 1u << u;
-    p = *end == ',' ? end + 1 : end;
-    if (*end && *end != ',')
-      return bad("sampling_options", value, "comma-separated units 0..31");
+    char num[8];
+    snprintf(num, sizeof num, "%s%ld", p == value ? "" : ",", u);
+    puts_c(c, num);
+    p = *end ? end + 1 : end;
   }
   return CPROTON_OK;
 }
@@ -97,82 +131,117 @@ typedef struct parsed {
   int reduce; /* cproton_reduce_kind; AUTO when not given */
 } parsed;
 
-/* "clock32,time_shift" -> OPT_* bits. */
-static int parse_optimizations(const char *value, int *opts) {
-  char buf[256];
-  if (strlen(value) >= sizeof buf)
-    return bad("optimizations", value, "clock32, time_shift, sched_stores, sched_barriers");
-  snprintf(buf, sizeof buf, "%s", value);
-  char *save = NULL;
-  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+/* "clock32, time_shift" -> OPT_* bits; blanks around an item are Proton's
+ * (it strips them), an empty item is refused. */
+static int parse_optimizations(const char *value, int *opts, canon *c) {
+  static const char valid[] = "clock32, time_shift, sched_stores, sched_barriers";
+  for (const char *p = value; *p;) {
+    const char *comma = strchr(p, ',');
+    size_t n = comma ? (size_t)(comma - p) : strlen(p);
+    char item[32];
+    while (n && isspace((unsigned char)*p))
+      p++, n--;
+    while (n && isspace((unsigned char)p[n - 1]))
+      n--;
+    if (n == 0 || n >= sizeof item)
+      return bad("optimizations", value, valid);
+    memcpy(item, p, n);
+    item[n] = '\0';
     int v;
-    if (!lookup(optimizations, t, &v))
-      return bad("optimizations", t, "clock32, time_shift, sched_stores, sched_barriers");
+    const char *name = lookup_typed(optimizations, NULL, item, &v);
+    if (!name)
+      return bad("optimizations", item, valid);
     *opts |= v;
+    puts_c(c, c->s[c->n - 1] == '=' ? "" : ",");
+    puts_c(c, name);
+    if (!comma)
+      break;
+    if (!comma[1])
+      return bad("optimizations", value, valid);
+    p = comma + 1;
   }
   return CPROTON_OK;
 }
 
-static int apply(cproton_ptx_options *o, parsed *ps, const char *key,
-                 const char *value) {
+/* The keys whose value is a word of a table, with the enum type name
+ * Python's str() prints before the member. */
+enum { F_COUNTER, F_BUFFER, F_GRANULARITY, F_STRATEGY, F_SAMPLING, F_REDUCE };
+static const struct word_key {
+  const char *key, *type, *valid;
+  const word *table;
+  int field;
+} word_keys[] = {
+    {"metric_type", "METRIC_TYPE", "cycle", counters, F_COUNTER},
+    {"buffer_type", "BUFFER_TYPE", "shared, global", buffers, F_BUFFER},
+    {"granularity", "GRANULARITY",
+     "warp, warp_2, warp_4, warp_8, warp_group, warp_group_2, warp_group_4, warp_group_8, cta", granularities,
+     F_GRANULARITY},
+    {"buffer_strategy", "BUFFER_STRATEGY", "circular, flush", strategies, F_STRATEGY},
+    {"sampling_strategy", "SAMPLING_STRATEGY", "none, selective", samplings, F_SAMPLING},
+    {"reduce", NULL, "kernel, device, host", reductions, F_REDUCE},
+};
+
+static int apply_word(cproton_ptx_options *o, parsed *ps, const struct word_key *k, const char *value,
+                      canon *c) {
   int v;
-  if (!strcmp(key, "metric_type"))
-    return lookup(counters, value, &v) ? (o->counter = v, 0)
-                                       : bad(key, value, "cycle");
-  if (!strcmp(key, "buffer_type"))
-    return lookup(buffers, value, &v) ? (o->buffer = v, 0)
-                                      : bad(key, value, "shared, global");
-  if (!strcmp(key, "granularity"))
-    return lookup(granularities, value, &v)
-               ? (o->granularity = v, 0)
-               : bad(key, value, "warp, warp_2, warp_4, warp_8, warp_group, warp_group_2, warp_group_4, warp_group_8, cta");
-  if (!strcmp(key, "buffer_strategy"))
-    return lookup(strategies, value, &v) ? (o->strategy = v, 0)
-                                         : bad(key, value, "circular, flush");
-  if (!strcmp(key, "sampling_strategy"))
-    return lookup(samplings, value, &ps->sampling)
-               ? 0 : bad(key, value, "none, selective");
-  if (!strcmp(key, "sampling_options"))
-    return parse_units(value, &ps->units);
-  if (!strcmp(key, "buffer_size")) {
-    char *end;
-    long n = strtol(value, &end, 10);
-    if (*end || n < 0 || n > (1l << 30))
-      return bad(key, value, "a byte count");
-    o->buffer_size = (uint32_t)n;
-    return 0;
+  const char *name = lookup_typed(k->table, k->type, value, &v);
+  if (!name)
+    return bad(k->key, value, k->valid);
+  puts_c(c, name);
+  switch (k->field) {
+  case F_COUNTER: o->counter = (cproton_counter)v; break;
+  case F_BUFFER: o->buffer = (cproton_buffer_kind)v; break;
+  case F_GRANULARITY: o->granularity = (cproton_granularity)v; break;
+  case F_STRATEGY: o->strategy = (cproton_buffer_strategy)v; break;
+  case F_SAMPLING: ps->sampling = v; break;
+  default: ps->reduce = v; break;
   }
-  if (!strcmp(key, "optimizations"))
-    return parse_optimizations(value, &ps->opts);
-  if (!strcmp(key, "reduce"))
-    return lookup(reductions, value, &ps->reduce) ? 0 : bad(key, value, "kernel, device, host");
-  return cp_error_set(CPROTON_EINVAL, "instrumentation mode: unknown key '%s'",
-                      key);
+  return 0;
 }
 
-static int parse_field(cproton_ptx_options *o, parsed *ps, char *field) {
+static int apply(cproton_ptx_options *o, parsed *ps, const char *key, const char *value, canon *c) {
+  for (size_t i = 0; i < sizeof word_keys / sizeof *word_keys; i++)
+    if (!strcmp(key, word_keys[i].key))
+      return *value ? apply_word(o, ps, &word_keys[i], value, c)
+                    : cp_error_set(CPROTON_EINVAL, "instrumentation mode: empty value for %s (valid: %s)",
+                                   key, word_keys[i].valid);
+  if (!strcmp(key, "sampling_options"))
+    return parse_units(value, &ps->units, c);
+  if (!strcmp(key, "optimizations"))
+    return parse_optimizations(value, &ps->opts, c);
+  if (!strcmp(key, "buffer_size")) {
+    char *end;
+    long n = isdigit((unsigned char)*value) ? strtol(value, &end, 10) : -1;
+    if (n < 0 || *end || n > (1l << 30))
+      return bad(key, value, "a byte count");
+    o->buffer_size = (uint32_t)n;
+    char num[16];
+    snprintf(num, sizeof num, "%ld", n);
+    puts_c(c, num);
+    return 0;
+  }
+  return cp_error_set(CPROTON_EINVAL, "instrumentation mode: unknown key '%s'", key);
+}
+
+static int parse_field(cproton_ptx_options *o, parsed *ps, char *field, canon *c) {
   char *eq = strchr(field, '=');
-  if (!eq)
+  if (!eq || eq == field)
     return cp_error_set(CPROTON_EINVAL,
                         "instrumentation mode: malformed option '%s' "
                         "(expected key=value)", field);
   *eq = '\0';
-  return apply(o, ps, field, eq + 1);
+  puts_c(c, ":");
+  puts_c(c, field);
+  puts_c(c, "=");
+  return apply(o, ps, field, eq + 1, c);
 }
 
-static int parse_mode(const char *mode, cproton_ptx_options *out, parsed *ps_out) {
-  cproton_ptx_options_init(out);
-  memset(ps_out, 0, sizeof *ps_out);
-  if (!mode || !*mode)
-    return CPROTON_OK;
-  char buf[1024];
-  if (strlen(mode) >= sizeof buf)
-    return cp_error_set(CPROTON_EINVAL, "instrumentation mode too long");
-  snprintf(buf, sizeof buf, "%s", mode);
-  /* The mode name is the text before the first ':' and may not be empty
-   * (":key=value" and "::::" name no mode); strtok_r would skip it. */
-  char *save = NULL, *name = buf[0] == ':' ? NULL : strtok_r(buf, ":", &save);
-  if (!name)
+/* Splits at every ':' (strtok_r would skip empty fields). */
+static int parse_fields(const char *mode, char *buf, cproton_ptx_options *out, parsed *ps, canon *c) {
+  char *name = buf, *colon = strchr(buf, ':');
+  if (colon)
+    *colon = '\0';
+  if (!*name)
     return cp_error_set(CPROTON_EINVAL,
                         "instrumentation mode '%s' names no mode (valid: "
                         "default, mma)", mode);
@@ -180,18 +249,66 @@ static int parse_mode(const char *mode, cproton_ptx_options *out, parsed *ps_out
     return cp_error_set(CPROTON_EINVAL,
                         "instrumentation mode: unknown mode '%s' (valid: "
                         "default, mma)", name);
-  parsed ps = {0};
-  for (char *f; (f = strtok_r(NULL, ":", &save));) {
-    int rc = parse_field(out, &ps, f);
+  puts_c(c, name);
+  while (colon) {
+    char *f = colon + 1;
+    colon = strchr(f, ':');
+    if (colon)
+      *colon = '\0';
+    if (!*f)
+      return cp_error_set(CPROTON_EINVAL, "instrumentation mode '%s': empty option", mode);
+    int rc = parse_field(out, ps, f, c);
     if (rc)
       return rc;
   }
+  return CPROTON_OK;
+}
+
+static int parse_mode_canon(const char *mode, cproton_ptx_options *out, parsed *ps_out, canon *c) {
+  cproton_ptx_options_init(out);
+  memset(ps_out, 0, sizeof *ps_out);
+  c->n = 0;
+  c->s[0] = '\0';
+  if (!mode || !*mode) {
+    puts_c(c, "default");
+    return CPROTON_OK;
+  }
+  char buf[1024];
+  if (strlen(mode) >= sizeof buf)
+    return cp_error_set(CPROTON_EINVAL, "instrumentation mode too long");
+  snprintf(buf, sizeof buf, "%s", mode);
+  parsed ps = {0};
+  int rc = parse_fields(mode, buf, out, &ps, c);
+  if (rc)
+    return rc;
   if (ps.opts & OPT_CLOCK32)
     out->counter = CPROTON_COUNTER_CLOCK;
   if (ps.sampling)
     out->sample_mask = ps.units;
   out->aggregate = ps.reduce == CPROTON_REDUCE_KERNEL;
   *ps_out = ps;
+  return CPROTON_OK;
+}
+
+static int parse_mode(const char *mode, cproton_ptx_options *out, parsed *ps_out) {
+  canon c;
+  return parse_mode_canon(mode, out, ps_out, &c);
+}
+
+int cproton_instr_mode_normalize(const char *mode, char *buf, size_t size) {
+  if (!buf || !size)
+    return cp_error_set(CPROTON_EINVAL, "instrumentation mode: no output buffer");
+  cproton_ptx_options o;
+  parsed ps;
+  canon c;
+  buf[0] = '\0';
+  int rc = parse_mode_canon(mode, &o, &ps, &c);
+  if (rc)
+    return rc;
+  if (c.n >= size)
+    return cp_error_set(CPROTON_ELIMIT, "instrumentation mode: %zu-byte buffer for a %zu-byte canonical form",
+                        size, c.n);
+  memcpy(buf, c.s, c.n + 1);
   return CPROTON_OK;
 }
 
