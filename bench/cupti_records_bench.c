@@ -86,7 +86,7 @@ int main(int argc, char **argv) {
   static const unsigned modes[] = {0, 4, 16, 64};
   enum { MODES = sizeof modes / sizeof *modes };
   st.corr = cp_corr_new(1u << 16);
-  st.graphs = cp_graph_new(1024);
+  st.graphs = cp_graph_new(1024, 1024);
   st.hooks.describe_device = describe;
   cproton_session_options o;
   cproton_session_options_init(&o);

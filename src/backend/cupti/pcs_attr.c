@@ -62,7 +62,7 @@ typedef struct fn_entry {
 
 struct cp_pcs {
   pthread_mutex_t lock;
-  const cp_corr *corr;
+  cp_corr *corr;
   cp_pcs_lines *lines;
   pending *pend;
   site_entry *sites;
@@ -85,7 +85,7 @@ static uint64_t mix(uint64_t h) {
   return h ^ (h >> 33);
 }
 
-cp_pcs *cp_pcs_new(size_t n_pending, size_t n_sites, const cp_corr *corr,
+cp_pcs *cp_pcs_new(size_t n_pending, size_t n_sites, cp_corr *corr,
                    cp_pcs_lines *lines) {
   cp_pcs *p = calloc(1, sizeof *p);
   if (p) {
