@@ -230,6 +230,13 @@ static long long count_at(json_t *profile, const char *const *path) {
 
 #define PATH(...) ((const char *const[]){__VA_ARGS__, NULL})
 
+/* The backend starts with empty tables (cupti_backend.c start_locked):
+ * what happened before was never seen. */
+static void backend_starts(void) {
+  cp_corr_clear(st.corr);
+  cp_graph_clear(st.graphs);
+}
+
 static int start(const char *path) {
   int sid = cpt_start_session(path, "none", "tree", NULL);
   cr_assert_geq(sid, 0, "%s", cproton_last_error());
@@ -279,6 +286,355 @@ Test(backend_cupti_graph, replays_keep_capture_path_when_records_lag,
                "nothing");
   cr_expect_eq(cp_stats_report(&st.stats, cp_corr_capacity(st.corr)), 0,
                "no warning: %s", logged);
+  free_pending();
+}
+
+/* ---- sizes and counts ------------------------------------------------------- */
+
+/* One graph of 100,000 kernel nodes, replayed twice, records read late. */
+Test(backend_cupti_graph, hundred_thousand_nodes_in_one_graph, .init = setup,
+     .fini = teardown) {
+  enum { NODES = 100000 };
+  const char *path = cpt_tmp_path("cupti_graph_100k");
+  int sid = start(path);
+  graph g = {0};
+  cproton_scope_enter("capture", NULL);
+  capture_begin();
+  capture_launches(&g, NODES);
+  capture_end();
+  cproton_scope_exit("capture");
+  instantiate(&g, 1);
+  cproton_scope_enter("step", NULL);
+  replay(&g, "k", 1);
+  replay(&g, "k", 1);
+  cproton_scope_exit("step");
+  deliver_all();
+  json_t *p = finalize(sid, path);
+  cr_assert_eq(count_at(p, PATH("step", "<captured_at>", "capture", "k")),
+               2 * NODES);
+  json_decref(p);
+  cr_assert_eq(cp_stats_report(&st.stats, cp_corr_capacity(st.corr)), 0,
+               "%s", logged);
+  free_pending();
+}
+
+/* Thousands of graph execs, each destroyed and its graph re-captured (as
+ * g.reset() and a new capture do), no flush until the end: every replay
+ * keeps its own capture scope. A flush then frees the dead entries. */
+Test(backend_cupti_graph, thousands_of_execs_destroyed_and_reinstantiated,
+     .init = setup, .fini = teardown) {
+  enum { EXECS = 3000, NODES = 20 };
+  const char *path = cpt_tmp_path("cupti_graph_execs");
+  int sid = start(path);
+  for (int e = 0; e < EXECS; e++) {
+    char scope[32];
+    snprintf(scope, sizeof scope, "cap_%d", e % 10);
+    graph g = {0};
+    cproton_scope_enter(scope, NULL);
+    capture_begin();
+    capture_launches(&g, NODES);
+    capture_end();
+    cproton_scope_exit(scope);
+    instantiate(&g, 1);
+    cproton_scope_enter("replay", NULL);
+    replay(&g, "k", (uint32_t)e + 1);
+    cproton_scope_exit("replay");
+    destroy_exec(&g);
+  }
+  deliver_all();
+  cr_assert_eq(cp_graph_count(st.graphs), 2 * EXECS * NODES,
+               "dead entries kept until a flush");
+  uint32_t gen = cp_graph_flush_begin(st.graphs);
+  cr_assert_eq(cp_graph_flushed(st.graphs, gen), 2 * EXECS * NODES);
+  json_t *p = finalize(sid, path);
+  for (int c = 0; c < 10; c++) {
+    char scope[32];
+    snprintf(scope, sizeof scope, "cap_%d", c);
+    cr_assert_eq(count_at(p, PATH("replay", "<captured_at>", scope, "k")),
+                 EXECS / 10 * NODES, "%s", scope);
+  }
+  cr_assert_null(node_at(p, PATH("replay", "k")));
+  json_decref(p);
+  free_pending();
+}
+
+/* A table that cannot grow any more evicts dead entries; a record that
+ * needed one is counted and named in the warning, never silently placed. */
+Test(backend_cupti_graph, evicted_entries_are_counted_and_warned,
+     .init = setup, .fini = teardown) {
+  cp_graph_free(st.graphs);
+  st.graphs = cp_graph_new(64, 128); /* at most 96 entries */
+  const char *path = cpt_tmp_path("cupti_graph_evict");
+  int sid = start(path);
+  graph a = {0}, b = {0};
+  capture_launches(&a, 30);
+  instantiate(&a, 1);
+  replay(&a, "k", 1);
+  destroy_exec(&a); /* 60 dead entries */
+  capture_launches(&b, 30);
+  instantiate(&b, 1); /* 60 more: the dead ones are evicted */
+  replay(&b, "k", 2);
+  deliver_all();
+  cr_assert_eq(cp_graph_evicted(st.graphs), 60);
+  cr_assert_eq(atomic_load(&st.stats.graph_lost), 30);
+  json_t *p = finalize(sid, path);
+  cr_assert_eq(count_at(p, PATH("k")), 30, "a's replay: launch context");
+  cr_assert_eq(count_at(p, PATH("<captured_at>", "k")), 30);
+  json_decref(p);
+  cr_assert(cp_stats_report(&st.stats, cp_corr_capacity(st.corr)));
+  cr_assert(strstr(logged, "30 replayed graph kernels placed without "
+                           "<captured_at>"),
+            "%s", logged);
+  free_pending();
+}
+
+/* ---- where graphs come from (Proton 3.9's cudagraph tests) ----------------- */
+
+/* Captured before the session started: the kernels land under the launch
+ * context only, with one warning per graph (Proton 3.9's text). */
+Test(backend_cupti_graph, graph_captured_before_start, .init = setup,
+     .fini = teardown) {
+  graph g = {0};
+  capture_begin();
+  capture_launches(&g, 3);
+  capture_end();
+  instantiate(&g, 1);
+  backend_starts();
+  const char *path = cpt_tmp_path("cupti_graph_before");
+  int sid = start(path);
+  cproton_scope_enter("replay0", NULL);
+  replay(&g, "k", 42);
+  cproton_scope_exit("replay0");
+  cproton_scope_enter("replay1", NULL);
+  replay(&g, "k", 42);
+  cproton_scope_exit("replay1");
+  deliver_all();
+  json_t *p = finalize(sid, path);
+  cr_assert_eq(count_at(p, PATH("replay0", "k")), 3);
+  cr_assert_eq(count_at(p, PATH("replay1", "k")), 3);
+  json_decref(p);
+  const char *w = strstr(logged, "Cannot find graph for graphExecId: 42");
+  cr_assert_not_null(w, "%s", logged);
+  cr_assert_null(strstr(w + 1, "Cannot find graph for graphExecId"),
+                 "once per graph: %s", logged);
+  cr_assert(strstr(logged, "start profiling before the graph is created"));
+  free_pending();
+}
+
+/* Also a graph instantiated after start from one built before: its clones
+ * are known (no capture context), not lost. */
+Test(backend_cupti_graph, graph_built_before_start_instantiated_after,
+     .init = setup, .fini = teardown) {
+  graph g = {0};
+  capture_launches(&g, 4);
+  backend_starts();
+  const char *path = cpt_tmp_path("cupti_graph_inst_after");
+  int sid = start(path);
+  instantiate(&g, 0);
+  cproton_scope_enter("replay", NULL);
+  replay(&g, "k", 5);
+  cproton_scope_exit("replay");
+  deliver_all();
+  json_t *p = finalize(sid, path);
+  cr_assert_eq(count_at(p, PATH("replay", "k")), 4);
+  json_decref(p);
+  cr_assert_eq(atomic_load(&st.stats.graph_lost), 0);
+  free_pending();
+}
+
+typedef struct capture_job {
+  graph g;
+} capture_job;
+
+static void *capture_on_thread(void *arg) {
+  capture_job *j = arg;
+  cproton_scope_enter("worker", NULL);
+  cproton_scope_enter("layer", NULL);
+  capture_begin();
+  capture_launches(&j->g, 5);
+  capture_end();
+  cproton_scope_exit("layer");
+  cproton_scope_exit("worker");
+  return NULL;
+}
+
+/* Captured on another thread, under that thread's scopes; replayed on the
+ * main thread. */
+Test(backend_cupti_graph, graph_captured_on_another_thread, .init = setup,
+     .fini = teardown) {
+  const char *path = cpt_tmp_path("cupti_graph_thread");
+  int sid = start(path);
+  capture_job j = {0};
+  pthread_t t;
+  cr_assert_eq(pthread_create(&t, NULL, capture_on_thread, &j), 0);
+  pthread_join(t, NULL);
+  instantiate(&j.g, 1);
+  cproton_scope_enter("main", NULL);
+  replay(&j.g, "k", 1);
+  cproton_scope_exit("main");
+  deliver_all();
+  json_t *p = finalize(sid, path);
+  cr_assert_eq(
+      count_at(p, PATH("main", "<captured_at>", "worker", "layer", "k")), 5);
+  json_decref(p);
+  free_pending();
+}
+
+/* Proton 3.9's test_cudagraph_deactivate: nodes made while the session is
+ * deactivated have no capture context (their replays land under the launch
+ * context); replays while it is deactivated are not recorded. */
+Test(backend_cupti_graph, deactivate_during_capture_and_replay,
+     .init = setup, .fini = teardown) {
+  const char *path = cpt_tmp_path("cupti_graph_deact");
+  int sid = start(path);
+  graph g = {0};
+  capture_begin();
+  cproton_scope_enter("iter_0", NULL);
+  cproton_scope_enter("scope_a", NULL);
+  capture_launches(&g, 1);
+  cproton_scope_exit("scope_a");
+  cproton_session_deactivate(sid);
+  cproton_scope_enter("scope_b", NULL);
+  capture_launches(&g, 1);
+  cproton_scope_exit("scope_b");
+  cproton_session_activate(sid);
+  cproton_scope_enter("scope_c", NULL);
+  capture_launches(&g, 1);
+  cproton_scope_exit("scope_c");
+  cproton_scope_exit("iter_0");
+  capture_end();
+  instantiate(&g, 1);
+  cproton_scope_enter("test0", NULL);
+  replay(&g, "k", 1);
+  cproton_scope_exit("test0");
+  cproton_session_deactivate(sid);
+  replay(&g, "k", 1); /* inactive replay: not recorded */
+  cproton_session_activate(sid);
+  deliver_all();
+  json_t *p = finalize(sid, path);
+  const char *at[] = {"test0", "<captured_at>", "iter_0", NULL};
+  json_t *iter = node_at(p, at);
+  cr_assert_not_null(iter);
+  cr_assert_not_null(child(iter, "scope_a"));
+  cr_assert_null(child(iter, "scope_b"));
+  cr_assert_eq(count_at(p, PATH("test0", "<captured_at>", "iter_0",
+                                "scope_c", "k")),
+               1);
+  cr_assert_eq(count_at(p, PATH("test0", "k")), 1, "scope_b's kernel");
+  json_decref(p);
+  cr_assert_eq(atomic_load(&st.stats.graph_lost), 0);
+  free_pending();
+}
+
+/* Replays under alternating launch contexts: the memoised composition
+ * follows the launch context. */
+Test(backend_cupti_graph, memo_follows_the_launch_context, .init = setup,
+     .fini = teardown) {
+  const char *path = cpt_tmp_path("cupti_graph_memo");
+  int sid = start(path);
+  graph g = {0};
+  cproton_scope_enter("cap", NULL);
+  capture_launches(&g, 2);
+  cproton_scope_exit("cap");
+  instantiate(&g, 1);
+  for (int r = 0; r < 6; r++) {
+    const char *s = r % 2 ? "odd" : "even";
+    cproton_scope_enter(s, NULL);
+    replay(&g, "k", 1);
+    cproton_scope_exit(s);
+    deliver_all(); /* records of each replay read before the next */
+  }
+  json_t *p = finalize(sid, path);
+  cr_assert_eq(count_at(p, PATH("even", "<captured_at>", "cap", "k")), 6);
+  cr_assert_eq(count_at(p, PATH("odd", "<captured_at>", "cap", "k")), 6);
+  json_decref(p);
+  free_pending();
+}
+
+/* ---- names inside graphs: Proton 3.9 (op) and Proton 3.6 (kernel) ---------- */
+
+static void op_capture_and_replay(int op_names, const char *path) {
+  cp_graph_set_op_names(st.graphs, op_names);
+  int sid = start(path);
+  graph g = {0};
+  cproton_scope_enter("triton", NULL);
+  cproton_op_enter("kernel_x");
+  capture_launches(&g, 1);
+  cproton_op_exit();
+  cproton_scope_exit("triton");
+  instantiate(&g, 1);
+  cproton_scope_enter("replay", NULL);
+  replay(&g, "matmul_kernel", 1);
+  cproton_scope_exit("replay");
+  deliver_all();
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+}
+
+Test(backend_cupti_graph, graph_kernels_take_the_op_name_by_default,
+     .init = setup, .fini = teardown) {
+  const char *path = cpt_tmp_path("cupti_graph_op39");
+  op_capture_and_replay(1, path);
+  char full[512];
+  snprintf(full, sizeof full, "%s.hatchet", path);
+  json_t *p = cpt_load_json(full);
+  cr_assert_eq(
+      count_at(p, PATH("replay", "<captured_at>", "triton", "kernel_x")), 1);
+  json_decref(p);
+  free_pending();
+}
+
+Test(backend_cupti_graph, graph_kernels_keep_their_name_as_proton_36,
+     .init = setup, .fini = teardown) {
+  const char *path = cpt_tmp_path("cupti_graph_op36");
+  op_capture_and_replay(0, path);
+  char full[512];
+  snprintf(full, sizeof full, "%s.hatchet", path);
+  json_t *p = cpt_load_json(full);
+  cr_assert_eq(count_at(p, PATH("replay", "<captured_at>", "triton",
+                                "matmul_kernel")),
+               1);
+  cr_assert_null(node_at(p, PATH("replay", "<captured_at>", "triton",
+                                 "kernel_x")));
+  json_decref(p);
+  free_pending();
+}
+
+/* ---- graph-level mode --------------------------------------------------------- */
+
+/* CPROTON_CUPTI_GRAPHS=graph: one CUPTI graph-trace record per launch,
+ * delivered as "<cuda graph>" under the launch context; per-node kernel
+ * records, if CUPTI still sends them, are not counted twice. */
+Test(backend_cupti_graph, graph_level_mode_one_record_per_launch,
+     .init = setup, .fini = teardown) {
+  st.graph_level = 1;
+  const char *path = cpt_tmp_path("cupti_graph_level");
+  int sid = start(path);
+  graph g = {0};
+  capture_launches(&g, 50);
+  instantiate(&g, 1);
+  cproton_scope_enter("step", NULL);
+  for (int r = 0; r < 3; r++) {
+    uint32_t corr = next_corr;
+    replay(&g, "k", 9);
+    CUpti_ActivityGraphTrace2 t = {.kind = CUPTI_ACTIVITY_KIND_GRAPH_TRACE,
+                                   .correlationId = corr,
+                                   .start = 100u * (uint64_t)r,
+                                   .end = 100u * (uint64_t)r + 40,
+                                   .graphId = 9,
+                                   .streamId = 7};
+    cp_records_handle(&st, (const CUpti_Activity *)&t);
+  }
+  cproton_scope_exit("step");
+  deliver_all(); /* the per-node records: skipped */
+  json_t *p = finalize(sid, path);
+  cr_assert_eq(count_at(p, PATH("step", "<cuda graph>")), 3);
+  json_t *n = node_at(p, PATH("step", "<cuda graph>"));
+  cr_assert_eq(json_integer_value(json_object_get(
+                   json_object_get(n, "metrics"), "time (ns)")),
+               120);
+  cr_assert_null(node_at(p, PATH("step", "<captured_at>")));
+  json_decref(p);
+  cr_assert_eq(atomic_load(&st.stats.graph_records), 3);
   free_pending();
 }
 

@@ -271,6 +271,11 @@ static void cupti_stop(void) {
   }
   adaptive_stop();
   atomic_store(&running, 0);
+  if (cp_corr_spilled(state.corr))
+    cp_info("cupti: %llu correlation entries spilled (records read more "
+            "than %zu launches late), none lost unless counted below",
+            (unsigned long long)cp_corr_spilled(state.corr),
+            cp_corr_capacity(state.corr));
   cp_stats_report(&state.stats, cp_corr_capacity(state.corr));
 }
 
