@@ -17,13 +17,40 @@
 
 enum { F_CONTEXT = 1, F_DEAD = 2 };
 
+/* The composed sites of recently replayed nodes, direct-mapped by node id:
+ * an executable graph's nodes have consecutive ids, so replaying one of up
+ * to CP_GRAPH_HOT nodes finds each node's site in a slot of its own, in
+ * memory order, without the hash table's cache misses (the map's mixing
+ * hash scatters consecutive ids on purpose, against clustering). Entries
+ * are copies, invalidated whenever their node's entry changes. */
+#define CP_GRAPH_HOT 4096
+
+typedef struct hot {
+  uint64_t key; /* 0: empty */
+  const cp_node *launch[CP_CONTEXT_KINDS];
+  cp_node *out[CP_CONTEXT_KINDS];
+  uint8_t is_op[CP_CONTEXT_KINDS];
+} hot;
+
 struct cp_graph {
   cp_sitemap *map;
+  hot hot[CP_GRAPH_HOT];
   uint64_t min_key;  /* smallest node id stored since clear; UINT64_MAX */
   uint32_t gen;      /* flush generation (dead entries carry theirs) */
   uint64_t evicted;  /* dead entries dropped early: table full */
   atomic_int op_names;
 };
+
+static void cool(cp_graph *g, uint64_t key) {
+  hot *h = &g->hot[key % CP_GRAPH_HOT];
+  if (h->key == key)
+    h->key = 0;
+}
+
+static void cool_all(cp_graph *g) {
+  for (size_t i = 0; i < CP_GRAPH_HOT; i++)
+    g->hot[i].key = 0;
+}
 
 cp_graph *cp_graph_new(size_t initial, size_t max_slots) {
   cp_graph *g = calloc(1, sizeof *g);
@@ -50,6 +77,7 @@ void cp_graph_free(cp_graph *g) {
 void cp_graph_clear(cp_graph *g) {
   cp_sitemap_lock(g->map);
   cp_sitemap_clear_locked(g->map);
+  cool_all(g);
   g->min_key = UINT64_MAX;
   g->evicted = 0;
   cp_sitemap_unlock(g->map);
@@ -68,7 +96,9 @@ static int is_dead(const cp_sitemap_value *v, void *arg) {
 static int put_locked(cp_graph *g, uint64_t key, const cp_sitemap_value *v) {
   if (!key)
     return 0;
+  cool(g, key);
   if (!cp_sitemap_put_locked(g->map, key, v)) {
+    cool_all(g);
     g->evicted += cp_sitemap_drop_locked(g->map, is_dead, NULL);
     if (!cp_sitemap_put_locked(g->map, key, v))
       return 0;
@@ -128,6 +158,8 @@ static int dead_before(const cp_sitemap_value *v, void *arg) {
 size_t cp_graph_flushed(cp_graph *g, uint32_t gen) {
   cp_sitemap_lock(g->map);
   size_t n = cp_sitemap_drop_locked(g->map, dead_before, &gen);
+  if (n)
+    cool_all(g);
   cp_sitemap_unlock(g->map);
   return n;
 }
@@ -135,6 +167,7 @@ size_t cp_graph_flushed(cp_graph *g, uint32_t gen) {
 void cp_graph_remove(cp_graph *g, uint64_t node_id) {
   cp_sitemap_lock(g->map);
   cp_sitemap_remove_locked(g->map, node_id);
+  cool(g, node_id);
   cp_sitemap_unlock(g->map);
 }
 
@@ -191,23 +224,60 @@ static void memo_store(cp_sitemap_value *v, const cp_launch_site *launch,
   v->memo_valid = 1;
 }
 
+static int hot_hit(const hot *h, uint64_t key, const cp_launch_site *launch) {
+  if (h->key != key || !key)
+    return 0;
+  for (int k = 0; k < CP_CONTEXT_KINDS; k++)
+    if (h->launch[k] != launch->node[k])
+      return 0;
+  return 1;
+}
+
+static void hot_fill(hot *h, uint64_t key, const cp_launch_site *launch,
+                     const cp_launch_site *out) {
+  h->key = key;
+  for (int k = 0; k < CP_CONTEXT_KINDS; k++) {
+    h->launch[k] = launch->node[k];
+    h->out[k] = out->node[k];
+    h->is_op[k] = out->is_op[k];
+  }
+}
+
+/* The map's answer for a node not in the hot cache. Caller holds the lock. */
+static int resolve_locked(cp_graph *g, uint64_t node_id,
+                          const cp_launch_site *launch, cp_launch_site *out) {
+  cp_sitemap_value *v = cp_sitemap_find_locked(g->map, node_id);
+  int rc;
+  if (!v)
+    return node_id >= g->min_key ? CP_GRAPH_LOST : CP_GRAPH_UNKNOWN;
+  if (!(v->flags & F_CONTEXT))
+    return CP_GRAPH_NO_CONTEXT;
+  if (memo_hit(v, launch))
+    return memo_apply(v, launch, out), CP_GRAPH_COMPOSED;
+  rc = cp_graph_compose(launch, &v->site, atomic_load(&g->op_names), out);
+  if (rc == 0)
+    memo_store(v, launch, out);
+  else
+    *out = *launch;
+  return rc;
+}
+
 int cp_graph_resolve(cp_graph *g, uint64_t node_id,
                      const cp_launch_site *launch, cp_launch_site *out) {
   *out = *launch;
   cp_sitemap_lock(g->map);
-  cp_sitemap_value *v = cp_sitemap_find_locked(g->map, node_id);
+  hot *h = &g->hot[node_id % CP_GRAPH_HOT];
   int rc;
-  if (!v)
-    rc = node_id >= g->min_key ? CP_GRAPH_LOST : CP_GRAPH_UNKNOWN;
-  else if (!(v->flags & F_CONTEXT))
-    rc = CP_GRAPH_NO_CONTEXT;
-  else if (memo_hit(v, launch))
-    rc = (memo_apply(v, launch, out), CP_GRAPH_COMPOSED);
-  else if ((rc = cp_graph_compose(launch, &v->site,
-                                  atomic_load(&g->op_names), out)) == 0)
-    memo_store(v, launch, out);
-  else
-    *out = *launch;
+  if (hot_hit(h, node_id, launch)) {
+    for (int k = 0; k < CP_CONTEXT_KINDS; k++) {
+      out->node[k] = h->out[k];
+      out->is_op[k] = h->is_op[k];
+    }
+    rc = CP_GRAPH_COMPOSED;
+  } else if ((rc = resolve_locked(g, node_id, launch, out)) ==
+             CP_GRAPH_COMPOSED) {
+    hot_fill(h, node_id, launch, out);
+  }
   cp_sitemap_unlock(g->map);
   return rc;
 }
