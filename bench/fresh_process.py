@@ -19,6 +19,13 @@ workload asked for, one session per workload):
   cproton-graph   cproton with CPROTON_CUPTI_GRAPHS=graph (one record per
                   graph launch: docs/cupti.md, "Graph-level mode")
   cproton-eager   cproton with CPROTON_CUPTI_LAZY=0
+  floor-act       the floor without its launch callback (activity only)
+  abl-<name>      cproton with CPROTON_CUPTI_ABLATE=<name>: notimestamp
+                  (CUPTI's clock), nographs (no graph-node or capture
+                  callbacks), norecords (buffers recycled unread),
+                  nocallback (no launch callbacks); --variants breakdown
+                  runs these with none, floor, floor-act, cproton and
+                  cproton-eager
 
 In a child, per workload: build it, run --warmup steps (compilation,
 autotuning, graph capture), synchronise, collect garbage; then start the
@@ -57,7 +64,15 @@ import workloads  # noqa: E402
 
 VARIANTS = ["none", "floor", "proton", "cproton", "cproton-graph"]
 ENV = {"cproton-graph": {"CPROTON_CUPTI_GRAPHS": "graph"},
-       "cproton-eager": {"CPROTON_CUPTI_LAZY": "0"}}
+       "cproton-eager": {"CPROTON_CUPTI_LAZY": "0"},
+       "floor-act": {"FLOOR_NO_CALLBACK": "1"}}
+# The per-node breakdown (docs/benchmarks.md): one part of cproton removed
+# each (CPROTON_CUPTI_ABLATE; lazy callbacks are off under an ablation, so
+# compare them with cproton-eager).
+ABLATIONS = ("notimestamp", "nographs", "norecords", "nocallback")
+ENV.update({f"abl-{a}": {"CPROTON_CUPTI_ABLATE": a} for a in ABLATIONS})
+BREAKDOWN = ["none", "floor", "floor-act", "cproton", "cproton-eager"] + \
+    [f"abl-{a}" for a in ABLATIONS]
 
 
 def _workload(name, prof):
@@ -73,7 +88,7 @@ class Profiler:
     def __init__(self, variant, args):
         self.variant, self.mod, self.floor = variant, None, None
         self.scope = graph_workloads.NoScope
-        if variant in ("floor", "none-after"):
+        if variant.startswith("floor") or variant == "none-after":
             import ctypes
             self.floor = ctypes.CDLL(args.floor_lib)
             self.floor.floor_stop.restype = ctypes.c_longlong
@@ -94,14 +109,14 @@ class Profiler:
 
     def start(self, name, kw):
         self.name = name
-        if self.variant == "floor":
+        if self.variant.startswith("floor"):
             if self.floor.floor_start(self.cupti):
                 raise RuntimeError("floor_start failed")
         elif self.mod is not None:
             self.mod.start(name, **kw)
 
     def stop(self):
-        if self.variant == "floor":
+        if self.variant.startswith("floor"):
             return {"kernels": self.floor.floor_stop()}
         if self.mod is None:
             return {}
@@ -127,9 +142,11 @@ def child(args):
         gc.collect()
         gc.disable()
         name = os.path.join(args.out, "profiles", f"{w}_{args.child}_{args.round}")
-        kw = graph_workloads.START_KW.get(w, {}) if args.child != "floor" else {}
-        if args.child.startswith("proton") or args.child.startswith("cproton"):
-            kw = dict(kw, backend="cupti") if w != "cpu" else kw
+        kw = {}
+        if prof.mod is not None:
+            kw = dict(graph_workloads.START_KW.get(w, {}))
+            if w != "cpu":
+                kw["backend"] = "cupti"
         try:
             t0 = time.perf_counter()
             prof.start(name, kw)
@@ -234,13 +251,13 @@ def main():
     args.steps, args.warmup = _kv(args.steps), _kv(args.warmup)
     if args.child:
         return child(args)
-    variants = args.variants.split(",")
+    variants = BREAKDOWN if args.variants == "breakdown" else args.variants.split(",")
     for d in ("logs", "profiles"):
         os.makedirs(os.path.join(args.out, d), exist_ok=True)
     workloads.configure_caches(os.path.join(os.path.dirname(args.out.rstrip("/")) or ".",
                                             "fresh-caches"))
     os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")
-    if any(v in ("floor", "none-after") for v in variants):
+    if any(v.startswith("floor") or v == "none-after" for v in variants):
         from cupti_overhead import build_floor, find_cupti
         args.cupti = args.cupti or find_cupti()
         args.floor_lib = args.floor_lib or build_floor(args.out)

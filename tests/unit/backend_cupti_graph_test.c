@@ -10,6 +10,7 @@
 #ifdef CPROTON_HAVE_CUPTI
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cupti/callbacks.h"
@@ -636,6 +637,36 @@ Test(backend_cupti_graph, graph_level_mode_one_record_per_launch,
   json_decref(p);
   cr_assert_eq(atomic_load(&st.stats.graph_records), 3);
   free_pending();
+}
+
+/* ---- configuration ------------------------------------------------------------ */
+
+Test(backend_cupti_graph, graph_variables_are_read_and_checked) {
+  cp_cupti_config c;
+  cp_cupti_config_build(&c, NULL, NULL, NULL, NULL, NULL);
+  unsetenv("CPROTON_CUPTI_GRAPHS");
+  unsetenv("CPROTON_GRAPH_KERNEL_NAMES");
+  cp_cupti_config_graphs_from_env(&c);
+  cr_assert_eq(c.graph_level, 0, "per node by default");
+  cr_assert_eq(c.graph_op_names, 1, "the hook's name by default");
+  setenv("CPROTON_CUPTI_GRAPHS", "graph", 1);
+  setenv("CPROTON_GRAPH_KERNEL_NAMES", "kernel", 1);
+  cp_cupti_config_graphs_from_env(&c);
+  cr_assert_eq(c.graph_level, 1);
+  cr_assert_eq(c.graph_op_names, 0);
+  setenv("CPROTON_CUPTI_GRAPHS", "graphs", 1);
+  setenv("CPROTON_GRAPH_KERNEL_NAMES", "Hook", 1);
+  cp_cupti_config_graphs_from_env(&c);
+  cr_assert_eq(c.graph_level, -1, "a typo fails the start");
+  cr_assert_eq(c.graph_op_names, -1);
+  unsetenv("CPROTON_CUPTI_GRAPHS");
+  unsetenv("CPROTON_GRAPH_KERNEL_NAMES");
+}
+
+Test(backend_cupti_graph, graph_ablations_parse) {
+  cr_assert_eq(cp_cupti_config_ablate("notimestamp,nographs"),
+               CP_ABLATE_NO_TIMESTAMP | CP_ABLATE_NO_GRAPH_CB);
+  cr_assert_eq(cp_cupti_config_ablate("norecords"), CP_ABLATE_NO_RECORDS);
 }
 
 #else

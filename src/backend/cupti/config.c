@@ -130,7 +130,8 @@ static const struct {
 } ablations[] = {
     {"nocallback", CP_ABLATE_NO_CALLBACK}, {"nocapture", CP_ABLATE_NO_CAPTURE},
     {"noring", CP_ABLATE_NO_RING},         {"noactivity", CP_ABLATE_NO_ACTIVITY},
-    {"norecords", CP_ABLATE_NO_RECORDS},
+    {"norecords", CP_ABLATE_NO_RECORDS},   {"notimestamp", CP_ABLATE_NO_TIMESTAMP},
+    {"nographs", CP_ABLATE_NO_GRAPH_CB},
 };
 
 unsigned cp_cupti_config_ablate(const char *list) {

@@ -52,7 +52,12 @@ typedef enum cp_cupti_ablate {
   CP_ABLATE_NO_CAPTURE = 2,  /* "nocapture": the callback returns at once */
   CP_ABLATE_NO_RING = 4,     /* "noring": capture, but store nothing */
   CP_ABLATE_NO_ACTIVITY = 8, /* "noactivity": no kernel activity records */
-  CP_ABLATE_NO_RECORDS = 16  /* "norecords": buffers recycled unread */
+  CP_ABLATE_NO_RECORDS = 16, /* "norecords": buffers recycled unread */
+  CP_ABLATE_NO_TIMESTAMP = 32, /* "notimestamp": CUPTI's own clock (no
+                                  timestamp callback) */
+  CP_ABLATE_NO_GRAPH_CB = 64   /* "nographs": graph-node resource and
+                                  stream-capture callbacks off (replays lose
+                                  their capture path) */
 } cp_cupti_ablate;
 
 /* Parses a CPROTON_CUPTI_ABLATE value (NULL: 0); unknown names are

@@ -143,7 +143,9 @@ static int alloc_state(void) {
 static cp_features_env env;
 
 static int subscribe(void) {
-  CUptiResult r = api.cuptiActivityRegisterTimestampCallback
+  /* the ablation "notimestamp" (measurement only) keeps CUPTI's clock */
+  CUptiResult r = config.ablate & CP_ABLATE_NO_TIMESTAMP ? CUPTI_SUCCESS
+                  : api.cuptiActivityRegisterTimestampCallback
                       ? api.cuptiActivityRegisterTimestampCallback(timestamp)
                       : CUPTI_ERROR_NOT_SUPPORTED;
   if (r != CUPTI_SUCCESS)

@@ -86,7 +86,11 @@ static void kernels_off(cp_features_env *e) {
   callbacks(e, CP_CB_KERNELS, 0);
 }
 
-static int graphs_on(cp_features_env *e) { return callbacks(e, CP_CB_GRAPHS, 1); }
+static int graphs_on(cp_features_env *e) {
+  if (e->config->ablate & CP_ABLATE_NO_GRAPH_CB)
+    return CPROTON_OK; /* measurement: no graph-node or capture callbacks */
+  return callbacks(e, CP_CB_GRAPHS, 1);
+}
 static void graphs_off(cp_features_env *e) { callbacks(e, CP_CB_GRAPHS, 0); }
 
 static int nvtx_on(cp_features_env *e) {
