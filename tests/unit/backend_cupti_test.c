@@ -310,9 +310,10 @@ Test(backend_cupti, ring_reuse_spills_unread_entry, .init = setup,
   json_decref(p);
 }
 
-/* Only a full spill map loses entries: each is a collision, counted, and
- * its record is unattributed (under ROOT, counted). */
-Test(backend_cupti, full_spill_makes_record_unattributed, .init = setup,
+/* A full spill map expires its older half (counted); a record that still
+ * comes for one of them is unattributed (under ROOT, counted); nothing is
+ * a collision, and memory stays bounded. */
+Test(backend_cupti, full_spill_expires_oldest_entries, .init = setup,
      .fini = teardown) {
   const char *path = cpt_tmp_path("cupti_spill_full");
   int sid = start(path, NULL);
@@ -322,11 +323,13 @@ Test(backend_cupti, full_spill_makes_record_unattributed, .init = setup,
   for (uint32_t id = 1; id <= last; id++)
     launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, id);
   cproton_scope_exit("a");
-  cr_assert_eq(atomic_load(&st.stats.collisions), 5);
+  cr_assert_eq(atomic_load(&st.stats.collisions), 0);
+  cr_assert_eq(cp_corr_expired(st.corr), fits / 2);
+  cr_assert_leq(cp_corr_spill_count(st.corr), fits);
   buffer b = {.n = 0};
   add_kernel(&b, "k", last - 1024, 1000, 5, 0, 7); /* spilled */
   add_kernel(&b, "k", last, 2000, 5, 0, 7);        /* in the ring */
-  add_kernel(&b, "k", 2, 3000, 5, 0, 7);           /* lost */
+  add_kernel(&b, "k", 2, 3000, 5, 0, 7);           /* expired */
   process(&b);
   cr_assert_eq(atomic_load(&st.stats.unattributed), 1);
   json_t *p = finalize(sid, path, ".hatchet");

@@ -29,7 +29,8 @@ struct cp_corr {
   cp_sitemap *spill;
   atomic_size_t n_spill;    /* entries in `spill`: lookups skip it at 0 */
   atomic_ullong spilled;    /* entries moved to `spill` */
-  uint32_t graph_seq;       /* spilled graph entries, numbered (locked) */
+  atomic_ullong expired;    /* unread entries dropped from a full spill */
+  uint32_t seq;             /* spills, numbered: an entry's gen (locked) */
   uint32_t graph_read;      /* read graph entries in `spill` (locked) */
 };
 
@@ -74,13 +75,19 @@ void cp_corr_clear(cp_corr *t) {
 size_t cp_corr_capacity(const cp_corr *t) { return t->mask + 1; }
 
 uint64_t cp_corr_spilled(cp_corr *t) { return atomic_load(&t->spilled); }
+uint64_t cp_corr_expired(cp_corr *t) { return atomic_load(&t->expired); }
 size_t cp_corr_spill_count(cp_corr *t) { return atomic_load(&t->n_spill); }
 
-/* Read graph entries older than the newest CP_CORR_SPILL_GRAPHS. */
+/* Read graph entries spilled more than CP_CORR_SPILL_GRAPHS spills ago. */
 static int old_read_graph(const cp_sitemap_value *v, void *arg) {
   uint32_t newest = *(const uint32_t *)arg;
   return (v->flags & F_READ) && (v->flags & CP_CORR_GRAPH) &&
          newest - v->gen >= CP_CORR_SPILL_GRAPHS;
+}
+
+/* Entries spilled before `arg`'s sequence number (the older half). */
+static int older_than(const cp_sitemap_value *v, void *arg) {
+  return (int32_t)(*(const uint32_t *)arg - v->gen) > 0;
 }
 
 /* Bounds the read graph entries kept: amortised, one sweep per
@@ -88,19 +95,37 @@ static int old_read_graph(const cp_sitemap_value *v, void *arg) {
 static void trim_locked(cp_corr *t) {
   if (t->graph_read < CP_CORR_SPILL_GRAPHS + CP_CORR_SPILL_GRAPHS / 2)
     return;
-  size_t n = cp_sitemap_drop_locked(t->spill, old_read_graph, &t->graph_seq);
+  size_t n = cp_sitemap_drop_locked(t->spill, old_read_graph, &t->seq);
   t->graph_read -= (uint32_t)n;
   atomic_fetch_sub(&t->n_spill, n);
+}
+
+/* A full spill map gives up its older half: entries whose record has not
+ * come after that many later spills (a launch that failed, or a lookup
+ * that raced the spill and found the entry in the ring) -- counted; a
+ * record that still comes is unattributed (counted). */
+static void expire_locked(cp_corr *t) {
+  /* t->seq already counts the entry being spilled */
+  uint32_t cut =
+      t->seq - 1 - (uint32_t)(cp_sitemap_count_locked(t->spill) / 2);
+  size_t n = cp_sitemap_drop_locked(t->spill, older_than, &cut);
+  atomic_fetch_sub(&t->n_spill, n);
+  atomic_fetch_add(&t->expired, n);
+  t->graph_read = 0; /* recounted lazily: only bounds the next trim */
 }
 
 /* Moves slot `s`'s entry (id `old`, `flags`) to the spill map. */
 static int spill(cp_corr *t, uint32_t old, uint8_t flags, const slot *s) {
   cp_sitemap_value v = {.site = s->site, .flags = flags};
   cp_sitemap_lock(t->spill);
-  if (flags & CP_CORR_GRAPH)
-    v.gen = t->graph_seq++;
+  v.gen = t->seq++;
   size_t before = cp_sitemap_count_locked(t->spill);
   int ok = cp_sitemap_put_locked(t->spill, old, &v);
+  if (!ok) {
+    expire_locked(t);
+    before = cp_sitemap_count_locked(t->spill);
+    ok = cp_sitemap_put_locked(t->spill, old, &v);
+  }
   if (ok && cp_sitemap_count_locked(t->spill) > before) {
     atomic_fetch_add(&t->n_spill, 1);
     if ((flags & CP_CORR_GRAPH) && (flags & F_READ))

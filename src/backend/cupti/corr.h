@@ -21,9 +21,10 @@
  * the ring look there. A launch made while its thread captures a stream
  * gets no record (its kernel becomes a graph node), so overwriting it loses
  * nothing. Spilled graph-launch entries that records have read are kept for
- * the last CP_CORR_SPILL_GRAPHS graph launches; an unread entry stays until
- * its record reads it. Only a full spill map loses an entry (a collision,
- * counted). */
+ * CP_CORR_SPILL_GRAPHS spills; an unread entry stays until its record
+ * reads it, or until the map is full: then the older half expires (counted;
+ * a record that still comes is unattributed, counted). Only a spill that
+ * fails even then (out of memory) loses an entry as a collision. */
 #ifndef CP_BACKEND_CUPTI_CORR_H
 #define CP_BACKEND_CUPTI_CORR_H
 
@@ -44,8 +45,8 @@ void cp_corr_free(cp_corr *t);
 /* Forgets every entry (between sessions). No concurrent put/get. */
 void cp_corr_clear(cp_corr *t);
 
-/* The spill map's largest size, and how many read graph-launch entries it
- * keeps (the newest). */
+/* The spill map's largest size, and for how many later spills it keeps a
+ * read graph-launch entry. */
 #define CP_CORR_SPILL_SLOTS ((size_t)1 << 18)
 #define CP_CORR_SPILL_GRAPHS 4096
 
@@ -58,7 +59,7 @@ enum {
 /* What cp_corr_put did with the entry its slot held. */
 enum {
   CP_CORR_STORED = 0,    /* nothing a record needs was there */
-  CP_CORR_COLLISION = 1, /* an entry a record needs was lost: spill full */
+  CP_CORR_COLLISION = 1, /* an entry a record needs was lost (no memory) */
   CP_CORR_SPILLED = 2,   /* an entry a record needs moved to the spill */
 };
 
@@ -80,8 +81,10 @@ int cp_corr_get(cp_corr *t, uint32_t id, cp_launch_site *out);
 /* Number of slots. */
 size_t cp_corr_capacity(const cp_corr *t);
 
-/* Entries spilled so far, and entries the spill map holds now. */
+/* Entries spilled so far, unread entries expired from a full spill map,
+ * and entries the spill map holds now. */
 uint64_t cp_corr_spilled(cp_corr *t);
+uint64_t cp_corr_expired(cp_corr *t);
 size_t cp_corr_spill_count(cp_corr *t);
 
 #endif

@@ -275,9 +275,11 @@ static void cupti_stop(void) {
   atomic_store(&running, 0);
   if (cp_corr_spilled(state.corr))
     cp_info("cupti: %llu correlation entries spilled (records read more "
-            "than %zu launches late), none lost unless counted below",
+            "than %zu launches late), %llu of them expired unread from the "
+            "full spill map; a record that needed one is counted below",
             (unsigned long long)cp_corr_spilled(state.corr),
-            cp_corr_capacity(state.corr));
+            cp_corr_capacity(state.corr),
+            (unsigned long long)cp_corr_expired(state.corr));
   cp_stats_report(&state.stats, cp_corr_capacity(state.corr));
 }
 
