@@ -639,6 +639,39 @@ Test(backend_cupti_graph, graph_level_mode_one_record_per_launch,
   free_pending();
 }
 
+/* A launch on a capturing thread gets no record, so its ring entry may be
+ * overwritten freely; after a failed capture begin, launches are ordinary
+ * and a reused slot spills them. */
+Test(backend_cupti_graph, failed_capture_begin_captures_nothing,
+     .init = setup, .fini = teardown) {
+  cp_corr_free(st.corr);
+  st.corr = cp_corr_new(64);
+  int sid = start(cpt_tmp_path("cupti_graph_failed_begin"));
+  CUresult err = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  CUpti_CallbackData d = {.callbackSite = CUPTI_API_ENTER,
+                          .functionName = "cuStreamBeginCapture_v2",
+                          .correlationId = next_corr++,
+                          .functionReturnValue = &err};
+  cp_callbacks_dispatch(&st, CUPTI_CB_DOMAIN_DRIVER_API,
+                        CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2, &d);
+  d.callbackSite = CUPTI_API_EXIT;
+  cp_callbacks_dispatch(&st, CUPTI_CB_DOMAIN_DRIVER_API,
+                        CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2, &d);
+  cr_assert_not(cp_callbacks_capturing());
+  for (int i = 0; i < 100; i++)
+    api(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, next_corr++);
+  cr_assert_eq(cp_corr_spilled(st.corr), 100 - 64, "unread: spilled");
+  capture_begin();
+  cr_assert(cp_callbacks_capturing());
+  graph g = {0};
+  capture_launches(&g, 100);
+  capture_end();
+  cr_assert_not(cp_callbacks_capturing());
+  cr_assert_eq(cp_corr_spilled(st.corr), 100 - 64 + 64,
+               "captured launches never spill, what they replace does");
+  cproton_session_finalize(sid, NULL);
+}
+
 /* ---- configuration ------------------------------------------------------------ */
 
 Test(backend_cupti_graph, graph_variables_are_read_and_checked) {

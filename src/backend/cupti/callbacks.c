@@ -78,14 +78,17 @@ static void on_launch(cp_cupti_state *st, CUpti_CallbackId cbid,
     bracket(d->context, d->correlationId, d->symbolName, &site, 1);
 }
 
-
+/* A capture begins when its begin call returns successfully (a failed
+ * begin captures nothing: its thread's launches still get records) and
+ * ends when the end call is entered. */
 static void on_capture(cp_cupti_state *st, CUpti_CallbackId cbid,
                        const void *data) {
   const CUpti_CallbackData *d = data;
   int begin = cbid != CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture &&
               cbid != CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz;
+  const CUresult *ret = d->functionReturnValue;
   if (begin && d->callbackSite == CUPTI_API_EXIT)
-    capturing = 1;
+    capturing = !ret || *ret == CUDA_SUCCESS;
   else if (!begin && d->callbackSite == CUPTI_API_ENTER)
     capturing = 0;
 }
