@@ -203,6 +203,8 @@ Test(backend_cupti, corr_lookup_and_collision, .init = setup,
   cr_assert_eq(cp_corr_put(st.corr, 7, &a, 0), CP_CORR_STORED);
   cr_assert_eq(cp_corr_put(st.corr, 7 + (uint32_t)cap, &b, 0),
                CP_CORR_SPILLED, "entry 7 was never read: it spills");
+  cr_assert(cp_corr_peek(st.corr, 7, &out), "PC sampling's look leaves it");
+  cr_assert_eq(cp_corr_spill_count(st.corr), 1);
   cr_assert(cp_corr_get(st.corr, 7, &out), "found in the spill map");
   cr_assert_eq(out.thread, 11);
   cr_assert_eq(cp_corr_spill_count(st.corr), 0, "read once: dropped");

@@ -164,26 +164,27 @@ int cp_corr_put(cp_corr *t, uint32_t id, const cp_launch_site *site,
 }
 
 /* A lookup in the spill map: a single launch's entry is dropped once read,
- * a graph launch's kept (its other kernels read it too). */
-static int spill_get(cp_corr *t, uint32_t id, cp_launch_site *out) {
+ * a graph launch's kept (its other kernels read it too); `peek` changes
+ * nothing. */
+static int spill_get(cp_corr *t, uint32_t id, cp_launch_site *out, int peek) {
   cp_sitemap_lock(t->spill);
   cp_sitemap_value *v = cp_sitemap_find_locked(t->spill, id);
-  if (v) {
+  int found = v != NULL;
+  if (found)
     *out = v->site;
-    if (!(v->flags & CP_CORR_GRAPH)) {
-      cp_sitemap_remove_locked(t->spill, id);
-      atomic_fetch_sub(&t->n_spill, 1);
-    } else if (!(v->flags & F_READ)) {
-      v->flags |= F_READ;
-      t->graph_read++;
-      trim_locked(t);
-    }
+  if (found && !peek && !(v->flags & CP_CORR_GRAPH)) {
+    cp_sitemap_remove_locked(t->spill, id);
+    atomic_fetch_sub(&t->n_spill, 1);
+  } else if (found && !peek && !(v->flags & F_READ)) {
+    v->flags |= F_READ;
+    t->graph_read++;
+    trim_locked(t);
   }
   cp_sitemap_unlock(t->spill);
-  return v != NULL;
+  return found;
 }
 
-int cp_corr_get(cp_corr *t, uint32_t id, cp_launch_site *out) {
+static int lookup(cp_corr *t, uint32_t id, cp_launch_site *out, int peek) {
   if (id == 0)
     return 0;
   slot *s = &t->slots[id & t->mask];
@@ -191,10 +192,19 @@ int cp_corr_get(cp_corr *t, uint32_t id, cp_launch_site *out) {
     *out = s->site;
     atomic_thread_fence(memory_order_acquire);
     if (atomic_load_explicit(&s->id, memory_order_relaxed) == id) {
-      atomic_fetch_or_explicit(&s->flags, F_READ, memory_order_relaxed);
+      if (!peek)
+        atomic_fetch_or_explicit(&s->flags, F_READ, memory_order_relaxed);
       return 1;
     }
   }
   return atomic_load_explicit(&t->n_spill, memory_order_relaxed) &&
-         spill_get(t, id, out);
+         spill_get(t, id, out, peek);
+}
+
+int cp_corr_get(cp_corr *t, uint32_t id, cp_launch_site *out) {
+  return lookup(t, id, out, 0);
+}
+
+int cp_corr_peek(cp_corr *t, uint32_t id, cp_launch_site *out) {
+  return lookup(t, id, out, 1);
 }

@@ -78,6 +78,11 @@ int cp_corr_put(cp_corr *t, uint32_t id, const cp_launch_site *site,
  * found, 0 when the id is unknown or its entry was lost. Thread-safe. */
 int cp_corr_get(cp_corr *t, uint32_t id, cp_launch_site *out);
 
+/* Like cp_corr_get, but leaves the entry as it was (not marked read, not
+ * dropped from the spill): for readers beside the kernel records (PC
+ * sampling). */
+int cp_corr_peek(cp_corr *t, uint32_t id, cp_launch_site *out);
+
 /* Number of slots. */
 size_t cp_corr_capacity(const cp_corr *t);
 

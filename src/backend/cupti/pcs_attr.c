@@ -367,7 +367,7 @@ static int attribute_one(cp_pcs *p, pending *e, int final, int *rc) {
   int r = CPROTON_OK;
   if (e->corr) {
     cp_launch_site s;
-    if (!p->corr || !cp_corr_get(p->corr, e->corr, &s))
+    if (!p->corr || !cp_corr_peek(p->corr, e->corr, &s))
       r = deliver_unknown(p, e);
     else if (s.sessions)
       r = deliver(p, &s, e->fn, e->line, e->count);
