@@ -527,6 +527,42 @@ Test(backend_cupti_graph, deactivate_during_capture_and_replay,
   free_pending();
 }
 
+/* Proton 3.9's test_cudagraph_multi_stream: a graph's kernels run on
+ * several internal streams in no fixed order, interleaved with another
+ * graph's; each record finds its own node, whatever the order. */
+Test(backend_cupti_graph, multi_stream_records_in_any_order, .init = setup,
+     .fini = teardown) {
+  const char *path = cpt_tmp_path("cupti_graph_streams");
+  int sid = start(path);
+  graph x = {0}, y = {0};
+  cproton_scope_enter("kernel_x", NULL);
+  capture_launches(&x, 3);
+  cproton_scope_exit("kernel_x");
+  cproton_scope_enter("kernel_y", NULL);
+  capture_launches(&y, 3);
+  cproton_scope_exit("kernel_y");
+  instantiate(&x, 1);
+  instantiate(&y, 1);
+  cproton_scope_enter("replay", NULL);
+  replay(&x, "kx", 1);
+  replay(&y, "ky", 2);
+  cproton_scope_exit("replay");
+  for (size_t i = 0; i < n_pending / 2; i++) { /* reverse, interleave */
+    krec t = pending[i];
+    pending[i] = pending[n_pending - 1 - i];
+    pending[n_pending - 1 - i] = t;
+    pending[i].streamId = 7 + (uint32_t)(i % 3);
+  }
+  deliver_all();
+  json_t *p = finalize(sid, path);
+  cr_assert_eq(count_at(p, PATH("replay", "<captured_at>", "kernel_x", "kx")),
+               3);
+  cr_assert_eq(count_at(p, PATH("replay", "<captured_at>", "kernel_y", "ky")),
+               3);
+  json_decref(p);
+  free_pending();
+}
+
 /* Replays under alternating launch contexts: the memoised composition
  * follows the launch context. */
 Test(backend_cupti_graph, memo_follows_the_launch_context, .init = setup,
