@@ -254,8 +254,9 @@ def main():
     variants = BREAKDOWN if args.variants == "breakdown" else args.variants.split(",")
     for d in ("logs", "profiles"):
         os.makedirs(os.path.join(args.out, d), exist_ok=True)
-    workloads.configure_caches(os.path.join(os.path.dirname(args.out.rstrip("/")) or ".",
-                                            "fresh-caches"))
+    # outside --out: the caches are tens of megabytes, and tests/gpu/run.sh
+    # packs the output folder
+    workloads.configure_caches(os.environ.get("GRAPH_BENCH_CACHE", "/tmp/cproton-graph-caches"))
     os.environ.setdefault("TRITON_CACHE_AUTOTUNING", "1")
     if any(v.startswith("floor") or v == "none-after" for v in variants):
         from cupti_overhead import build_floor, find_cupti

@@ -14,12 +14,18 @@ replayed kernel lands, cproton against Proton 3.6, and memory over time.
           its paths are compared there. cproton's end-of-run warning (lost
           records, lost correlation entries, lost capture contexts) fails
           the check too.
+  level   graph-level mode (CPROTON_CUPTI_GRAPHS=graph) on a small captured
+          graph replayed 50 times under a scope: exactly 50 "<cuda graph>"
+          records there, none of the graph's kernels; says whether kernels
+          launched outside graphs were recorded beside it (CUPTI may refuse
+          kernel records together with graph trace: docs/cupti.md)
   rss     cproton profiling gpt_graph replays for --seconds: the process's
           resident memory every second; PASS when the last sample is within
           5% of the sample at 10% of the run (after warm-up growth).
 
 Prints PASS/FAIL/RESULT lines (tests/gpu/graphs.sh):
   python bench/graph_check.py place --out $OUT/place
+  python bench/graph_check.py level --out $OUT/level
   python bench/graph_check.py rss --seconds 60 --out $OUT/rss
 """
 import argparse
@@ -145,6 +151,50 @@ def place(args):
     return 0 if ok else 1
 
 
+def level(args):
+    """Graph-level mode in a child process (the variable is read at start)."""
+    if not args.child:
+        env = dict(os.environ, CPROTON_CUPTI_GRAPHS="graph")
+        res, p = run([sys.executable, os.path.abspath(__file__), "level", "--child", "cproton",
+                      "--out", args.out], env)
+        with open(os.path.join(args.out, "level.err"), "w") as f:
+            f.write(p.stderr)
+        if not res:
+            print(f"FAIL graph_level: exit {p.returncode}: {p.stderr[-800:]}")
+            return 1
+        with open(res["profile"]) as f:
+            paths = kernel_paths(json.load(f))
+        graphs = paths.get(("replay", "<cuda graph>"), 0)
+        nodes = sum(n for pth, n in paths.items() if pth[:1] == ("replay",) and pth[-1] != "<cuda graph>")
+        eager = sum(n for pth, n in paths.items() if pth[:1] == ("eager",))
+        print(f"RESULT graph_level graph_records={graphs} node_records={nodes} "
+              f"eager_kernels_recorded={eager}")
+        ok = graphs == 50 and nodes == 0
+        print(("PASS" if ok else "FAIL") + f" graph_level: {graphs} graph records (50 expected), "
+              f"{nodes} node records (0 expected)")
+        return 0 if ok else 1
+    import torch
+    import cproton as mod
+    x = torch.ones(1 << 16, device="cuda")
+    for _ in range(3):  # warm up the kernels outside the capture
+        y = (x * 2 + 1).relu()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    name = os.path.join(args.out, "level")
+    mod.start(name, backend="cupti")
+    with torch.cuda.graph(g):
+        y = (x * 2 + 1).relu()
+    with mod.scope("eager"):
+        y = (x * 3).relu()
+    with mod.scope("replay"):
+        for _ in range(50):
+            g.replay()
+    torch.cuda.synchronize()
+    mod.finalize()
+    print("RESULT " + json.dumps({"profile": name + ".hatchet"}), flush=True)
+    return 0
+
+
 def rss_kib():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
@@ -185,7 +235,7 @@ def rss(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("what", choices=["place", "rss"])
+    ap.add_argument("what", choices=["place", "level", "rss"])
     ap.add_argument("--workloads", default="gpt_graph,matmul_graph")
     ap.add_argument("--workload", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -194,7 +244,10 @@ def main():
     ap.add_argument("--out", default="/tmp/cproton-graph-check")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    workloads.configure_caches(os.path.join(args.out, "..", "graph-caches"))
+    # outside --out (tens of megabytes; tests/gpu/run.sh packs the output)
+    workloads.configure_caches(os.environ.get("GRAPH_BENCH_CACHE", "/tmp/cproton-graph-caches"))
+    if args.what == "level":
+        return level(args)
     if args.child:
         return place_child(args)
     return place(args) if args.what == "place" else rss(args)
