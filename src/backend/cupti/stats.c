@@ -45,7 +45,8 @@ int cp_stats_report(const cp_cupti_stats *s, size_t ring_slots) {
        "activity buffer requests refused (pool exhausted)");
   snprintf(why, sizeof why,
            "kernel records unattributed, placed under ROOT "
-           "(launch not seen, or more than %zu launches in flight)",
+           "(launch not seen, or its entry expired: far more than %zu "
+           "launches in flight)",
            ring_slots);
   part(msg, sizeof msg, atomic_load(&s->unattributed), why);
   part(msg, sizeof msg, atomic_load(&s->collisions),
