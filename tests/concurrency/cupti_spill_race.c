@@ -81,10 +81,11 @@ static void *resolver(void *arg) {
         ;
       cp_launch_site out;
       int rc = cp_graph_resolve(graphs, n, &launch, &out);
-      /* nodes killed before a later flush may be gone (LOST); a composed
-       * site is never the bare launch site */
+      /* nodes killed before a later flush may be gone (unknown now); a
+       * composed site is never the bare launch site */
       int bad = rc == CP_GRAPH_COMPOSED ? out.node[0] == launch.node[0]
-                                        : rc != CP_GRAPH_LOST;
+                                        : rc != CP_GRAPH_UNKNOWN ||
+                                              out.node[0] != launch.node[0];
       if (bad)
         atomic_fetch_add(&failures, 1);
     }

@@ -248,8 +248,12 @@ static int resolve_locked(cp_graph *g, uint64_t node_id,
                           const cp_launch_site *launch, cp_launch_site *out) {
   cp_sitemap_value *v = cp_sitemap_find_locked(g->map, node_id);
   int rc;
+  /* a node newer than the first entry, after evictions: its entry may be
+   * one of them (nodes CUPTI never reported, e.g. inside child graphs, are
+   * unknown as well; without evictions they are only unknown) */
   if (!v)
-    return node_id >= g->min_key ? CP_GRAPH_LOST : CP_GRAPH_UNKNOWN;
+    return node_id >= g->min_key && g->evicted ? CP_GRAPH_LOST
+                                               : CP_GRAPH_UNKNOWN;
   if (!(v->flags & F_CONTEXT))
     return CP_GRAPH_NO_CONTEXT;
   if (memo_hit(v, launch))

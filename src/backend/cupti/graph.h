@@ -89,10 +89,12 @@ int cp_graph_get(cp_graph *g, uint64_t node_id, cp_launch_site *out);
 typedef enum cp_graph_found {
   CP_GRAPH_COMPOSED = 0,   /* `out` is the composed site */
   CP_GRAPH_NO_CONTEXT = 1, /* known node without capture context: launch */
-  CP_GRAPH_UNKNOWN = 2,    /* a node older than every entry: built before
-                              profiling started; `out` is the launch site */
-  CP_GRAPH_LOST = 3,       /* a node made while profiling whose entry was
-                              evicted (table full); `out` is the launch */
+  CP_GRAPH_UNKNOWN = 2,    /* a node the table never saw: built before
+                              profiling started (or one CUPTI did not
+                              report); `out` is the launch site */
+  CP_GRAPH_LOST = 3,       /* a node newer than the first entry after the
+                              full table evicted entries: probably one of
+                              them; `out` is the launch site */
 } cp_graph_found;
 
 /* The site a replayed kernel of node `node_id` launched at `launch` is
