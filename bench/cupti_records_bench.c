@@ -1,8 +1,13 @@
 /* cupti_records_bench.c -- host cost per kernel record on the records
  * thread (records.c: correlation lookup, delivery into the profile), record
  * by record and in adaptive mode (CPROTON_CUPTI_ADAPTIVE=N), on synthetic
- * streams; no GPU, no libcupti (CUPTI headers only). Medians of interleaved
- * runs. Usage: cupti_records_bench [runs] */
+ * streams; and per replayed graph kernel (a graph of GRAPH_NODES nodes
+ * captured under a 4-deep scope path, replayed until N_RECS records): all
+ * of a record's processing, and the graph part alone, now (cp_graph_resolve:
+ * hot cache, memo) and as every replayed kernel paid it before issue 23 (a
+ * locked lookup and cp_graph_compose per record). No GPU, no libcupti
+ * (CUPTI headers only). Medians of interleaved runs.
+ * Usage: cupti_records_bench [runs] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +79,61 @@ static double pass(unsigned n) {
   return t;
 }
 
+/* A graph of GRAPH_NODES kernel nodes captured under a/b/c/d, replayed
+ * under "replay" (one launch and correlation id per replay), a record per
+ * node and replay. */
+enum { GRAPH_NODES = 2000 };
+static cp_launch_site capture_site, launch_site;
+
+static void make_graph_stream(void) {
+  static const char *path[] = {"a", "b", "c", "d"};
+  for (int i = 0; i < 4; i++)
+    cproton_scope_enter(path[i], NULL);
+  cp_session_capture(&capture_site);
+  for (uint32_t i = 0; i < GRAPH_NODES; i++)
+    cp_graph_put(st.graphs, i + 1, &capture_site);
+  for (int i = 3; i >= 0; i--)
+    cproton_scope_exit(path[i]);
+  cproton_scope_enter("replay", NULL);
+  for (uint32_t r = 0; r < N_RECS / GRAPH_NODES; r++) {
+    CUpti_CallbackData d = {.callbackSite = CUPTI_API_ENTER,
+                            .correlationId = 100 + r};
+    cp_callbacks_dispatch(&st, CUPTI_CB_DOMAIN_DRIVER_API,
+                          CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &d);
+  }
+  cp_session_capture(&launch_site);
+  cproton_scope_exit("replay");
+  for (uint32_t i = 0; i < N_RECS; i++) {
+    krec *k = &recs[i];
+    memset(k, 0, sizeof *k);
+    k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k->name = "nvjet_hsh_128x256_64x4_2x1_v_bz_coopB_NNT";
+    k->correlationId = 100 + i / GRAPH_NODES;
+    k->graphId = 1;
+    k->graphNodeId = i % GRAPH_NODES + 1;
+    k->gridX = k->gridY = k->gridZ = k->blockX = k->blockY = k->blockZ = 1;
+    k->start = 1000 + 100ull * i;
+    k->end = k->start + 1000;
+  }
+}
+
+/* ns per replayed node for the graph part alone: `memo` 1 resolves
+ * (cp_graph_resolve: hot cache, memo), 0 does what every replayed kernel
+ * did before issue 23 (a locked lookup copying the capture site, then the
+ * composition). */
+static double pass_graph_part(int memo) {
+  cp_launch_site out, capture;
+  double t0 = now_ns();
+  for (size_t i = 0; i < N_RECS; i++) {
+    uint64_t node = i % GRAPH_NODES + 1;
+    if (memo)
+      cp_graph_resolve(st.graphs, node, &launch_site, &out);
+    else if (cp_graph_get(st.graphs, node, &capture))
+      cp_graph_compose(&launch_site, &capture, 1, &out);
+  }
+  return (now_ns() - t0) / N_RECS;
+}
+
 static int cmp(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -86,7 +146,7 @@ int main(int argc, char **argv) {
   static const unsigned modes[] = {0, 4, 16, 64};
   enum { MODES = sizeof modes / sizeof *modes };
   st.corr = cp_corr_new(1u << 16);
-  st.graphs = cp_graph_new(1024);
+  st.graphs = cp_graph_new(1u << 17, 1u << 18);
   st.hooks.describe_device = describe;
   cproton_session_options o;
   cproton_session_options_init(&o);
@@ -114,6 +174,25 @@ int main(int argc, char **argv) {
         printf("  record by record %6.1f ns/record\n", t[m][runs / 2]);
     }
   }
+  make_graph_stream();
+  double g[3][99];
+  for (int r = 0; r < runs; r++) {
+    g[0][r] = pass(0);
+    g[1][r] = pass_graph_part(1);
+    g[2][r] = pass_graph_part(0);
+  }
+  for (int i = 0; i < 3; i++)
+    qsort(g[i], (size_t)runs, sizeof g[i][0], cmp);
+  printf("graph replays (%d nodes under a 4-deep capture path, %d records, "
+         "median of %d):\n"
+         "  replayed kernel record   %6.1f ns/record (all of it, now)\n"
+         "  graph part, now          %6.1f ns/record (hot cache, memo)\n"
+         "  graph part, before       %6.1f ns/record (lookup + composition)\n",
+         GRAPH_NODES, N_RECS, runs, g[0][runs / 2], g[1][runs / 2],
+         g[2][runs / 2]);
+  printf("RESULT records_bench graph_record_ns=%.1f graph_part_ns=%.1f "
+         "graph_part_before_ns=%.1f\n",
+         g[0][runs / 2], g[1][runs / 2], g[2][runs / 2]);
   cproton_session_finalize(sid, NULL);
   return 0;
 }

@@ -17,6 +17,12 @@ own search (docs/cupti.md) picks the CUPTI of the installed CUDA.
 
 Without Triton the knobs are read from the environment alone, with Proton's
 boolean spelling: "1", "true", "on" (any case) are true.
+
+One setting follows the Proton version rather than a knob: inside CUDA
+graphs, Proton 3.9 names a kernel launched under the launch hook by the
+hook's name, Proton 3.6 by the kernel's own. :func:`export` sets
+``CPROTON_GRAPH_KERNEL_NAMES`` ("hook" or "kernel", read by the C library at
+each backend start) when unset, from :func:`graph_kernel_names`.
 """
 import os
 from typing import Any, Optional
@@ -71,9 +77,37 @@ def _explicit(knobs, name: str) -> Optional[Any]:
     return None if value == default else value
 
 
+def _proton_is_39() -> bool:
+    """Whether cproton follows Proton 3.9: CPROTON_PROTON_VERSION when set,
+    else the installed Triton's version (its package metadata; Triton is not
+    imported). The one version test of this module: the "which Proton"
+    switch of the Python layer replaces its body."""
+    wanted = os.environ.get("CPROTON_PROTON_VERSION", "").strip()
+    if not wanted:
+        try:
+            from importlib.metadata import PackageNotFoundError, version
+            wanted = version("triton")
+        except (ImportError, PackageNotFoundError):
+            return False
+    parts = wanted.split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) >= (3, 9)
+    except (ValueError, IndexError):
+        return False
+
+
+def graph_kernel_names() -> str:
+    """How kernels launched under the launch hook are named inside CUDA
+    graphs: "hook" (the hook's name, Proton 3.9) or "kernel" (the kernel's
+    own name, Proton 3.6)."""
+    return "hook" if _proton_is_39() else "kernel"
+
+
 def export() -> None:
     """Copies the knobs into their unset environment variables (Proton's
-    ``_check_env``), so the C library reads the same settings."""
+    ``_check_env``), so the C library reads the same settings; sets
+    CPROTON_GRAPH_KERNEL_NAMES from the Proton version followed when unset."""
+    os.environ.setdefault("CPROTON_GRAPH_KERNEL_NAMES", graph_kernel_names())
     knobs = _triton_knobs()
     if knobs is None:
         return

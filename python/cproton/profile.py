@@ -212,6 +212,11 @@ def activate(session: Optional[int] = None) -> None:
     if flags.command_line and session != 0:
         raise ValueError("Only one session can be activated when running from the command line.")
     HookManager.activate(session)
+    # Tensor-metric records written while the session was inactive (a graph
+    # replayed then) belong to no inactive session: fold them now, before
+    # it is active again (Proton 3.9's test_cudagraph_metric_queue_handles_
+    # inactive_replay; start does the same).
+    metric.flush()
     try:
         _cproton.activate(-1 if session is None else session)
     finally:

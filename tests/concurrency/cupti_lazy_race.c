@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
   snprintf(path, sizeof path, "%s/cupti_lazy_race", argc > 1 ? argv[1] : ".");
   memset(&st, 0, sizeof st);
   st.corr = cp_corr_new(1u << 16);
-  st.graphs = cp_graph_new(64);
+  st.graphs = cp_graph_new(64, 64);
   st.hooks.launch_callbacks = toggle;
   st.hooks.describe_device = describe;
   cproton_session_options o;

@@ -252,3 +252,19 @@ def test_knobs_without_triton_read_env(monkeypatch):
     assert proton.knobs.disabled()
     monkeypatch.delenv("TRITON_PROTON_DISABLE")
     assert not proton.knobs.disabled()
+
+
+@pytest.mark.parametrize("version,names", [("3.6", "kernel"), ("3.8", "kernel"), ("3.9", "hook"), ("3.10", "hook")])
+def test_graph_kernel_names_follow_proton_version(monkeypatch, version, names):
+    """Inside CUDA graphs Proton 3.9 names hooked kernels by the hook, 3.6 by
+    the kernel (docs/cupti.md): export tells the C library which, unless
+    CPROTON_GRAPH_KERNEL_NAMES is set already."""
+    import os
+    monkeypatch.setenv("CPROTON_PROTON_VERSION", version)
+    monkeypatch.delenv("CPROTON_GRAPH_KERNEL_NAMES", raising=False)
+    assert proton.knobs.graph_kernel_names() == names
+    proton.knobs.export()
+    assert os.environ["CPROTON_GRAPH_KERNEL_NAMES"] == names
+    monkeypatch.setenv("CPROTON_GRAPH_KERNEL_NAMES", "hook")
+    proton.knobs.export()
+    assert os.environ["CPROTON_GRAPH_KERNEL_NAMES"] == "hook", "the user's choice stays"

@@ -485,3 +485,19 @@ def test_scalar_kernel_pieces_cover_64_bits(bits):
     assert all(0 <= p < 2**22 for p in (lo, mid, hi))
     word = lo | (mid << 22) | (hi << 44)
     assert (word - (1 << 64) if word >= 1 << 63 else word) == bits
+
+
+def test_a_graph_replayed_while_deactivated_adds_nothing():
+    """Proton 3.9's test_cudagraph_metric_queue_handles_inactive_replay: the
+    copy kernel of a graph replayed while the session is deactivated writes a
+    record, which must not land in the session once it is active again."""
+    sid = proton.start("t", backend="fake")
+    with proton.scope("graph", {"tokens": FakeTensor(8)}):
+        pass
+    buf = next(iter(metric._recorder.buffers.values()))
+    proton.deactivate(sid)
+    replay(buf, 2, 1)  # the inactive replay's record
+    proton.activate(sid)
+    replay(buf, 2, 1)  # a replay while active
+    proton.finalize(sid)
+    assert load_tree("t.hatchet")["graph"]["@"]["tokens"] == 16

@@ -83,7 +83,7 @@ static void setup(void) {
   cp_session_reset_all();
   memset(&st, 0, sizeof st);
   st.corr = cp_corr_new(1u << 16);
-  st.graphs = cp_graph_new(1024);
+  st.graphs = cp_graph_new(1024, 1024);
   st.hooks.describe_device = fake_describe;
   recs = calloc(MAX_RECS, sizeof *recs);
   n_recs = 0;

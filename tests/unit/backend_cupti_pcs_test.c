@@ -403,8 +403,8 @@ Test(pcs_attr, exact_by_correlation, .init = setup, .fini = teardown) {
   cp_launch_site a, b;
   cpt_capture_in("a", &a);
   cpt_capture_in("b", &b);
-  cp_corr_put(corr, 11, &a);
-  cp_corr_put(corr, 12, &b);
+  cp_corr_put(corr, 11, &a, 0);
+  cp_corr_put(corr, 12, &b, 0);
   buf x;
   init_buf(&x);
   add_pc(&x, FN, CRC, 16, 11, 9, 0, 0);

@@ -345,7 +345,7 @@ static bracket_fn start_exact(const char *path, int *sid) {
 static void launch(bracket_fn b, const char *kernel, const char *scope, uint32_t corr) {
   cp_launch_site site;
   cpt_capture_in(scope, &site);
-  cp_corr_put(st.corr, corr, &site);
+  cp_corr_put(st.corr, corr, &site, 0);
   b(CTX, corr, kernel, &site, 1);
   b(CTX, corr, kernel, NULL, 0);
 }
@@ -447,7 +447,7 @@ static void first_launch_case(const char *mode) { /* first=0 */
   cproton_scope_enter("init", NULL);
   cp_launch_site site;
   cp_session_capture(&site);
-  cp_corr_put(st.corr, 5, &site);
+  cp_corr_put(st.corr, 5, &site, 0);
   current = CTX; /* the launching thread */
   void (*seen)(void *) = atomic_load(&st.hooks.launch_context);
   bracket_fn bracket = atomic_load(&st.hooks.launch_bracket);

@@ -63,7 +63,7 @@ static void setup_sized(size_t ring, size_t graph_nodes) {
   cp_device_reset();
   memset(&st, 0, sizeof st);
   st.corr = cp_corr_new(ring);
-  st.graphs = cp_graph_new(graph_nodes);
+  st.graphs = cp_graph_new(graph_nodes, graph_nodes);
   st.hooks.describe_device = fake_describe;
   st.hooks.graph_node_id = fake_node_id;
   n_described = 0;
@@ -190,19 +190,27 @@ Test(backend_cupti, corr_lookup_and_collision, .init = setup,
                  b = {.sessions = 1, .thread = 22}, out;
   size_t cap = cp_corr_capacity(st.corr);
   cr_assert_eq(cap, 1024);
-  cr_assert_eq(cp_corr_put(st.corr, 5, &a), 0);
+  cr_assert_eq(cp_corr_put(st.corr, 5, &a, 0), CP_CORR_STORED);
   cr_assert(cp_corr_get(st.corr, 5, &out));
   cr_assert_eq(out.thread, 11);
   cr_assert_not(cp_corr_get(st.corr, 6, &out), "unknown id");
   cr_assert_not(cp_corr_get(st.corr, 0, &out), "id 0 is never valid");
-  cr_assert_eq(cp_corr_put(st.corr, 5 + (uint32_t)cap, &b), 0,
+  cr_assert_eq(cp_corr_put(st.corr, 5 + (uint32_t)cap, &b, 0), CP_CORR_STORED,
                "entry 5 was read: overwriting it loses nothing");
   cr_assert_not(cp_corr_get(st.corr, 5, &out), "overwritten entry");
   cr_assert(cp_corr_get(st.corr, 5 + (uint32_t)cap, &out));
   cr_assert_eq(out.thread, 22);
-  cr_assert_eq(cp_corr_put(st.corr, 7, &a), 0);
-  cr_assert_eq(cp_corr_put(st.corr, 7 + (uint32_t)cap, &b), 1,
-               "entry 7 was never read: a collision");
+  cr_assert_eq(cp_corr_put(st.corr, 7, &a, 0), CP_CORR_STORED);
+  cr_assert_eq(cp_corr_put(st.corr, 7 + (uint32_t)cap, &b, 0),
+               CP_CORR_SPILLED, "entry 7 was never read: it spills");
+  cr_assert(cp_corr_peek(st.corr, 7, &out), "PC sampling's look leaves it");
+  cr_assert_eq(cp_corr_spill_count(st.corr), 1);
+  cr_assert(cp_corr_get(st.corr, 7, &out), "found in the spill map");
+  cr_assert_eq(out.thread, 11);
+  cr_assert_eq(cp_corr_spill_count(st.corr), 0, "read once: dropped");
+  cr_assert_not(cp_corr_get(st.corr, 7, &out));
+  cr_assert(cp_corr_get(st.corr, 7 + (uint32_t)cap, &out));
+  cr_assert_eq(out.thread, 22);
 }
 
 /* ---- kernels under their launch context ------------------------------------
@@ -279,7 +287,9 @@ Test(backend_cupti, ring_wrap_after_records_read_is_no_collision,
   json_decref(p);
 }
 
-Test(backend_cupti, ring_collision_makes_record_unattributed, .init = setup,
+/* A slot reused before its record came: the entry spills (corr.h), and
+ * both records land where they were launched. */
+Test(backend_cupti, ring_reuse_spills_unread_entry, .init = setup,
      .fini = teardown) {
   const char *path = cpt_tmp_path("cupti_collide");
   int sid = start(path, NULL);
@@ -293,12 +303,40 @@ Test(backend_cupti, ring_collision_makes_record_unattributed, .init = setup,
   add_kernel(&b, "k", 3, 1000, 5, 0, 7);
   add_kernel(&b, "k", 3 + 1024, 2000, 5, 0, 7);
   process(&b);
-  cr_assert_eq(atomic_load(&st.stats.collisions), 1);
-  cr_assert_eq(atomic_load(&st.stats.unattributed), 1);
+  cr_assert_eq(atomic_load(&st.stats.collisions), 0);
+  cr_assert_eq(atomic_load(&st.stats.unattributed), 0);
+  cr_assert_eq(cp_corr_spilled(st.corr), 1);
   json_t *p = finalize(sid, path, ".hatchet");
   cr_assert_eq(metric(node_at(p, PATH("b", "k")), "count"), 1);
+  cr_assert_eq(metric(node_at(p, PATH("a", "k")), "count"), 1);
+  json_decref(p);
+}
+
+/* A full spill map expires its older half (counted); a record that still
+ * comes for one of them is unattributed (under ROOT, counted); nothing is
+ * a collision, and memory stays bounded. */
+Test(backend_cupti, full_spill_expires_oldest_entries, .init = setup,
+     .fini = teardown) {
+  const char *path = cpt_tmp_path("cupti_spill_full");
+  int sid = start(path, NULL);
+  size_t fits = CP_CORR_SPILL_SLOTS / 4 * 3;
+  uint32_t last = (uint32_t)(1024 + fits + 5);
+  cproton_scope_enter("a", NULL);
+  for (uint32_t id = 1; id <= last; id++)
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, id);
+  cproton_scope_exit("a");
+  cr_assert_eq(atomic_load(&st.stats.collisions), 0);
+  cr_assert_eq(cp_corr_expired(st.corr), fits / 2);
+  cr_assert_leq(cp_corr_spill_count(st.corr), fits);
+  buffer b = {.n = 0};
+  add_kernel(&b, "k", last - 1024, 1000, 5, 0, 7); /* spilled */
+  add_kernel(&b, "k", last, 2000, 5, 0, 7);        /* in the ring */
+  add_kernel(&b, "k", 2, 3000, 5, 0, 7);           /* expired */
+  process(&b);
+  cr_assert_eq(atomic_load(&st.stats.unattributed), 1);
+  json_t *p = finalize(sid, path, ".hatchet");
+  cr_assert_eq(metric(node_at(p, PATH("a", "k")), "count"), 2);
   cr_assert_eq(metric(node_at(p, PATH("k")), "count"), 1);
-  cr_assert_null(node_at(p, PATH("a", "k")));
   json_decref(p);
 }
 
@@ -376,13 +414,16 @@ Test(backend_cupti, graph_kernels_keep_capture_context, .init = setup,
                2);
   json_decref(p);
   /* destroyed nodes keep their entries for records not flushed yet, until
-   * CP_GRAPH_DEAD_RING later destroys push them out */
+   * a flush that began after the destroy completes */
   size_t kept = cp_graph_count(st.graphs);
+  uint32_t before = cp_graph_flush_begin(st.graphs);
   for (uintptr_t n = 11; n <= 22; n++)
     graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING, n, 0);
   cr_assert_eq(cp_graph_count(st.graphs), kept);
-  for (uintptr_t n = 0; n < CP_GRAPH_DEAD_RING; n++)
-    graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING, 100000 + n, 0);
+  cr_assert_eq(cp_graph_flushed(st.graphs, before), 0,
+               "destroyed during that flush: kept");
+  cr_assert_eq(cp_graph_flushed(st.graphs, cp_graph_flush_begin(st.graphs)),
+               kept);
   cr_assert_eq(cp_graph_count(st.graphs), 0);
 }
 
@@ -390,8 +431,11 @@ Test(backend_cupti, graph_table_is_bounded, .init = setup, .fini = teardown) {
   teardown();
   setup_sized(1024, 64); /* 64 slots, at most 48 entries */
   graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, 999, 0);
-  cr_assert_eq(cp_graph_count(st.graphs), 0,
-               "no session: no capture context to keep");
+  cp_launch_site s;
+  cr_assert_eq(cp_graph_count(st.graphs), 1, "known, so never lost");
+  cr_assert_not(cp_graph_get(st.graphs, 999, &s),
+                "no session: no capture context to keep");
+  cp_graph_remove(st.graphs, 999);
   int sid = start(cpt_tmp_path("cupti_bounded"), "tree");
   for (uintptr_t n = 1; n <= 200; n++)
     graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, n, 0);
@@ -400,12 +444,11 @@ Test(backend_cupti, graph_table_is_bounded, .init = setup, .fini = teardown) {
   for (uintptr_t n = 1; n <= 200; n++)
     graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING, n, 0);
   cr_assert_eq(cp_graph_count(st.graphs), 48, "kept for late records");
-  for (uintptr_t n = 0; n < CP_GRAPH_DEAD_RING; n++)
-    graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING, 100000 + n, 0);
+  cr_assert_eq(cp_graph_flushed(st.graphs, cp_graph_flush_begin(st.graphs)),
+               48);
   cr_assert_eq(cp_graph_count(st.graphs), 0);
   for (uintptr_t n = 1000; n < 1040; n++)
     graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, n, 0);
-  cp_launch_site s;
   for (uintptr_t n = 1000; n < 1040; n++)
     cr_assert(cp_graph_get(st.graphs, n, &s), "node %zu", (size_t)n);
   for (uintptr_t n = 1000; n < 1040; n += 2)

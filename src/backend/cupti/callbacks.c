@@ -28,6 +28,18 @@ void cp_callbacks_set_nvtx(int enabled) {
 
 /* ---- driver API: launches ------------------------------------------------ */
 
+/* Set between a stream capture's begin and end on this thread: its
+ * launches become graph nodes and get no record (the correlation ring may
+ * overwrite them freely; exact PC sampling skips them). */
+static _Thread_local int capturing;
+
+int cp_callbacks_capturing(void) { return capturing; }
+
+static int is_graph_launch(CUpti_CallbackId cbid) {
+  return cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
+         cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
+}
+
 static void on_launch(cp_cupti_state *st, CUpti_CallbackId cbid,
                       const void *data) {
   const CUpti_CallbackData *d = data;
@@ -51,7 +63,10 @@ static void on_launch(cp_cupti_state *st, CUpti_CallbackId cbid,
   uint64_t gen = cp_context_generation();
   cp_launch_site site;
   cp_session_capture(&site);
-  if (cp_corr_put(st->corr, d->correlationId, &site))
+  unsigned flags = (capturing ? CP_CORR_CAPTURED : 0) |
+                   (is_graph_launch(cbid) ? CP_CORR_GRAPH : 0);
+  if (cp_corr_put(st->corr, d->correlationId, &site, flags) ==
+      CP_CORR_COLLISION)
     atomic_fetch_add_explicit(&st->stats.collisions, 1, memory_order_relaxed);
   cp_lazy_launched(st, cbid, d->correlationId, gen, &site);
   /* PC sampling: one relaxed load per launch when off */
@@ -63,19 +78,17 @@ static void on_launch(cp_cupti_state *st, CUpti_CallbackId cbid,
     bracket(d->context, d->correlationId, d->symbolName, &site, 1);
 }
 
-/* ---- stream capture (exact PC sampling skips captured launches) ------------ */
-
-static _Thread_local int capturing;
-
-int cp_callbacks_capturing(void) { return capturing; }
-
+/* A capture begins when its begin call returns successfully (a failed
+ * begin captures nothing: its thread's launches still get records) and
+ * ends when the end call is entered. */
 static void on_capture(cp_cupti_state *st, CUpti_CallbackId cbid,
                        const void *data) {
   const CUpti_CallbackData *d = data;
   int begin = cbid != CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture &&
               cbid != CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz;
+  const CUresult *ret = d->functionReturnValue;
   if (begin && d->callbackSite == CUPTI_API_EXIT)
-    capturing = 1;
+    capturing = !ret || *ret == CUDA_SUCCESS;
   else if (!begin && d->callbackSite == CUPTI_API_ENTER)
     capturing = 0;
 }
@@ -104,7 +117,8 @@ static int node_id(cp_cupti_state *st, CUgraphNode node, uint64_t *id) {
          st->hooks.graph_node_id(node, id) == 0;
 }
 
-/* Keeps `site` as node `id`'s capture context; a full table is counted. */
+/* Keeps `site` (NULL: none) as node `id`'s capture context; a full table
+ * is counted. */
 static void remember(cp_cupti_state *st, uint64_t id,
                      const cp_launch_site *site, atomic_ullong *counter) {
   atomic_ullong *c = cp_graph_put(st->graphs, id, site) ? counter
@@ -112,7 +126,9 @@ static void remember(cp_cupti_state *st, uint64_t id,
   atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
 }
 
-/* Kernel nodes only: other nodes (copies, memsets) launch no kernels. */
+/* Kernel nodes only: other nodes (copies, memsets) launch no kernels. A node
+ * made while no session is active (deactivated during capture) is kept
+ * without a capture context, so that its replays are known, not lost. */
 static void on_node_created(cp_cupti_state *st, CUpti_CallbackId cbid,
                             const void *data) {
   const CUpti_GraphData *g =
@@ -123,39 +139,36 @@ static void on_node_created(cp_cupti_state *st, CUpti_CallbackId cbid,
     return;
   cp_launch_site site;
   cp_session_capture(&site);
-  if (site.sessions)
-    remember(st, id, &site, &st->stats.graph_nodes);
+  remember(st, id, site.sessions ? &site : NULL, &st->stats.graph_nodes);
 }
 
 /* Instantiation clones nodes (after a CREATED for the clone, whose context
- * is the instantiation's): the clone takes the original's capture context. */
+ * is the instantiation's): the clone takes the original's capture context,
+ * or none when the original was built before profiling began. */
 static void on_node_cloned(cp_cupti_state *st, CUpti_CallbackId cbid,
                            const void *data) {
   const CUpti_GraphData *g =
       ((const CUpti_ResourceData *)data)->resourceDescriptor;
   uint64_t from, to;
-  cp_launch_site site;
-  if (g && node_id(st, g->originalNode, &from) &&
-      node_id(st, g->node, &to) && cp_graph_get(st->graphs, from, &site))
-    remember(st, to, &site, &st->stats.graph_clones);
+  if (!g || !node_id(st, g->originalNode, &from) || !node_id(st, g->node, &to))
+    return;
+  int rc = cp_graph_clone(st->graphs, from, to);
+  atomic_ullong *c = rc > 0 ? &st->stats.graph_clones
+                            : rc < 0 ? &st->stats.graph_full : NULL;
+  if (c)
+    atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
 }
 
-/* A destroyed node's entry lives on until CP_GRAPH_DEAD_RING more nodes are
- * destroyed, so records flushed after the destroy still find their capture
- * context; memory stays bounded by the table and the ring. */
+/* A destroyed node's entry lives on until a flush that began after the
+ * destroy completes (graph.h): programs destroy graphs right after their
+ * last replay, before the records of that replay are read. */
 static void on_node_destroyed(cp_cupti_state *st, CUpti_CallbackId cbid,
                               const void *data) {
   const CUpti_GraphData *g =
       ((const CUpti_ResourceData *)data)->resourceDescriptor;
   uint64_t id;
-  if (!g || !node_id(st, g->node, &id))
-    return;
-  unsigned pos = atomic_fetch_add_explicit(&st->dead_next, 1,
-                                           memory_order_relaxed);
-  uint64_t old = atomic_exchange_explicit(
-      &st->dead[pos % CP_GRAPH_DEAD_RING], id + 1, memory_order_relaxed);
-  if (old)
-    cp_graph_remove(st->graphs, old - 1);
+  if (g && node_id(st, g->node, &id))
+    cp_graph_kill(st->graphs, id);
 }
 
 /* ---- NVTX: ranges become scopes ------------------------------------------ */
@@ -223,14 +236,14 @@ static const struct {
     {NVTX(nvtxRangePushEx), on_push, N},
     {NVTX(nvtxRangePop), on_pop, N},
     {RESOURCE(MODULE_LOADED), on_module, P},
-    {DRIVER(cuStreamBeginCapture), on_capture, P},
-    {DRIVER(cuStreamBeginCapture_ptsz), on_capture, P},
-    {DRIVER(cuStreamBeginCapture_v2), on_capture, P},
-    {DRIVER(cuStreamBeginCapture_v2_ptsz), on_capture, P},
-    {DRIVER(cuStreamBeginCaptureToGraph), on_capture, P},
-    {DRIVER(cuStreamBeginCaptureToGraph_ptsz), on_capture, P},
-    {DRIVER(cuStreamEndCapture), on_capture, P},
-    {DRIVER(cuStreamEndCapture_ptsz), on_capture, P},
+    {DRIVER(cuStreamBeginCapture), on_capture, G},
+    {DRIVER(cuStreamBeginCapture_ptsz), on_capture, G},
+    {DRIVER(cuStreamBeginCapture_v2), on_capture, G},
+    {DRIVER(cuStreamBeginCapture_v2_ptsz), on_capture, G},
+    {DRIVER(cuStreamBeginCaptureToGraph), on_capture, G},
+    {DRIVER(cuStreamBeginCaptureToGraph_ptsz), on_capture, G},
+    {DRIVER(cuStreamEndCapture), on_capture, G},
+    {DRIVER(cuStreamEndCapture_ptsz), on_capture, G},
     {RESOURCE(CONTEXT_CREATED), on_context, P},
 };
 #define N_TABLE (sizeof table / sizeof *table)

@@ -14,7 +14,7 @@
  * its own group. */
 typedef enum cp_callbacks_group {
   CP_CB_KERNELS = 1, /* launches */
-  CP_CB_GRAPHS = 2,  /* graph-node capture contexts */
+  CP_CB_GRAPHS = 2,  /* graph-node capture contexts, stream capture */
   CP_CB_NVTX = 4,    /* NVTX ranges */
   CP_CB_PCS = 8      /* module loads (cubins), contexts (PC sampling) */
 } cp_callbacks_group;

@@ -60,6 +60,8 @@ void cp_cupti_config_build(cp_cupti_config *c, const char *cupti_lib,
   add_site_packages(c, conda);
   c->ring_slots = 1u << 16;
   c->graph_nodes = 1u << 15;
+  c->graph_max = 1u << 21;
+  c->graph_op_names = 1;
   c->buffer_size = 4u << 20;
   c->n_buffers = 4;
   c->max_buffers = 64;
@@ -105,13 +107,33 @@ int cp_cupti_config_nvtx_from_env(void) {
   return bool_env("TRITON_ENABLE_NVTX", 1) && !(v && strcmp(v, "0") == 0);
 }
 
+/* "" or unset: the default; anything not in the list: -1 (the start fails
+ * naming the variable). */
+static int choice_env(const char *var, const char *const *names, int dflt) {
+  const char *v = getenv(var);
+  if (!v || !*v)
+    return dflt;
+  for (int i = 0; names[i]; i++)
+    if (strcmp(v, names[i]) == 0)
+      return i;
+  return -1;
+}
+
+void cp_cupti_config_graphs_from_env(cp_cupti_config *c) {
+  static const char *const levels[] = {"node", "graph", NULL};
+  static const char *const names[] = {"kernel", "hook", NULL};
+  c->graph_level = choice_env("CPROTON_CUPTI_GRAPHS", levels, 0);
+  c->graph_op_names = choice_env("CPROTON_GRAPH_KERNEL_NAMES", names, 1);
+}
+
 static const struct {
   const char *name;
   unsigned bit;
 } ablations[] = {
     {"nocallback", CP_ABLATE_NO_CALLBACK}, {"nocapture", CP_ABLATE_NO_CAPTURE},
     {"noring", CP_ABLATE_NO_RING},         {"noactivity", CP_ABLATE_NO_ACTIVITY},
-    {"norecords", CP_ABLATE_NO_RECORDS},
+    {"norecords", CP_ABLATE_NO_RECORDS},   {"notimestamp", CP_ABLATE_NO_TIMESTAMP},
+    {"nographs", CP_ABLATE_NO_GRAPH_CB},
 };
 
 unsigned cp_cupti_config_ablate(const char *list) {
@@ -136,6 +158,7 @@ void cp_cupti_config_from_env(cp_cupti_config *c) {
                         self, getenv("VIRTUAL_ENV"), getenv("CONDA_PREFIX"));
   prepend_dir(c, getenv("TRITON_CUPTI_LIB_PATH"));
   c->nvtx = cp_cupti_config_nvtx_from_env();
+  cp_cupti_config_graphs_from_env(c);
   c->lazy = bool_env("CPROTON_CUPTI_LAZY", 1); /* the default since 2026-11-26 (docs/cupti.md) */
   /* 0 or 1: off; not a number or above CP_ADAPTIVE_MAX (adaptive.h): the
    * backend's start fails with a message naming the variable */

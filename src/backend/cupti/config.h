@@ -27,7 +27,13 @@ typedef struct cp_cupti_config {
   size_t n_dirs;
   char cuda_lib[64];  /* the driver library name */
   size_t ring_slots;  /* correlation ring capacity */
-  size_t graph_nodes; /* graph-node table capacity */
+  size_t graph_nodes; /* graph-node table: initial slots */
+  size_t graph_max;   /* graph-node table: most slots (it grows) */
+  int graph_op_names; /* inside graphs, kernels under an op take its name
+                         (1, Proton 3.9) or keep theirs (0, Proton 3.6):
+                         CPROTON_GRAPH_KERNEL_NAMES, read at each start */
+  int graph_level;    /* CPROTON_CUPTI_GRAPHS=graph: one record per graph
+                         launch (CUPTI's graph trace), not per node */
   size_t buffer_size; /* bytes per activity buffer */
   size_t n_buffers;   /* buffers allocated at start */
   size_t max_buffers; /* the pool's limit */
@@ -46,7 +52,12 @@ typedef enum cp_cupti_ablate {
   CP_ABLATE_NO_CAPTURE = 2,  /* "nocapture": the callback returns at once */
   CP_ABLATE_NO_RING = 4,     /* "noring": capture, but store nothing */
   CP_ABLATE_NO_ACTIVITY = 8, /* "noactivity": no kernel activity records */
-  CP_ABLATE_NO_RECORDS = 16  /* "norecords": buffers recycled unread */
+  CP_ABLATE_NO_RECORDS = 16, /* "norecords": buffers recycled unread */
+  CP_ABLATE_NO_TIMESTAMP = 32, /* "notimestamp": CUPTI's own clock (no
+                                  timestamp callback) */
+  CP_ABLATE_NO_GRAPH_CB = 64   /* "nographs": graph-node resource and
+                                  stream-capture callbacks off (replays lose
+                                  their capture path) */
 } cp_cupti_ablate;
 
 /* Parses a CPROTON_CUPTI_ABLATE value (NULL: 0); unknown names are
@@ -71,6 +82,12 @@ void cp_cupti_config_from_env(cp_cupti_config *c);
  * triton.knobs.proton.enable_nvtx; on/true/1, default on) and not
  * CPROTON_NVTX=0. Read at every backend start, as Proton does. */
 int cp_cupti_config_nvtx_from_env(void);
+
+/* Reads, at every start, CPROTON_CUPTI_GRAPHS ("node", the default, or
+ * "graph": graph_level) and CPROTON_GRAPH_KERNEL_NAMES ("hook", the
+ * default, or "kernel": graph_op_names); an unknown value sets the field to
+ * -1, and the backend's start fails naming the variable. */
+void cp_cupti_config_graphs_from_env(cp_cupti_config *c);
 
 /* What the injection entry point (InitializeInjection) starts. */
 typedef struct cp_inject_config {

@@ -126,7 +126,7 @@ void cp_cupti_backend_library_path(char *buf, size_t size) {
 static int alloc_state(void) {
   if (!state.corr && !(state.corr = cp_corr_new(config.ring_slots)))
     return CPROTON_ENOMEM;
-  if (!state.graphs && !(state.graphs = cp_graph_new(config.graph_nodes)))
+  if (!state.graphs && !(state.graphs = cp_graph_new(config.graph_nodes, config.graph_max)))
     return CPROTON_ENOMEM;
   if (!pool && !(pool = cp_pool_new(config.buffer_size, config.n_buffers,
                                     config.max_buffers)))
@@ -143,7 +143,9 @@ static int alloc_state(void) {
 static cp_features_env env;
 
 static int subscribe(void) {
-  CUptiResult r = api.cuptiActivityRegisterTimestampCallback
+  /* the ablation "notimestamp" (measurement only) keeps CUPTI's clock */
+  CUptiResult r = config.ablate & CP_ABLATE_NO_TIMESTAMP ? CUPTI_SUCCESS
+                  : api.cuptiActivityRegisterTimestampCallback
                       ? api.cuptiActivityRegisterTimestampCallback(timestamp)
                       : CUPTI_ERROR_NOT_SUPPORTED;
   if (r != CUPTI_SUCCESS)
@@ -183,8 +185,21 @@ static int start_locked(const cp_pcs_options *mode) {
   int rc = alloc_state();
   if (rc)
     return rc;
+  /* Read at every start: the Python layer sets them per Triton version. */
+  cp_cupti_config_graphs_from_env(&config);
+  if (config.graph_level < 0 || config.graph_op_names < 0)
+    return cp_error_set(CPROTON_EINVAL,
+                        "cupti: %s must be %s",
+                        config.graph_level < 0 ? "CPROTON_CUPTI_GRAPHS"
+                                               : "CPROTON_GRAPH_KERNEL_NAMES",
+                        config.graph_level < 0 ? "\"node\" or \"graph\""
+                                               : "\"hook\" or \"kernel\"");
   cp_corr_clear(state.corr);
   cp_graph_clear(state.graphs);
+  cp_graph_set_op_names(state.graphs, config.graph_op_names);
+  state.graph_level = config.graph_level;
+  for (int i = 0; i < CP_WARNED_GRAPHS; i++)
+    atomic_store(&state.warned_graphs[i], 0);
   cp_stats_reset(&state.stats);
   atomic_store(&state.devices_seen, 0);
   atomic_store(&discarding, 0);
@@ -221,7 +236,12 @@ static int cupti_start(const char *mode) {
 static int cupti_flush(void) {
   if (!atomic_load(&running) || atomic_load(&torn_down))
     return CPROTON_OK;
+  /* graph nodes destroyed before this flush began: their records are
+   * delivered by it, so their entries can go (graph.h) */
+  uint32_t gen = cp_graph_flush_begin(state.graphs);
   int rc = cp_features_flush(&env);
+  if (!rc)
+    cp_graph_flushed(state.graphs, gen);
   /* after the records: their batches too */
   int arc = state.adaptive ? cp_adaptive_flush(state.adaptive) : CPROTON_OK;
   return rc ? rc : arc;
@@ -253,6 +273,13 @@ static void cupti_stop(void) {
   }
   adaptive_stop();
   atomic_store(&running, 0);
+  if (cp_corr_spilled(state.corr))
+    cp_info("cupti: %llu correlation entries spilled (records read more "
+            "than %zu launches late), %llu of them expired unread from the "
+            "full spill map; a record that needed one is counted below",
+            (unsigned long long)cp_corr_spilled(state.corr),
+            cp_corr_capacity(state.corr),
+            (unsigned long long)cp_corr_expired(state.corr));
   cp_stats_report(&state.stats, cp_corr_capacity(state.corr));
 }
 

@@ -9,6 +9,7 @@
 #include "backend/cupti/features.h"
 #include "backend/cupti/pcsampling.h"
 #include "core/error.h"
+#include "core/log.h"
 
 int cp_features_fail(const cp_loader_api *api, CUptiResult r,
                      const char *what) {
@@ -43,12 +44,29 @@ static int always(const cp_features_env *e) { return (void)e, 1; }
 static int nvtx_wanted(const cp_features_env *e) { return e->config->nvtx; }
 static int pcs_wanted(const cp_features_env *e) { return e->mode.enabled; }
 
+/* Graph-level mode: CUPTI's graph trace gives one record per graph launch
+ * instead of one per node. CUPTI may refuse kernel records beside it; then
+ * kernels launched outside graphs are not recorded (said once, at info). */
+static int graph_level_on(cp_features_env *e) {
+  CUptiResult r = e->api->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+  if (r != CUPTI_SUCCESS)
+    return cp_features_fail(e->api, r, "cuptiActivityEnable(GRAPH_TRACE)");
+  r = e->api->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (r != CUPTI_SUCCESS)
+    cp_info("cupti: graph-level mode: CUPTI records graphs only (%s): "
+            "kernels launched outside graphs are not recorded",
+            cp_loader_cupti_error(e->api, r));
+  return CPROTON_OK;
+}
+
 static int kernels_on(cp_features_env *e) {
   unsigned ablate = e->config->ablate;
   int rc = ablate & CP_ABLATE_NO_CALLBACK ? 0 : callbacks(e, CP_CB_KERNELS, 1);
   CUptiResult r;
   if (ablate & CP_ABLATE_NO_ACTIVITY)
     return rc;
+  if (!rc && e->config->graph_level == 1)
+    return graph_level_on(e);
   if (!rc && (r = e->api->cuptiActivityEnable(
                   CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) != CUPTI_SUCCESS)
     rc = cp_features_fail(e->api, r, "cuptiActivityEnable(CONCURRENT_KERNEL)");
@@ -63,10 +81,16 @@ static int kernels_flush(cp_features_env *e) {
 static void kernels_off(cp_features_env *e) {
   e->api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   e->api->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (e->config->graph_level == 1)
+    e->api->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
   callbacks(e, CP_CB_KERNELS, 0);
 }
 
-static int graphs_on(cp_features_env *e) { return callbacks(e, CP_CB_GRAPHS, 1); }
+static int graphs_on(cp_features_env *e) {
+  if (e->config->ablate & CP_ABLATE_NO_GRAPH_CB)
+    return CPROTON_OK; /* measurement: no graph-node or capture callbacks */
+  return callbacks(e, CP_CB_GRAPHS, 1);
+}
 static void graphs_off(cp_features_env *e) { callbacks(e, CP_CB_GRAPHS, 0); }
 
 static int nvtx_on(cp_features_env *e) {

@@ -63,7 +63,7 @@ typedef struct fn_entry {
 
 struct cp_pcs {
   pthread_mutex_t lock;
-  const cp_corr *corr;
+  cp_corr *corr;
   cp_pcs_lines *lines;
   pending *pend;
   site_entry *sites;
@@ -86,7 +86,7 @@ static uint64_t mix(uint64_t h) {
   return h ^ (h >> 33);
 }
 
-cp_pcs *cp_pcs_new(size_t n_pending, size_t n_sites, const cp_corr *corr,
+cp_pcs *cp_pcs_new(size_t n_pending, size_t n_sites, cp_corr *corr,
                    cp_pcs_lines *lines) {
   cp_pcs *p = calloc(1, sizeof *p);
   if (p) {
@@ -378,7 +378,7 @@ static int attribute_one(cp_pcs *p, pending *e, int final, int *rc) {
   int r = CPROTON_OK;
   if (e->corr) {
     cp_launch_site s;
-    if (!p->corr || !cp_corr_get(p->corr, e->corr, &s))
+    if (!p->corr || !cp_corr_peek(p->corr, e->corr, &s))
       r = deliver_unknown(p, e);
     else if (s.sessions)
       r = deliver(p, &s, e->fn, e->line, e->count);

@@ -80,7 +80,7 @@ typedef struct cp_pcs_stats {
 /* `pending` (fn, line, corr) entries and `sites` (fn, site) entries at most;
  * `corr` (the backend's ring, for exact mode) and `lines` are borrowed.
  * NULL when out of memory. */
-cp_pcs *cp_pcs_new(size_t pending, size_t sites, const cp_corr *corr,
+cp_pcs *cp_pcs_new(size_t pending, size_t sites, cp_corr *corr,
                    cp_pcs_lines *lines);
 void cp_pcs_free(cp_pcs *p);
 

@@ -11,6 +11,9 @@
 
 #include "backend/cupti/state.h"
 
+/* The kernel name a graph launch's record takes in graph-level mode. */
+#define CP_RECORDS_GRAPH_NAME "<cuda graph>"
+
 /* Walks a buffer: stores the next record in `*rec` and returns 1, returns 0
  * at the end, a negative value on a malformed buffer (cupti_backend.c wraps
  * cuptiActivityGetNextRecord; tests walk their own layout). */

@@ -27,7 +27,9 @@ typedef struct cp_cupti_stats {
   atomic_ullong no_buffer;      /* buffer requests the pool refused */
   atomic_ullong graph_nodes;    /* kernel graph nodes remembered */
   atomic_ullong graph_clones;   /* remembered nodes copied at instantiate */
-  atomic_ullong graph_misses;   /* graph kernels with no capture context */
+  atomic_ullong graph_misses;   /* graph kernels of graphs built before start */
+  atomic_ullong graph_lost;     /* graph kernels whose node entry was evicted */
+  atomic_ullong graph_records;  /* graph-level mode: graph launch records */
   atomic_ullong lazy_ranges;    /* lazy mode: callbacks switched off */
   atomic_ullong lazy_records;   /* lazy mode: records placed by id range */
   atomic_ullong lazy_toggle_errors; /* lazy mode: cuptiEnableCallback failed */
@@ -63,21 +65,19 @@ typedef struct cp_cupti_hooks {
   int (*launch_callbacks)(uint32_t cbid, int on);
 } cp_cupti_hooks;
 
-/* Destroyed graph nodes whose entries are kept a while: their kernels'
- * records may still be in activity buffers not yet flushed (programs often
- * destroy a graph right after its last replay). */
-#define CP_GRAPH_DEAD_RING 1024
+/* Graphs built before profiling that records.c warns about, per run. */
+#define CP_WARNED_GRAPHS 16
 
 typedef struct cp_cupti_state {
   cp_corr *corr;
   struct cp_adaptive *adaptive; /* adaptive mode's batches, or NULL */
   cp_graph *graphs;
-  _Atomic uint64_t dead[CP_GRAPH_DEAD_RING]; /* node id + 1; 0 = empty */
-  atomic_uint dead_next;
   cp_cupti_hooks hooks;
   _Atomic uint64_t devices_seen; /* bit d: device d registered */
   cp_cupti_stats stats;
   unsigned ablate; /* cp_cupti_ablate bits (config.h): measurements only */
+  int graph_level; /* one record per graph launch (CPROTON_CUPTI_GRAPHS) */
+  _Atomic uint32_t warned_graphs[CP_WARNED_GRAPHS]; /* graph id + 1 */
 } cp_cupti_state;
 
 #endif

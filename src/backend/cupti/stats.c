@@ -17,6 +17,8 @@ void cp_stats_reset(cp_cupti_stats *s) {
   atomic_store(&s->graph_nodes, 0);
   atomic_store(&s->graph_clones, 0);
   atomic_store(&s->graph_misses, 0);
+  atomic_store(&s->graph_lost, 0);
+  atomic_store(&s->graph_records, 0);
   atomic_store(&s->deliver_errors, 0);
   atomic_store(&s->nvtx_unmatched, 0);
   atomic_store(&s->no_buffer, 0);
@@ -43,11 +45,16 @@ int cp_stats_report(const cp_cupti_stats *s, size_t ring_slots) {
        "activity buffer requests refused (pool exhausted)");
   snprintf(why, sizeof why,
            "kernel records unattributed, placed under ROOT "
-           "(launch not seen, or more than %zu launches in flight)",
+           "(launch not seen, or its entry expired: far more than %zu "
+           "launches in flight)",
            ring_slots);
   part(msg, sizeof msg, atomic_load(&s->unattributed), why);
   part(msg, sizeof msg, atomic_load(&s->collisions),
-       "correlation entries overwritten before any record read them");
+       "correlation entries a record needed lost (ring slot reused and its "
+       "spill map full)");
+  part(msg, sizeof msg, atomic_load(&s->graph_lost),
+       "replayed graph kernels placed without <captured_at> and their "
+       "capture path (their node's entry was evicted: graph table full)");
   part(msg, sizeof msg, atomic_load(&s->graph_full),
        "graph nodes without capture context (graph table full)");
   part(msg, sizeof msg, atomic_load(&s->deliver_errors),
@@ -73,11 +80,13 @@ int cp_stats_report(const cp_cupti_stats *s, size_t ring_slots) {
             (unsigned long long)atomic_load(&s->lazy_records));
   cp_debug("cupti: %llu kernel records processed; graph nodes: %llu "
            "remembered, %llu cloned, %llu replayed kernels without a "
-           "capture-time context (graphs built before profiling started)",
+           "capture-time context (graphs built before profiling started); "
+           "%llu graph launch records (graph-level mode)",
            (unsigned long long)atomic_load(&s->kernels),
            (unsigned long long)atomic_load(&s->graph_nodes),
            (unsigned long long)atomic_load(&s->graph_clones),
-           (unsigned long long)atomic_load(&s->graph_misses));
+           (unsigned long long)atomic_load(&s->graph_misses),
+           (unsigned long long)atomic_load(&s->graph_records));
   if (!msg[0])
     return 0;
   cp_warn("cupti: of %llu kernel records: %s",
