@@ -40,7 +40,8 @@ Test(pcs_mode, valid) {
   cr_assert_eq(cp_pcs_mode_parse("pcsampling:interval=3000:buffer=64", &o), 0);
   cr_assert_eq(o.period_log2, 11); /* 3000 is nearer 2048 than 4096 */
   cr_assert_eq(o.buffer_pcs, 64);
-  cr_assert_eq(o.first, 1, "a function's first launch has a range of its own by default");
+  cr_assert_eq(o.first, 0, "no first-launch ranges by default: serialized kernel "
+                              "records sample short first launches (docs/cupti.md)");
   cr_assert_eq(cp_pcs_mode_parse("pcsampling:exact:first=0", &o), 0);
   cr_assert(o.exact && o.first == 0);
   cr_assert_eq(cp_pcs_mode_parse("pcsampling,first=1000", &o), 0);
@@ -73,8 +74,8 @@ Test(pcs_mode, same) {
   cr_assert_not(cp_pcs_mode_same("pcsampling", ""));
   cr_assert_not(cp_pcs_mode_same("pcsampling", "pcsampling:exact"));
   cr_assert_not(cp_pcs_mode_same("pcsampling", "pcsampling:interval=x"));
-  cr_assert(cp_pcs_mode_same("pcsampling", "pcsampling:first=1"));
-  cr_assert_not(cp_pcs_mode_same("pcsampling", "pcsampling:first=0"));
+  cr_assert(cp_pcs_mode_same("pcsampling", "pcsampling:first=0"));
+  cr_assert_not(cp_pcs_mode_same("pcsampling", "pcsampling:first=1"));
 }
 
 /* ---- stall reasons ---------------------------------------------------------- */

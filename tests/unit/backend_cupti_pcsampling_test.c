@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cupti/features.h"
 #include "backend/cupti/loader.h"
 #include "backend/cupti/pcsampling.h"
 #include "core/session.h"
@@ -269,13 +270,17 @@ Test(pcsampling, concurrent_reads_buffer_and_getdata, .init = setup, .fini = tea
 }
 
 /* A concurrent session with the fake's cubin (crc 1) handed over. */
-static int start_concurrent(const char *path) {
-  int sid = start(path, "pcsampling");
+static int start_concurrent_mode(const char *path, const char *mode) {
+  int sid = start(path, mode);
   cp_pcs_options o;
-  cp_pcs_mode_parse("pcsampling", &o);
+  cp_pcs_mode_parse(mode, &o);
   cr_assert_eq(cp_pcsampling_enable(&api, &st, &o), 0);
   cr_assert_eq(cproton_pcsampling_add_cubin("cubin", 5), 0);
   return sid;
+}
+
+static int start_concurrent(const char *path) {
+  return start_concurrent_mode(path, "pcsampling");
 }
 
 /* The last kernel's record reaches the library only after the final Stop
@@ -482,7 +487,7 @@ Test(pcsampling, context_before_start_first_launch_exact, .init = setup,
   first_launch_case("pcsampling:exact:first=0");
 }
 
-/* Concurrent mode (first=1, the default): a function's first launch runs
+/* Concurrent mode with first=1 (opt-in): a function's first launch runs
  * in a range of its own, as every launch does under Proton: the open range
  * is closed at its enter (after a synchronise) and again at its exit, and
  * the samples of that range are the launch's, attributed at once from its
@@ -491,7 +496,7 @@ Test(pcsampling, context_before_start_first_launch_exact, .init = setup,
  * line 5 and 12 on line 6. */
 Test(pcsampling, first_launch_own_range_concurrent, .init = setup, .fini = teardown) {
   const char *path = cpt_tmp_path("pcsv_first_conc");
-  int sid = start_concurrent(path);
+  int sid = start_concurrent_mode(path, "pcsampling:first=1");
   bracket_fn b = atomic_load(&st.hooks.launch_bracket);
   cr_assert_not_null(b, "concurrent mode brackets a function's first launches");
   launch(b, "kern", "init", 5);
@@ -530,13 +535,13 @@ Test(pcsampling, first_launch_own_range_concurrent, .init = setup, .fini = teard
   json_decref(j);
 }
 
-/* Exact mode (first=1, the default): the first launch of a function ends
+/* Exact mode with first=1 (opt-in): the first launch of a function ends
  * the period before it and runs in a range of its own; its samples go to
  * its own context. A second context for the function still ends a period. */
 Test(pcsampling, first_launch_own_range_exact, .init = setup, .fini = teardown) {
   const char *path = cpt_tmp_path("pcsv_first_exact");
   int sid;
-  bracket_fn b = start_mode(path, &sid, "pcsampling:exact");
+  bracket_fn b = start_mode(path, &sid, "pcsampling:exact:first=1");
   launch(b, "kern", "a", 70);
   cr_assert_eq(n_stops, 2, "the period before ends, and the launch's range after it");
   launch(b, "kern", "a", 71);
@@ -598,3 +603,53 @@ Test(pcsampling, refused_gives_one_warning, .init = setup, .fini = teardown) {
 #else
 Test(pcsampling, no_cupti) { cr_skip_test("built without CUPTI headers"); }
 #endif
+
+/* ---- which kernel records PC sampling runs beside -------------------------- */
+
+static int kind_on[64];
+static CUptiResult f_act_enable(CUpti_ActivityKind k) {
+  kind_on[k & 63] = 1;
+  return CUPTI_SUCCESS;
+}
+static CUptiResult f_act_disable(CUpti_ActivityKind k) {
+  kind_on[k & 63] = 0;
+  return CUPTI_SUCCESS;
+}
+static CUptiResult f_enable_cb(uint32_t on, CUpti_SubscriberHandle s,
+                               CUpti_CallbackDomain d, CUpti_CallbackId id) {
+  (void)on, (void)s, (void)d, (void)id;
+  return CUPTI_SUCCESS;
+}
+
+/* Enables the feature rows for `mode` and reports whether serialized
+ * (KIND_KERNEL) and concurrent kernel records were switched on. */
+static void kinds_for(const char *mode, int *serial, int *concurrent) {
+  memset(kind_on, 0, sizeof kind_on);
+  api.cuptiActivityEnable = f_act_enable;
+  api.cuptiActivityDisable = f_act_disable;
+  api.cuptiEnableCallback = f_enable_cb;
+  cp_cupti_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cp_features_env env = {.api = &api, .state = &st, .config = &cfg};
+  cr_assert_eq(cp_pcs_mode_parse(mode, &env.mode), CPROTON_OK, "%s", cproton_last_error());
+  cr_assert_eq(cp_features_enable(&env), CPROTON_OK, "%s", cproton_last_error());
+  *serial = kind_on[CUPTI_ACTIVITY_KIND_KERNEL];
+  *concurrent = kind_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL];
+  cp_features_disable(&env);
+  cr_assert(!kind_on[CUPTI_ACTIVITY_KIND_KERNEL] &&
+                !kind_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL],
+            "disable switches off the kind it enabled");
+}
+
+/* Proton runs continuous PC sampling beside serialized kernel records; the
+ * H100 run of test_pcsampling sampled a short first kernel in every fresh
+ * process only so (docs/cupti.md). Without sampling, concurrent records. */
+Test(pcsampling, samples_beside_serialized_kernel_records, .init = setup, .fini = teardown) {
+  int serial, concurrent;
+  kinds_for("pcsampling", &serial, &concurrent);
+  cr_assert(serial && !concurrent, "pcsampling: serial %d concurrent %d", serial, concurrent);
+  kinds_for("pcsampling:exact", &serial, &concurrent);
+  cr_assert(serial && !concurrent, "exact: serial %d concurrent %d", serial, concurrent);
+  kinds_for("", &serial, &concurrent);
+  cr_assert(!serial && concurrent, "no sampling: serial %d concurrent %d", serial, concurrent);
+}

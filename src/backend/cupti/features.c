@@ -59,6 +59,17 @@ static int graph_level_on(cp_features_env *e) {
   return CPROTON_OK;
 }
 
+/* The kernel records' kind. Under PC sampling, serialized kernel records
+ * (KIND_KERNEL), as Proton enables them: CUPTI's continuous PC sampling is
+ * not meant to run beside concurrent-kernel tracing, and on an H100 a
+ * 1 us fill kernel launched first in a process got samples in every
+ * fresh run under serialized records but in half of them under concurrent
+ * ones (docs/cupti.md, "PC sampling"). */
+static CUpti_ActivityKind kernel_kind(const cp_features_env *e) {
+  return e->mode.enabled ? CUPTI_ACTIVITY_KIND_KERNEL
+                         : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+}
+
 static int kernels_on(cp_features_env *e) {
   unsigned ablate = e->config->ablate;
   int rc = ablate & CP_ABLATE_NO_CALLBACK ? 0 : callbacks(e, CP_CB_KERNELS, 1);
@@ -67,9 +78,8 @@ static int kernels_on(cp_features_env *e) {
     return rc;
   if (!rc && e->config->graph_level == 1)
     return graph_level_on(e);
-  if (!rc && (r = e->api->cuptiActivityEnable(
-                  CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) != CUPTI_SUCCESS)
-    rc = cp_features_fail(e->api, r, "cuptiActivityEnable(CONCURRENT_KERNEL)");
+  if (!rc && (r = e->api->cuptiActivityEnable(kernel_kind(e))) != CUPTI_SUCCESS)
+    rc = cp_features_fail(e->api, r, "cuptiActivityEnable(kernel records)");
   return rc;
 }
 static int kernels_flush(cp_features_env *e) {
@@ -80,7 +90,7 @@ static int kernels_flush(cp_features_env *e) {
 }
 static void kernels_off(cp_features_env *e) {
   e->api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  e->api->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  e->api->cuptiActivityDisable(kernel_kind(e));
   if (e->config->graph_level == 1)
     e->api->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
   callbacks(e, CP_CB_KERNELS, 0);

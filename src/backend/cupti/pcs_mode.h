@@ -28,7 +28,7 @@
 #define CP_PCS_BUFFER_MIN 64u
 #define CP_PCS_BUFFER_MAX 1048576u
 #define CP_PCS_FIRST_MAX 1000u
-#define CP_PCS_FIRST_DEFAULT 1u
+#define CP_PCS_FIRST_DEFAULT 0u
 
 typedef struct cp_pcs_options {
   int enabled;           /* the mode asks for PC sampling */
