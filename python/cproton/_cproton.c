@@ -1021,6 +1021,10 @@ static PyObject *py_set_proton_compat(PyObject *m, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
+static PyObject *py_proton_compat(PyObject *m, PyObject *unused) {
+  return PyLong_FromLong(cproton_proton_compat());
+}
+
 static PyObject *py_set_launch_filter(PyObject *m, PyObject *fn) {
   if (fn != Py_None && !PyCallable_Check(fn)) {
     PyErr_SetString(PyExc_TypeError, "the launch filter must be callable");
@@ -1289,6 +1293,7 @@ static PyMethodDef methods[] = {
     {"launch_exit", py_launch_exit, METH_O, "Triton launch-exit hook"},
     {"set_proton_compat", py_set_proton_compat, METH_O,
      "set_proton_compat(306 or 309)"},
+    {"proton_compat", py_proton_compat, METH_NOARGS, "proton_compat() -> 306 or 309"},
     {"set_launch_filter", py_set_launch_filter, METH_O,
      "set_launch_filter(callable or None)"},
     {"set_profiling", py_set_profiling, METH_O, "set the profiling flag"},

@@ -1,0 +1,307 @@
+"""One behaviour per Proton version (cproton._compat): which version is
+chosen (CPROTON_PROTON_VERSION, the installed Triton), and each difference
+between Proton 3.6 and 3.9 that the CPU can show, under both versions --
+the behaviours Proton 3.9's own tests (test_api, test_profile, test_cmd,
+test_lib) check, with the fake backend standing in for the GPU."""
+import json
+import types
+
+import pytest
+
+import cproton as proton
+from cproton import _compat
+from cproton import _cproton as C
+
+from conftest import load_tree
+from test_tensor_metrics import FakeTensor
+
+
+@pytest.fixture(params=[(3, 6), (3, 9)], ids=["proton36", "proton39"])
+def version(request):
+    before = _compat.PROTON_VERSION
+    _compat.apply(request.param)
+    yield request.param
+    _compat.apply(before)
+
+
+@pytest.fixture
+def proton39():
+    before = _compat.PROTON_VERSION
+    _compat.apply((3, 9))
+    yield
+    _compat.apply(before)
+
+
+# ---- which version -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("env,triton,want", [
+    (None, None, (3, 6)),
+    (None, "3.6.0", (3, 6)),
+    (None, "3.8.0", (3, 6)),
+    (None, "3.9.0", (3, 9)),
+    (None, "3.10.0+git1234", (3, 9)),
+    ("3.9", "3.6.0", (3, 9)),
+    ("3.6", "3.9.0", (3, 6)),
+    ("3.7", "3.9.0", (3, 6)),
+    ("", "3.9.0", (3, 9)),
+])
+def test_version_from_switch_then_triton(env, triton, want):
+    assert _compat.decide(env, triton) == want
+
+
+@pytest.mark.parametrize("env", ["39", "3.5", "4.0", "latest"])
+def test_bad_switch_is_refused_with_its_name(env):
+    with pytest.raises(ValueError, match="CPROTON_PROTON_VERSION"):
+        _compat.decide(env, "3.6.0")
+
+
+def test_switch_reaches_a_fresh_process(tmp_path):
+    import os
+    import subprocess
+    import sys
+    code = "import cproton._compat as c; print(c.PROTON_VERSION, c._cproton.proton_compat())"
+    for value, want in (("3.9", "(3, 9) 309"), ("3.6", "(3, 6) 306")):
+        env = dict(os.environ, CPROTON_PROTON_VERSION=value)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == want
+
+
+def test_c_library_refuses_other_versions():
+    with pytest.raises(ValueError, match="unknown Proton version 307"):
+        C.set_proton_compat(307)
+
+
+# ---- metrics -------------------------------------------------------------------------
+
+
+def test_type_mismatch_names_int64_under_39(version):
+    proton.start("m", backend="none")
+    proton.enter_scope("s", metrics={"a": 1.0})
+    with pytest.raises(RuntimeError) as e:
+        proton.exit_scope(metrics={"a": 1})
+    proton.finalize()
+    new = "int64_t" if version == (3, 9) else "uint64_t"
+    assert f"Metric value type mismatch for valueId 0 (a): current=double, new={new}" in str(e.value)
+
+
+def test_string_metrics_only_under_36(version):
+    proton.start("m", backend="none")
+    if version == (3, 6):
+        with proton.scope("s", {"a (pty)": "1"}):
+            pass
+        proton.finalize()
+        assert load_tree("m.hatchet")["s"]["@"]["a"] == "1"
+    else:
+        with pytest.raises(TypeError, match="incompatible function arguments"):
+            proton.enter_scope("s", metrics={"a (pty)": "1"})
+        proton.finalize()
+
+
+def test_count_is_a_user_metric_under_39(version):
+    """Proton 3.9's test_periodic_flushing gives every scope {"count": 1}."""
+    sid = proton.start("m", backend="fake")
+    if version == (3, 6):
+        with pytest.raises(ValueError, match="metric name 'count' is reserved"):
+            proton.scope("s", {"count": 1}).__enter__()
+        proton.finalize(sid)
+        return
+    with proton.scope("s", {"count": 1}):
+        C._fake_launch("k")
+    proton.finalize(sid)
+    with open("m.hatchet") as f:
+        text = f.read()
+    tree = load_tree("m.hatchet")
+    assert tree["s"]["@"]["count"] == 1 and tree["s"]["k"]["@"]["count"] == 1
+    # ROOT's zeroed kernel "count" and the user metric's zero are one key
+    assert json.loads(text)[0]["metrics"] == {"count": 0, "time (ns)": 0}
+
+
+def test_roofline_metrics_keep_their_types_under_39(version):
+    proton.start("m", backend="none")
+    with proton.scope("s", {"flops": 1, "bytes": 3.0, "custom": 4}):
+        pass
+    proton.finalize()
+    m = load_tree("m.hatchet")["s"]["@"]
+    if version == (3, 9):
+        assert (m["flops"], type(m["flops"]), m["bytes"], type(m["bytes"])) == (1.0, float, 3, int)
+    else:
+        assert (type(m["flops"]), type(m["bytes"])) == (int, float)
+    assert m["custom"] == 4 and type(m["custom"]) is int
+
+
+def test_transform_tensor_metrics():
+    """Proton 3.9's test_api.py::test_roofline_scalar_metric_types, with a
+    stand-in for CPU torch tensors."""
+    scalars, tensors = proton.metric.transform_tensor_metrics({
+        "flops": 1, "flops16": 2, "flops32": [5, 6], "flops64": FakeTensor([7, 8], device="cpu"), "bytes": 3.0,
+        "custom": 4
+    })
+    assert tensors == {}
+    assert scalars == {"flops": 1.0, "flops16": 2.0, "flops32": [5.0, 6.0], "flops64": [7.0, 8.0], "bytes": 3,
+                       "custom": 4}
+    assert [type(scalars[k]) for k in ("flops", "flops16", "bytes", "custom")] == [float, float, int, int]
+    scalars, tensors = proton.metric.transform_tensor_metrics({"bytes": FakeTensor([9.0, 10.0], device="cpu")})
+    assert tensors == {} and scalars == {"bytes": [9, 10]}
+    proton.metric.set_metric_kernels()  # nothing to compile: cproton's copy kernel compiles on first use
+    assert proton.metric.FLOPS_WIDTHS == (8, 16, 32, 64)
+
+
+# ---- states ----------------------------------------------------------------------------
+
+
+def test_metadata_state_of_a_kernel(version):
+    """Proton 3.9's metadata_state("foo") is the frames
+    __proton_launch_metadata/foo; 3.6 has one frame of that name."""
+    from cproton.state import COMPUTE_METADATA_SCOPE_NAME, COMPUTE_METADATA_SCOPE_PREFIX
+    assert COMPUTE_METADATA_SCOPE_NAME == "__proton_launch_metadata"
+    assert COMPUTE_METADATA_SCOPE_PREFIX == "__proton_launch_metadata:"
+    sid = proton.start("m", backend="fake")
+    with proton.scope("s"):
+        with proton.metadata_state("foo"):
+            C._fake_launch("helper")
+        with proton.metadata_state():
+            C._fake_launch("other")
+    proton.finalize(sid)
+    t = load_tree("m.hatchet")["s"]
+    if version == (3, 9):
+        assert t["__proton_launch_metadata"]["foo"]["helper"]["@"]["count"] == 1
+    else:
+        assert t["__proton_launch_metadata:foo"]["helper"]["@"]["count"] == 1
+    assert t["__proton_launch_metadata"]["other"]["@"]["count"] == 1
+
+
+# ---- the launch hook -------------------------------------------------------------------
+
+knobs = pytest.importorskip("triton.knobs")
+from triton.compiler.compiler import LazyDict  # noqa: E402
+
+
+def launch(name, meta_fn=None):
+    lazy = LazyDict({"name": name, "function": 1234, "stream": 0})
+    if meta_fn is not None:
+        lazy.add(meta_fn, (None, None, {}))
+    knobs.runtime.launch_enter_hook(lazy)
+    C._fake_launch(name)
+    knobs.runtime.launch_exit_hook(lazy)
+
+
+def test_launch_metadata_kernels_under_the_kernels_metadata_state(version):
+    """Proton 3.9's test_hook_launch_context: a kernel launched by
+    launch_metadata sits under __proton_launch_metadata/<kernel> (3.9)."""
+
+    def meta(grid, metadata, args):
+        C._fake_launch("helper")
+        return {"name": "foo_meta", "flops": 1.0}
+
+    sid = proton.start("h", backend="fake", hook="triton")
+    launch("foo", meta)
+    proton.finalize(sid)
+    t = load_tree("h.hatchet")
+    helper_parent = t["__proton_launch_metadata"]["foo"] if version == (3, 9) else t["__proton_launch_metadata"]
+    assert helper_parent["helper"]["@"]["count"] == 1
+    assert t["foo_meta"]["@"]["flops"] == 1.0
+
+
+def test_launch_hook_configure_filters_before_metadata(proton39):
+    """Proton 3.9's test_hook_launch_filter: LaunchHook().configure(include=
+    ...) and start(hook=<the hook>); a filtered kernel's metadata function
+    is never called."""
+    called = []
+
+    def meta_of(name):
+        def meta(grid, metadata, args):
+            called.append(name)
+            return {"name": f"{name}_meta", "flops": 1.0}
+
+        return meta
+
+    hook = proton.hooks.launch.LaunchHook()
+    hook.configure(include=".*foo")
+    try:
+        sid = proton.start("h", backend="fake", hook=hook)
+        with proton.scope("test0"):
+            launch("foo", meta_of("foo"))
+            launch("bar", meta_of("bar"))
+            launch("xfoo_not_at_start", None)
+        proton.finalize(sid)
+    finally:
+        hook.configure(include=None, exclude=None)
+    assert called == ["foo"]
+    t = load_tree("h.hatchet")["test0"]
+    assert "foo_meta" in t and "bar_meta" not in t
+    assert t["bar"]["@"]["count"] == 1  # still profiled, without metadata
+
+
+def test_launch_hook_configure_anchors_like_re_match():
+    hook = proton.hooks.launch.LaunchHook()
+    assert hook is proton.hooks.launch.LaunchHook()  # a singleton, as in Proton
+    hook.configure(exclude="add")
+    try:
+        sid = proton.start("h", backend="fake", hook="triton")
+        launch("add_kernel", lambda g, m, a: {"flops": 1.0})
+        launch("fused_add", lambda g, m, a: {"flops": 2.0})
+        proton.finalize(sid)
+    finally:
+        hook.configure()
+    t = load_tree("h.hatchet")
+    assert "flops" not in t["add_kernel"]["@"] and t["fused_add"]["@"]["flops"] == 2.0
+
+
+def test_unknown_hook_text(version):
+    want = "Unsupported hook: 'bogus'" if version == (3, 9) else "unknown hook 'bogus'"
+    with pytest.raises(ValueError, match=want):
+        proton.start("h", backend="none", hook="bogus")
+
+
+# ---- backends, ROCm, the viewer --------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["cuda", "hip", "invalid_triton_backend"])
+def test_select_backend_without_argument(version, target, monkeypatch):
+    import triton
+    from cproton.profile import _select_backend
+    driver = types.SimpleNamespace(get_current_target=lambda: types.SimpleNamespace(backend=target))
+    monkeypatch.setattr(triton.runtime.driver, "_active", driver, raising=False)
+    monkeypatch.setattr(type(triton.runtime.driver), "active", property(lambda self: driver), raising=False)
+    if target == "cuda":
+        assert _select_backend() == "cupti"
+    elif target == "hip":
+        assert _select_backend() == ("rocprofiler" if version == (3, 9) else "roctracer")
+    else:
+        want = ("No profiler registered for triton backend invalid_triton_backend"
+                if version == (3, 9) else "No backend is available for the current target.")
+        with pytest.raises(ValueError, match=want):
+            _select_backend()
+
+
+def test_rocm_runtime_without_therock(monkeypatch):
+    """Proton 3.9's test_cmd.py::test_configure_runtime_without_therock."""
+    from cproton import _rocm
+    monkeypatch.setattr(_rocm, "find_therock_rocm_libraries", lambda: None)
+    assert _rocm.configure_runtime() is None
+    assert _rocm.find_therock_rocm_libraries() is None
+
+
+def test_viewer_reads_a_parsed_profile():
+    """Proton 3.9's get_raw_metrics takes the profile cproton.data.get
+    returns (3.6's takes an open file); the metadata frames of both
+    versions are left out."""
+    pytest.importorskip("hatchet")
+    import cproton.viewer as viewer
+    sid = proton.start("v", backend="fake")
+    with proton.scope("test"):
+        C._fake_launch("foo")
+        C._fake_launch("foo")
+    with proton.metadata_state("foo"):
+        C._fake_launch("helper")
+    proton.deactivate(sid, flushing=True)
+    database = proton.data.get(sid)
+    proton.finalize(sid)
+    gf, inclusive, _, _ = viewer.get_raw_metrics(database)
+    assert "count" in inclusive
+    names = {str(n.frame["name"]) for n in gf.graph.traverse()}
+    assert "foo" in names and "helper" not in names
+    with open("v.hatchet") as f:
+        gf2, _, _, _ = viewer.get_raw_metrics(f)
+    assert len(gf2.dataframe) == len(gf.dataframe)
