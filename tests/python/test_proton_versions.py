@@ -305,3 +305,72 @@ def test_viewer_reads_a_parsed_profile():
     with open("v.hatchet") as f:
         gf2, _, _, _ = viewer.get_raw_metrics(f)
     assert len(gf2.dataframe) == len(gf.dataframe)
+
+
+# ---- Proton 3.9's Chrome trace (io/chrome_trace39.c) ------------------------------------
+
+
+def test_trace_scopes_metrics_flows_under_39(proton39):
+    """Proton 3.9's test_trace_flexible_metrics_scope_ranges with the fake
+    backend: one event per scope ("metric" when it has metrics), kernels with
+    call stacks, a flow per kernel launched in a scope."""
+    proton.start("t", data="trace", backend="fake")
+    with proton.scope("scope_3", metrics={"m3": 3.0}):
+        with proton.scope("scope_2", metrics={"m2": 2.0}):
+            with proton.scope("scope_1", metrics={"m1": 1.0}):
+                C._fake_launch("foo")
+            with proton.scope("scope_4"):
+                C._fake_launch("foo")
+            with proton.scope("scope_5"):
+                C._fake_launch("foo")
+        with proton.scope("scope_6"):
+            with proton.scope("scope_7"):
+                C._fake_launch("foo")
+    proton.finalize()
+    with open("t.chrome_trace") as f:
+        data = json.load(f)
+    import time
+    assert abs(time.time_ns() - data["baseTimeNanoseconds"]) < 24 * 3600 * 10**9
+    events = data["traceEvents"]
+    by_cat = {cat: [e for e in events if e.get("cat") == cat] for cat in ("kernel", "metric", "scope", "flow")}
+    assert [len(by_cat[c]) for c in ("kernel", "metric", "scope", "flow")] == [4, 3, 4, 8]
+    assert {tuple(e["args"]["call_stack"]) for e in by_cat["kernel"]} == {
+        ("ROOT", "scope_3", "scope_2", "scope_1", "foo"), ("ROOT", "scope_3", "scope_2", "scope_4", "foo"),
+        ("ROOT", "scope_3", "scope_2", "scope_5", "foo"), ("ROOT", "scope_3", "scope_6", "scope_7", "foo")}
+    metrics = {next(iter(e["args"]["metrics"])): (e["name"], tuple(e["args"]["call_stack"]), e["args"]["metrics"])
+               for e in by_cat["metric"]}
+    assert metrics == {
+        "m1": ("scope_1: <m1, 1.000000>", ("ROOT", "scope_3", "scope_2", "scope_1"), {"m1": "1.000000"}),
+        "m2": ("scope_2: <m2, 2.000000>", ("ROOT", "scope_3", "scope_2"), {"m2": "2.000000"}),
+        "m3": ("scope_3: <m3, 3.000000>", ("ROOT", "scope_3"), {"m3": "3.000000"}),
+    }
+    gpu_tid = by_cat["kernel"][0]["tid"]
+    cpu_tid = by_cat["metric"][0]["tid"]
+    starts = {e["id"]: e for e in by_cat["flow"] if e["ph"] == "s"}
+    ends = {e["id"]: e for e in by_cat["flow"] if e["ph"] == "f"}
+    assert set(starts) == set(ends) and len(starts) == 4
+    assert all(e["name"] == "launch->kernel" and e["bp"] == "e" and e["tid"] == cpu_tid for e in starts.values())
+    assert all(e["name"] == "launch->kernel" and e["bp"] == "e" and e["tid"] == gpu_tid for e in ends.values())
+    scope = next(e for e in by_cat["scope"] if e["name"] == "scope_4")
+    kernel = next(e for e in by_cat["kernel"] if e["args"]["call_stack"][-2] == "scope_4")
+    # the fake backend's kernels run after their scope: only the order of launch and scope holds
+    assert scope["ts"] <= kernel["ts"] and isinstance(scope["args"]["scope_id"], int)
+
+
+def test_trace_of_metrics_only(version):
+    """Proton 3.9's test_trace_flexible_metrics_no_kernel_anchor; under 3.6
+    a trace holds kernels only."""
+    proton.start("t", data="trace", backend="none")
+    with proton.scope("metric_only", metrics={"foo": 1.0}):
+        pass
+    proton.finalize()
+    with open("t.chrome_trace") as f:
+        events = json.load(f)["traceEvents"]
+    if version == (3, 6):
+        assert events == []
+        return
+    assert len(events) == 1
+    e = events[0]
+    assert (e["cat"], e["name"], e["args"]["call_stack"], e["args"]["metrics"]) == (
+        "metric", "metric_only: <foo, 1.000000>", ["ROOT", "metric_only"], {"foo": "1.000000"})
+    assert isinstance(e["args"]["scope_id"], int)

@@ -1,0 +1,322 @@
+/* io/chrome_trace39.c -- a session's timeline as Proton 3.9's Chrome trace
+ * ("chrome_trace" while the library follows Proton 3.9, core/compat.h).
+ *
+ *   {"displayTimeUnit": "us", "baseTimeNanoseconds": <epoch ns of ts 0>,
+ *    "traceEvents": [
+ *      lane metadata ("M": process "Trace", "CPU Thread <t>", "GPU Stream
+ *        <s>", with sort indexes) -- only when kernels were recorded,
+ *      one "X" per CPU scope: "cat" "scope", or "metric" when its node has
+ *        metrics (name "<scope>: <m, v>, ...", args.metrics {m: "v"}),
+ *        args.call_stack, args.scope_id, tid <thread>,
+ *      flows "launch->kernel" ("s" on the launching thread, "f" with "bp"
+ *        "e" at the kernel) for kernels launched inside a scope,
+ *      one "X" per kernel: "cat" "kernel", tid 200000 + <stream>,
+ *        args.call_stack ["ROOT", ..., kernel], args.metrics when its node
+ *        has metrics (launch metadata)]}
+ *
+ * Everything is in pid 0. Times are microseconds from the earliest event;
+ * baseTimeNanoseconds is that event's time on the wall clock (the timebase
+ * is CLOCK_MONOTONIC_RAW, core/clock.h: shifted by the offset between the
+ * two clocks at writing). A trace with no event is
+ * {"displayTimeUnit": "us", "traceEvents": []}, as Proton writes it.
+ * Differences from Proton 3.9, by construction: metrics are those of the
+ * scope's or kernel's context node summed over the session (Proton: of
+ * that one occurrence); a flow's id is the kernel's correlation id and
+ * starts at its launch (Proton: the launching scope's event id and start);
+ * CUDA-graph scope lanes are not reconstructed; intra-kernel regions keep
+ * Proton 3.6's layout (io/chrome_trace.c). Not a hot path (finalize). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/cct.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/strtab.h"
+#include "io/chrome_trace.h"
+
+#define MAX_LANES 4096
+#define GPU_LANE_BASE 200000u
+
+typedef struct state {
+  cp_sink *s;
+  cp_data *d;
+  uint64_t t0;
+  int first, n_kernels, n_events;
+  uint32_t cpu[MAX_LANES], gpu[MAX_LANES];
+  size_t n_cpu, n_gpu;
+} state;
+
+static void add_lane(uint32_t *lanes, size_t *n, uint32_t id) {
+  for (size_t i = 0; i < *n; i++)
+    if (lanes[i] == id)
+      return;
+  if (*n < MAX_LANES)
+    lanes[(*n)++] = id;
+}
+
+/* A kernel launched inside a scope gets a flow (Proton: one launched at
+ * ROOT has no launching scope event). */
+static int has_flow(const cp_event *e) {
+  const cp_node *n = cp_cct_node(e->node);
+  return e->launch_ns && e->launch_ns <= e->start_ns && n && n->parent &&
+         n->parent->id != 0;
+}
+
+static int scan(void *user, const cp_event *e) {
+  state *st = user;
+  if (e->kind != CP_EVENT_SCOPE && e->kind != CP_EVENT_KERNEL)
+    return 0;
+  st->n_events++;
+  if (e->start_ns < st->t0)
+    st->t0 = e->start_ns;
+  if (e->kind == CP_EVENT_SCOPE) {
+    add_lane(st->cpu, &st->n_cpu, e->lane);
+  } else {
+    st->n_kernels++;
+    add_lane(st->gpu, &st->n_gpu, e->lane);
+    if (has_flow(e)) {
+      add_lane(st->cpu, &st->n_cpu, e->launch_lane);
+      if (e->launch_ns < st->t0)
+        st->t0 = e->launch_ns;
+    }
+  }
+  return 0;
+}
+
+static void sep(state *st) {
+  cp_sink_puts(st->s, st->first ? "\n" : ",\n");
+  st->first = 0;
+}
+
+static void put_us(cp_sink *s, const char *key, uint64_t ns) {
+  cp_sink_printf(s, "\"%s\":%llu.%03llu", key, (unsigned long long)(ns / 1000),
+                 (unsigned long long)(ns % 1000));
+}
+
+static void put_lane_names(state *st, uint32_t tid, const char *what,
+                           uint32_t id) {
+  sep(st);
+  cp_sink_printf(st->s, "{\"ph\":\"M\",\"pid\":0,\"tid\":%u,\"name\":"
+                        "\"thread_name\",\"args\":{\"name\":\"%s %u\"}}",
+                 tid, what, id);
+  sep(st);
+  cp_sink_printf(st->s, "{\"ph\":\"M\",\"pid\":0,\"tid\":%u,\"name\":"
+                        "\"thread_sort_index\",\"args\":{\"sort_index\":%u}}",
+                 tid, tid);
+}
+
+static void put_metadata(state *st) {
+  sep(st);
+  cp_sink_puts(st->s, "{\"ph\":\"M\",\"pid\":0,\"tid\":0,\"name\":"
+                      "\"process_name\",\"args\":{\"name\":\"Trace\"}}");
+  sep(st);
+  cp_sink_puts(st->s, "{\"ph\":\"M\",\"pid\":0,\"tid\":0,\"name\":"
+                      "\"process_sort_index\",\"args\":{\"sort_index\":0}}");
+  for (size_t i = 0; i < st->n_cpu; i++)
+    put_lane_names(st, st->cpu[i], "CPU Thread", st->cpu[i]);
+  for (size_t i = 0; i < st->n_gpu; i++)
+    put_lane_names(st, GPU_LANE_BASE + st->gpu[i], "GPU Stream", st->gpu[i]);
+}
+
+/* "call_stack": ["ROOT", ..., node] */
+static void put_stack(cp_sink *s, uint32_t node_id) {
+  const cp_node *path[1400];
+  size_t n = 0;
+  for (const cp_node *c = cp_cct_node(node_id); c && n < 1400; c = c->parent)
+    path[n++] = c;
+  cp_sink_puts(s, "\"call_stack\":[");
+  while (n--) {
+    cp_sink_json_string(s, path[n]->id ? cp_strtab_str(path[n]->name) : "ROOT");
+    if (n)
+      cp_sink_puts(s, ",");
+  }
+  cp_sink_puts(s, "]");
+}
+
+/* A metric value as Proton 3.9 prints it (C++'s std::to_string for
+ * numbers, "[a,b]" for vectors, the text of a string) into buf. */
+static void format_value(const cp_value *v, char *buf, size_t size) {
+  size_t k = 0;
+  switch (v->kind) {
+  case CP_VALUE_INT:
+    snprintf(buf, size, "%lld", (long long)v->u.i);
+    return;
+  case CP_VALUE_DOUBLE:
+    snprintf(buf, size, "%f", v->u.d);
+    return;
+  case CP_VALUE_STRING:
+    snprintf(buf, size, "%s", cp_strtab_str(v->u.s));
+    return;
+  default:
+    k = (size_t)snprintf(buf, size, "[");
+    for (uint32_t i = 0; i < v->u.v.n && k + 32 < size; i++)
+      k += (size_t)(v->kind == CP_VALUE_INT_VEC
+                        ? snprintf(buf + k, size - k, "%s%lld", i ? "," : "",
+                                   (long long)v->u.v.p.i[i])
+                        : snprintf(buf + k, size - k, "%s%g", i ? "," : "",
+                                   v->u.v.p.d[i]));
+    snprintf(buf + k, size - k, "]");
+  }
+}
+
+static int by_out_name(const void *a, const void *b) {
+  const cp_flex_metric *x = *(const cp_flex_metric *const *)a;
+  const cp_flex_metric *y = *(const cp_flex_metric *const *)b;
+  return strcmp(cp_strtab_str(x->out_name), cp_strtab_str(y->out_name));
+}
+
+/* The node's metrics in byte order of their names (Proton's std::map), at
+ * most 64; their count. */
+static size_t sorted_metrics(const state *st, uint32_t node,
+                             const cp_flex_metric **out) {
+  const cp_node *n = cp_cct_node(node);
+  const cp_node_metrics *m = n && st->d ? cp_data_metrics(st->d, n) : NULL;
+  size_t k = 0;
+  for (size_t i = 0; m && i < m->n_flex && k < 64; i++)
+    out[k++] = &m->flex[i];
+  qsort(out, k, sizeof *out, by_out_name);
+  return k;
+}
+
+/* ,"metrics":{"m":"v",...} */
+static void put_metrics(cp_sink *s, const cp_flex_metric **ms, size_t n) {
+  char buf[512];
+  cp_sink_puts(s, ",\"metrics\":{");
+  for (size_t i = 0; i < n; i++) {
+    cp_sink_json_string(s, cp_strtab_str(ms[i]->out_name));
+    cp_sink_puts(s, ":");
+    format_value(&ms[i]->value, buf, sizeof buf);
+    cp_sink_json_string(s, buf);
+    if (i + 1 < n)
+      cp_sink_puts(s, ",");
+  }
+  cp_sink_puts(s, "}");
+}
+
+/* "<scope>: <m1, v1>, <m2, v2>" */
+static void put_metric_name(cp_sink *s, const char *scope,
+                            const cp_flex_metric **ms, size_t n) {
+  size_t cap = 256 + strlen(scope), k;
+  for (size_t i = 0; i < n; i++)
+    cap += strlen(cp_strtab_str(ms[i]->out_name)) + 520;
+  char *name = malloc(cap), buf[512];
+  if (!name) {
+    cp_sink_json_string(s, scope);
+    return;
+  }
+  k = (size_t)snprintf(name, cap, "%s: ", scope);
+  for (size_t i = 0; i < n; i++) {
+    format_value(&ms[i]->value, buf, sizeof buf);
+    k += (size_t)snprintf(name + k, cap - k, "%s<%s, %s>", i ? ", " : "",
+                          cp_strtab_str(ms[i]->out_name), buf);
+  }
+  cp_sink_json_string(s, name);
+  free(name);
+}
+
+static void put_times(state *st, const cp_event *e) {
+  put_us(st->s, "ts", e->start_ns - st->t0);
+  cp_sink_puts(st->s, ",");
+  put_us(st->s, "dur", e->end_ns > e->start_ns ? e->end_ns - e->start_ns : 0);
+}
+
+static int put_scope(void *user, const cp_event *e) {
+  state *st = user;
+  if (e->kind != CP_EVENT_SCOPE)
+    return 0;
+  const cp_flex_metric *ms[64];
+  size_t n = sorted_metrics(st, e->node, ms);
+  const char *name = cp_strtab_str(e->name);
+  sep(st);
+  cp_sink_puts(st->s, "{\"name\":");
+  if (n)
+    put_metric_name(st->s, name ? name : "", ms, n);
+  else
+    cp_sink_json_string(st->s, name ? name : "");
+  cp_sink_printf(st->s, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":0,\"tid\":%u,",
+                 n ? "metric" : "scope", e->lane);
+  put_times(st, e);
+  cp_sink_puts(st->s, ",\"args\":{");
+  put_stack(st->s, e->node);
+  cp_sink_printf(st->s, ",\"scope_id\":%u", e->node);
+  if (n)
+    put_metrics(st->s, ms, n);
+  cp_sink_puts(st->s, "}}");
+  return 0;
+}
+
+static int put_flow(void *user, const cp_event *e) {
+  state *st = user;
+  if (e->kind != CP_EVENT_KERNEL || !has_flow(e))
+    return 0;
+  sep(st);
+  cp_sink_printf(st->s, "{\"name\":\"launch->kernel\",\"cat\":\"flow\",\"ph\":"
+                        "\"s\",\"pid\":0,\"tid\":%u,", e->launch_lane);
+  put_us(st->s, "ts", e->launch_ns - st->t0);
+  cp_sink_printf(st->s, ",\"id\":%u,\"bp\":\"e\"}", e->correlation);
+  sep(st);
+  cp_sink_printf(st->s, "{\"name\":\"launch->kernel\",\"cat\":\"flow\",\"ph\":"
+                        "\"f\",\"pid\":0,\"tid\":%u,", GPU_LANE_BASE + e->lane);
+  put_us(st->s, "ts", e->start_ns - st->t0);
+  cp_sink_printf(st->s, ",\"id\":%u,\"bp\":\"e\"}", e->correlation);
+  return 0;
+}
+
+static int put_kernel(void *user, const cp_event *e) {
+  state *st = user;
+  if (e->kind != CP_EVENT_KERNEL)
+    return 0;
+  const cp_flex_metric *ms[64];
+  size_t n = sorted_metrics(st, e->node, ms);
+  const char *name = cp_strtab_str(e->name);
+  sep(st);
+  cp_sink_puts(st->s, "{\"name\":");
+  cp_sink_json_string(st->s, name ? name : "?");
+  cp_sink_printf(st->s, ",\"cat\":\"kernel\",\"ph\":\"X\",\"pid\":0,\"tid\":%u,",
+                 GPU_LANE_BASE + e->lane);
+  put_times(st, e);
+  cp_sink_puts(st->s, ",\"args\":{");
+  put_stack(st->s, e->node);
+  if (n)
+    put_metrics(st->s, ms, n);
+  cp_sink_puts(st->s, "}}");
+  return 0;
+}
+
+/* The wall-clock time of `t` (a CLOCK_MONOTONIC_RAW time, core/clock.h). */
+static uint64_t wall_ns(uint64_t t) {
+  struct timespec w;
+  clock_gettime(CLOCK_REALTIME, &w);
+  uint64_t now = cp_clock_now_ns();
+  uint64_t wall = (uint64_t)w.tv_sec * 1000000000ull + (uint64_t)w.tv_nsec;
+  return wall - (now > t ? now - t : 0);
+}
+
+int cp_chrome_trace39_write(cp_sink *s, const cp_trace *t, cp_data *d) {
+  state *st = calloc(1, sizeof *st);
+  if (!st)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory writing a trace");
+  *st = (state){.s = s, .d = d, .t0 = UINT64_MAX, .first = 1};
+  int rc = cp_trace_each(t, scan, st);
+  if (!rc && st->n_events == 0) {
+    cp_sink_puts(s, "{\"displayTimeUnit\":\"us\",\"traceEvents\":[]}\n");
+  } else if (!rc) {
+    if (d)
+      cp_data_lock(d);
+    cp_sink_printf(s, "{\"displayTimeUnit\":\"us\",\"baseTimeNanoseconds\":"
+                      "%llu,\"traceEvents\":[",
+                   (unsigned long long)wall_ns(st->t0));
+    if (st->n_kernels)
+      put_metadata(st);
+    rc = cp_trace_each(t, put_scope, st);
+    rc = rc ? rc : cp_trace_each(t, put_flow, st);
+    rc = rc ? rc : cp_trace_each(t, put_kernel, st);
+    cp_sink_puts(s, "\n]}\n");
+    if (d)
+      cp_data_unlock(d);
+  }
+  free(st);
+  return rc;
+}
