@@ -187,12 +187,14 @@ static int add_tensor(uint64_t scope, const char *key, PyObject *v,
 
 /* Launches the copy kernels queued by add_tensor. Their own Triton launch
  * must not enter the launch hook (it would open an op for them). */
+static PyObject *pending_state; /* the state the copies run under; NULL: Proton 3.6's */
+
 static int run_pending(void) {
   if (!tensor_pending)
     return 0;
   tensor_pending = 0;
   in_metric_launch = 1;
-  PyObject *r = PyObject_CallNoArgs(tensor_launch);
+  PyObject *r = PyObject_CallOneArg(tensor_launch, pending_state ? pending_state : Py_None);
   in_metric_launch = 0;
   Py_XDECREF(r);
   return r ? 0 : -1;
@@ -961,11 +963,16 @@ static PyObject *py_launch_enter(PyObject *m, PyObject *lazy) {
   PyObject *raw = raw_kernel_name(lazy);
   int early = raw && launch_filter && is_39() ? admitted(raw) : 1;
   PyObject *data = early > 0 ? metadata_under_state(lazy, raw) : NULL;
+  /* Proton 3.9 launches the metric copies under the kernel's metadata
+   * state too */
+  PyObject *state = data && raw && is_39()
+      ? PyUnicode_FromFormat("__proton_launch_metadata:%U", raw) : NULL;
   Py_XDECREF(raw);
   if (early == 0)
     Py_RETURN_NONE;
   if (!data)
     return NULL;
+  Py_XSETREF(pending_state, state);
   PyObject *name = PyDict_Check(data) ? PyDict_GetItemWithError(data, s_name)
                                       : NULL;
   if (!name && PyErr_Occurred()) {
@@ -984,6 +991,7 @@ static PyObject *py_launch_enter(PyObject *m, PyObject *lazy) {
     if (ok > 0 && set_launch_vars(name) < 0)
       ok = -1;
   }
+  Py_CLEAR(pending_state);
   Py_DECREF(data);
   if (ok < 0)
     return NULL;

@@ -377,14 +377,16 @@ def record(scope_id: int, name: str, tensor: Any, as_double: bool = False) -> bo
     return True
 
 
-def launch_pending() -> None:
+def launch_pending(state: Optional[str] = None) -> None:
     """Launches the queued copy kernels under the launch-metadata state, as
-    Proton launches its metric kernels (their own time lands there)."""
+    Proton launches its metric kernels (their own time lands there):
+    `state`, or ``__proton_launch_metadata`` (the launch hook passes Proton
+    3.9's per-kernel state, ``__proton_launch_metadata:<kernel>``)."""
     queue = getattr(_recorder.pending, "queue", None)
     if not queue:
         return
     _recorder.pending.queue = []
-    _cproton.enter_state(METADATA_STATE)
+    _cproton.enter_state(state or METADATA_STATE)
     try:
         for buf, slot, tensor, double in queue:
             device = getattr(buf, "device", None)

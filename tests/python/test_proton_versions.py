@@ -374,3 +374,25 @@ def test_trace_of_metrics_only(version):
     assert (e["cat"], e["name"], e["args"]["call_stack"], e["args"]["metrics"]) == (
         "metric", "metric_only: <foo, 1.000000>", ["ROOT", "metric_only"], {"foo": "1.000000"})
     assert isinstance(e["args"]["scope_id"], int)
+
+
+def test_metadata_tensor_copies_under_the_kernels_state(version):
+    """Proton 3.9 launches the metric kernels of a launch's metadata under
+    that kernel's metadata state; cproton's copy kernels follow."""
+    from cproton import metric
+    from test_tensor_metrics import KernelBuffer
+
+    metric.use_fake_device()
+    with metric._recorder.lock:
+        metric._recorder.factory = lambda capacity, device: KernelBuffer(capacity)
+    try:
+        sid = proton.start("h", backend="fake", hook="triton")
+        launch("foo", lambda g, m, a: {"name": "foo_test", "flops": FakeTensor(8.0)})
+        proton.finalize(sid)
+    finally:
+        metric.use_fake_device(False)
+    t = load_tree("h.hatchet")
+    assert t["foo_test"]["@"]["flops"] == 8.0
+    metadata = t["__proton_launch_metadata"]
+    copies = metadata["foo"] if version == (3, 9) else metadata
+    assert copies["_cproton_tensor_metric"]["@"]["count"] == 1
