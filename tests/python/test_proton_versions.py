@@ -396,3 +396,36 @@ def test_metadata_tensor_copies_under_the_kernels_state(version):
     metadata = t["__proton_launch_metadata"]
     copies = metadata["foo"] if version == (3, 9) else metadata
     assert copies["_cproton_tensor_metric"]["@"]["count"] == 1
+
+
+def test_kernel_unload_reaches_the_hooks():
+    """Triton 3.9's kernel_unload_hook chain calls Hook.destroy_handle
+    (Proton 3.9); Triton 3.6 has no such chain."""
+    if not hasattr(knobs.runtime, "kernel_unload_hook"):
+        pytest.skip("Triton before 3.9 unloads no kernel through a hook")
+    seen = []
+
+    class Recorder(proton.hooks.hook.Hook):
+        def init_handle(self, *args):
+            pass
+
+        def enter(self, metadata):
+            pass
+
+        def exit(self, metadata):
+            pass
+
+        def activate(self):
+            pass
+
+        def deactivate(self):
+            pass
+
+        def destroy_handle(self, module, function, name, metadata_group, hash):
+            seen.append(name)
+
+    sid = proton.start("h", backend="fake", hook=Recorder())
+    knobs.runtime.kernel_unload_hook(None, 1, "k", {}, "h")
+    proton.finalize(sid)
+    knobs.runtime.kernel_unload_hook(None, 1, "k2", {}, "h")  # unregistered at finalize
+    assert seen == ["k"]
