@@ -936,6 +936,10 @@ static PyObject *raw_kernel_name(PyObject *lazy) {
 /* Computes the launch metadata under Proton's metadata state: Proton 3.6's
  * "__proton_launch_metadata", 3.9's "__proton_launch_metadata:<raw>" (two
  * frames, core/session.c). */
+/* Whether this thread is computing a launch's metadata: Proton 3.9 does
+ * not hook the kernels launched meanwhile (its LaunchHook's in_hook). */
+static _Thread_local int in_metadata;
+
 static PyObject *metadata_under_state(PyObject *lazy, PyObject *raw) {
   PyObject *state = raw && is_39()
       ? PyUnicode_FromFormat("__proton_launch_metadata:%U", raw)
@@ -947,7 +951,9 @@ static PyObject *metadata_under_state(PyObject *lazy, PyObject *raw) {
   }
   cproton_state_enter(text);
   Py_DECREF(state);
+  in_metadata++;
   PyObject *data = metadata_get(lazy);
+  in_metadata--;
   cproton_state_exit();
   return data;
 }
@@ -958,7 +964,8 @@ static PyObject *metadata_under_state(PyObject *lazy, PyObject *raw) {
  * name first, so a filtered kernel's metadata is never computed (3.9's
  * LaunchHook.configure). */
 static PyObject *py_launch_enter(PyObject *m, PyObject *lazy) {
-  if (!profiling_on || lazy == Py_None || in_metric_launch)
+  if (!profiling_on || lazy == Py_None || in_metric_launch ||
+      (in_metadata && is_39())) /* a kernel launched by launch_metadata */
     Py_RETURN_NONE;
   PyObject *raw = raw_kernel_name(lazy);
   int early = raw && launch_filter && is_39() ? admitted(raw) : 1;

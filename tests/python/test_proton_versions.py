@@ -429,3 +429,28 @@ def test_kernel_unload_reaches_the_hooks():
     proton.finalize(sid)
     knobs.runtime.kernel_unload_hook(None, 1, "k2", {}, "h")  # unregistered at finalize
     assert seen == ["k"]
+
+
+def test_kernels_launched_by_launch_metadata_are_not_hooked_under_39(version):
+    """Proton 3.9's test_tensor_metrics_cudagraph_hook: a Triton kernel
+    launched inside launch_metadata is a plain kernel under the metadata
+    state (3.9's LaunchHook does not re-enter); cproton under 3.6 hooks it
+    (an op named by its own metadata, which ignores the state)."""
+
+    def inner_meta(grid, metadata, args):
+        return {"name": "helper_meta"}
+
+    def outer_meta(grid, metadata, args):
+        launch("metadata_helper_kernel", inner_meta)
+        return {"name": "owner", "flops": 1.0}
+
+    sid = proton.start("h", backend="fake", hook="triton")
+    launch("owner_kernel", outer_meta)
+    proton.finalize(sid)
+    t = load_tree("h.hatchet")
+    if version == (3, 9):
+        helper = t["__proton_launch_metadata"]["owner_kernel"]["metadata_helper_kernel"]
+        assert helper["@"]["count"] == 1 and "helper_meta" not in t
+    else:
+        assert t["helper_meta"]["@"]["count"] == 1
+    assert t["owner"]["@"]["flops"] == 1.0
