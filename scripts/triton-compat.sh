@@ -15,7 +15,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 versions=("$@")
 [ ${#versions[@]} -gt 0 ] || versions=(3.6.0 3.7.1 3.8.0 3.9.0)
 files=(test_triton_compat.py test_language.py test_instrument_ws.py test_hook.py test_tensor_metrics.py
-  test_proton_versions.py)
+  test_proton_versions.py test_api_parity.py)
 start=$(date +%s)
 "$root/scripts/venv.sh"
 out=$root/build/triton-compat

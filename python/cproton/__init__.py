@@ -23,5 +23,6 @@ from .profile import (
     DEFAULT_PROFILE_NAME,
 )
 from . import context, specs, mode, data, knobs, metric, _rocm
+from ._rocm import configure_runtime  # Proton 3.9 exports it (ROCm setup; nothing to do here)
 
 __version__ = _cproton.version

@@ -1036,6 +1036,16 @@ static PyObject *py_set_proton_compat(PyObject *m, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
+/* launch_admits(name) -> bool: whether the kernel filter admits `name`. */
+static PyObject *py_launch_admits(PyObject *m, PyObject *name) {
+  if (!PyUnicode_Check(name)) {
+    PyErr_SetString(PyExc_TypeError, "a kernel name must be a str");
+    return NULL;
+  }
+  int ok = admitted(name);
+  return ok < 0 ? NULL : PyBool_FromLong(ok);
+}
+
 static PyObject *py_proton_compat(PyObject *m, PyObject *unused) {
   return PyLong_FromLong(cproton_proton_compat());
 }
@@ -1309,6 +1319,7 @@ static PyMethodDef methods[] = {
     {"set_proton_compat", py_set_proton_compat, METH_O,
      "set_proton_compat(306 or 309)"},
     {"proton_compat", py_proton_compat, METH_NOARGS, "proton_compat() -> 306 or 309"},
+    {"launch_admits", py_launch_admits, METH_O, "launch_admits(name) -> bool"},
     {"set_launch_filter", py_set_launch_filter, METH_O,
      "set_launch_filter(callable or None)"},
     {"set_profiling", py_set_profiling, METH_O, "set the profiling flag"},

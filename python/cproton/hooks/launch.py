@@ -109,6 +109,26 @@ class LaunchHook(Hook):
             cls._instance = super(LaunchHook, cls).__new__(cls)
         return cls._instance
 
+    # Proton 3.9's LaunchHook helpers, with its semantics (cproton's hook
+    # does this work in C, _cproton.launch_enter).
+    _reserved_metadata_keys = {"name", "function", "stream"}
+
+    def _matches_kernel_name(self, kernel_name) -> bool:
+        """Whether the configured filter admits `kernel_name` (None: yes)."""
+        return kernel_name is None or _cproton.launch_admits(kernel_name)
+
+    @staticmethod
+    def _is_supported_metric_value(value) -> bool:
+        """A number (bools included) or a tensor (anything with data_ptr)."""
+        from numbers import Number
+        return value is not None and (hasattr(value, "data_ptr") or isinstance(value, Number))
+
+    @staticmethod
+    def _extract_metrics(lazy_metadata: dict) -> dict:
+        """The metric entries of a launch's metadata, as Proton 3.9 picks them."""
+        return {k: v for k, v in lazy_metadata.items()
+                if k not in LaunchHook._reserved_metadata_keys and LaunchHook._is_supported_metric_value(v)}
+
     def configure(self, *, include: Optional[str] = None, exclude: Optional[str] = None) -> None:
         """Proton 3.9's kernel filter: hook only kernels whose compiled name
         matches `include` and not `exclude` (``re.match``); None, None
