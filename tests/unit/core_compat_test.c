@@ -108,6 +108,15 @@ Test(core_compat, kernel_metric_names_under_39, .init = reset, .fini = fini) {
   cproton_scope_exit("s");
   cr_assert_eq(cproton_metric_add_int(0, "count", 7), CPROTON_OK, "on ROOT too");
   char *lines = finalize_lines(sid, path);
+  /* one key per name in the file itself (a JSON reader keeps the last of
+   * duplicate keys, so the tree lines alone would not tell) */
+  char *text = cpt_read_file(path, NULL);
+  cr_assert_not_null(text);
+  int n_count = 0;
+  for (const char *p = text; (p = strstr(p, "\"count\"")); p++)
+    n_count++;
+  free(text);
+  cr_assert_eq(n_count, 3, "ROOT, s and k: one \"count\" each, not %d", n_count);
   /* one "count" per node: the user's value where there is one (ROOT's
    * zeroed kernel count is replaced, as Proton 3.9's JSON keys are) */
   cr_assert_str_eq(lines, "ROOT count=7 time (ns)=0\n"
