@@ -159,7 +159,11 @@ class CudaDeviceBuffer:
                                "call cproton.metric.prepare() (or record one tensor metric) before capturing")
         self.capacity = capacity
         self.device = device
-        self.words = torch.zeros(HEADER_WORDS + capacity, dtype=torch.int64, device=device)
+        # Zeroed on the host and copied (a memcpy, not a kernel): whatever
+        # cproton does at a flush point must not add a kernel to the
+        # profile being recorded (the buffer is made inside a session).
+        self._zero_header = torch.zeros(HEADER_WORDS, dtype=torch.int64)
+        self.words = torch.zeros(HEADER_WORDS + capacity, dtype=torch.int64).to(device)
 
     def record(self, slot: int, tensor: Any, double: bool) -> None:
         if not is_tensor(tensor):  # a number during graph capture: the value is an argument
@@ -179,7 +183,7 @@ class CudaDeviceBuffer:
             return [], 0
         torch.cuda.synchronize(self.device)
         host = self.words.cpu()  # the one D2H copy
-        self.words[:HEADER_WORDS].zero_()
+        self.words[:HEADER_WORDS].copy_(self._zero_header)  # H2D, no fill kernel (see __init__)
         # Before any later copy kernel, on whatever stream, reserves a record.
         torch.cuda.synchronize(self.device)
         used = min(int(host[0]), self.capacity)
