@@ -167,17 +167,23 @@ static int by_out_name(const void *a, const void *b) {
   return strcmp(cp_strtab_str(x->out_name), cp_strtab_str(y->out_name));
 }
 
-/* The node's metrics in byte order of their names (Proton's std::map), at
- * most 64; their count. */
-static size_t sorted_metrics(const state *st, uint32_t node,
-                             const cp_flex_metric **out) {
+/* The node's metrics in byte order of their names (Proton's std::map), as
+ * a malloc'ed array in *out (NULL when there are none); their count, or -1
+ * with ENOMEM. */
+static long sorted_metrics(const state *st, uint32_t node,
+                           const cp_flex_metric ***out) {
   const cp_node *n = cp_cct_node(node);
   const cp_node_metrics *m = n && st->d ? cp_data_metrics(st->d, n) : NULL;
-  size_t k = 0;
-  for (size_t i = 0; m && i < m->n_flex && k < 64; i++)
-    out[k++] = &m->flex[i];
-  qsort(out, k, sizeof *out, by_out_name);
-  return k;
+  *out = NULL;
+  if (!m || !m->n_flex)
+    return 0;
+  *out = malloc(m->n_flex * sizeof **out);
+  if (!*out)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory writing a trace");
+  for (size_t i = 0; i < m->n_flex; i++)
+    (*out)[i] = &m->flex[i];
+  qsort(*out, m->n_flex, sizeof **out, by_out_name);
+  return (long)m->n_flex;
 }
 
 /* ,"metrics":{"m":"v",...} */
@@ -195,17 +201,15 @@ static void put_metrics(cp_sink *s, const cp_flex_metric **ms, size_t n) {
   cp_sink_puts(s, "}");
 }
 
-/* "<scope>: <m1, v1>, <m2, v2>" */
-static void put_metric_name(cp_sink *s, const char *scope,
-                            const cp_flex_metric **ms, size_t n) {
+/* "<scope>: <m1, v1>, <m2, v2>". Errors: ENOMEM. */
+static int put_metric_name(cp_sink *s, const char *scope,
+                           const cp_flex_metric **ms, size_t n) {
   size_t cap = 256 + strlen(scope), k;
   for (size_t i = 0; i < n; i++)
     cap += strlen(cp_strtab_str(ms[i]->out_name)) + 520;
   char *name = malloc(cap), buf[512];
-  if (!name) {
-    cp_sink_json_string(s, scope);
-    return;
-  }
+  if (!name)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory writing a trace");
   k = (size_t)snprintf(name, cap, "%s: ", scope);
   for (size_t i = 0; i < n; i++) {
     format_value(&ms[i]->value, buf, sizeof buf);
@@ -214,6 +218,7 @@ static void put_metric_name(cp_sink *s, const char *scope,
   }
   cp_sink_json_string(s, name);
   free(name);
+  return CPROTON_OK;
 }
 
 static void put_times(state *st, const cp_event *e) {
@@ -226,15 +231,22 @@ static int put_scope(void *user, const cp_event *e) {
   state *st = user;
   if (e->kind != CP_EVENT_SCOPE)
     return 0;
-  const cp_flex_metric *ms[64];
-  size_t n = sorted_metrics(st, e->node, ms);
+  const cp_flex_metric **ms;
+  long n = sorted_metrics(st, e->node, &ms);
+  if (n < 0)
+    return (int)n;
   const char *name = cp_strtab_str(e->name);
   sep(st);
   cp_sink_puts(st->s, "{\"name\":");
+  int rc = CPROTON_OK;
   if (n)
-    put_metric_name(st->s, name ? name : "", ms, n);
+    rc = put_metric_name(st->s, name ? name : "", ms, (size_t)n);
   else
     cp_sink_json_string(st->s, name ? name : "");
+  if (rc) {
+    free(ms);
+    return rc;
+  }
   cp_sink_printf(st->s, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":0,\"tid\":%u,",
                  n ? "metric" : "scope", e->lane);
   put_times(st, e);
@@ -242,8 +254,9 @@ static int put_scope(void *user, const cp_event *e) {
   put_stack(st->s, e->node);
   cp_sink_printf(st->s, ",\"scope_id\":%u", e->node);
   if (n)
-    put_metrics(st->s, ms, n);
+    put_metrics(st->s, ms, (size_t)n);
   cp_sink_puts(st->s, "}}");
+  free(ms);
   return 0;
 }
 
@@ -268,8 +281,10 @@ static int put_kernel(void *user, const cp_event *e) {
   state *st = user;
   if (e->kind != CP_EVENT_KERNEL)
     return 0;
-  const cp_flex_metric *ms[64];
-  size_t n = sorted_metrics(st, e->node, ms);
+  const cp_flex_metric **ms;
+  long n = sorted_metrics(st, e->node, &ms);
+  if (n < 0)
+    return (int)n;
   const char *name = cp_strtab_str(e->name);
   sep(st);
   cp_sink_puts(st->s, "{\"name\":");
@@ -280,8 +295,9 @@ static int put_kernel(void *user, const cp_event *e) {
   cp_sink_puts(st->s, ",\"args\":{");
   put_stack(st->s, e->node);
   if (n)
-    put_metrics(st->s, ms, n);
+    put_metrics(st->s, ms, (size_t)n);
   cp_sink_puts(st->s, "}}");
+  free(ms);
   return 0;
 }
 
