@@ -7,11 +7,19 @@ when the installed Triton lacks them, and nothing else.
   context manager, a ``torch.cuda.graph`` capture with Python's garbage
   collector paused (a collected kernel would unload its module in the middle
   of the capture).
+- ``triton.experimental.gluon.language.nvidia.blackwell.clc``: Gluon's
+  Blackwell cluster-launch-control module, which test_instrumentation.py
+  imports at the top and uses only in a test that skips below Blackwell. The
+  stand-in is an empty module whose attributes raise, so the file collects
+  on an older Triton and any use says what is missing.
 
 The test files themselves get only the imports-only rewrite.
 """
 import contextlib
 import gc
+import importlib
+import sys
+import types
 
 
 @contextlib.contextmanager
@@ -27,6 +35,34 @@ def _cuda_graph_without_gc(*args, **kwargs):
             gc.enable()
 
 
+class _Missing(types.ModuleType):
+    """A module Triton lacks: importable, every attribute an error."""
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise AttributeError(f"{self.__name__}.{attr}: not in this Triton (a stand-in of proton39_shim)")
+
+
+def _stand_in_module(parent: str, leaf: str) -> bool:
+    """Makes `parent.leaf` importable when the parent exists and the module
+    does not; whether it did."""
+    name = f"{parent}.{leaf}"
+    try:
+        importlib.import_module(name)
+        return False
+    except ImportError:
+        pass
+    try:
+        package = importlib.import_module(parent)
+    except ImportError:
+        return False
+    module = _Missing(name)
+    sys.modules[name] = module
+    setattr(package, leaf, module)
+    return True
+
+
 def _install() -> list:
     """Adds what is missing; the names it added."""
     added = []
@@ -37,6 +73,8 @@ def _install() -> list:
     if not hasattr(testing, "cuda_graph_without_gc"):
         testing.cuda_graph_without_gc = _cuda_graph_without_gc
         added.append("triton.testing.cuda_graph_without_gc")
+    if _stand_in_module("triton.experimental.gluon.language.nvidia.blackwell", "clc"):
+        added.append("triton.experimental.gluon.language.nvidia.blackwell.clc (empty)")
     return added
 
 
