@@ -22,6 +22,8 @@ import cproton.language  # noqa: E402
 import cproton.proton  # noqa: E402
 
 PROTON_PUBLIC = sorted(n for n in dir(tp) if not n.startswith("_"))
+# compared with the installed Proton: its version's behaviour (mode reprs)
+pytestmark = pytest.mark.usefixtures("installed_proton")
 
 
 def params(obj):

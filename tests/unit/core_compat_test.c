@@ -147,7 +147,7 @@ Test(core_compat, metadata_state_is_two_frames_under_39, .init = reset, .fini = 
     const char *k = " count=1 device_id=0 device_type=CUDA time (ns)=T\n";
     char want[2048];
     if (v)
-      snprintf(want, sizeof want, "ROOT count=0 time (ns)=0 x=0\nROOT/s\n"
+      snprintf(want, sizeof want, "ROOT count=0 time (ns)=0\nROOT/s\n"
                "ROOT/s/__proton_launch_metadata\nROOT/s/__proton_launch_metadata/foo\n"
                "ROOT/s/__proton_launch_metadata/foo/helper%s"
                "ROOT/s/__proton_launch_metadata:\nROOT/s/__proton_launch_metadata:/other%s"
@@ -263,4 +263,35 @@ Test(core_compat, chrome_trace_keeps_36_layout_under_36, .init = reset, .fini = 
   cr_assert_null(json_object_get(j, "baseTimeNanoseconds"));
   cr_assert_eq(json_array_size(json_object_get(j, "traceEvents")), 1, "kernel events only");
   json_decref(j);
+}
+
+Test(core_compat, hatchet_root_and_devices_follow_the_version, .init = reset, .fini = fini) {
+  const char *path = cpt_tmp_path("root.hatchet");
+  cp_fake_add_device(0);
+  cp_fake_add_device(1);
+  for (int v = 0; v < 2; v++) {
+    cproton_set_proton_compat(v ? CPROTON_PROTON_3_9 : CPROTON_PROTON_3_6);
+    int sid = start(path, NULL, "fake");
+    uint64_t id;
+    cproton_scope_enter("s", &id);
+    cproton_metric_add_int(id, "x", 1);
+    cp_fake_launch("k", 100, 0, 0); /* device 0 only */
+    cproton_scope_exit("s");
+    cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+    json_t *j = cpt_load_json(path);
+    cr_assert_not_null(j);
+    json_t *root = json_object_get(json_array_get(j, 0), "metrics");
+    json_t *cuda = json_object_get(json_array_get(j, 1), "CUDA");
+    if (v) { /* Proton 3.9: kernel zeros only, the devices kernels ran on */
+      cr_assert_null(json_object_get(root, "x"));
+      cr_assert_eq(json_object_size(cuda), 1);
+      cr_assert_not_null(json_object_get(cuda, "0"));
+    } else { /* Proton 3.6: a zero per inclusive metric, every device seen */
+      cr_assert_eq(json_integer_value(json_object_get(root, "x")), 0);
+      cr_assert_not_null(json_object_get(root, "x"));
+      cr_assert_eq(json_object_size(cuda), 2);
+    }
+    cr_assert_not_null(json_object_get(root, "count"));
+    json_decref(j);
+  }
 }
