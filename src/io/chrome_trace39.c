@@ -8,8 +8,13 @@
  *      one "X" per CPU scope: "cat" "scope", or "metric" when its node has
  *        metrics (name "<scope>: <m, v>, ...", args.metrics {m: "v"}),
  *        args.call_stack, args.scope_id, tid <thread>,
+ *      graph scopes: per stream with replayed CUDA-graph kernels, a lane
+ *        100000 + <stream> ("Graph: Stream <s>") with one "X" (cat "scope",
+ *        no args) per run of kernels under a frame from "<captured_at>"
+ *        down (metadata kernels left out),
  *      flows "launch->kernel" ("s" on the launching thread, "f" with "bp"
- *        "e" at the kernel) for kernels launched inside a scope,
+ *        "e" at the kernel) for kernels launched inside a scope, one per
+ *        graph launch,
  *      one "X" per kernel: "cat" "kernel", tid 200000 + <stream>,
  *        args.call_stack ["ROOT", ..., kernel], args.metrics when its node
  *        has metrics (launch metadata)]}
@@ -23,8 +28,9 @@
  * scope's or kernel's context node summed over the session (Proton: of
  * that one occurrence); a flow's id is the kernel's correlation id and
  * starts at its launch (Proton: the launching scope's event id and start);
- * CUDA-graph scope lanes are not reconstructed; intra-kernel regions keep
- * Proton 3.6's layout (io/chrome_trace.c). Not a hot path (finalize). */
+ * graph lanes cover 256 streams and frames 128 deep below "<captured_at>"
+ * (deeper ones are left off those lanes); intra-kernel regions keep Proton
+ * 3.6's layout (io/chrome_trace.c). Not a hot path (finalize). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,15 +43,30 @@
 #include "io/chrome_trace.h"
 
 #define MAX_LANES 4096
+#define GRAPH_LANE_BASE 100000u
 #define GPU_LANE_BASE 200000u
+#define CAPTURE_TAG "<captured_at>" /* backend/cupti/graph.h's frame */
+#define MAX_GRAPH_DEPTH 128
+#define MAX_GRAPH_STREAMS 256
+
+/* A graph lane's open scopes (one per stream with replayed kernels). */
+typedef struct graph_lane {
+  uint32_t stream, depth;
+  uint32_t name[MAX_GRAPH_DEPTH];
+  uint64_t start[MAX_GRAPH_DEPTH];
+  uint64_t last_end;
+} graph_lane;
 
 typedef struct state {
   cp_sink *s;
   cp_data *d;
   uint64_t t0;
   int first, n_kernels, n_events;
-  uint32_t cpu[MAX_LANES], gpu[MAX_LANES];
-  size_t n_cpu, n_gpu;
+  uint32_t cpu[MAX_LANES], gpu[MAX_LANES], graph[MAX_LANES];
+  size_t n_cpu, n_gpu, n_graph;
+  graph_lane *lanes; /* MAX_GRAPH_STREAMS, while graph scopes are written */
+  size_t n_lanes;
+  uint32_t flow_stream, flow_corr; /* the last graph kernel given a flow */
 } state;
 
 static void add_lane(uint32_t *lanes, size_t *n, uint32_t id) {
@@ -64,6 +85,37 @@ static int has_flow(const cp_event *e) {
          n->parent->id != 0;
 }
 
+static int is_metadata_name(const char *name) {
+  return strcmp(name, "<metric>") == 0 ||
+         strncmp(name, "__proton_launch_metadata", 24) == 0;
+}
+
+/* A replayed graph kernel's frames from CAPTURE_TAG down to its parent, into
+ * path[] (outermost first); their count, or 0 when it has none to show: not
+ * under a capture, or a metadata kernel (a metadata state or "<metric>"
+ * anywhere on its path: Proton 3.9 leaves those out of graph lanes). */
+static size_t graph_path(const cp_event *e, uint32_t *path) {
+  const cp_node *n = cp_cct_node(e->node);
+  if (!e->group || !n)
+    return 0;
+  uint32_t up[MAX_GRAPH_DEPTH];
+  size_t k = 0, tag = 0;
+  for (const cp_node *c = n->parent; c && c->id; c = c->parent) {
+    const char *name = cp_strtab_str(c->name);
+    if (!name || is_metadata_name(name))
+      return 0;
+    if (!tag && k < MAX_GRAPH_DEPTH) {
+      up[k++] = c->name;
+      tag = strcmp(name, CAPTURE_TAG) == 0;
+    }
+  }
+  if (!tag || is_metadata_name(cp_strtab_str(n->name) ? cp_strtab_str(n->name) : ""))
+    return 0;
+  for (size_t i = 0; i < k; i++)
+    path[i] = up[k - 1 - i];
+  return k;
+}
+
 static int scan(void *user, const cp_event *e) {
   state *st = user;
   if (e->kind != CP_EVENT_SCOPE && e->kind != CP_EVENT_KERNEL)
@@ -74,8 +126,11 @@ static int scan(void *user, const cp_event *e) {
   if (e->kind == CP_EVENT_SCOPE) {
     add_lane(st->cpu, &st->n_cpu, e->lane);
   } else {
+    uint32_t path[MAX_GRAPH_DEPTH];
     st->n_kernels++;
     add_lane(st->gpu, &st->n_gpu, e->lane);
+    if (graph_path(e, path))
+      add_lane(st->graph, &st->n_graph, e->lane);
     if (has_flow(e)) {
       add_lane(st->cpu, &st->n_cpu, e->launch_lane);
       if (e->launch_ns < st->t0)
@@ -116,6 +171,8 @@ static void put_metadata(state *st) {
                       "\"process_sort_index\",\"args\":{\"sort_index\":0}}");
   for (size_t i = 0; i < st->n_cpu; i++)
     put_lane_names(st, st->cpu[i], "CPU Thread", st->cpu[i]);
+  for (size_t i = 0; i < st->n_graph; i++)
+    put_lane_names(st, GRAPH_LANE_BASE + st->graph[i], "Graph: Stream", st->graph[i]);
   for (size_t i = 0; i < st->n_gpu; i++)
     put_lane_names(st, GPU_LANE_BASE + st->gpu[i], "GPU Stream", st->gpu[i]);
 }
@@ -260,10 +317,89 @@ static int put_scope(void *user, const cp_event *e) {
   return 0;
 }
 
+/* One "X" on a graph lane: a frame of replayed kernels, from the first
+ * kernel under it to the end of the last (Proton 3.9's graph scopes). */
+static void put_graph_scope(state *st, uint32_t stream, uint32_t name,
+                            uint64_t start, uint64_t end) {
+  const char *text = cp_strtab_str(name);
+  sep(st);
+  cp_sink_puts(st->s, "{\"name\":");
+  cp_sink_json_string(st->s, text ? text : "");
+  cp_sink_printf(st->s, ",\"cat\":\"scope\",\"ph\":\"X\",\"pid\":0,\"tid\":%u,",
+                 GRAPH_LANE_BASE + stream);
+  put_us(st->s, "ts", start - st->t0);
+  cp_sink_puts(st->s, ",");
+  put_us(st->s, "dur", end > start ? end - start : 0);
+  cp_sink_puts(st->s, "}");
+}
+
+static graph_lane *lane_of(state *st, uint32_t stream) {
+  for (size_t i = 0; i < st->n_lanes; i++)
+    if (st->lanes[i].stream == stream)
+      return &st->lanes[i];
+  if (st->n_lanes == MAX_GRAPH_STREAMS)
+    return NULL;
+  graph_lane *l = &st->lanes[st->n_lanes++];
+  l->stream = stream;
+  return l;
+}
+
+/* Closes the lane's open frames above depth `keep`. */
+static void close_graph_scopes(state *st, graph_lane *l, uint32_t keep) {
+  while (l->depth > keep) {
+    l->depth--;
+    put_graph_scope(st, l->stream, l->name[l->depth], l->start[l->depth],
+                    l->last_end);
+  }
+}
+
+/* Replayed kernels in arrival order per stream: frames shared with the
+ * previous kernel stay open, the others close at the previous kernel's end
+ * and open at this one's start. */
+static int put_graph_kernel(void *user, const cp_event *e) {
+  state *st = user;
+  uint32_t path[MAX_GRAPH_DEPTH];
+  size_t n = e->kind == CP_EVENT_KERNEL ? graph_path(e, path) : 0;
+  graph_lane *l = n ? lane_of(st, e->lane) : NULL;
+  if (!l)
+    return 0;
+  uint32_t common = 0;
+  while (common < l->depth && common < n && l->name[common] == path[common])
+    common++;
+  close_graph_scopes(st, l, common);
+  for (; l->depth < n; l->depth++) {
+    l->name[l->depth] = path[l->depth];
+    l->start[l->depth] = e->start_ns;
+  }
+  if (e->end_ns > l->last_end)
+    l->last_end = e->end_ns;
+  return 0;
+}
+
+static int put_graph_scopes(state *st, const cp_trace *t) {
+  if (!st->n_graph)
+    return CPROTON_OK;
+  st->lanes = calloc(MAX_GRAPH_STREAMS, sizeof *st->lanes);
+  if (!st->lanes)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory writing a trace");
+  int rc = cp_trace_each(t, put_graph_kernel, st);
+  for (size_t i = 0; i < st->n_lanes; i++)
+    close_graph_scopes(st, &st->lanes[i], 0);
+  free(st->lanes);
+  st->lanes = NULL;
+  return rc;
+}
+
 static int put_flow(void *user, const cp_event *e) {
   state *st = user;
   if (e->kind != CP_EVENT_KERNEL || !has_flow(e))
     return 0;
+  if (e->group) { /* a graph launch's kernels share its correlation: one flow */
+    if (st->flow_stream == e->lane && st->flow_corr == e->correlation)
+      return 0;
+    st->flow_stream = e->lane;
+    st->flow_corr = e->correlation;
+  }
   sep(st);
   cp_sink_printf(st->s, "{\"name\":\"launch->kernel\",\"cat\":\"flow\",\"ph\":"
                         "\"s\",\"pid\":0,\"tid\":%u,", e->launch_lane);
@@ -327,6 +463,7 @@ int cp_chrome_trace39_write(cp_sink *s, const cp_trace *t, cp_data *d) {
     if (st->n_kernels)
       put_metadata(st);
     rc = cp_trace_each(t, put_scope, st);
+    rc = rc ? rc : put_graph_scopes(st, t);
     rc = rc ? rc : cp_trace_each(t, put_flow, st);
     rc = rc ? rc : cp_trace_each(t, put_kernel, st);
     cp_sink_puts(s, "\n]}\n");

@@ -8,7 +8,11 @@
 
 #include "backend/fake/fake.h"
 #include "core/device.h"
+#include "core/cct.h"
 #include "core/session.h"
+#include "core/trace.h"
+#include "io/chrome_trace.h"
+#include "io/sink.h"
 #include "cproton/cproton.h"
 #include "testutil.h"
 
@@ -294,4 +298,65 @@ Test(core_compat, hatchet_root_and_devices_follow_the_version, .init = reset, .f
     cr_assert_not_null(json_object_get(root, "count"));
     json_decref(j);
   }
+}
+
+/* A trace built by hand: a CUDA graph replayed under scope "test0", its
+ * kernels under <captured_at>/a/b/c, <captured_at>/a/b, <captured_at>/a and
+ * a metric copy under c's metadata state, as the CUPTI backend delivers
+ * them (graph id in `group`, the graph launch's correlation shared). */
+Test(core_compat, chrome_trace_39_graph_lanes, .init = reset, .fini = fini) {
+  cp_node *t0 = cp_cct_child_str(cp_cct_root(), "test0");
+  cp_node *cap = cp_cct_child_str(t0, "<captured_at>");
+  cp_node *a = cp_cct_child_str(cap, "a"), *b = cp_cct_child_str(a, "b");
+  cp_node *c = cp_cct_child_str(b, "c");
+  cp_node *meta = cp_cct_child_str(c, "__proton_launch_metadata");
+  cp_node *kernels[4] = {cp_cct_child_str(c, "foo"), cp_cct_child_str(meta, "copy"),
+                         cp_cct_child_str(b, "foo"), cp_cct_child_str(a, "foo")};
+  cp_trace *t = cp_trace_new();
+  cr_assert_not_null(t);
+  for (int i = 0; i < 4; i++) {
+    cp_event e = {.kind = CP_EVENT_KERNEL, .start_ns = 1000 + 100 * (uint64_t)i,
+                  .end_ns = 1050 + 100 * (uint64_t)i, .launch_ns = 900,
+                  .name = kernels[i]->name, .node = kernels[i]->id, .lane = 7,
+                  .launch_lane = 1, .correlation = 42, .group = 3};
+    cr_assert_eq(cp_trace_append(t, &e), CPROTON_OK);
+  }
+  cp_sink *s;
+  cr_assert_eq(cp_sink_memory(&s), CPROTON_OK);
+  cr_assert_eq(cp_chrome_trace39_write(s, t, NULL), CPROTON_OK);
+  char *text;
+  size_t size;
+  cr_assert_eq(cp_sink_close(s, 0, &text, &size), CPROTON_OK);
+  json_t *j = cpt_parse_json(text);
+  cr_assert_not_null(j, "%s", text);
+  json_t *events = json_object_get(j, "traceEvents");
+  size_t i;
+  json_t *e;
+  int graph_lane_named = 0, flows = 0;
+  char scopes[256] = "";
+  json_array_foreach(events, i, e) {
+    const char *ph = json_string_value(json_object_get(e, "ph"));
+    const char *name = json_string_value(json_object_get(e, "name"));
+    const char *cat = json_string_value(json_object_get(e, "cat"));
+    json_int_t tid = json_integer_value(json_object_get(e, "tid"));
+    if (!strcmp(ph, "M") && !strcmp(name, "thread_name"))
+      graph_lane_named += !strcmp(json_string_value(json_object_get(json_object_get(e, "args"), "name")),
+                                  "Graph: Stream 7") && tid == 100007;
+    if (cat && !strcmp(cat, "scope") && tid == 100007) {
+      double ts = json_number_value(json_object_get(e, "ts"));
+      double dur = json_number_value(json_object_get(e, "dur"));
+      snprintf(scopes + strlen(scopes), sizeof scopes - strlen(scopes), "%s[%.2f,%.2f] ", name, ts,
+               ts + dur);
+    }
+    flows += cat && !strcmp(cat, "flow");
+  }
+  cr_assert_eq(graph_lane_named, 1);
+  /* frames close when a kernel leaves them, at the last end so far; the
+   * metadata copy is left out; times are us from the earliest event (900) */
+  cr_assert_str_eq(scopes, "c[0.10,0.15] b[0.10,0.35] a[0.10,0.45] <captured_at>[0.10,0.45] ", "%s",
+                   scopes);
+  cr_assert_eq(flows, 2, "one flow for the graph launch (s and f), not one per kernel");
+  json_decref(j);
+  free(text);
+  cp_trace_free(t);
 }
