@@ -12,9 +12,10 @@
  *        100000 + <stream> ("Graph: Stream <s>") with one "X" (cat "scope",
  *        no args) per run of kernels under a frame from "<captured_at>"
  *        down (metadata kernels left out),
- *      flows "launch->kernel" ("s" on the launching thread, "f" with "bp"
- *        "e" at the kernel) for kernels launched inside a scope, one per
- *        graph launch,
+ *      flows "launch->kernel" ("s" on the launching thread at the start of
+ *        the scope the kernel was launched in, "f" with "bp" "e" at the
+ *        kernel, "id" that scope occurrence's) for kernels launched inside
+ *        a scope, one per graph launch,
  *      one "X" per kernel: "cat" "kernel", tid 200000 + <stream>,
  *        args.call_stack ["ROOT", ..., kernel], args.metrics when its node
  *        has metrics (launch metadata)]}
@@ -26,8 +27,8 @@
  * {"displayTimeUnit": "us", "traceEvents": []}, as Proton writes it.
  * Differences from Proton 3.9, by construction: metrics are those of the
  * scope's or kernel's context node summed over the session (Proton: of
- * that one occurrence); a flow's id is the kernel's correlation id and
- * starts at its launch (Proton: the launching scope's event id and start);
+ * that one occurrence); the scopes a flow can start at are the first 2^20
+ * (beyond, a flow starts at its launch, with an id above 2^32);
  * graph lanes cover 256 streams and frames 128 deep below "<captured_at>"
  * (deeper ones are left off those lanes); intra-kernel regions keep Proton
  * 3.6's layout (io/chrome_trace.c). Not a hot path (finalize). */
@@ -48,6 +49,13 @@
 #define CAPTURE_TAG "<captured_at>" /* backend/cupti/graph.h's frame */
 #define MAX_GRAPH_DEPTH 128
 #define MAX_GRAPH_STREAMS 256
+#define MAX_INDEXED_SCOPES (1u << 20) /* 24 MB of spans at most */
+
+/* A CPU scope's span, to find the scope a kernel was launched in. */
+typedef struct scope_span {
+  uint32_t lane, node;
+  uint64_t start, end;
+} scope_span;
 
 /* A graph lane's open scopes (one per stream with replayed kernels). */
 typedef struct graph_lane {
@@ -67,6 +75,8 @@ typedef struct state {
   graph_lane *lanes; /* MAX_GRAPH_STREAMS, while graph scopes are written */
   size_t n_lanes;
   uint32_t flow_stream, flow_corr; /* the last graph kernel given a flow */
+  scope_span *spans; /* CPU scopes by (lane, node, start), the first ones */
+  size_t n_spans, cap_spans;
 } state;
 
 static void add_lane(uint32_t *lanes, size_t *n, uint32_t id) {
@@ -116,6 +126,62 @@ static size_t graph_path(const cp_event *e, uint32_t *path) {
   return k;
 }
 
+/* Keeps the span of scope event `e`; past MAX_INDEXED_SCOPES (or out of
+ * memory) later scopes are not indexed and their kernels' flows start at
+ * the launch itself. */
+static void index_scope(state *st, const cp_event *e) {
+  if (st->n_spans == st->cap_spans) {
+    size_t cap = st->cap_spans ? 2 * st->cap_spans : 1024;
+    if (cap > MAX_INDEXED_SCOPES)
+      return;
+    scope_span *p = realloc(st->spans, cap * sizeof *p);
+    if (!p)
+      return;
+    st->spans = p;
+    st->cap_spans = cap;
+  }
+  st->spans[st->n_spans++] =
+      (scope_span){.lane = e->lane, .node = e->node, .start = e->start_ns, .end = e->end_ns};
+}
+
+static int by_lane_node_start(const void *a, const void *b) {
+  const scope_span *x = a, *y = b;
+  if (x->lane != y->lane)
+    return x->lane < y->lane ? -1 : 1;
+  if (x->node != y->node)
+    return x->node < y->node ? -1 : 1;
+  return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The span of `node`'s scope on `lane` open at `t`, or NULL. */
+static const scope_span *span_at(const state *st, uint32_t lane, uint32_t node,
+                                 uint64_t t) {
+  size_t lo = 0, hi = st->n_spans; /* the last span with key <= (lane, node, t) */
+  scope_span key = {.lane = lane, .node = node, .start = t};
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (by_lane_node_start(&st->spans[mid], &key) <= 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  const scope_span *sp = lo ? &st->spans[lo - 1] : NULL;
+  return sp && sp->lane == lane && sp->node == node && sp->end >= t ? sp : NULL;
+}
+
+/* The CPU scope kernel `e` was launched in: the innermost ancestor of its
+ * node that has a scope open at the launch on the launching thread (for a
+ * replayed graph kernel, the scope the graph was launched in). */
+static const scope_span *launch_scope(const state *st, const cp_event *e) {
+  const cp_node *n = cp_cct_node(e->node);
+  for (const cp_node *c = n ? n->parent : NULL; c && c->id; c = c->parent) {
+    const scope_span *sp = span_at(st, e->launch_lane, c->id, e->launch_ns);
+    if (sp)
+      return sp;
+  }
+  return NULL;
+}
+
 static int scan(void *user, const cp_event *e) {
   state *st = user;
   if (e->kind != CP_EVENT_SCOPE && e->kind != CP_EVENT_KERNEL)
@@ -125,6 +191,7 @@ static int scan(void *user, const cp_event *e) {
     st->t0 = e->start_ns;
   if (e->kind == CP_EVENT_SCOPE) {
     add_lane(st->cpu, &st->n_cpu, e->lane);
+    index_scope(st, e);
   } else {
     uint32_t path[MAX_GRAPH_DEPTH];
     st->n_kernels++;
@@ -400,16 +467,23 @@ static int put_flow(void *user, const cp_event *e) {
     st->flow_stream = e->lane;
     st->flow_corr = e->correlation;
   }
+  /* As Proton 3.9: the flow starts where the launching scope does and
+   * bears its event's id (one id per scope occurrence); a scope not indexed
+   * (still open at the end, or past MAX_INDEXED_SCOPES) gives the launch
+   * time and an id of its own above 2^32. */
+  const scope_span *sp = launch_scope(st, e);
+  unsigned long long id = sp ? (unsigned long long)(sp - st->spans) + 1
+                             : (1ull << 32) + e->correlation;
   sep(st);
   cp_sink_printf(st->s, "{\"name\":\"launch->kernel\",\"cat\":\"flow\",\"ph\":"
                         "\"s\",\"pid\":0,\"tid\":%u,", e->launch_lane);
-  put_us(st->s, "ts", e->launch_ns - st->t0);
-  cp_sink_printf(st->s, ",\"id\":%u,\"bp\":\"e\"}", e->correlation);
+  put_us(st->s, "ts", (sp ? sp->start : e->launch_ns) - st->t0);
+  cp_sink_printf(st->s, ",\"id\":%llu,\"bp\":\"e\"}", id);
   sep(st);
   cp_sink_printf(st->s, "{\"name\":\"launch->kernel\",\"cat\":\"flow\",\"ph\":"
                         "\"f\",\"pid\":0,\"tid\":%u,", GPU_LANE_BASE + e->lane);
   put_us(st->s, "ts", e->start_ns - st->t0);
-  cp_sink_printf(st->s, ",\"id\":%u,\"bp\":\"e\"}", e->correlation);
+  cp_sink_printf(st->s, ",\"id\":%llu,\"bp\":\"e\"}", id);
   return 0;
 }
 
@@ -452,6 +526,8 @@ int cp_chrome_trace39_write(cp_sink *s, const cp_trace *t, cp_data *d) {
     return cp_error_set(CPROTON_ENOMEM, "out of memory writing a trace");
   *st = (state){.s = s, .d = d, .t0 = UINT64_MAX, .first = 1};
   int rc = cp_trace_each(t, scan, st);
+  if (st->n_spans)
+    qsort(st->spans, st->n_spans, sizeof *st->spans, by_lane_node_start);
   if (!rc && st->n_events == 0) {
     cp_sink_puts(s, "{\"displayTimeUnit\":\"us\",\"traceEvents\":[]}\n");
   } else if (!rc) {
@@ -470,6 +546,7 @@ int cp_chrome_trace39_write(cp_sink *s, const cp_trace *t, cp_data *d) {
     if (d)
       cp_data_unlock(d);
   }
+  free(st->spans);
   free(st);
   return rc;
 }

@@ -351,6 +351,9 @@ def test_trace_scopes_metrics_flows_under_39(proton39):
     assert set(starts) == set(ends) and len(starts) == 4
     assert all(e["name"] == "launch->kernel" and e["bp"] == "e" and e["tid"] == cpu_tid for e in starts.values())
     assert all(e["name"] == "launch->kernel" and e["bp"] == "e" and e["tid"] == gpu_tid for e in ends.values())
+    # as Proton 3.9, a flow starts where the scope the kernel was launched in starts
+    scope_starts = {e["ts"] for e in by_cat["metric"] + by_cat["scope"] if e["tid"] == cpu_tid}
+    assert all(e["ts"] in scope_starts for e in starts.values())
     scope = next(e for e in by_cat["scope"] if e["name"] == "scope_4")
     kernel = next(e for e in by_cat["kernel"] if e["args"]["call_stack"][-2] == "scope_4")
     # the fake backend's kernels run after their scope: only the order of launch and scope holds

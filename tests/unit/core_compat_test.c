@@ -314,6 +314,10 @@ Test(core_compat, chrome_trace_39_graph_lanes, .init = reset, .fini = fini) {
                          cp_cct_child_str(b, "foo"), cp_cct_child_str(a, "foo")};
   cp_trace *t = cp_trace_new();
   cr_assert_not_null(t);
+  /* the CPU scope the graph was launched in (on thread 1, around 900) */
+  cp_event scope = {.kind = CP_EVENT_SCOPE, .start_ns = 850, .end_ns = 2000,
+                    .name = t0->name, .node = t0->id, .lane = 1};
+  cr_assert_eq(cp_trace_append(t, &scope), CPROTON_OK);
   for (int i = 0; i < 4; i++) {
     cp_event e = {.kind = CP_EVENT_KERNEL, .start_ns = 1000 + 100 * (uint64_t)i,
                   .end_ns = 1050 + 100 * (uint64_t)i, .launch_ns = 900,
@@ -333,6 +337,8 @@ Test(core_compat, chrome_trace_39_graph_lanes, .init = reset, .fini = fini) {
   size_t i;
   json_t *e;
   int graph_lane_named = 0, flows = 0;
+  json_int_t flow_ids[2] = {-1, -1};
+  double flow_s_ts = -1;
   char scopes[256] = "";
   json_array_foreach(events, i, e) {
     const char *ph = json_string_value(json_object_get(e, "ph"));
@@ -348,14 +354,22 @@ Test(core_compat, chrome_trace_39_graph_lanes, .init = reset, .fini = fini) {
       snprintf(scopes + strlen(scopes), sizeof scopes - strlen(scopes), "%s[%.2f,%.2f] ", name, ts,
                ts + dur);
     }
-    flows += cat && !strcmp(cat, "flow");
+    if (cat && !strcmp(cat, "flow")) {
+      int start = !strcmp(ph, "s");
+      flow_ids[start] = json_integer_value(json_object_get(e, "id"));
+      if (start)
+        flow_s_ts = json_number_value(json_object_get(e, "ts"));
+      flows++;
+    }
   }
   cr_assert_eq(graph_lane_named, 1);
   /* frames close when a kernel leaves them, at the last end so far; the
    * metadata copy is left out; times are us from the earliest event (900) */
-  cr_assert_str_eq(scopes, "c[0.10,0.15] b[0.10,0.35] a[0.10,0.45] <captured_at>[0.10,0.45] ", "%s",
+  cr_assert_str_eq(scopes, "c[0.15,0.20] b[0.15,0.40] a[0.15,0.50] <captured_at>[0.15,0.50] ", "%s",
                    scopes);
   cr_assert_eq(flows, 2, "one flow for the graph launch (s and f), not one per kernel");
+  cr_assert_eq(flow_ids[0], flow_ids[1]);
+  cr_assert_float_eq(flow_s_ts, 0.0, 1e-9, "the flow starts where test0 does (ts 0), not at the launch");
   json_decref(j);
   free(text);
   cp_trace_free(t);
