@@ -185,10 +185,12 @@ static int add_tensor(uint64_t scope, const char *key, PyObject *v,
   return 0;
 }
 
+/* The state the copy kernels run under while the launch hook runs them
+ * (Proton 3.9's per-kernel metadata state); NULL: "__proton_launch_metadata". */
+static PyObject *pending_state;
+
 /* Launches the copy kernels queued by add_tensor. Their own Triton launch
  * must not enter the launch hook (it would open an op for them). */
-static PyObject *pending_state; /* the state the copies run under; NULL: Proton 3.6's */
-
 static int run_pending(void) {
   if (!tensor_pending)
     return 0;
@@ -933,13 +935,13 @@ static PyObject *raw_kernel_name(PyObject *lazy) {
   return name;
 }
 
-/* Computes the launch metadata under Proton's metadata state: Proton 3.6's
- * "__proton_launch_metadata", 3.9's "__proton_launch_metadata:<raw>" (two
- * frames, core/session.c). */
 /* Whether this thread is computing a launch's metadata: Proton 3.9 does
  * not hook the kernels launched meanwhile (its LaunchHook's in_hook). */
 static _Thread_local int in_metadata;
 
+/* Computes the launch metadata under Proton's metadata state: Proton 3.6's
+ * "__proton_launch_metadata", 3.9's "__proton_launch_metadata:<raw>" (two
+ * frames, core/session.c). */
 static PyObject *metadata_under_state(PyObject *lazy, PyObject *raw) {
   PyObject *state = raw && is_39()
       ? PyUnicode_FromFormat("__proton_launch_metadata:%U", raw)
