@@ -422,7 +422,8 @@ cp_node *cp_context_launch_node(cp_context_kind kind, int *is_op) {
     n = cp_cct_child(n, t->op);
     *is_op = 1;
   } else if (t->n_states && t->states[t->n_states - 1]) { /* 0: unresolved */
-    n = state_node(n, t->states[t->n_states - 1], t->state_tails[t->n_states - 1]);
+    size_t top = t->n_states - 1;
+    n = state_node(n, t->states[top], t->state_tails[top]);
   }
   return n ? n : cp_cct_root();
 }

@@ -119,7 +119,8 @@ static size_t graph_path(const cp_event *e, uint32_t *path) {
       tag = strcmp(name, CAPTURE_TAG) == 0;
     }
   }
-  if (!tag || is_metadata_name(cp_strtab_str(n->name) ? cp_strtab_str(n->name) : ""))
+  const char *kernel = cp_strtab_str(n->name);
+  if (!tag || (kernel && is_metadata_name(kernel)))
     return 0;
   for (size_t i = 0; i < k; i++)
     path[i] = up[k - 1 - i];
@@ -140,8 +141,8 @@ static void index_scope(state *st, const cp_event *e) {
     st->spans = p;
     st->cap_spans = cap;
   }
-  st->spans[st->n_spans++] =
-      (scope_span){.lane = e->lane, .node = e->node, .start = e->start_ns, .end = e->end_ns};
+  st->spans[st->n_spans++] = (scope_span){
+      .lane = e->lane, .node = e->node, .start = e->start_ns, .end = e->end_ns};
 }
 
 static int by_lane_node_start(const void *a, const void *b) {
@@ -156,7 +157,8 @@ static int by_lane_node_start(const void *a, const void *b) {
 /* The span of `node`'s scope on `lane` open at `t`, or NULL. */
 static const scope_span *span_at(const state *st, uint32_t lane, uint32_t node,
                                  uint64_t t) {
-  size_t lo = 0, hi = st->n_spans; /* the last span with key <= (lane, node, t) */
+  /* binary search: the last span with key <= (lane, node, t) */
+  size_t lo = 0, hi = st->n_spans;
   scope_span key = {.lane = lane, .node = node, .start = t};
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
@@ -239,7 +241,8 @@ static void put_metadata(state *st) {
   for (size_t i = 0; i < st->n_cpu; i++)
     put_lane_names(st, st->cpu[i], "CPU Thread", st->cpu[i]);
   for (size_t i = 0; i < st->n_graph; i++)
-    put_lane_names(st, GRAPH_LANE_BASE + st->graph[i], "Graph: Stream", st->graph[i]);
+    put_lane_names(st, GRAPH_LANE_BASE + st->graph[i], "Graph: Stream",
+                   st->graph[i]);
   for (size_t i = 0; i < st->n_gpu; i++)
     put_lane_names(st, GPU_LANE_BASE + st->gpu[i], "GPU Stream", st->gpu[i]);
 }
@@ -499,7 +502,8 @@ static int put_kernel(void *user, const cp_event *e) {
   sep(st);
   cp_sink_puts(st->s, "{\"name\":");
   cp_sink_json_string(st->s, name ? name : "?");
-  cp_sink_printf(st->s, ",\"cat\":\"kernel\",\"ph\":\"X\",\"pid\":0,\"tid\":%u,",
+  cp_sink_printf(st->s,
+                 ",\"cat\":\"kernel\",\"ph\":\"X\",\"pid\":0,\"tid\":%u,",
                  GPU_LANE_BASE + e->lane);
   put_times(st, e);
   cp_sink_puts(st->s, ",\"args\":{");

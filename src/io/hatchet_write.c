@@ -19,8 +19,8 @@
 typedef struct writer {
   cp_sink *s;
   cp_hatchet_tree t;
-  int proton39;     /* Proton 3.9's content (core/compat.h), see cp_hatchet_write */
-  uint64_t ran[2];  /* CUDA, HIP: a bit per device id < 64 kernels ran on */
+  int proton39;    /* Proton 3.9's content (core/compat.h): cp_hatchet_write */
+  uint64_t ran[2]; /* CUDA, HIP: a bit per device id < 64 kernels ran on */
 } writer;
 
 static void indent(cp_sink *s, int level) {
@@ -142,9 +142,11 @@ static int write_node(writer *w, const cp_node *n, int level) {
 static void write_devices(cp_sink *s, const writer *w) {
   cp_device_info all[CP_MAX_DEVICES], devs[CP_MAX_DEVICES];
   int n_all = cp_device_list(all, CP_MAX_DEVICES), n = 0;
-  for (int i = 0; i < n_all; i++)
-    if (!w->proton39 || (all[i].id < 64 && (w->ran[all[i].type == CP_DEVICE_HIP] >> all[i].id & 1)))
+  for (int i = 0; i < n_all; i++) {
+    uint64_t ran = w->ran[all[i].type == CP_DEVICE_HIP];
+    if (!w->proton39 || (all[i].id < 64 && (ran >> all[i].id & 1)))
       devs[n++] = all[i];
+  }
   cp_sink_puts(s, n ? "{" : "{}");
   for (int i = 0; i < n; i++) {
     int first_of_type = i == 0 || devs[i - 1].type != devs[i].type;
