@@ -14,7 +14,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # the newest patch release of each minor version, 3.6 to 3.9
 versions=("$@")
 [ ${#versions[@]} -gt 0 ] || versions=(3.6.0 3.7.1 3.8.0 3.9.0)
-files=(test_triton_compat.py test_language.py test_instrument_ws.py test_hook.py test_tensor_metrics.py test_proton_ir.py)
+files=(test_triton_compat.py test_language.py test_instrument_ws.py test_hook.py test_tensor_metrics.py
+  test_proton_ir.py test_proton_versions.py test_api_parity.py)
 start=$(date +%s)
 venv=$("$root/scripts/venv.sh")
 out=$root/build/triton-compat

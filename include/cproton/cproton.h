@@ -77,6 +77,29 @@ typedef void (*cproton_log_fn)(void *user, cproton_log_level level,
 CPROTON_API void cproton_log_set_handler(cproton_log_fn fn, void *user,
                                          cproton_log_level min_level);
 
+/* ---- Proton compatibility -------------------------------------------- */
+
+/* Where Proton 3.6 and 3.9 differ, cproton follows one of them, for the
+ * whole process. Under 3.9: an integer metric is "int64_t" in the type
+ * mismatch message (3.6: "uint64_t" unless negative); a user metric may be
+ * named like a kernel metric ("count", "time (ns)", "device_id",
+ * "device_type") and its value replaces the kernel's in Hatchet output (3.6:
+ * EINVAL, the name is reserved); a state named
+ * "__proton_launch_metadata:<kernel>" is two frames,
+ * "__proton_launch_metadata" then "<kernel>" (3.6: one frame, that name).
+ * docs/compatibility.md lists every difference, including those the Python
+ * package handles. */
+typedef enum cproton_proton_version {
+  CPROTON_PROTON_3_6 = 306, /* the default */
+  CPROTON_PROTON_3_9 = 309
+} cproton_proton_version;
+
+/* Selects the Proton version to follow. Set it before starting sessions.
+ * Errors: EINVAL for any other value. Any thread. */
+CPROTON_API int cproton_set_proton_compat(int version);
+/* The version followed now (a cproton_proton_version). Any thread. */
+CPROTON_API int cproton_proton_compat(void);
+
 /* ---- sessions ---------------------------------------------------------- */
 
 typedef struct cproton_session_options {

@@ -185,6 +185,10 @@ static int add_tensor(uint64_t scope, const char *key, PyObject *v,
   return 0;
 }
 
+/* The state the copy kernels run under while the launch hook runs them
+ * (Proton 3.9's per-kernel metadata state); NULL: "__proton_launch_metadata". */
+static PyObject *pending_state;
+
 /* Launches the copy kernels queued by add_tensor. Their own Triton launch
  * must not enter the launch hook (it would open an op for them). */
 static int run_pending(void) {
@@ -192,7 +196,7 @@ static int run_pending(void) {
     return 0;
   tensor_pending = 0;
   in_metric_launch = 1;
-  PyObject *r = PyObject_CallNoArgs(tensor_launch);
+  PyObject *r = PyObject_CallOneArg(tensor_launch, pending_state ? pending_state : Py_None);
   in_metric_launch = 0;
   Py_XDECREF(r);
   return r ? 0 : -1;
@@ -278,10 +282,50 @@ static int capturing_now(void) {
   return on;
 }
 
+static int is_39(void) { return cproton_proton_compat() >= CPROTON_PROTON_3_9; }
+
+/* Proton 3.9's roofline metrics keep their type whatever the value's:
+ * 1 for "flops" and "flops8/16/32/64" (double), 2 for "bytes" (int64), 0
+ * for any other name (typed by its value). Proton 3.6 types by value. */
+static int roofline_kind(const char *key) {
+  static const char *const doubles[] = {"flops", "flops8", "flops16",
+                                        "flops32", "flops64"};
+  if (!is_39())
+    return 0;
+  for (size_t i = 0; i < sizeof doubles / sizeof *doubles; i++)
+    if (strcmp(key, doubles[i]) == 0)
+      return 1;
+  return strcmp(key, "bytes") == 0 ? 2 : 0;
+}
+
+/* A float given for an int64 roofline metric ("bytes" under 3.9): its
+ * integer part, as Proton 3.9's int() conversion. */
+static int add_as_int(uint64_t scope, const char *key, PyObject *v) {
+  PyObject *i = PyNumber_Long(v);
+  long long x = i ? PyLong_AsLongLong(i) : -1;
+  Py_XDECREF(i);
+  if (x == -1 && PyErr_Occurred())
+    return -1;
+  int rc = cproton_metric_add_int(scope, key, (int64_t)x);
+  if (rc)
+    raise_as(rc, RT(ESTATE));
+  return rc ? -1 : 0;
+}
+
 /* `capturing`: from capturing_now(), once per dict of metrics. */
 static int add_one(uint64_t scope, const char *key, PyObject *v, int as_double,
                    int capturing) {
-  int rc;
+  int rc, roof = roofline_kind(key);
+  if (roof)
+    as_double = roof == 1;
+  if (roof == 2 && PyFloat_Check(v) && !capturing)
+    return add_as_int(scope, key, v);
+  if (PyUnicode_Check(v) && is_39()) { /* Proton 3.9 has no string metrics */
+    PyErr_Format(PyExc_TypeError, "add_metrics(): incompatible function "
+                 "arguments: metric '%s' must be an int, a float or a "
+                 "sequence of them, not str", key);
+    return -1;
+  }
   if (is_tensor(v) || (capturing && (PyLong_Check(v) || PyFloat_Check(v))))
     return add_tensor(scope, key, v, as_double);
   if (PyList_Check(v) || PyTuple_Check(v))
@@ -756,7 +800,9 @@ static int add_launch_metrics(PyObject *data) {
           PyTuple_Check(v) || is_tensor(v)))
       continue;
     const char *key = utf8_no_nul(k, "metric");
-    if (!key || add_one(CPROTON_CURRENT_OP, key, v, 1, capturing) < 0)
+    /* Proton 3.6's hook: every value a double; 3.9: typed by value except
+     * the roofline metrics (roofline_kind) */
+    if (!key || add_one(CPROTON_CURRENT_OP, key, v, !is_39(), capturing) < 0)
       return -1;
   }
   return 0;
@@ -874,17 +920,68 @@ static PyObject *py_set_lazy_dict(PyObject *m, PyObject *args) {
   Py_RETURN_NONE;
 }
 
-/* Computes the launch metadata (under the "__proton_launch_metadata" state,
- * as Proton does) and opens an op named after the kernel with its
- * numeric keys as metrics. */
-static PyObject *py_launch_enter(PyObject *m, PyObject *lazy) {
-  if (!profiling_on || lazy == Py_None || in_metric_launch)
-    Py_RETURN_NONE;
-  cproton_state_enter("__proton_launch_metadata");
+/* The kernel's name before its launch metadata is computed
+ * (lazy.data["name"]): a new reference, or NULL (no error) when absent. */
+static PyObject *raw_kernel_name(PyObject *lazy) {
+  PyObject *data = PyObject_GetAttr(lazy, s_data), *name = NULL;
+  if (data && PyDict_Check(data))
+    name = PyDict_GetItemWithError(data, s_name);
+  if (name && PyUnicode_Check(name))
+    Py_INCREF(name);
+  else
+    name = NULL;
+  Py_XDECREF(data);
+  PyErr_Clear();
+  return name;
+}
+
+/* Whether this thread is computing a launch's metadata: Proton 3.9 does
+ * not hook the kernels launched meanwhile (its LaunchHook's in_hook). */
+static _Thread_local int in_metadata;
+
+/* Computes the launch metadata under Proton's metadata state: Proton 3.6's
+ * "__proton_launch_metadata", 3.9's "__proton_launch_metadata:<raw>" (two
+ * frames, core/session.c). */
+static PyObject *metadata_under_state(PyObject *lazy, PyObject *raw) {
+  PyObject *state = raw && is_39()
+      ? PyUnicode_FromFormat("__proton_launch_metadata:%U", raw)
+      : PyUnicode_FromString("__proton_launch_metadata");
+  const char *text = state ? PyUnicode_AsUTF8(state) : NULL;
+  if (!text) {
+    Py_XDECREF(state);
+    return NULL;
+  }
+  cproton_state_enter(text);
+  Py_DECREF(state);
+  in_metadata++;
   PyObject *data = metadata_get(lazy);
+  in_metadata--;
   cproton_state_exit();
+  return data;
+}
+
+/* Computes the launch metadata (under the metadata state, as Proton does)
+ * and opens an op named after the kernel with its numeric keys as
+ * metrics. Under Proton 3.9 a kernel filter is applied to the raw kernel
+ * name first, so a filtered kernel's metadata is never computed (3.9's
+ * LaunchHook.configure). */
+static PyObject *py_launch_enter(PyObject *m, PyObject *lazy) {
+  if (!profiling_on || lazy == Py_None || in_metric_launch ||
+      (in_metadata && is_39())) /* a kernel launched by launch_metadata */
+    Py_RETURN_NONE;
+  PyObject *raw = raw_kernel_name(lazy);
+  int early = raw && launch_filter && is_39() ? admitted(raw) : 1;
+  PyObject *data = early > 0 ? metadata_under_state(lazy, raw) : NULL;
+  /* Proton 3.9 launches the metric copies under the kernel's metadata
+   * state too */
+  PyObject *state = data && raw && is_39()
+      ? PyUnicode_FromFormat("__proton_launch_metadata:%U", raw) : NULL;
+  Py_XDECREF(raw);
+  if (early == 0)
+    Py_RETURN_NONE;
   if (!data)
     return NULL;
+  Py_XSETREF(pending_state, state);
   PyObject *name = PyDict_Check(data) ? PyDict_GetItemWithError(data, s_name)
                                       : NULL;
   if (!name && PyErr_Occurred()) {
@@ -903,6 +1000,7 @@ static PyObject *py_launch_enter(PyObject *m, PyObject *lazy) {
     if (ok > 0 && set_launch_vars(name) < 0)
       ok = -1;
   }
+  Py_CLEAR(pending_state);
   Py_DECREF(data);
   if (ok < 0)
     return NULL;
@@ -926,6 +1024,32 @@ static PyObject *py_pcsampling_add_cubin(PyObject *m, PyObject *arg) {
   int rc = cproton_pcsampling_add_cubin(b.buf, (size_t)b.len);
   PyBuffer_Release(&b);
   return PyBool_FromLong(rc == CPROTON_OK);
+}
+
+/* set_proton_compat(306 | 309): the Proton version the library and this
+ * module follow (cproton._compat decides it once, at import). */
+static PyObject *py_set_proton_compat(PyObject *m, PyObject *arg) {
+  long v = PyLong_AsLong(arg);
+  if (v == -1 && PyErr_Occurred())
+    return NULL;
+  int rc = cproton_set_proton_compat((int)v);
+  if (rc)
+    return raise_as(rc, 0);
+  Py_RETURN_NONE;
+}
+
+/* launch_admits(name) -> bool: whether the kernel filter admits `name`. */
+static PyObject *py_launch_admits(PyObject *m, PyObject *name) {
+  if (!PyUnicode_Check(name)) {
+    PyErr_SetString(PyExc_TypeError, "a kernel name must be a str");
+    return NULL;
+  }
+  int ok = admitted(name);
+  return ok < 0 ? NULL : PyBool_FromLong(ok);
+}
+
+static PyObject *py_proton_compat(PyObject *m, PyObject *unused) {
+  return PyLong_FromLong(cproton_proton_compat());
 }
 
 static PyObject *py_set_launch_filter(PyObject *m, PyObject *fn) {
@@ -1194,6 +1318,10 @@ static PyMethodDef methods[] = {
     {"pcsampling_add_cubin", py_pcsampling_add_cubin, METH_O,
      "pcsampling_add_cubin(bytes) -> bool"},
     {"launch_exit", py_launch_exit, METH_O, "Triton launch-exit hook"},
+    {"set_proton_compat", py_set_proton_compat, METH_O,
+     "set_proton_compat(306 or 309)"},
+    {"proton_compat", py_proton_compat, METH_NOARGS, "proton_compat() -> 306 or 309"},
+    {"launch_admits", py_launch_admits, METH_O, "launch_admits(name) -> bool"},
     {"set_launch_filter", py_set_launch_filter, METH_O,
      "set_launch_filter(callable or None)"},
     {"set_profiling", py_set_profiling, METH_O, "set the profiling flag"},

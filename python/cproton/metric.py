@@ -33,7 +33,8 @@ from typing import Any, Optional
 from . import _cproton
 from ._log import warn as _warn
 
-_FLOPS_WIDTHS = (8, 16, 32, 64)
+FLOPS_WIDTHS = (8, 16, 32, 64)
+_FLOPS_WIDTHS = FLOPS_WIDTHS
 # Proton 3.9's roofline metrics keep their type whatever the tensor's dtype.
 ROOFLINE_IS_DOUBLE = {"flops": True, **{f"flops{w}": True for w in _FLOPS_WIDTHS}, "bytes": False}
 
@@ -158,7 +159,11 @@ class CudaDeviceBuffer:
                                "call cproton.metric.prepare() (or record one tensor metric) before capturing")
         self.capacity = capacity
         self.device = device
-        self.words = torch.zeros(HEADER_WORDS + capacity, dtype=torch.int64, device=device)
+        # Zeroed on the host and copied (a memcpy, not a kernel): whatever
+        # cproton does at a flush point must not add a kernel to the
+        # profile being recorded (the buffer is made inside a session).
+        self._zero_header = torch.zeros(HEADER_WORDS, dtype=torch.int64)
+        self.words = torch.zeros(HEADER_WORDS + capacity, dtype=torch.int64).to(device)
 
     def record(self, slot: int, tensor: Any, double: bool) -> None:
         if not is_tensor(tensor):  # a number during graph capture: the value is an argument
@@ -178,7 +183,7 @@ class CudaDeviceBuffer:
             return [], 0
         torch.cuda.synchronize(self.device)
         host = self.words.cpu()  # the one D2H copy
-        self.words[:HEADER_WORDS].zero_()
+        self.words[:HEADER_WORDS].copy_(self._zero_header)  # H2D, no fill kernel (see __init__)
         # Before any later copy kernel, on whatever stream, reserves a record.
         torch.cuda.synchronize(self.device)
         used = min(int(host[0]), self.capacity)
@@ -376,14 +381,16 @@ def record(scope_id: int, name: str, tensor: Any, as_double: bool = False) -> bo
     return True
 
 
-def launch_pending() -> None:
+def launch_pending(state: Optional[str] = None) -> None:
     """Launches the queued copy kernels under the launch-metadata state, as
-    Proton launches its metric kernels (their own time lands there)."""
+    Proton launches its metric kernels (their own time lands there):
+    `state`, or ``__proton_launch_metadata`` (the launch hook passes Proton
+    3.9's per-kernel state, ``__proton_launch_metadata:<kernel>``)."""
     queue = getattr(_recorder.pending, "queue", None)
     if not queue:
         return
     _recorder.pending.queue = []
-    _cproton.enter_state(METADATA_STATE)
+    _cproton.enter_state(state or METADATA_STATE)
     try:
         for buf, slot, tensor, double in queue:
             device = getattr(buf, "device", None)
@@ -421,6 +428,51 @@ def drain() -> int:
             _warn(f"tensor metrics: {dropped} records dropped, the device buffer ({buf.capacity} words) was "
                   "full; drain more often (deactivate/data.get) or raise CPROTON_TENSOR_METRIC_WORDS")
     return folded
+
+
+# ---- Proton 3.9's metric functions -----------------------------------------------
+
+
+def _convert(value: Any, convert) -> Any:
+    if is_tensor(value):
+        value = value.reshape(-1).tolist() if value.numel() > 1 else value.item()
+    if isinstance(value, (list, tuple)):
+        return [convert(v) for v in value]
+    return convert(value)
+
+
+def _roofline_value(key: str, value: Any) -> Any:
+    """A host value with the roofline metrics' fixed types (flops*: float,
+    bytes: int); other metrics as given (a CPU tensor: its number or list)."""
+    if key in ROOFLINE_IS_DOUBLE:
+        return _convert(value, float if ROOFLINE_IS_DOUBLE[key] else int)
+    if is_tensor(value):
+        return _convert(value, lambda v: v)
+    return value
+
+
+def transform_tensor_metrics(metrics: dict) -> tuple:
+    """Proton 3.9's split of a metrics dict into (host metrics, device
+    tensor metrics): CPU tensors and plain values become host values, the
+    roofline metrics with their fixed types (flops*: float, bytes: int);
+    CUDA tensors go to the second dict, converted to the type they are
+    recorded with (double or int64, as Proton 3.9). cproton's own metric
+    calls do the same split in C: this function is for code written against
+    Proton 3.9's API; its device dict holds tensors (Proton's holds
+    libproton TensorMetric objects)."""
+    scalars, tensors = {}, {}
+    for key, value in metrics.items():
+        if is_tensor(value) and value.device.type != "cpu":
+            tensors[key] = value.double() if is_double(key, value) else value.long()
+        else:
+            scalars[key] = _roofline_value(key, value)
+    return scalars, tensors
+
+
+def set_metric_kernels() -> None:
+    """Proton 3.9 compiles its metric-copy kernels and hands them to
+    libproton here; cproton compiles its copy kernel on first use (or in
+    prepare(), before a CUDA graph capture), so there is nothing to do."""
 
 
 _cproton.set_tensor_metric_handler(record, launch_pending)

@@ -14,6 +14,12 @@ class _ProtonEnum(Enum):
     def __str__(self):
         return f"{type(self).__name__}.{self.name}"
 
+    def __repr__(self):
+        # Proton 3.6's pybind11 enums print as <TYPE.MEMBER: value>, Proton
+        # 3.9's nanobind enums as TYPE.MEMBER (a mode's repr shows them).
+        from . import _compat
+        return str(self) if _compat.is_39() else f"<{self}: {self.value}>"
+
     def __int__(self):
         return self.value
 

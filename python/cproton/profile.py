@@ -21,9 +21,10 @@ import functools
 import os
 from typing import Optional, Union
 
-from . import _cproton, _log, knobs, metric
+from . import _compat, _cproton, _log, knobs, metric
 from .flags import flags
 from .hooks import HookManager, LaunchHook, InstrumentationHook
+from .hooks.hook import Hook
 from .hooks.instrumentation import check_mode as check_instrumentation_mode
 from .mode import BaseMode
 
@@ -56,10 +57,31 @@ def _gpu_present() -> bool:
 _warned_no_gpu = False
 
 
-def _select_backend(backend: Optional[str]) -> Optional[str]:
+# Proton's profiler for each Triton backend (its select_profiler_from_triton_backend)
+_PROFILER_OF_TRITON_BACKEND = {(3, 6): {"cuda": "cupti", "hip": "roctracer"},
+                               (3, 9): {"cuda": "cupti", "hip": "rocprofiler"}}
+
+_NO_ARGUMENT = object()
+
+
+def _select_backend(backend=_NO_ARGUMENT) -> Optional[str]:
     """None -> None (the library's default) when a GPU is present, else
-    "none" with one warning per process."""
+    "none" with one warning per process.
+
+    Called with no argument, Proton 3.9's form: the profiler Proton picks
+    for the active Triton target ("cupti" for CUDA), with Proton's errors
+    (Triton's own when no driver is active; ValueError for a backend no
+    profiler serves)."""
     global _warned_no_gpu
+    if backend is _NO_ARGUMENT:
+        import triton
+        target = triton.runtime.driver.active.get_current_target().backend
+        table = _PROFILER_OF_TRITON_BACKEND[_compat.PROTON_VERSION]
+        if target not in table:
+            if _compat.is_39():
+                raise ValueError(f"No profiler registered for triton backend {target}")
+            raise ValueError("No backend is available for the current target.")
+        return table[target]
     if backend is not None:
         return backend
     if _gpu_present():
@@ -120,7 +142,7 @@ def start(
     data: Optional[str] = "tree",
     backend: Optional[str] = None,
     mode: Optional[Union[str, BaseMode]] = None,
-    hook: Optional[str] = None,
+    hook: Optional[Union[str, Hook]] = None,
 ):
     """
     Start profiling with the given name and backend.
@@ -141,7 +163,9 @@ def start(
         backend (str, optional): None (automatic), "cupti", "instrumentation" or "none".
         mode (Union[str, BaseMode], optional): The backend-specific mode, e.g.
                               "pcsampling:interval=1000" or cproton.mode.Default().
-        hook (str, optional): None or "triton" (Triton launch metadata: flops, bytes, ...).
+        hook (Union[str, Hook], optional): None, "triton" (Triton launch metadata: flops,
+                              bytes, ...) or a Hook object (Proton 3.9), e.g. a
+                              LaunchHook() after its configure().
 
     Returns:
         session (int): The session ID of the profiling session (None when
@@ -154,9 +178,12 @@ def start(
     _check_str("context", context)
     _check_str("data", data)
     _check_str("backend", backend)
-    _check_str("hook", hook)
-    if hook not in (None, "triton", "launch"):
-        raise ValueError(f"unknown hook '{hook}' (valid: None, 'triton')")
+    if not isinstance(hook, Hook):
+        _check_str("hook", hook)
+        if hook not in (None, "triton", "launch"):
+            if _compat.is_39():
+                raise ValueError(f"Unsupported hook: {hook!r}")
+            raise ValueError(f"unknown hook '{hook}' (valid: None, 'triton')")
     name = DEFAULT_PROFILE_NAME if name is None else name
     mode_str = _get_mode_str(backend, mode)
     instr_hook = None
@@ -176,7 +203,9 @@ def start(
     flags.profiling_on = True
     _sessions[session] = {"name": name, "context": context or "shadow", "data": data or "tree",
                           "backend": chosen, "mode": mode_str, "hook": hook}
-    if hook in ("triton", "launch"):
+    if isinstance(hook, Hook):  # Proton 3.9: a Hook object, e.g. a configured LaunchHook()
+        HookManager.register(hook, session)
+    elif hook in ("triton", "launch"):
         HookManager.register(LaunchHook(), session)
     if instr_hook is not None:
         HookManager.register(instr_hook, session)

@@ -8,7 +8,12 @@ from functools import wraps
 
 from . import _cproton
 
+# Proton 3.9's names (libproton.metadata_scope_name / _prefix); 3.6 has
+# the first one in hooks.launch. Under Proton 3.9 (cproton._compat) a state
+# named COMPUTE_METADATA_SCOPE_PREFIX + kernel is two frames, the metadata
+# scope and the kernel's name; under 3.6 it is one frame.
 COMPUTE_METADATA_SCOPE_NAME = "__proton_launch_metadata"
+COMPUTE_METADATA_SCOPE_PREFIX = COMPUTE_METADATA_SCOPE_NAME + ":"
 
 
 class state:
@@ -77,8 +82,19 @@ def exit_state() -> None:
     _cproton.exit_state()
 
 
-def metadata_state() -> state:
+def get_metadata_state_name(kernel_name=None) -> str:
+    """The metadata state's name: COMPUTE_METADATA_SCOPE_NAME, or the prefix
+    and `kernel_name` when one is given (Proton 3.9)."""
+    if not kernel_name:
+        return COMPUTE_METADATA_SCOPE_NAME
+    return f"{COMPUTE_METADATA_SCOPE_PREFIX}{kernel_name}"
+
+
+class metadata_state(state):
     """The state under which the Triton launch hook computes a kernel's
-    ``launch_metadata`` (``__proton_launch_metadata``): kernels launched by
-    a launch_metadata function land under it instead of under the op."""
-    return state(COMPUTE_METADATA_SCOPE_NAME)
+    ``launch_metadata``: kernels launched there (and tensor metrics given
+    there) land under it instead of under the op. With `kernel_name`,
+    Proton 3.9's per-kernel form (see COMPUTE_METADATA_SCOPE_PREFIX)."""
+
+    def __init__(self, kernel_name=None) -> None:
+        super().__init__(get_metadata_state_name(kernel_name))

@@ -26,7 +26,8 @@ import json
 from collections import namedtuple
 
 from . import specs
-from .hooks.launch import COMPUTE_METADATA_SCOPE_NAME, LaunchHook
+from .hooks.launch import LaunchHook
+from .state import COMPUTE_METADATA_SCOPE_NAME, COMPUTE_METADATA_SCOPE_PREFIX
 
 __all__ = [
     "FactorDict", "apply_diff_profile", "avg_cpu_time_factor_dict", "avg_time_factor_dict", "bytes_factor_dict",
@@ -139,7 +140,8 @@ def _prune(node):
     nothing; docs/viewer.md, "Which frames are shown")."""
     if "frame" not in node:  # the device table, not a frame
         return node
-    if node["frame"].get("name") == COMPUTE_METADATA_SCOPE_NAME:
+    name = node["frame"].get("name")
+    if name == COMPUTE_METADATA_SCOPE_NAME or (isinstance(name, str) and name.startswith(COMPUTE_METADATA_SCOPE_PREFIX)):
         return None
     kept = [child for child in map(_prune, node.get("children", [])) if child is not None]
     if not kept and not node.get("metrics"):
@@ -155,11 +157,17 @@ def remove_frames(database):
 
 
 def get_raw_metrics(file):
-    """Loads an open profile file: (GraphFrame, inclusive metrics, exclusive
-    metrics, device info). Inclusive metrics are the root's; the exclusive
-    ones are every other dataframe column."""
+    """Loads a profile: (GraphFrame, inclusive metrics, exclusive metrics,
+    device info). `file` is an open profile file (Proton 3.6's argument) or
+    the profile already parsed, as ``cproton.data.get`` returns it (Proton
+    3.9's); a parsed profile is not modified. Inclusive metrics are the
+    root's; the exclusive ones are every other dataframe column."""
     ht = _require("hatchet")
-    database = remove_frames(json.load(file))
+    if isinstance(file, list):
+        import copy
+        database = remove_frames(copy.deepcopy(file))
+    else:
+        database = remove_frames(json.load(file))
     if not database or "frame" not in database[0]:
         raise ValueError(f"{getattr(file, 'name', 'profile')}: no frame with metrics (an empty profile?)")
     device_info = database.pop(1) if len(database) > 1 else {}  # Proton's files always have it

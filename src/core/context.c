@@ -40,6 +40,7 @@ typedef struct cp_thread {
   cp_frame recent[N_RECENT];
   unsigned n_recent;
   uint32_t states[CP_MAX_STATES];
+  uint32_t state_tails[CP_MAX_STATES]; /* a state's second frame, or 0 */
   size_t n_states;
   uint32_t op;
   uint32_t tid;
@@ -326,6 +327,7 @@ int cp_context_push(uint32_t name, unsigned kinds, cp_frame **frame_out) {
   f->timed = 0;
   f->id = ((uint64_t)t->tid << 40) | ++t->next_scope;
   f->state = t->n_states ? t->states[t->n_states - 1] : 0;
+  f->state_tail = t->n_states ? t->state_tails[t->n_states - 1] : 0;
   f->generation = atomic_load_explicit(&generation, memory_order_relaxed);
   frame_edge(t, t->depth, t->depth + 1);
   t->depth++;
@@ -388,9 +390,15 @@ size_t cp_context_depth(void) {
   return t ? t->depth : 0;
 }
 
+/* The node of state `state` (with its second frame `tail`) under `n`. */
+static cp_node *state_node(cp_node *n, uint32_t state, uint32_t tail) {
+  n = cp_cct_child(n, state);
+  return n && tail ? cp_cct_child(n, tail) : n;
+}
+
 cp_node *cp_context_frame_node(const cp_frame *f, cp_context_kind kind) {
   cp_node *n = f->node[kind];
-  return n && f->state ? cp_cct_child(n, f->state) : n;
+  return n && f->state ? state_node(n, f->state, f->state_tail) : n;
 }
 
 cp_node *cp_context_top(cp_context_kind kind) {
@@ -414,18 +422,20 @@ cp_node *cp_context_launch_node(cp_context_kind kind, int *is_op) {
     n = cp_cct_child(n, t->op);
     *is_op = 1;
   } else if (t->n_states && t->states[t->n_states - 1]) { /* 0: unresolved */
-    n = cp_cct_child(n, t->states[t->n_states - 1]);
+    size_t top = t->n_states - 1;
+    n = state_node(n, t->states[top], t->state_tails[top]);
   }
   return n ? n : cp_cct_root();
 }
 
-int cp_context_state_push(uint32_t name) {
+int cp_context_state_push(uint32_t name, uint32_t tail) {
   cp_thread *t = thread_get();
   if (!t)
     return cp_error_set(CPROTON_ENOMEM, "out of memory for thread state");
   if (t->n_states >= CP_MAX_STATES)
     return cp_error_set(CPROTON_ELIMIT, "more than %d nested states",
                         CP_MAX_STATES);
+  t->state_tails[t->n_states] = name ? tail : 0;
   t->states[t->n_states++] = name;
   if (name)
     held_add(t, 1);

@@ -31,6 +31,7 @@ typedef struct cp_frame {
   uint64_t name_hash; /* unresolved frames: hash of the name, for exits */
   cp_node *node[CP_CONTEXT_KINDS]; /* all NULL when unresolved */
   uint32_t state;   /* the state open at push (0: none) */
+  uint32_t state_tail; /* its second frame (0: none; cp_context_state_push) */
   uint32_t generation; /* compactions before its push (resolved frames) */
 } cp_frame;
 
@@ -89,7 +90,10 @@ cp_node *cp_context_launch_node(cp_context_kind kind, int *is_op);
 cp_node *cp_context_top(cp_context_kind kind);
 
 /* States and ops of the calling thread. */
-int cp_context_state_push(uint32_t name);
+/* Opens a state: `name` is its frame; a non-zero `tail` is a second frame
+ * under it (Proton 3.9's "__proton_launch_metadata:<kernel>" state is the
+ * frames "__proton_launch_metadata" / "<kernel>", core/session.c). */
+int cp_context_state_push(uint32_t name, uint32_t tail);
 int cp_context_state_pop(void);
 int cp_context_op_set(uint32_t name); /* 0 clears */
 

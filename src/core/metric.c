@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/compat.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/metric.h"
@@ -42,18 +43,20 @@ size_t cp_metric_output_len(const char *name) {
 }
 
 int cp_metric_is_reserved(const char *name) {
+  if (cp_compat_is_39()) /* Proton 3.9 takes any name (core/compat.h) */
+    return 0;
   for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++)
     if (strcmp(name, reserved[i]) == 0)
       return 1;
   return 0;
 }
 
-/* Proton's name for the type of `v` (its integers are unsigned unless
- * negative; cproton has one integer kind). */
+/* Proton's name for the type of `v` (Proton 3.6's integers are unsigned
+ * unless negative, 3.9's all int64_t; cproton has one integer kind). */
 static const char *type_name(const cp_value *v) {
   switch (v->kind) {
   case CP_VALUE_INT:
-    return v->u.i < 0 ? "int64_t" : "uint64_t";
+    return v->u.i < 0 || cp_compat_is_39() ? "int64_t" : "uint64_t";
   case CP_VALUE_DOUBLE:
     return "double";
   case CP_VALUE_INT_VEC:

@@ -64,7 +64,8 @@ int cp_metric_fold(cp_value *acc, cp_value v, cp_metric_rule rule,
  * its "(exc)" or "(pty)" suffix and the spaces before that. */
 size_t cp_metric_output_len(const char *name);
 
-/* Names that the kernel metrics own; user metrics may not reuse them. */
+/* Names that the kernel metrics own; user metrics may not reuse them
+ * (Proton 3.6; under Proton 3.9, core/compat.h, none is reserved). */
 int cp_metric_is_reserved(const char *name);
 
 #endif

@@ -22,6 +22,7 @@
 
 #include "backend/backend.h"
 #include "core/clock.h"
+#include "core/compat.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/phase.h"
@@ -1126,13 +1127,26 @@ int cproton_metric_add_string(uint64_t scope_id, const char *name,
   GUARDED(add_metric_string(scope_id, name, value));
 }
 
+/* Proton 3.9 (core/compat.h) splits a state named METADATA_PREFIX<kernel>
+ * into two frames, METADATA_STATE and <kernel>: Triton's launch hook
+ * computes each kernel's launch metadata under such a state. */
+#define METADATA_STATE "__proton_launch_metadata"
+#define METADATA_PREFIX METADATA_STATE ":"
+
 static int state_enter(const char *name) {
-  uint32_t id = 0; /* 0: unresolved (no session records it) */
+  uint32_t id = 0, tail = 0; /* 0: unresolved (no session records it) */
   int rc = nothing_records(name, "state", 1);
   if (rc < 0)
     return rc;
-  rc = rc == 1 ? CPROTON_OK : intern_scoped(name, "state", &id);
-  return rc ? rc : cp_context_state_push(id);
+  if (rc == 1)
+    return cp_context_state_push(0, 0);
+  size_t k = sizeof METADATA_PREFIX - 1;
+  if (cp_compat_is_39() && strncmp(name, METADATA_PREFIX, k) == 0 && name[k]) {
+    rc = intern_scoped(name + k, "state", &tail);
+    name = METADATA_STATE;
+  }
+  rc = rc ? rc : intern_scoped(name, "state", &id);
+  return rc ? rc : cp_context_state_push(id, tail);
 }
 
 int cproton_state_enter(const char *name) { GUARDED(state_enter(name)); }

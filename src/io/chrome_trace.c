@@ -1,6 +1,7 @@
 /* io/chrome_trace.c -- renders timeline events as Chrome trace JSON, in
- * Proton's layout (kernels and intra-kernel regions only) or as cproton's
- * full timeline (also CPU scopes, flows and lane names).
+ * Proton 3.6's layout (kernels and intra-kernel regions only) or as
+ * cproton's full timeline (also CPU scopes, flows and lane names); Proton
+ * 3.9's layout is io/chrome_trace39.c, chosen here.
  *
  * Lanes: pid 0 is the host ("CPU"), tid the cproton thread id; pid 1+d is
  * GPU d, tid its stream. Flow events ("s" at the launch on the CPU lane,
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "core/cct.h"
+#include "core/compat.h"
 #include "core/error.h"
 #include "core/strtab.h"
 #include "io/chrome_trace.h"
@@ -202,8 +204,17 @@ static int write_trace(cp_sink *s, const cp_trace *t, int timeline) {
   return CPROTON_OK;
 }
 
-int cp_chrome_trace_write(cp_sink *s, const cp_trace *t, const cp_data *d) {
-  (void)d;
+static int is_region(void *user, const cp_event *e) {
+  (void)user;
+  return e->kind == CP_EVENT_REGION;
+}
+
+int cp_chrome_trace_write(cp_sink *s, const cp_trace *t, cp_data *d) {
+  /* Proton 3.9's layout (io/chrome_trace39.c) for kernels and scopes;
+   * intra-kernel regions keep this one (Proton 3.9 writes those with
+   * another dumper). */
+  if (cp_compat_is_39() && cp_trace_each(t, is_region, NULL) == 0)
+    return cp_chrome_trace39_write(s, t, d);
   return write_trace(s, t, 0);
 }
 

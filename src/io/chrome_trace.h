@@ -8,7 +8,7 @@
 #include "core/trace.h"
 #include "io/sink.h"
 
-/* Proton's layout ("chrome_trace"): one "X" event per kernel, "cat"
+/* Proton 3.6's layout ("chrome_trace"): one "X" event per kernel, "cat"
  * "kernel", on the lane of its (device, stream), with its calling context
  * in args.call_stack (["ROOT", ..., kernel]), plus the regions of
  * intra-kernel traces; no CPU scopes, flows or lane names (Proton's test
@@ -16,7 +16,16 @@
  * stream on separate lines, the file is one JSON object. Times are
  * microseconds relative to the earliest event. `d` is unused today (kept for
  * per-node metrics in args). Errors: ENOMEM. */
-int cp_chrome_trace_write(cp_sink *s, const cp_trace *t, const cp_data *d);
+int cp_chrome_trace_write(cp_sink *s, const cp_trace *t, cp_data *d);
+
+/* Proton 3.9's layout, which cp_chrome_trace_write writes instead while the
+ * library follows Proton 3.9 (core/compat.h) and the trace holds no
+ * intra-kernel regions: CPU scopes ("scope", or "metric" with the scope's
+ * metrics), flows launch->kernel, kernels with args.call_stack, lane
+ * metadata, "baseTimeNanoseconds" (io/chrome_trace39.c has the layout and
+ * how it differs from Proton's). `d` (locked while read) gives the metrics;
+ * NULL writes none. Errors: ENOMEM, EIO reading a spilled trace. */
+int cp_chrome_trace39_write(cp_sink *s, const cp_trace *t, cp_data *d);
 
 /* cproton's full timeline ("chrome_timeline"): the above, plus one lane per
  * CPU thread with its scopes, flow arrows launch -> kernel, and metadata

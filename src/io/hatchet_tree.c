@@ -160,6 +160,20 @@ static cp_hatchet_entry str_entry(const char *name, const char *str) {
   return (cp_hatchet_entry){.name = name, .is_str = 1, .str = str};
 }
 
+/* Appends `e` to out[0..*k), except that a user metric named like a kernel
+ * metric (allowed under Proton 3.9, core/compat.h) takes that kernel
+ * entry's place, as Proton 3.9 writes its flexible metrics over the kernel
+ * ones: one key per name, the user's value. */
+static void put(cp_hatchet_entry *out, size_t *k, size_t n_fixed,
+                cp_hatchet_entry e) {
+  for (size_t i = 0; i < n_fixed; i++)
+    if (strcmp(out[i].name, e.name) == 0) {
+      out[i] = e;
+      return;
+    }
+  out[(*k)++] = e;
+}
+
 size_t cp_hatchet_tree_capacity(const cp_hatchet_tree *t, const cp_node *n) {
   const cp_node_metrics *m = cp_data_metrics(t->d, n);
   return CP_HATCHET_FIXED_ENTRIES + (m ? m->n_flex : 0) +
@@ -185,14 +199,14 @@ size_t cp_hatchet_tree_metrics(const cp_hatchet_tree *t, const cp_node *n,
   *n_fixed_out = k;
   for (size_t i = 0; m && i < m->n_flex; i++) {
     const cp_flex_metric *f = &m->flex[i];
-    out[k++] = f->value.kind == CP_VALUE_STRING
-                   ? str_entry(cp_strtab_str(f->out_name),
-                               cp_strtab_str(f->value.u.s))
-                   : (cp_hatchet_entry){.name = cp_strtab_str(f->out_name),
-                                        .value = f->value};
+    put(out, &k, *n_fixed_out,
+        f->value.kind == CP_VALUE_STRING
+            ? str_entry(cp_strtab_str(f->out_name), cp_strtab_str(f->value.u.s))
+            : (cp_hatchet_entry){.name = cp_strtab_str(f->out_name),
+                                 .value = f->value});
   }
   for (size_t i = 0; n->id == 0 && i < t->n_root_zero; i++)
-    out[k++] = int_entry(cp_strtab_str(t->root_zero[i]), 0);
+    put(out, &k, *n_fixed_out, int_entry(cp_strtab_str(t->root_zero[i]), 0));
   qsort(out + *n_fixed_out, k - *n_fixed_out, sizeof *out, by_name);
   return k;
 }

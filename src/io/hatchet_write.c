@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/cct.h"
+#include "core/compat.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/strtab.h"
@@ -18,6 +19,8 @@
 typedef struct writer {
   cp_sink *s;
   cp_hatchet_tree t;
+  int proton39;    /* Proton 3.9's content (core/compat.h): cp_hatchet_write */
+  uint64_t ran[2]; /* CUDA, HIP: a bit per device id < 64 kernels ran on */
 } writer;
 
 static void indent(cp_sink *s, int level) {
@@ -109,6 +112,9 @@ static int write_children(writer *w, const cp_node *n, int level) {
 }
 
 static int write_node(writer *w, const cp_node *n, int level) {
+  const cp_node_metrics *m = cp_data_metrics(w->t.d, n);
+  if (m && m->has_kernel && m->device_id < 64)
+    w->ran[m->device_type == CP_DEVICE_HIP] |= 1ull << m->device_id;
   cp_sink_puts(w->s, "{");
   indent(w->s, level + 1);
   cp_sink_puts(w->s, "\"children\": ");
@@ -132,9 +138,15 @@ static int write_node(writer *w, const cp_node *n, int level) {
   return rc;
 }
 
-static void write_devices(cp_sink *s) {
-  cp_device_info devs[CP_MAX_DEVICES];
-  int n = cp_device_list(devs, CP_MAX_DEVICES);
+/* Every device seen, or under Proton 3.9 those kernels of the tree ran on. */
+static void write_devices(cp_sink *s, const writer *w) {
+  cp_device_info all[CP_MAX_DEVICES], devs[CP_MAX_DEVICES];
+  int n_all = cp_device_list(all, CP_MAX_DEVICES), n = 0;
+  for (int i = 0; i < n_all; i++) {
+    uint64_t ran = w->ran[all[i].type == CP_DEVICE_HIP];
+    if (!w->proton39 || (all[i].id < 64 && (ran >> all[i].id & 1)))
+      devs[n++] = all[i];
+  }
   cp_sink_puts(s, n ? "{" : "{}");
   for (int i = 0; i < n; i++) {
     int first_of_type = i == 0 || devs[i - 1].type != devs[i].type;
@@ -173,9 +185,12 @@ static void write_devices(cp_sink *s) {
 }
 
 int cp_hatchet_write(cp_sink *s, cp_data *d, int kernel_root) {
-  writer w = {.s = s};
-  /* Proton 3.6's ROOT: a 0 for every inclusive metric of the tree */
-  unsigned root = CP_HATCHET_ROOT_FLEX | (kernel_root ? CP_HATCHET_ROOT_KERNEL : 0);
+  /* Proton 3.6's ROOT: a 0 for every inclusive metric of the tree, and every
+   * device seen; Proton 3.9's: zeros for the kernel metrics only, and the
+   * devices its kernels ran on (core/compat.h) */
+  writer w = {.s = s, .proton39 = cp_compat_is_39()};
+  unsigned root = (w.proton39 ? 0 : CP_HATCHET_ROOT_FLEX) |
+                  (kernel_root ? CP_HATCHET_ROOT_KERNEL : 0);
   int rc = cp_hatchet_tree_open(&w.t, d, root);
   if (rc)
     return rc;
@@ -184,7 +199,7 @@ int cp_hatchet_write(cp_sink *s, cp_data *d, int kernel_root) {
   rc = write_node(&w, cp_cct_root(), 1);
   cp_sink_puts(s, ",");
   indent(s, 1);
-  write_devices(s);
+  write_devices(s, &w);
   cp_sink_puts(s, "\n]\n");
   cp_hatchet_tree_close(&w.t);
   return rc;

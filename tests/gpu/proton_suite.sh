@@ -1,22 +1,37 @@
 #!/usr/bin/env bash
-# Runs Proton 3.6's own Python test suite against Proton and against cproton,
-# side by side, and prints per-file pass counts for both.
+# Runs Proton's own Python test suite against Proton and against cproton,
+# side by side, and prints per-file pass counts for both. Either suite:
+#   3.6: third_party/proton/test of triton-lang/triton at commit
+#        371b6445f95f869cc7f7c70cfd8dedebc5285d54 (Proton 3.6's);
+#   3.9: the "3.9 window", third_party/proton/test of lightseekorg/triton
+#        (a full mirror of triton-lang/triton) at commit
+#        f4fca2c0bc0e19930d2be76bb06ee7b232b60e86 (2026-08-22).
 #
 # usage: tests/gpu/proton_suite.sh DIR [WORK_DIR]
-#   DIR holds Proton's test/ folder (third_party/proton/test of triton-lang/
-#   triton, commit 371b6445f95f869cc7f7c70cfd8dedebc5285d54), or is that folder.
-#   The files are public but not ours: fetch them into the git-ignored
-#   .proton-tests/ of this repository, never commit them.
-#   WORK_DIR (default: a temporary folder) receives the two copies, one pytest
+#   DIR holds Proton's test/ folder, or is that folder. The files are public
+#   but not ours: fetch them into the git-ignored .proton-tests/ (3.6) or
+#   .proton-tests-39/ (3.9) of this repository, never commit them.
+#   WORK_DIR (default: a temporary folder) receives the copies, one pytest
 #   log and one JUnit XML per file and profiler, and summary.txt.
-# Environment: PYTHON (default python3), PROTON_SUITE_FILES (default: the five
-#   files below), PROTON_SUITE_PROFILERS (default "proton cproton"; they run
-#   concurrently), PROTON_SUITE_TIMEOUT (seconds per file, default 300).
+# Environment: PYTHON (default python3); PROTON_SUITE_VERSION (3.6 or 3.9;
+#   default: 3.9 when test_profile.py imports cuda_graph_without_gc, as
+#   only 3.9's does);
+#   PROTON_SUITE_FILES (default: the suite's files below);
+#   PROTON_SUITE_PROFILERS (default "proton cproton" for 3.6, "cproton" for
+#   3.9: the installed Triton's Proton runs the 3.9 tests only when it is
+#   3.9; they run concurrently); PROTON_SUITE_TIMEOUT (seconds per file,
+#   default 300).
 #
 # The cproton copy differs from Proton's only in its imports:
 #   triton.profiler... -> cproton...,  "-m triton.profiler.proton" -> "-m cproton",
 #   the "proton" command -> "cproton", "proton-viewer" -> "cproton-viewer".
-# Prints "RESULT <file> proton=P/T cproton=C/T" per file (P, C: passed; T: run).
+# For the 3.9 suite the cproton copy runs with CPROTON_PROTON_VERSION=3.9
+# (cproton behaves like Proton 3.9 whatever Triton is installed), and pytest
+# loads tests/gpu/proton_suite/proton39_shim.py (copied into WORK_DIR/shim),
+# which adds what the tests import from Triton 3.9 and an older Triton lacks
+# (triton.testing.cuda_graph_without_gc); the test files are not edited.
+# Prints "RESULT <file> proton=P/T cproton=C/T" per file (P, C: passed; T:
+# run) and "FAILED <profiler> <test id>" for every failed test.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=${1:?usage: proton_suite.sh DIR [WORK_DIR]}
@@ -24,11 +39,21 @@ src=${1:?usage: proton_suite.sh DIR [WORK_DIR]}
 if [ ! -f "$src/test_profile.py" ]; then
   echo "FAIL proton_suite: no Proton test folder (test_profile.py) in $1" >&2; exit 2
 fi
+# 3.9's test_profile.py imports triton.testing.cuda_graph_without_gc
+version=${PROTON_SUITE_VERSION:-$(grep -q cuda_graph_without_gc "$src/test_profile.py" && echo 3.9 || echo 3.6)}
+case $version in
+  3.6) default_files="test_profile.py test_api.py test_cmd.py test_viewer.py test_instrumentation.py"
+       default_profilers="proton cproton" ;;
+  3.9) default_files="test_profile.py test_api.py test_cmd.py test_viewer.py test_lib.py test_override.py test_instrumentation.py"
+       default_profilers="cproton" ;;
+  *) echo "FAIL proton_suite: PROTON_SUITE_VERSION=$version (3.6 or 3.9)" >&2; exit 2 ;;
+esac
 work=${2:-$(mktemp -d /tmp/proton-suite.XXXXXX)}
 mkdir -p "$work"; work=$(cd "$work" && pwd)
 py=${PYTHON:-python3}
-files=${PROTON_SUITE_FILES:-"test_profile.py test_api.py test_cmd.py test_viewer.py test_instrumentation.py"}
-profilers=${PROTON_SUITE_PROFILERS:-"proton cproton"}
+files=${PROTON_SUITE_FILES:-$default_files}
+profilers=${PROTON_SUITE_PROFILERS:-$default_profilers}
+echo "proton_suite: Proton $version suite from $src, profilers: $profilers"
 
 # The command-line tools the cproton copy calls: shims over `python -m` when
 # the package is importable but not installed (e.g. from a build tree).
@@ -39,6 +64,13 @@ command -v cproton >/dev/null 2>&1 ||
 command -v cproton-viewer >/dev/null 2>&1 ||
   printf '#!/bin/sh\nexec %s -m cproton.viewer "$@"\n' "$py" > "$shims/cproton-viewer"
 chmod +x "$shims"/* 2>/dev/null
+
+# Triton 3.9's helpers for the 3.9 suite (a pytest plugin, see above).
+plugin=()
+if [ "$version" = 3.9 ]; then
+  mkdir -p "$work/shim"; cp "$here/proton_suite/proton39_shim.py" "$work/shim/"
+  plugin=(-p proton39_shim)
+fi
 
 rewrite() { # the imports-only rewrite, in place, of every .py under $1
   find "$1" -name '*.py' -print0 | xargs -0 sed -i -E \
@@ -71,21 +103,36 @@ PY
 # The two profilers run side by side (separate processes: CUPTI is per
 # process), each over the files in turn.
 run_files() {
-  local p=$1 f
+  local p=$1 f env=()
+  [ "$version" = 3.9 ] && [ "$p" = cproton ] && env=(CPROTON_PROTON_VERSION=3.9)
   for f in $files; do
     [ -f "$work/$p/$f" ] || continue
-    (cd "$work/$p" && PATH="$shims:$PATH" timeout -k 10 "${PROTON_SUITE_TIMEOUT:-300}" \
-      "$py" -m pytest -q -p no:cacheprovider -o addopts="" "$f" --junitxml="$work/$p.$f.xml") \
+    (cd "$work/$p" && env "${env[@]}" PATH="$shims:$PATH" \
+      PYTHONPATH="$work/shim${PYTHONPATH:+:$PYTHONPATH}" timeout -k 10 "${PROTON_SUITE_TIMEOUT:-300}" \
+      "$py" -m pytest -q -p no:cacheprovider "${plugin[@]}" -o addopts="" "$f" --junitxml="$work/$p.$f.xml") \
       > "$work/$p.$f.log" 2>&1
   done
 }
 for p in $profilers; do run_files "$p" & done
 wait
+failed() { # "FAILED <profiler> <test id>" for each failure in a JUnit XML file
+  "$py" - "$1" "$2" <<'PY'
+import sys, xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[2]).getroot()
+except (OSError, ET.ParseError):
+    sys.exit()
+for case in root.iter("testcase"):
+    if case.find("failure") is not None or case.find("error") is not None:
+        print(f"FAILED {sys.argv[1]} {case.get('classname', '')}::{case.get('name', '')}")
+PY
+}
 for f in $files; do
   line="RESULT $f"
   for p in $profilers; do
     if [ -f "$work/$p/$f" ]; then line+=" $p=$(count "$work/$p.$f.xml")"; else line+=" $p=absent"; fi
   done
   echo "$line" | tee -a "$work/summary.txt"
+  for p in $profilers; do failed "$p" "$work/$p.$f.xml" | tee -a "$work/summary.txt"; done
 done
 echo "logs: $work"

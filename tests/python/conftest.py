@@ -31,6 +31,29 @@ def _clean(tmp_path, monkeypatch):
     cproton.hooks.launch.set_filter()
 
 
+@pytest.fixture
+def proton36():
+    """Pins Proton 3.6's behaviour (cproton._compat) for a test written
+    against it, whatever CPROTON_PROTON_VERSION or the installed Triton
+    say; test_proton_versions.py checks both versions."""
+    from cproton import _compat
+    before = _compat.PROTON_VERSION
+    _compat.apply((3, 6))
+    yield
+    _compat.apply(before)
+
+
+@pytest.fixture
+def installed_proton():
+    """Pins the behaviour of the installed Triton's Proton, for tests that
+    compare cproton with it (CPROTON_PROTON_VERSION ignored)."""
+    from cproton import _compat
+    before = _compat.PROTON_VERSION
+    _compat.apply(_compat.decide(None, _compat.installed_triton()))
+    yield
+    _compat.apply(before)
+
+
 def simplify(node):
     """{name: {"@": metrics, child_name: {...}}} for a Hatchet node (sibling
     names are unique in a call-path tree)."""

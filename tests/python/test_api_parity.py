@@ -22,6 +22,8 @@ import cproton.language  # noqa: E402
 import cproton.proton  # noqa: E402
 
 PROTON_PUBLIC = sorted(n for n in dir(tp) if not n.startswith("_"))
+# compared with the installed Proton: its version's behaviour (mode reprs)
+pytestmark = pytest.mark.usefixtures("installed_proton")
 
 
 def params(obj):
@@ -116,7 +118,7 @@ def test_mode_dataclasses_and_strings():
     assert set(cm.granularities) == set(pm.granularities)
     for table in ("metric_types", "buffer_strategies", "buffer_types", "sampling_strategies", "granularities"):
         for k, v in getattr(pm, table).items():
-            assert str(getattr(cm, table)[k]) == str(v) and int(getattr(cm, table)[k].value) == int(v)
+            assert str(getattr(cm, table)[k]) == str(v) and int(getattr(cm, table)[k].value) == int(getattr(v, "value", v))
 
 
 def test_mode_accepts_triton_enums():
@@ -170,9 +172,15 @@ def test_hook_manager_and_launch_hook():
     for name, member in vars(ph.HookManager).items():
         if isinstance(member, staticmethod):
             assert params(getattr(ch.HookManager, name)) == params(getattr(ph.HookManager, name)), name
-    assert cl.LaunchHook.metrics == pl.LaunchHook.metrics
+    if hasattr(pl.LaunchHook, "metrics"):  # Proton 3.6's list (3.9 takes any number)
+        assert cl.LaunchHook.metrics == pl.LaunchHook.metrics
     assert cl.LaunchHook.priority == pl.LaunchHook.priority
-    assert cl.COMPUTE_METADATA_SCOPE_NAME == pl.COMPUTE_METADATA_SCOPE_NAME
+    if hasattr(pl, "COMPUTE_METADATA_SCOPE_NAME"):  # Proton 3.6's place; 3.9's is state
+        assert cl.COMPUTE_METADATA_SCOPE_NAME == pl.COMPUTE_METADATA_SCOPE_NAME
+    if hasattr(pl.LaunchHook, "configure"):  # Proton 3.9
+        assert params(cl.LaunchHook.configure) == params(pl.LaunchHook.configure)
+        meta = {"name": "k", "function": 1, "stream": 0, "flops": 1.0, "n": 3, "flag": True, "s": "x", "o": None}
+        assert cl.LaunchHook._extract_metrics(meta) == pl.LaunchHook._extract_metrics(meta)
     assert cl.LaunchHook() is cl.LaunchHook()
 
 

@@ -51,7 +51,9 @@ def test_metadata_kernels_under_metadata_state():
     launch("k", meta)
     proton.finalize(sid)
     t = load_tree("h.hatchet")
-    assert "helper" in t["__proton_launch_metadata"]
+    # Proton 3.9 (cproton._compat): under the state of the kernel, two frames
+    metadata = t["__proton_launch_metadata"]["k"] if proton._compat.is_39() else t["__proton_launch_metadata"]
+    assert "helper" in metadata
     assert t["k"]["@"]["flops"] == 1.0
 
 

@@ -80,7 +80,7 @@ def test_type_change_is_runtime_error():
     ({"count": 1}, ValueError),
     ({"v": 2**70}, ValueError),
 ])
-def test_bad_metrics(metrics, exc):
+def test_bad_metrics(metrics, exc, proton36):  # string and reserved-name rules: 3.6's
     proton.start("m")
     with pytest.raises(exc):
         proton.enter_scope("s", metrics=metrics)

@@ -193,7 +193,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("what,call,exc", CASES, ids=[c[0] for c in CASES])
-def test_misuse_table(what, call, exc):
+def test_misuse_table(what, call, exc, proton36):  # Proton 3.6's texts and rules
     sid = proton.start("table")
     with pytest.raises(exc):
         call(sid)

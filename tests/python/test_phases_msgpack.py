@@ -30,7 +30,7 @@ def without_user_root_zeros(doc):
     return [root] + doc[1:]
 
 
-def test_get_msgpack_decodes_to_get():
+def test_get_msgpack_decodes_to_get(proton36):  # JSON with Proton 3.6's ROOT zeros
     sid = proton.start("m", backend="fake")
     with proton.scope("outer", {"ints": 3, "neg": -70000, "f": 1.5, "big": 2**40}):
         C._fake_launch("k1")
@@ -48,7 +48,7 @@ def test_get_msgpack_decodes_to_get():
     proton.finalize()
 
 
-def test_msgpack_file_equals_json_file():
+def test_msgpack_file_equals_json_file(proton36):  # JSON with Proton 3.6's ROOT zeros
     for fmt in ("hatchet", "hatchet_msgpack"):
         sid = proton.start("f_" + fmt, backend="fake")
         for i in range(3):

@@ -118,7 +118,7 @@ def test_deactivate_stops_kernels_and_two_sessions():
     assert tb["both"]["@"]["count"] == 2 and tb["only_b"]["@"]["count"] == 1
 
 
-def test_trace_output(tmp_path):
+def test_trace_output(tmp_path, proton36):  # Proton 3.6's chrome_trace
     sid = proton.start("tr", data="trace", backend="fake")
     with proton.scope("s"):
         C._fake_launch("k")

@@ -12,6 +12,9 @@ from cproton.hooks import launch as proton_launch
 
 from conftest import load_tree
 
+# Proton 3.6's suite's behaviours (test_proton_versions.py has 3.9's)
+pytestmark = pytest.mark.usefixtures("proton36")
+
 
 def _in_thread(fn):
     errors = []

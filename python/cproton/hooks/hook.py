@@ -23,6 +23,10 @@ class Hook:
                     hash: str) -> None:  # noqa: D401
         raise NotImplementedError
 
+    def destroy_handle(self, module: Any, function: Any, name: str, metadata_group: Dict[str, str],
+                       hash: str) -> None:
+        """Proton 3.9: a kernel was unloaded (Triton 3.9's kernel_unload_hook)."""
+
     @abstractmethod
     def enter(self, metadata) -> None:
         raise NotImplementedError
@@ -68,8 +72,11 @@ class HookManager:
         hooks = HookManager.active_hooks
         enter, exit_ = ((hooks[0].enter, hooks[0].exit) if len(hooks) == 1 else
                         (HookManager.enter, HookManager.exit))
-        for chain, fn in ((rt.kernel_load_end_hook, HookManager.init_handle), (rt.launch_enter_hook, enter),
-                          (rt.launch_exit_hook, exit_)):
+        chains = [(rt.kernel_load_end_hook, HookManager.init_handle), (rt.launch_enter_hook, enter),
+                  (rt.launch_exit_hook, exit_)]
+        if hasattr(rt, "kernel_unload_hook"):  # Triton 3.9+
+            chains.append((rt.kernel_unload_hook, HookManager.destroy_handle))
+        for chain, fn in chains:
             chain.add(fn)
             HookManager._chained.append((chain, fn))
         # The launch chains run around every launch: their loop in C
@@ -82,6 +89,11 @@ class HookManager:
     def init_handle(module: Any, function: Any, name: str, metadata_group: Dict[str, str], hash: str) -> None:
         for hook in HookManager.active_hooks:
             hook.init_handle(module, function, name, metadata_group, hash)
+
+    @staticmethod
+    def destroy_handle(module: Any, function: Any, name: str, metadata_group: Dict[str, str], hash: str) -> None:
+        for hook in reversed(HookManager.active_hooks):
+            hook.destroy_handle(module, function, name, metadata_group, hash)
 
     @staticmethod
     def enter(metadata) -> None:

@@ -140,6 +140,18 @@ def main():
           bool(copies) and all(c["metrics"].get("count", 0) > 0 for c in copies) and not any(
               "_cproton_tensor_metric" == c["frame"]["name"] for k in kernels for c in k["children"]),
           f"{len(copies)} copy kernel node(s)")
+    # 4. once the buffer exists, a flush (deactivate, finalize) launches no
+    # kernel of its own: a later session holds only what the user ran (the
+    # header reset was a fill kernel, an extra ROOT child in Proton 3.9's
+    # test_metrics, test_deactivate, test_scope_multiple_threads, ...).
+    sid = proton.start("after_buffer")
+    with proton.scope("only"):
+        x.add_(1.0)
+    proton.deactivate(sid)
+    proton.finalize(sid)
+    after = load("after_buffer.hatchet")[0]
+    names = [c["frame"]["name"] for c in after["children"]]
+    check("flush_launches_no_kernel", names == ["only"], f"root children {names} (want ['only'])")
     return failures
 
 
