@@ -78,22 +78,9 @@ def _explicit(knobs, name: str) -> Optional[Any]:
 
 
 def _proton_is_39() -> bool:
-    """Whether cproton follows Proton 3.9: CPROTON_PROTON_VERSION when set,
-    else the installed Triton's version (its package metadata; Triton is not
-    imported). The one version test of this module: the "which Proton"
-    switch of the Python layer replaces its body."""
-    wanted = os.environ.get("CPROTON_PROTON_VERSION", "").strip()
-    if not wanted:
-        try:
-            from importlib.metadata import PackageNotFoundError, version
-            wanted = version("triton")
-        except (ImportError, PackageNotFoundError):
-            return False
-    parts = wanted.split(".")
-    try:
-        return (int(parts[0]), int(parts[1])) >= (3, 9)
-    except (ValueError, IndexError):
-        return False
+    """Whether cproton follows Proton 3.9: decided once, in _compat."""
+    from . import _compat
+    return _compat.is_39()
 
 
 def graph_kernel_names() -> str:
