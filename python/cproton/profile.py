@@ -306,8 +306,23 @@ def _finalize(session, output_format):
         else:
             _cproton.finalize(session, output_format or None)
             _sessions.pop(session, None)
+        if not _cproton.session_count():
+            _drop_open_scopes()
     finally:
         _log.drain()
+
+
+def _drop_open_scopes():
+    """After the last finalize, the calling thread's scopes still open are
+    dropped: their exits come when profiling is off and are no-ops, and the
+    next session starts at depth 0, as Proton's (its contexts live in the
+    session; Proton 3.9's test_finalize_within_scope)."""
+    was, flags.profiling_on = flags.profiling_on, True  # exit_scope is a no-op while off
+    try:
+        for _ in range(_cproton.depth()):
+            _cproton.exit_scope()
+    finally:
+        flags.profiling_on = was
 
 
 def _profiling(

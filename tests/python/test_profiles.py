@@ -160,3 +160,21 @@ def test_data_get_matches_file():
     proton.finalize(sid)
     with open("live.hatchet") as f:
         assert json.load(f) == live
+
+
+def test_finalize_within_scope_starts_next_session_at_depth_zero(tmp_path):
+    """A scope open at the last finalize ends with the session: its exit,
+    with profiling off, does nothing, and the next session starts at depth 0
+    (Proton's contexts live in the session; its 3.9 test_finalize_within_scope)."""
+    sid = proton.start(str(tmp_path / "a"))
+    with proton.scope("test0"):
+        assert proton.context.depth(sid) == 1
+        proton.finalize()
+    assert (tmp_path / "a.hatchet").exists()
+    sid = proton.start(str(tmp_path / "b"))
+    assert proton.context.depth(sid) == 0
+    with proton.scope("x"):
+        assert proton.context.depth(sid) == 1
+    proton.finalize()
+    tree = load_tree(tmp_path / "b.hatchet")
+    assert list(tree) == ["x"], tree

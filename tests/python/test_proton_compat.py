@@ -257,13 +257,23 @@ def test_knobs_without_triton_read_env(monkeypatch):
     assert not proton.knobs.disabled()
 
 
-@pytest.mark.parametrize("version,names", [("3.6", "kernel"), ("3.8", "kernel"), ("3.9", "hook"), ("3.10", "hook")])
+@pytest.mark.parametrize("version,names", [("3.6", "kernel"), ("3.8", "kernel"), ("3.9", "hook")])
 def test_graph_kernel_names_follow_proton_version(monkeypatch, version, names):
     """Inside CUDA graphs Proton 3.9 names hooked kernels by the hook, 3.6 by
     the kernel (docs/cupti.md): export tells the C library which, unless
-    CPROTON_GRAPH_KERNEL_NAMES is set already."""
+    CPROTON_GRAPH_KERNEL_NAMES is set already. The version is the one
+    _compat decided (CPROTON_PROTON_VERSION at import)."""
+    from cproton import _compat
+    before = _compat.PROTON_VERSION
+    _compat.apply(_compat.decide(version, None))
+    try:
+        _graph_names_case(monkeypatch, names)
+    finally:
+        _compat.apply(before)
+
+
+def _graph_names_case(monkeypatch, names):
     import os
-    monkeypatch.setenv("CPROTON_PROTON_VERSION", version)
     monkeypatch.delenv("CPROTON_GRAPH_KERNEL_NAMES", raising=False)
     assert proton.knobs.graph_kernel_names() == names
     proton.knobs.export()
