@@ -1,28 +1,25 @@
 /* core/sohash.c -- the split-ordered list behind the context tree and the
  * string table: one sorted list of items, bucket markers linked into it
  * lazily, a bucket table that doubles without moving an item (the layout
- * is drawn in core/sohash.h).
+ * and the keys are drawn in core/sohash.h).
  *
- * Invariants: keys never decrease along the list; an item's key is odd, a
- * marker's even, and bucket b's marker key is reverse(b); a link is fully
- * written before the compare-and-swap (release) that makes it reachable,
- * and stays reachable and unchanged, but for its `next`, until
- * cp_sohash_clear. A marker is linked by the one thread that claimed it;
- * every other thread starts from an ancestor bucket meanwhile, so no one
- * waits. Hot path: yes (scope enter, kernel attribution): no lock, no
- * allocation on lookups. Called by core/cct.c and core/strtab.c. */
+ * Invariants: keys never decrease along the list; an item's key has its
+ * two low bits set, a marker's low bit is clear, and bucket b's marker is
+ * keyed reverse(b) (| LINKED once linked); a link is fully written before
+ * the compare-and-swap (release) that makes it reachable, and stays
+ * reachable, its key unchanged but for LINKED, until cp_sohash_clear. A
+ * marker is linked by the one thread that claimed it; every other thread
+ * starts from an ancestor bucket meanwhile, so no one waits.
+ * Hot path: yes (scope enter, kernel attribution): no lock, no allocation
+ * on lookups. Called by core/cct.c and core/strtab.c. */
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/sohash.h"
 
-enum { FRESH, CLAIMED, LINKED }; /* a marker's state */
-
-struct cp_sobucket {
-  cp_solink mark;
-  atomic_uint state;
-};
+#define ITEM 3u   /* an item key's low bits */
+#define LINKED 2u /* in a marker's key: walks may start here */
 
 static uint64_t reverse(uint64_t x) {
   x = ((x >> 1) & 0x5555555555555555ULL) | ((x & 0x5555555555555555ULL) << 1);
@@ -31,7 +28,17 @@ static uint64_t reverse(uint64_t x) {
   return __builtin_bswap64(x);
 }
 
-static unsigned top_bit(uint64_t b) { return 63u - (unsigned)__builtin_clzll(b); }
+static uint64_t key_of(const cp_solink *l) {
+  return atomic_load_explicit(&l->key, memory_order_relaxed);
+}
+
+static cp_solink *next_of(cp_solink *l) {
+  return atomic_load_explicit(&l->next, memory_order_acquire);
+}
+
+static unsigned top_bit(uint64_t b) {
+  return 63u - (unsigned)__builtin_clzll(b);
+}
 
 /* b without its highest set bit: the bucket that b split from. */
 static uint64_t parent_of(uint64_t b) { return b & ~(1ULL << top_bit(b)); }
@@ -54,13 +61,13 @@ static size_t seg_len(unsigned s) {
   return (size_t)1 << (s ? CP_SOHASH_MIN_LOG2 + s - 1 : CP_SOHASH_MIN_LOG2);
 }
 
-/* Bucket b (>= 1); its segment is allocated when `make` is set. NULL when
- * the segment is absent (not made, or no memory). */
-static cp_sobucket *bucket(cp_sohash *h, uint64_t b, int make) {
+/* Bucket b's marker (b >= 1); its segment is allocated when `make` is
+ * set. NULL when the segment is absent (not made, or no memory). */
+static cp_solink *marker(cp_sohash *h, uint64_t b, int make) {
   unsigned s = seg_of(b);
-  cp_sobucket *seg = atomic_load_explicit(&h->segs[s], memory_order_acquire);
+  cp_solink *seg = atomic_load_explicit(&h->segs[s], memory_order_acquire);
   if (!seg && make) {
-    cp_sobucket *fresh = calloc(seg_len(s), sizeof *fresh);
+    cp_solink *fresh = calloc(seg_len(s), sizeof *fresh);
     if (!fresh)
       return NULL;
     if (atomic_compare_exchange_strong_explicit(&h->segs[s], &seg, fresh,
@@ -73,13 +80,17 @@ static cp_sobucket *bucket(cp_sohash *h, uint64_t b, int make) {
   return seg ? &seg[b - seg_first(s)] : NULL;
 }
 
+static int is_linked(const cp_solink *m) {
+  return (atomic_load_explicit(&m->key, memory_order_acquire) & LINKED) != 0;
+}
+
 /* Bucket b's marker when it is linked, else its nearest linked ancestor's
  * (bucket 0's marker, the head, always is). Lookups start there. */
 static cp_solink *start_of(cp_sohash *h, uint64_t b) {
   for (; b; b = parent_of(b)) {
-    cp_sobucket *k = bucket(h, b, 0);
-    if (k && atomic_load_explicit(&k->state, memory_order_acquire) == LINKED)
-      return &k->mark;
+    cp_solink *m = marker(h, b, 0);
+    if (m && is_linked(m))
+      return m;
   }
   return &h->head;
 }
@@ -87,12 +98,11 @@ static cp_solink *start_of(cp_sohash *h, uint64_t b) {
 /* From *prev (whose key is below `key`), the first link whose key is not
  * below `key`; *prev becomes the link before it. */
 static cp_solink *seek(cp_solink **prev, uint64_t key) {
-  cp_solink *p = *prev;
-  cp_solink *c = atomic_load_explicit(&p->next, memory_order_acquire);
-  while (c && c->key < key) {
-    assert(c->key >= p->key);
+  cp_solink *p = *prev, *c = next_of(p);
+  while (c && key_of(c) < key) {
+    assert(key_of(c) >= key_of(p));
     p = c;
-    c = atomic_load_explicit(&c->next, memory_order_acquire);
+    c = next_of(c);
   }
   *prev = p;
   return c;
@@ -104,13 +114,12 @@ static cp_solink *seek(cp_solink **prev, uint64_t key) {
  * which still precedes `fresh`'s place, so the walk resumes there. */
 static cp_solink *link_after(cp_solink *from, cp_solink *fresh,
                              cp_sohash_eq eq, const void *key) {
+  uint64_t k = key_of(fresh);
   cp_solink *prev = from;
-  assert(from->key < fresh->key);
+  assert(key_of(from) < k);
   for (;;) {
-    cp_solink *c = seek(&prev, fresh->key);
-    cp_solink *at = prev;
-    for (; c && c->key == fresh->key;
-         at = c, c = atomic_load_explicit(&c->next, memory_order_acquire))
+    cp_solink *c = seek(&prev, k), *at = prev;
+    for (; c && key_of(c) == k; at = c, c = next_of(c))
       if (eq && eq(c, key))
         return c;
     atomic_store_explicit(&fresh->next, c, memory_order_relaxed);
@@ -126,33 +135,30 @@ static cp_solink *link_after(cp_solink *from, cp_solink *fresh,
 static cp_solink *start_for_insert(cp_sohash *h, uint64_t b) {
   if (!b)
     return &h->head;
-  cp_sobucket *k = bucket(h, b, 1);
-  if (!k)
+  cp_solink *m = marker(h, b, 1);
+  if (!m)
     return start_for_insert(h, parent_of(b));
-  unsigned state = atomic_load_explicit(&k->state, memory_order_acquire);
-  if (state == LINKED)
-    return &k->mark;
+  uint64_t state = atomic_load_explicit(&m->key, memory_order_acquire);
+  if (state & LINKED)
+    return m;
   cp_solink *parent = start_for_insert(h, parent_of(b));
-  if (state != FRESH ||
-      !atomic_compare_exchange_strong_explicit(&k->state, &state, CLAIMED,
-                                               memory_order_acquire,
-                                               memory_order_acquire))
+  /* the claim: 0 -> reverse(b), the key the marker is linked under */
+  if (state != 0 || !atomic_compare_exchange_strong_explicit(
+                        &m->key, &state, reverse(b), memory_order_relaxed,
+                        memory_order_relaxed))
     return parent;
-  k->mark.key = reverse(b);
-  cp_solink *linked = link_after(parent, &k->mark, NULL, NULL);
-  assert(linked == &k->mark);
+  cp_solink *linked = link_after(parent, m, NULL, NULL);
+  assert(linked == m);
   (void)linked;
-  atomic_store_explicit(&k->state, LINKED, memory_order_release);
-  return &k->mark;
+  atomic_store_explicit(&m->key, reverse(b) | LINKED, memory_order_release);
+  return m;
 }
 
 cp_solink *cp_sohash_find(cp_sohash *h, uint64_t hash, cp_sohash_eq eq,
                           const void *key) {
-  uint64_t k = reverse(hash) | 1;
+  uint64_t k = reverse(hash) | ITEM;
   cp_solink *prev = start_of(h, hash & mask_of(h));
-  cp_solink *c = seek(&prev, k);
-  for (; c && c->key == k;
-       c = atomic_load_explicit(&c->next, memory_order_acquire))
+  for (cp_solink *c = seek(&prev, k); c && key_of(c) == k; c = next_of(c))
     if (eq(c, key))
       return c;
   return NULL;
@@ -171,7 +177,8 @@ static void grow(cp_sohash *h, size_t n_items) {
 
 cp_solink *cp_sohash_insert(cp_sohash *h, uint64_t hash, cp_solink *fresh,
                             cp_sohash_eq eq, const void *key) {
-  fresh->key = reverse(hash) | 1;
+  atomic_store_explicit(&fresh->key, reverse(hash) | ITEM,
+                        memory_order_relaxed);
   cp_solink *from = start_for_insert(h, hash & mask_of(h));
   cp_solink *linked = link_after(from, fresh, eq, key);
   if (linked == fresh)
@@ -185,10 +192,10 @@ size_t cp_sohash_count(const cp_sohash *h) {
 }
 
 void cp_sohash_clear(cp_sohash *h, void (*free_item)(cp_solink *)) {
-  cp_solink *l = atomic_load_explicit(&h->head.next, memory_order_acquire);
+  cp_solink *l = next_of(&h->head);
   while (l) {
-    cp_solink *next = atomic_load_explicit(&l->next, memory_order_relaxed);
-    if (l->key & 1) /* markers live in the segments, freed below */
+    cp_solink *next = next_of(l);
+    if (key_of(l) & 1) /* markers live in the segments, freed below */
       free_item(l);
     l = next;
   }
@@ -204,12 +211,12 @@ void cp_sohash_stats_get(cp_sohash *h, cp_sohash_stats *out) {
   out->sorted = 1;
   size_t run = 0;
   uint64_t last = 0;
-  for (cp_solink *l = atomic_load_explicit(&h->head.next, memory_order_acquire);
-       l; l = atomic_load_explicit(&l->next, memory_order_acquire)) {
-    if (l->key < last)
+  for (cp_solink *l = next_of(&h->head); l; l = next_of(l)) {
+    uint64_t k = key_of(l);
+    if (k < last)
       out->sorted = 0;
-    last = l->key;
-    if (!(l->key & 1)) {
+    last = k;
+    if (!(k & 1)) {
       out->n_markers++;
       run = 0;
       continue;

@@ -8,7 +8,13 @@
  * that list where the items whose hash ends in b's k bits begin:
  *
  *   head(b=0) -> item -> item -> mark(b=2) -> item -> mark(b=1) -> item ...
- *   key:  0      ..1     ..1     010..0       ..1     100..0       ..1
+ *   key:  0      ..11    ..11    010..10      ..11    100..10      ..11
+ *
+ * Keys: an item's is reverse(hash) with the two low bits set; bucket b's
+ * marker's is reverse(b) (whose low 39 bits are clear, b < 2^25) while the
+ * thread that claimed it links it, then reverse(b) | 2 once linked: no key
+ * lies between the two, so the change never reorders the list; 0 is a
+ * marker no thread has claimed.
  *
  * Doubling the table moves no item: bucket b's items split between b and
  * b + 2^k, and the new bucket's marker is linked (right after its parent's,
@@ -16,8 +22,9 @@
  * walks ~2 items whatever the size, readers never lock, wait or allocate,
  * and nothing is ever unlinked but by cp_sohash_clear.
  *
- * Memory: one marker of 24 bytes per bucket, 1 to 2 buckets per 2 items,
- * in segments that double with the table (one allocation per doubling). */
+ * Memory: one marker of 16 bytes per bucket, 1 to 2 buckets per item, in
+ * segments that double with the table (one allocation per doubling). A
+ * lookup reads the bucket's marker and ~1.4 items. */
 #ifndef CP_CORE_SOHASH_H
 #define CP_CORE_SOHASH_H
 
@@ -28,22 +35,20 @@
 /* The link an item embeds. `key` is set by cp_sohash_insert; both fields
  * belong to the set. */
 typedef struct cp_solink {
-  uint64_t key; /* bit-reversed hash; low bit 1 for items, 0 for markers */
+  _Atomic uint64_t key; /* bit-reversed hash; low bit 1 for items only */
   _Atomic(struct cp_solink *) next;
 } cp_solink;
 
-typedef struct cp_sobucket cp_sobucket; /* a marker and its state (sohash.c) */
-
 #define CP_SOHASH_MIN_LOG2 8  /* buckets of an empty set: 256 */
 #define CP_SOHASH_MAX_LOG2 25 /* past 2^25 buckets chains grow instead */
-#define CP_SOHASH_MAX_LOAD 2  /* items per bucket before the table doubles */
+#define CP_SOHASH_MAX_LOAD 1  /* items per bucket before the table doubles */
 #define CP_SOHASH_SEGS (CP_SOHASH_MAX_LOG2 - CP_SOHASH_MIN_LOG2 + 1)
 
 /* A set. All zeroes is an empty set (static storage needs no init). */
 typedef struct cp_sohash {
   cp_solink head; /* bucket 0's marker, key 0: always linked */
   /* segment 0: buckets [0, 2^MIN); segment s: [2^(MIN+s-1), 2^(MIN+s)) */
-  _Atomic(cp_sobucket *) segs[CP_SOHASH_SEGS];
+  _Atomic(cp_solink *) segs[CP_SOHASH_SEGS]; /* bucket markers */
   atomic_uint doublings; /* buckets = 2^(CP_SOHASH_MIN_LOG2 + doublings) */
   atomic_size_t n_items;
 } cp_sohash;
