@@ -4,7 +4,8 @@
  * with --growth, the cost of a *new* scope per million nodes as the tree
  * grows (issue 24.15 target: the tenth million within 2x of the first).
  * Usage: scope_bench [iterations-per-run] [runs]
- *        scope_bench --growth [millions] [flat|tree] */
+ *        scope_bench --growth [steps] [flat|tree] [scopes-per-step]
+ *        (10 steps of 10^6 by default) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,9 +93,9 @@ static void new_scopes(long first, long n, int flat) {
     cproton_scope_exit(NULL);
 }
 
-/* Prints ns per new scope for each million; exits without finalizing (a
+/* Prints ns per new scope for each step; exits without finalizing (a
  * profile of 10^7 nodes is not what is measured). */
-static int growth(int millions, int flat) {
+static int growth(int steps, int flat, long per_step) {
   cproton_session_options o;
   cproton_session_options_init(&o);
   o.name = "/tmp/cproton-scope-growth";
@@ -104,17 +105,18 @@ static int growth(int millions, int flat) {
     fprintf(stderr, "scope_bench: %s\n", cproton_last_error());
     return 1;
   }
-  printf("new scopes (%s), per new scope per million nodes\n"
-         "            CPU ns   wall ns   CPU vs the first million\n",
-         flat ? "flat: a new name each" : "tree: 1000 names reused");
+  printf("new scopes (%s), per new scope in each step of %ld\n"
+         "  nodes after   CPU ns   wall ns   CPU vs the first step\n",
+         flat ? "flat: a new name each" : "tree: 1000 names reused", per_step);
   double first = 0;
-  for (int m = 0; m < millions; m++) {
+  for (int m = 0; m < steps; m++) {
     double t0 = now_ns(), c0 = cpu_ns();
-    new_scopes((long)m * 1000000, 1000000, flat);
-    double cpu = (cpu_ns() - c0) / 1e6, wall = (now_ns() - t0) / 1e6;
+    new_scopes(m * per_step, per_step, flat);
+    double cpu = (cpu_ns() - c0) / (double)per_step;
+    double wall = (now_ns() - t0) / (double)per_step;
     if (m == 0)
       first = cpu;
-    printf("  million %2d  %6.0f  %8.0f   %.2fx\n", m + 1, cpu, wall,
+    printf("  %11ld   %6.0f  %8.0f   %.2fx\n", (m + 1) * per_step, cpu, wall,
            cpu / first);
     fflush(stdout);
   }
@@ -124,7 +126,8 @@ static int growth(int millions, int flat) {
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "--growth") == 0)
     return growth(argc > 2 ? atoi(argv[2]) : 10,
-                  !(argc > 3 && strcmp(argv[3], "tree") == 0));
+                  !(argc > 3 && strcmp(argv[3], "tree") == 0),
+                  argc > 4 ? atol(argv[4]) : 1000000);
   long n = argc > 1 ? atol(argv[1]) : 2000000;
   int runs = argc > 2 ? atoi(argv[2]) : 11;
   double empty[64], idle[64], active[64], nested[64];
