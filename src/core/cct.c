@@ -40,7 +40,8 @@ static cp_node *node_of(cp_solink *l) {
 }
 
 static int same_key(const cp_solink *l, const void *key) {
-  const cp_node *n = node_of((cp_solink *)l);
+  const cp_node *n =
+      (const cp_node *)((const char *)l - offsetof(cp_node, link));
   const node_key *k = key;
   return n->parent == k->parent && n->name == k->name;
 }

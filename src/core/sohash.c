@@ -4,12 +4,12 @@
  * and the keys are drawn in core/sohash.h).
  *
  * Invariants: keys never decrease along the list; an item's key has its
- * two low bits set, a marker's low bit is clear, and bucket b's marker is
- * keyed reverse(b) (| LINKED once linked); a link is fully written before
- * the compare-and-swap (release) that makes it reachable, and stays
- * reachable, its key unchanged but for LINKED, until cp_sohash_clear. A
- * marker is linked by the one thread that claimed it; every other thread
- * starts from an ancestor bucket meanwhile, so no one waits.
+ * two low bits set, a marker's low bit is clear, and bucket P's marker is
+ * keyed P (| LINKED once linked); a link is fully written before the
+ * compare-and-swap (release) that makes it reachable, and stays reachable,
+ * its key unchanged but for LINKED, until cp_sohash_clear. A marker is
+ * linked by the one thread that claimed it; every other thread starts from
+ * an ancestor bucket meanwhile, so no one waits.
  * Hot path: yes (scope enter, kernel attribution): no lock, no allocation
  * on lookups. Called by core/cct.c and core/strtab.c. */
 #include <assert.h>
@@ -21,13 +21,6 @@
 #define ITEM 3u   /* an item key's low bits */
 #define LINKED 2u /* in a marker's key: walks may start here */
 
-static uint64_t reverse(uint64_t x) {
-  x = ((x >> 1) & 0x5555555555555555ULL) | ((x & 0x5555555555555555ULL) << 1);
-  x = ((x >> 2) & 0x3333333333333333ULL) | ((x & 0x3333333333333333ULL) << 2);
-  x = ((x >> 4) & 0x0F0F0F0F0F0F0F0FULL) | ((x & 0x0F0F0F0F0F0F0F0FULL) << 4);
-  return __builtin_bswap64(x);
-}
-
 static uint64_t key_of(const cp_solink *l) {
   return atomic_load_explicit(&l->key, memory_order_relaxed);
 }
@@ -36,35 +29,40 @@ static cp_solink *next_of(cp_solink *l) {
   return atomic_load_explicit(&l->next, memory_order_acquire);
 }
 
-static unsigned top_bit(uint64_t b) {
-  return 63u - (unsigned)__builtin_clzll(b);
+static unsigned log2_size(const cp_sohash *h) {
+  return CP_SOHASH_MIN_LOG2 +
+         atomic_load_explicit(&h->doublings, memory_order_relaxed);
 }
 
-/* b without its highest set bit: the bucket that b split from. */
-static uint64_t parent_of(uint64_t b) { return b & ~(1ULL << top_bit(b)); }
-
-static uint64_t mask_of(const cp_sohash *h) {
-  unsigned d = atomic_load_explicit(&h->doublings, memory_order_relaxed);
-  return (1ULL << (CP_SOHASH_MIN_LOG2 + d)) - 1;
+/* The bucket of key k: its top `bits` bits, in place. */
+static uint64_t bucket_of(uint64_t k, unsigned bits) {
+  return k & ~(UINT64_MAX >> bits);
 }
 
-static unsigned seg_of(uint64_t b) {
-  unsigned t = top_bit(b);
-  return t < CP_SOHASH_MIN_LOG2 ? 0 : t - CP_SOHASH_MIN_LOG2 + 1;
+/* The bucket that p split from: p without its lowest set bit. */
+static uint64_t parent_of(uint64_t p) { return p & (p - 1); }
+
+/* p (!= 0) appeared when the table reached 2^level buckets, level =
+ * 64 - ctz(p): its marker is in segment level - MIN (0 up to MIN), at
+ * p's significant bits but the last (always 1) past segment 0. */
+static unsigned seg_of(uint64_t p) {
+  unsigned level = 64u - (unsigned)__builtin_ctzll(p);
+  return level <= CP_SOHASH_MIN_LOG2 ? 0 : level - CP_SOHASH_MIN_LOG2;
 }
 
-static uint64_t seg_first(unsigned s) {
-  return s ? 1ULL << (CP_SOHASH_MIN_LOG2 + s - 1) : 0;
+static size_t slot_of(uint64_t p, unsigned s) {
+  return s ? (size_t)(p >> (__builtin_ctzll(p) + 1))
+           : (size_t)(p >> (64 - CP_SOHASH_MIN_LOG2));
 }
 
 static size_t seg_len(unsigned s) {
   return (size_t)1 << (s ? CP_SOHASH_MIN_LOG2 + s - 1 : CP_SOHASH_MIN_LOG2);
 }
 
-/* Bucket b's marker (b >= 1); its segment is allocated when `make` is
+/* Bucket p's marker (p != 0); its segment is allocated when `make` is
  * set. NULL when the segment is absent (not made, or no memory). */
-static cp_solink *marker(cp_sohash *h, uint64_t b, int make) {
-  unsigned s = seg_of(b);
+static cp_solink *marker(cp_sohash *h, uint64_t p, int make) {
+  unsigned s = seg_of(p);
   cp_solink *seg = atomic_load_explicit(&h->segs[s], memory_order_acquire);
   if (!seg && make) {
     cp_solink *fresh = calloc(seg_len(s), sizeof *fresh);
@@ -77,18 +75,18 @@ static cp_solink *marker(cp_sohash *h, uint64_t b, int make) {
     else
       free(fresh); /* another thread's segment won; seg holds it */
   }
-  return seg ? &seg[b - seg_first(s)] : NULL;
+  return seg ? &seg[slot_of(p, s)] : NULL;
 }
 
 static int is_linked(const cp_solink *m) {
   return (atomic_load_explicit(&m->key, memory_order_acquire) & LINKED) != 0;
 }
 
-/* Bucket b's marker when it is linked, else its nearest linked ancestor's
+/* Bucket p's marker when it is linked, else its nearest linked ancestor's
  * (bucket 0's marker, the head, always is). Lookups start there. */
-static cp_solink *start_of(cp_sohash *h, uint64_t b) {
-  for (; b; b = parent_of(b)) {
-    cp_solink *m = marker(h, b, 0);
+static cp_solink *start_of(cp_sohash *h, uint64_t p) {
+  for (; p; p = parent_of(p)) {
+    cp_solink *m = marker(h, p, 0);
     if (m && is_linked(m))
       return m;
   }
@@ -130,34 +128,34 @@ static cp_solink *link_after(cp_solink *from, cp_solink *fresh,
   }
 }
 
-/* Bucket b's marker, linked now if no thread has claimed it; while another
+/* Bucket p's marker, linked now if no thread has claimed it; while another
  * thread links it (or without memory for its segment), an ancestor's. */
-static cp_solink *start_for_insert(cp_sohash *h, uint64_t b) {
-  if (!b)
+static cp_solink *start_for_insert(cp_sohash *h, uint64_t p) {
+  if (!p)
     return &h->head;
-  cp_solink *m = marker(h, b, 1);
+  cp_solink *m = marker(h, p, 1);
   if (!m)
-    return start_for_insert(h, parent_of(b));
+    return start_for_insert(h, parent_of(p));
   uint64_t state = atomic_load_explicit(&m->key, memory_order_acquire);
   if (state & LINKED)
     return m;
-  cp_solink *parent = start_for_insert(h, parent_of(b));
-  /* the claim: 0 -> reverse(b), the key the marker is linked under */
-  if (state != 0 || !atomic_compare_exchange_strong_explicit(
-                        &m->key, &state, reverse(b), memory_order_relaxed,
-                        memory_order_relaxed))
+  cp_solink *parent = start_for_insert(h, parent_of(p));
+  /* the claim: 0 -> p, the key the marker is linked under */
+  if (state != 0 ||
+      !atomic_compare_exchange_strong_explicit(
+          &m->key, &state, p, memory_order_relaxed, memory_order_relaxed))
     return parent;
   cp_solink *linked = link_after(parent, m, NULL, NULL);
   assert(linked == m);
   (void)linked;
-  atomic_store_explicit(&m->key, reverse(b) | LINKED, memory_order_release);
+  atomic_store_explicit(&m->key, p | LINKED, memory_order_release);
   return m;
 }
 
 cp_solink *cp_sohash_find(cp_sohash *h, uint64_t hash, cp_sohash_eq eq,
                           const void *key) {
-  uint64_t k = reverse(hash) | ITEM;
-  cp_solink *prev = start_of(h, hash & mask_of(h));
+  uint64_t k = hash | ITEM;
+  cp_solink *prev = start_of(h, bucket_of(k, log2_size(h)));
   for (cp_solink *c = seek(&prev, k); c && key_of(c) == k; c = next_of(c))
     if (eq(c, key))
       return c;
@@ -177,9 +175,9 @@ static void grow(cp_sohash *h, size_t n_items) {
 
 cp_solink *cp_sohash_insert(cp_sohash *h, uint64_t hash, cp_solink *fresh,
                             cp_sohash_eq eq, const void *key) {
-  atomic_store_explicit(&fresh->key, reverse(hash) | ITEM,
-                        memory_order_relaxed);
-  cp_solink *from = start_for_insert(h, hash & mask_of(h));
+  uint64_t k = hash | ITEM;
+  atomic_store_explicit(&fresh->key, k, memory_order_relaxed);
+  cp_solink *from = start_for_insert(h, bucket_of(k, log2_size(h)));
   cp_solink *linked = link_after(from, fresh, eq, key);
   if (linked == fresh)
     grow(h, atomic_fetch_add_explicit(&h->n_items, 1, memory_order_relaxed) +
@@ -206,7 +204,7 @@ void cp_sohash_clear(cp_sohash *h, void (*free_item)(cp_solink *)) {
 
 void cp_sohash_stats_get(cp_sohash *h, cp_sohash_stats *out) {
   memset(out, 0, sizeof *out);
-  out->n_buckets = (size_t)mask_of(h) + 1;
+  out->n_buckets = (size_t)1 << log2_size(h);
   out->n_markers = 1;
   out->sorted = 1;
   size_t run = 0;

@@ -2,29 +2,32 @@
  * (cp_sohash_*): the index under the context tree (core/cct.c) and the
  * string table (core/strtab.c).
  *
- * A split-ordered list (Shalev and Shavit, "Split-ordered lists", 2006):
- * every item of the set is in ONE singly linked list, sorted by its key, the
- * bit-reversed hash; bucket b of a table of 2^k buckets is a marker link in
- * that list where the items whose hash ends in b's k bits begin:
+ * A split-ordered list (after Shalev and Shavit, "Split-ordered lists",
+ * 2006): every item of the set is in ONE singly linked list sorted by its
+ * key, its 64-bit hash; with 2^k buckets, bucket P holds the items whose
+ * key's top k bits are P's, and is a marker link keyed P (those k bits in
+ * place, the rest 0) where they begin. With 4 buckets (k = 2):
  *
- *   head(b=0) -> item -> item -> mark(b=2) -> item -> mark(b=1) -> item ...
- *   key:  0      ..11    ..11    010..10      ..11    100..10      ..11
+ *   head(P=00) -> item -> mark(P=01) -> item -> item -> mark(P=10) -> ...
+ *   key: 00 0..0   00..11  01 0..0 10    01..11  01..11  10 0..0 10
  *
- * Keys: an item's is reverse(hash) with the two low bits set; bucket b's
- * marker's is reverse(b) (whose low 39 bits are clear, b < 2^25) while the
- * thread that claimed it links it, then reverse(b) | 2 once linked: no key
- * lies between the two, so the change never reorders the list; 0 is a
- * marker no thread has claimed.
+ * Doubling the table moves no item: bucket P's items split between P and
+ * P + 2^(63-k) (the next bit set), whose marker is linked right after P's
+ * by the first insert that lands in it; until then walks start at P, the
+ * new bucket's parent (itself without its lowest set bit). So a lookup
+ * reads a marker and ~1.4 items whatever the size, readers never lock,
+ * wait or allocate, and nothing is unlinked but by cp_sohash_clear. (The
+ * paper orders by the bit-reversed hash and buckets by its low bits; the
+ * same list ordered by the hash's top bits needs no reversal.)
  *
- * Doubling the table moves no item: bucket b's items split between b and
- * b + 2^k, and the new bucket's marker is linked (right after its parent's,
- * b without its top bit) by the first insert that hashes to it. So a lookup
- * walks ~2 items whatever the size, readers never lock, wait or allocate,
- * and nothing is ever unlinked but by cp_sohash_clear.
+ * Keys: an item's is its hash with the two low bits set; a marker's is P
+ * while the one thread that claimed it links it, then P | 2 once linked
+ * (no key lies between the two: the change never reorders the list); a
+ * marker no thread has claimed reads 0. Hashes must be well mixed in their
+ * top bits (they pick the bucket).
  *
  * Memory: one marker of 16 bytes per bucket, 1 to 2 buckets per item, in
- * segments that double with the table (one allocation per doubling). A
- * lookup reads the bucket's marker and ~1.4 items. */
+ * one segment per doubling (the markers that doubling added). */
 #ifndef CP_CORE_SOHASH_H
 #define CP_CORE_SOHASH_H
 
@@ -35,7 +38,7 @@
 /* The link an item embeds. `key` is set by cp_sohash_insert; both fields
  * belong to the set. */
 typedef struct cp_solink {
-  _Atomic uint64_t key; /* bit-reversed hash; low bit 1 for items only */
+  _Atomic uint64_t key; /* the hash; low bit 1 for items only */
   _Atomic(struct cp_solink *) next;
 } cp_solink;
 
@@ -47,8 +50,9 @@ typedef struct cp_solink {
 /* A set. All zeroes is an empty set (static storage needs no init). */
 typedef struct cp_sohash {
   cp_solink head; /* bucket 0's marker, key 0: always linked */
-  /* segment 0: buckets [0, 2^MIN); segment s: [2^(MIN+s-1), 2^(MIN+s)) */
-  _Atomic(cp_solink *) segs[CP_SOHASH_SEGS]; /* bucket markers */
+  /* segment 0: the first 2^MIN buckets' markers; segment s: the 2^(MIN+s-1)
+   * that the table's s-th doubling added */
+  _Atomic(cp_solink *) segs[CP_SOHASH_SEGS];
   atomic_uint doublings; /* buckets = 2^(CP_SOHASH_MIN_LOG2 + doublings) */
   atomic_size_t n_items;
 } cp_sohash;
@@ -56,7 +60,7 @@ typedef struct cp_sohash {
 /* Whether `item` is the one `key` describes (the caller's key type). */
 typedef int (*cp_sohash_eq)(const cp_solink *item, const void *key);
 
-/* The item equal to `key` (hash `hash`), or NULL. Lock-free, no
+/* The item equal to `key` (hash `hash`, top bits well mixed), or NULL. Lock-free, no
  * allocation, any thread. Hot path. */
 cp_solink *cp_sohash_find(cp_sohash *h, uint64_t hash, cp_sohash_eq eq,
                           const void *key);

@@ -61,13 +61,13 @@ static entry *entry_of(cp_solink *l) {
 }
 
 static int same_name(const cp_solink *l, const void *key) {
-  const entry *e = entry_of((cp_solink *)l);
+  const entry *e = (const entry *)((const char *)l - offsetof(entry, link));
   const name_key *k = key;
   return e->len == k->len && memcmp(e->str, k->s, k->len) == 0;
 }
 
-/* FNV-1a, then a 64-bit finaliser: FNV's low bits, which pick the bucket,
- * depend only on the low bits of the bytes. */
+/* FNV-1a, then a finaliser round: the set orders by the whole hash and
+ * buckets by its top bits, which then depend on every bit of every byte. */
 static uint64_t hash_bytes(const char *s, size_t len) {
   uint64_t h = 14695981039346656037ULL;
   for (size_t i = 0; i < len; i++)
