@@ -59,23 +59,30 @@ static size_t seg_len(unsigned s) {
   return (size_t)1 << (s ? CP_SOHASH_MIN_LOG2 + s - 1 : CP_SOHASH_MIN_LOG2);
 }
 
-/* Bucket p's marker (p != 0); its segment is allocated when `make` is
- * set. NULL when the segment is absent (not made, or no memory). */
-static cp_solink *marker(cp_sohash *h, uint64_t p, int make) {
+/* Bucket p's marker (p != 0), or NULL while its segment is absent. */
+static inline cp_solink *marker(cp_sohash *h, uint64_t p) {
   unsigned s = seg_of(p);
   cp_solink *seg = atomic_load_explicit(&h->segs[s], memory_order_acquire);
-  if (!seg && make) {
-    cp_solink *fresh = calloc(seg_len(s), sizeof *fresh);
-    if (!fresh)
-      return NULL;
-    if (atomic_compare_exchange_strong_explicit(&h->segs[s], &seg, fresh,
-                                                memory_order_acq_rel,
-                                                memory_order_acquire))
-      seg = fresh;
-    else
-      free(fresh); /* another thread's segment won; seg holds it */
-  }
   return seg ? &seg[slot_of(p, s)] : NULL;
+}
+
+/* Bucket p's marker, its segment allocated first if absent; NULL without
+ * memory. */
+static cp_solink *marker_made(cp_sohash *h, uint64_t p) {
+  cp_solink *m = marker(h, p);
+  if (m)
+    return m;
+  unsigned s = seg_of(p);
+  cp_solink *seg = NULL, *fresh = calloc(seg_len(s), sizeof *fresh);
+  if (!fresh)
+    return NULL;
+  if (atomic_compare_exchange_strong_explicit(&h->segs[s], &seg, fresh,
+                                              memory_order_acq_rel,
+                                              memory_order_acquire))
+    seg = fresh;
+  else
+    free(fresh); /* another thread's segment won; seg holds it */
+  return &seg[slot_of(p, s)];
 }
 
 static int is_linked(const cp_solink *m) {
@@ -86,7 +93,7 @@ static int is_linked(const cp_solink *m) {
  * (bucket 0's marker, the head, always is). Lookups start there. */
 static cp_solink *start_of(cp_sohash *h, uint64_t p) {
   for (; p; p = parent_of(p)) {
-    cp_solink *m = marker(h, p, 0);
+    cp_solink *m = marker(h, p);
     if (m && is_linked(m))
       return m;
   }
@@ -133,7 +140,7 @@ static cp_solink *link_after(cp_solink *from, cp_solink *fresh,
 static cp_solink *start_for_insert(cp_sohash *h, uint64_t p) {
   if (!p)
     return &h->head;
-  cp_solink *m = marker(h, p, 1);
+  cp_solink *m = marker_made(h, p);
   if (!m)
     return start_for_insert(h, parent_of(p));
   uint64_t state = atomic_load_explicit(&m->key, memory_order_acquire);
