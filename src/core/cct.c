@@ -118,8 +118,13 @@ cp_node *cp_cct_child(cp_node *parent, uint32_t name) {
     return h;
   uint64_t hash = key_hash(parent, name);
   node_key key = {parent, name};
-  cp_solink *l = cp_sohash_find(&index_of_nodes, hash, same_key, &key);
-  cp_node *n = l ? node_of(l) : insert(parent, name, hash);
+  cp_node *n = NULL;
+  for (cp_solink *l = cp_sohash_first(&index_of_nodes, hash); l && !n;
+       l = cp_sohash_next_same(l))
+    if (same_key(l, &key))
+      n = node_of(l);
+  if (!n)
+    n = insert(parent, name, hash);
   if (n)
     atomic_store_explicit(&parent->hint, n, memory_order_release);
   return n;

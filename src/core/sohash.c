@@ -159,14 +159,16 @@ static cp_solink *start_for_insert(cp_sohash *h, uint64_t p) {
   return m;
 }
 
-cp_solink *cp_sohash_find(cp_sohash *h, uint64_t hash, cp_sohash_eq eq,
-                          const void *key) {
+cp_solink *cp_sohash_first(cp_sohash *h, uint64_t hash) {
   uint64_t k = hash | ITEM;
   cp_solink *prev = start_of(h, bucket_of(k, log2_size(h)));
-  for (cp_solink *c = seek(&prev, k); c && key_of(c) == k; c = next_of(c))
-    if (eq(c, key))
-      return c;
-  return NULL;
+  cp_solink *c = seek(&prev, k);
+  return c && key_of(c) == k ? c : NULL;
+}
+
+cp_solink *cp_sohash_next_same(cp_solink *item) {
+  cp_solink *c = next_of(item);
+  return c && key_of(c) == key_of(item) ? c : NULL;
 }
 
 /* Doubles the table once it holds more than MAX_LOAD items per bucket; a

@@ -60,10 +60,16 @@ typedef struct cp_sohash {
 /* Whether `item` is the one `key` describes (the caller's key type). */
 typedef int (*cp_sohash_eq)(const cp_solink *item, const void *key);
 
-/* The item equal to `key` (hash `hash`, top bits well mixed), or NULL. Lock-free, no
- * allocation, any thread. Hot path. */
-cp_solink *cp_sohash_find(cp_sohash *h, uint64_t hash, cp_sohash_eq eq,
-                          const void *key);
+/* Lookup: the first item keyed like `hash` (top bits well mixed), or NULL;
+ * then cp_sohash_next_same until NULL gives the others (hashes that differ
+ * only in their two low bits). The caller compares its own key on each:
+ *
+ *   for (cp_solink *l = cp_sohash_first(h, hash); l; l = cp_sohash_next_same(l))
+ *     if (same(l, key)) return l;
+ *
+ * Lock-free, no allocation, any thread. Hot path. */
+cp_solink *cp_sohash_first(cp_sohash *h, uint64_t hash);
+cp_solink *cp_sohash_next_same(cp_solink *item);
 
 /* Adds `fresh` (owned by the caller, fields other than the link set) unless
  * an item equal to `key` is there; returns the item now in the set: `fresh`,

@@ -80,8 +80,11 @@ static uint64_t hash_bytes(const char *s, size_t len) {
 
 static entry *lookup(tier *t, uint64_t hash, const char *s, size_t len) {
   name_key key = {s, len};
-  cp_solink *l = cp_sohash_find(&t->names, hash, same_name, &key);
-  return l ? entry_of(l) : NULL;
+  for (cp_solink *l = cp_sohash_first(&t->names, hash); l;
+       l = cp_sohash_next_same(l))
+    if (same_name(l, &key))
+      return entry_of(l);
+  return NULL;
 }
 
 /* e's index in the id table: its id without the tier's tag. */
