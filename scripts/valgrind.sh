@@ -28,6 +28,9 @@ run_vg() {
 check basic_tree "$build/examples/example_basic" "$out/basic" tree
 check basic_trace "$build/examples/example_basic" "$out/basic" trace
 check scope_bench "$build/bench/scope_bench" 2000 2
+# the indexes doubling: 60,000 new scopes, then threads racing their growth
+check scope_growth "$build/bench/scope_bench" --growth 3 flat 20000
+check index_growth "$build/tests/index_growth"
 # phases, periodic flushing (part files written and stores reused), both kinds
 check soak_trace "$build/bench/soak_bench" 2 2000 trace
 check soak_tree "$build/bench/soak_bench" 2 2000 tree

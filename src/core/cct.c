@@ -1,13 +1,17 @@
 /* core/cct.c -- the calling-context tree: nodes found by (parent, name) in
- * a lock-free hash and enumerated through child lists. Nodes live until
- * cp_cct_reset, which core/session.c calls only when nothing can hold one.
+ * a growable lock-free index (core/sohash.c) and enumerated through child
+ * lists. Nodes live until cp_cct_reset, which core/session.c calls only
+ * when nothing can hold one.
  *
  * Invariant: a node is fully initialised (id included) before it is
- * published in its hash bucket; it is then published in its parent's
- * child list and the id table. A lookup that loses an insert race frees its
+ * published in the index; it is then published in its parent's child list
+ * and the id table. A lookup that loses an insert race frees its
  * unpublished node and returns the winner, so (parent, name) is unique.
+ * The index doubles its buckets as the tree grows, so finding or adding a
+ * node costs the same at 10^3 and at 10^7 nodes (docs/benchmarks.md).
  * Hot path: yes (scope enter, kernel attribution); lock-free.
  * Called by core/context.c, core/data.c, io writers. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,32 +19,43 @@
 #include "core/error.h"
 #include "core/strtab.h"
 
-#define N_BUCKETS (1u << 16)
 #define CHUNK_BITS 12
 #define CHUNK_SIZE (1u << CHUNK_BITS)
 #define N_CHUNKS (1u << 14) /* 2^26 nodes */
 
 static cp_node root_node = {.id = 0, .name = 0, .depth = 0};
-/* page-aligned so that a reset can hand its pages back */
-static _Alignas(4096) _Atomic(cp_node *) buckets[N_BUCKETS];
+static cp_sohash index_of_nodes; /* every node but ROOT, by (parent, name) */
 static _Atomic(cp_node **) chunks[N_CHUNKS];
 static atomic_uint next_id = 1;
 
 cp_node *cp_cct_root(void) { return &root_node; }
 
-static uint32_t key_hash(const cp_node *parent, uint32_t name) {
+typedef struct node_key {
+  const cp_node *parent;
+  uint32_t name;
+} node_key;
+
+static cp_node *node_of(cp_solink *l) {
+  return (cp_node *)((char *)l - offsetof(cp_node, link));
+}
+
+static int same_key(const cp_solink *l, const void *key) {
+  const cp_node *n =
+      (const cp_node *)((const char *)l - offsetof(cp_node, link));
+  const node_key *k = key;
+  return n->parent == k->parent && n->name == k->name;
+}
+
+/* (parent id, name) through a bijective 64-bit mixer: distinct keys get
+ * distinct hashes, and every bit of the hash depends on every key bit. */
+static uint64_t key_hash(const cp_node *parent, uint32_t name) {
   uint64_t k = ((uint64_t)parent->id << 32) | name;
   k ^= k >> 33;
   k *= 0xff51afd7ed558ccdULL;
   k ^= k >> 33;
-  return (uint32_t)k;
-}
-
-static cp_node *find(cp_node *n, const cp_node *parent, uint32_t name) {
-  for (; n; n = n->hash_next)
-    if (n->parent == parent && n->name == name)
-      return n;
-  return NULL;
+  k *= 0xc4ceb9fe1a85ec53ULL;
+  k ^= k >> 33;
+  return k;
 }
 
 static cp_node **chunk_for(uint32_t id) {
@@ -68,8 +83,7 @@ static void link_child(cp_node *parent, cp_node *n) {
       memory_order_acquire));
 }
 
-static cp_node *insert(cp_node *parent, uint32_t name, uint32_t hash) {
-  _Atomic(cp_node *) *head = &buckets[hash & (N_BUCKETS - 1)];
+static cp_node *insert(cp_node *parent, uint32_t name, uint64_t hash) {
   cp_node *n = calloc(1, sizeof *n);
   if (!n) {
     cp_error_set(CPROTON_ENOMEM, "out of memory adding a context node");
@@ -81,16 +95,13 @@ static cp_node *insert(cp_node *parent, uint32_t name, uint32_t hash) {
   /* The id is fixed before publication: children hash on it. A lost race
    * leaves a hole in the id table, which readers skip. */
   n->id = atomic_fetch_add(&next_id, 1);
-  cp_node *old = atomic_load_explicit(head, memory_order_acquire);
-  do {
-    cp_node *found = find(old, parent, name);
-    if (found) {
-      free(n);
-      return found;
-    }
-    n->hash_next = old;
-  } while (!atomic_compare_exchange_weak_explicit(
-      head, &old, n, memory_order_release, memory_order_acquire));
+  node_key key = {parent, name};
+  cp_node *won =
+      node_of(cp_sohash_insert(&index_of_nodes, hash, &n->link, same_key, &key));
+  if (won != n) {
+    free(n);
+    return won;
+  }
   cp_node **chunk = n->id < CHUNK_SIZE * N_CHUNKS ? chunk_for(n->id) : NULL;
   if (chunk)
     atomic_store_explicit((_Atomic(cp_node *) *)&chunk[n->id & (CHUNK_SIZE - 1)],
@@ -105,10 +116,13 @@ cp_node *cp_cct_child(cp_node *parent, uint32_t name) {
   cp_node *h = atomic_load_explicit(&parent->hint, memory_order_acquire);
   if (h && h->name == name)
     return h;
-  uint32_t hash = key_hash(parent, name);
-  cp_node *n = find(atomic_load_explicit(&buckets[hash & (N_BUCKETS - 1)],
-                                         memory_order_acquire),
-                    parent, name);
+  uint64_t hash = key_hash(parent, name);
+  node_key key = {parent, name};
+  cp_node *n = NULL;
+  for (cp_solink *l = cp_sohash_first(&index_of_nodes, hash); l && !n;
+       l = cp_sohash_next_same(l))
+    if (same_key(l, &key))
+      n = node_of(l);
   if (!n)
     n = insert(parent, name, hash);
   if (n)
@@ -138,19 +152,18 @@ cp_node *cp_cct_node(uint32_t id) {
 
 uint32_t cp_cct_count(void) { return atomic_load(&next_id); }
 
+void cp_cct_stats(cp_sohash_stats *out) {
+  cp_sohash_stats_get(&index_of_nodes, out);
+}
+
+static void free_node(cp_solink *l) { free(node_of(l)); }
+
 void cp_cct_reset(void) {
-  for (uint32_t b = 0; b < N_BUCKETS; b++)
-    for (cp_node *n = atomic_load_explicit(&buckets[b], memory_order_relaxed),
-                 *next;
-         n; n = next) {
-      next = n->hash_next;
-      free(n);
-    }
+  cp_sohash_clear(&index_of_nodes, free_node);
   for (uint32_t c = 0; c < N_CHUNKS; c++) {
     free(atomic_load_explicit(&chunks[c], memory_order_relaxed));
     atomic_store_explicit(&chunks[c], NULL, memory_order_relaxed);
   }
-  cp_strtab_release_pages(buckets, sizeof buckets);
   atomic_store(&root_node.first_child, NULL);
   atomic_store(&root_node.hint, NULL);
   atomic_store(&next_id, 1);

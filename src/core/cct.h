@@ -11,12 +11,14 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "core/sohash.h"
+
 typedef struct cp_node {
   uint32_t id;    /* dense, 0 = ROOT; creation order */
   uint32_t name;  /* strtab id; 0 for ROOT */
   uint32_t depth; /* ROOT = 0 */
   struct cp_node *parent;
-  struct cp_node *hash_next;               /* bucket chain (cct.c) */
+  cp_solink link;                          /* in the (parent, name) index */
   _Atomic(struct cp_node *) first_child;   /* newest first */
   struct cp_node *next_sibling;            /* set before publication */
   _Atomic(struct cp_node *) hint;          /* last child looked up */
@@ -38,6 +40,10 @@ cp_node *cp_cct_node(uint32_t id);
 
 /* Number of nodes created so far (ids are < this). */
 uint32_t cp_cct_count(void);
+
+/* The (parent, name) index as a walk finds it (tests, benchmarks); no
+ * thread may add nodes meanwhile. */
+void cp_cct_stats(cp_sohash_stats *out);
 
 /* Frees every node but ROOT; ids start again at 1. The caller guarantees
  * that no thread uses the tree and that no node pointer or id survives in

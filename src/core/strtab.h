@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/sohash.h"
+
 #define CP_STRTAB_MAX_LEN 65536u
 
 /* Interns `s` (length `len`, need not be NUL-terminated). Lock-free for a
@@ -43,8 +45,9 @@ uint32_t cp_strtab_index(uint32_t id);
 /* Scoped names alive now (for tests and stats). */
 size_t cp_strtab_scoped_count(void);
 
-/* Zeroes the page-aligned static array `p` and returns its whole pages to
- * the system (they read as zeroes when touched again). */
-void cp_strtab_release_pages(void *p, size_t size);
+/* A tier's hash set as a walk finds it: the scoped tier when `scoped_tier`
+ * is set, else the kept one (tests, benchmarks); no thread may intern a
+ * name meanwhile. */
+void cp_strtab_stats(int scoped_tier, cp_sohash_stats *out);
 
 #endif

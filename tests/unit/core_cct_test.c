@@ -64,3 +64,74 @@ Test(core_cct, ids_find_nodes) {
   cr_assert_eq(k->depth, 2);
   cr_assert_lt(k->id, cp_cct_count());
 }
+
+/* Issue 24.15: the indexes of the tree and of the names double their
+ * buckets as they grow, so a lookup walks a bounded run of items at any
+ * size. With the former fixed 65,536 buckets, 2^20 entries made chains of
+ * 16 on average (and ~22 us per new scope by the fifth million). */
+#define N_GROWN (1u << 20)
+#define LONGEST_RUN 32 /* Poisson(<= 2 * MAX_LOAD) never reaches it */
+
+static void check_grown(const cp_sohash_stats *s, size_t n_items) {
+  cr_assert(s->sorted, "the list is out of key order");
+  cr_assert_eq(s->n_items, n_items, "%zu items in the index, want %zu",
+               s->n_items, n_items);
+  cr_assert_leq(s->n_items, (size_t)CP_SOHASH_MAX_LOAD * s->n_buckets,
+                "%zu items in %zu buckets: the table did not grow",
+                s->n_items, s->n_buckets);
+  cr_assert_leq(s->longest_run, LONGEST_RUN, "a lookup walks %zu items",
+                s->longest_run);
+}
+
+Test(core_cct, index_grows_with_the_tree) {
+  /* 1024 outer nodes with 1023 children each: 2^20 nodes, 1024 names */
+  uint32_t names[1024];
+  char name[32];
+  for (int i = 0; i < 1024; i++) {
+    snprintf(name, sizeof name, "n%d", i);
+    cr_assert_eq(cp_strtab_intern(name, strlen(name), &names[i]), 0);
+  }
+  for (int i = 0; i < 1024; i++) {
+    cp_node *outer = cp_cct_child(cp_cct_root(), names[i]);
+    for (int j = 0; j < 1023; j++)
+      cr_assert_not_null(cp_cct_child(outer, names[(i + j + 1) % 1024]));
+  }
+  cp_sohash_stats s;
+  cp_cct_stats(&s);
+  check_grown(&s, N_GROWN);
+  cr_assert_eq(cp_cct_count(), N_GROWN + 1);
+  /* every node is found again, by (parent, name) and by id */
+  for (uint32_t id = 1; id <= N_GROWN; id++) {
+    cp_node *n = cp_cct_node(id);
+    cr_assert_not_null(n);
+    cr_assert_eq(cp_cct_child(n->parent, n->name), n);
+  }
+  cp_cct_reset();
+  cp_cct_stats(&s);
+  cr_assert_eq(s.n_items, 0);
+  cr_assert_eq(s.n_markers, 1, "markers of freed buckets are still linked");
+  cr_assert_eq(cp_cct_child(cp_cct_root(), names[7])->id, 1);
+}
+
+Test(core_strtab, scoped_names_grow_and_reset) {
+  char name[32];
+  for (int round = 0; round < 2; round++) {
+    for (uint32_t i = 0; i < N_GROWN; i++) {
+      uint32_t id;
+      int len = snprintf(name, sizeof name, "scope-%u", i);
+      cr_assert_eq(cp_strtab_intern_scoped(name, (size_t)len, &id), 0);
+      cr_assert_eq(id, (1u << 24) | (i + 1), "name %u got id %#x", i, id);
+    }
+    cp_sohash_stats s;
+    cp_strtab_stats(1, &s);
+    check_grown(&s, N_GROWN);
+    for (uint32_t i = 0; i < N_GROWN; i += 4099) {
+      snprintf(name, sizeof name, "scope-%u", i);
+      cr_assert_str_eq(cp_strtab_str((1u << 24) | (i + 1)), name);
+    }
+    cp_strtab_scoped_reset(); /* ids start again from 1 */
+    cp_strtab_stats(1, &s);
+    cr_assert_eq(s.n_items, 0);
+    cr_assert_eq(cp_strtab_scoped_count(), 0);
+  }
+}
