@@ -206,6 +206,8 @@ def _record_kernel():
         # slot, the number of values (Triton would make 1 a constant) or the
         # value's alignment (t[3] of a float32 tensor), so prepare() can
         # compile everything a later graph capture launches.
+        # Its name is CP_COMPAT_METRIC_KERNEL (src/core/compat.h): under
+        # Proton 3.9 its frames are named "<metric>", as Proton's are.
         @triton.jit(do_not_specialize=["capacity", "slot", "n", "lo", "mid", "hi"],
                     do_not_specialize_on_alignment=["buf_ptr", "value_ptr"])
         def _cproton_tensor_metric(buf_ptr, capacity, slot, value_ptr, n, lo, mid, hi, IS_DOUBLE: tl.constexpr,
