@@ -27,10 +27,11 @@ in Proton 3.9 (``numel() > 1``): its elements are summed element by element
 and written as an array. docs/tensor-metrics.md has the design.
 """
 import os
+import sys
 import threading
 from typing import Any, Optional
 
-from . import _cproton
+from . import _compat, _cproton
 from ._log import warn as _warn
 
 FLOPS_WIDTHS = (8, 16, 32, 64)
@@ -205,6 +206,8 @@ def _record_kernel():
         # slot, the number of values (Triton would make 1 a constant) or the
         # value's alignment (t[3] of a float32 tensor), so prepare() can
         # compile everything a later graph capture launches.
+        # Its name is CP_COMPAT_METRIC_KERNEL (src/core/compat.h): under
+        # Proton 3.9 its frames are named "<metric>", as Proton's are.
         @triton.jit(do_not_specialize=["capacity", "slot", "n", "lo", "mid", "hi"],
                     do_not_specialize_on_alignment=["buf_ptr", "value_ptr"])
         def _cproton_tensor_metric(buf_ptr, capacity, slot, value_ptr, n, lo, mid, hi, IS_DOUBLE: tl.constexpr,
@@ -329,6 +332,37 @@ def prepare(device=None, dtypes=()) -> None:
     for double in (False, True):  # numbers given during a capture
         _record_kernel().warmup(buf.words, buf.capacity, 0, buf.words, 1, 0, 0, 0, IS_DOUBLE=double,
                                 FROM_ARGS=True, grid=(1, ), num_warps=1)
+
+
+def _current_cuda_device():
+    """torch's current CUDA device when torch is imported and has initialised
+    CUDA, else None: a session's start must not import torch or make a
+    CUDA context for a program that has none."""
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    if cuda is None or not cuda.is_initialized() or cuda.is_current_stream_capturing():
+        return None
+    return torch.device("cuda", cuda.current_device())
+
+
+def reserve_for_capture() -> None:
+    """At start and activate, while cproton follows Proton 3.9: allocates
+    the current CUDA device's buffer. Proton 3.9 reserves its metric buffer
+    when a stream capture begins (a CUPTI callback, before the capture), so
+    a graph's first tensor metric may be given during the capture, where
+    nothing can be allocated. cproton has no such callback in Python:
+    allocating when a session starts or activates covers a capture made
+    while it is active. A failure is a CprotonWarning (the first metric
+    outside a capture allocates the buffer then)."""
+    if not _compat.is_39():
+        return
+    device = _current_cuda_device()
+    if device is None:
+        return
+    try:
+        _recorder.buffer(device)
+    except (ImportError, RuntimeError, TypeError) as e:
+        _warn(f"tensor metrics: no buffer reserved for CUDA graph captures: {e}")
 
 
 def _record_number(scope_id: int, name: str, value, as_double: bool) -> bool:

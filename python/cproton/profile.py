@@ -201,6 +201,7 @@ def start(
     finally:
         _log.drain()
     flags.profiling_on = True
+    metric.reserve_for_capture()
     _sessions[session] = {"name": name, "context": context or "shadow", "data": data or "tree",
                           "backend": chosen, "mode": mode_str, "hook": hook}
     if isinstance(hook, Hook):  # Proton 3.9: a Hook object, e.g. a configured LaunchHook()
@@ -250,6 +251,7 @@ def activate(session: Optional[int] = None) -> None:
         _cproton.activate(-1 if session is None else session)
     finally:
         _log.drain()
+    metric.reserve_for_capture()
 
 
 def deactivate(session: Optional[int] = None, flushing: bool = False) -> None:

@@ -15,4 +15,11 @@ static inline int cp_compat_is_39(void) {
   return cp_compat_proton() >= CPROTON_PROTON_3_9;
 }
 
+/* The frame name of a kernel called `kernel_name`: Proton 3.9 names its
+ * metric-copy kernels' frames "<metric>", so under 3.9 cproton's own copy
+ * kernel (CP_COMPAT_METRIC_KERNEL, python/cproton/metric.py) is named so;
+ * any other kernel, and every kernel under 3.6, keeps its name. */
+#define CP_COMPAT_METRIC_KERNEL "_cproton_tensor_metric"
+const char *cp_compat_kernel_frame(const char *kernel_name);
+
 #endif

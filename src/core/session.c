@@ -1225,6 +1225,7 @@ cp_node *cp_session_kernel_node(const cp_launch_site *site,
     n = cp_cct_root();
   if (site->is_op[kind])
     return n;
+  kernel_name = cp_compat_kernel_frame(kernel_name);
   return cp_cct_child_str(n, kernel_name && *kernel_name ? kernel_name
                                                          : "<unknown kernel>");
 }

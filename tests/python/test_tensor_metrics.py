@@ -508,3 +508,40 @@ def test_a_graph_replayed_while_deactivated_adds_nothing():
     replay(buf, 2, 1)  # a replay while active
     proton.finalize(sid)
     assert load_tree("t.hatchet")["graph"]["@"]["tokens"] == 16
+
+
+@pytest.mark.parametrize("version", [(3, 6), (3, 9)], ids=["proton36", "proton39"])
+def test_start_and_activate_reserve_the_buffer_under_39(version, monkeypatch):
+    """Proton 3.9 reserves its metric buffer before a capture begins, so a
+    graph's first tensor metric may be given during the capture (its
+    test_cudagraph_metric_queue_handles_inactive_replay); cproton allocates
+    it at start and activate under 3.9 (the current CUDA device's), and
+    under 3.6 only at the first tensor metric, as before."""
+    from cproton import _compat
+    before = _compat.PROTON_VERSION
+    _compat.apply(version)
+    monkeypatch.setattr(metric, "_current_cuda_device", lambda: metric._FakeDevice())
+    try:
+        sid = proton.start("t", backend="fake")
+        assert (("cuda", 0) in metric._recorder.buffers) == (version == (3, 9))
+        proton.deactivate(sid)
+        metric._recorder.buffers.clear()
+        proton.activate(sid)
+        assert (("cuda", 0) in metric._recorder.buffers) == (version == (3, 9))
+        proton.finalize(sid)
+    finally:
+        _compat.apply(before)
+
+
+def test_no_buffer_reserved_without_an_initialised_cuda(monkeypatch):
+    """Starting a session must not import torch or create a CUDA context."""
+    from cproton import _compat
+    before = _compat.PROTON_VERSION
+    _compat.apply((3, 9))
+    monkeypatch.setitem(__import__("sys").modules, "torch", None)
+    try:
+        sid = proton.start("t", backend="fake")
+        assert metric._recorder.buffers == {}
+        proton.finalize(sid)
+    finally:
+        _compat.apply(before)

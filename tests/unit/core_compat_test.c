@@ -9,6 +9,7 @@
 #include "backend/fake/fake.h"
 #include "core/device.h"
 #include "core/cct.h"
+#include "core/compat.h"
 #include "core/session.h"
 #include "core/trace.h"
 #include "io/chrome_trace.h"
@@ -373,4 +374,20 @@ Test(core_compat, chrome_trace_39_graph_lanes, .init = reset, .fini = fini) {
   json_decref(j);
   free(text);
   cp_trace_free(t);
+}
+
+/* Proton 3.9 names its metric-copy kernels' frames "<metric>" (3.9's
+ * test_trace_cudagraph_graph_scope_ranges, test_tensor_metrics_cudagraph);
+ * cproton's copy kernel is named so under 3.9 only, other kernels never. */
+Test(core_compat, metric_kernel_frame_follows_the_version, .init = reset, .fini = fini) {
+  for (int v = 0; v < 2; v++) {
+    cproton_set_proton_compat(v ? CPROTON_PROTON_3_9 : CPROTON_PROTON_3_6);
+    cp_launch_site site = {0};
+    cp_node *copy = cp_session_kernel_node(&site, CP_CONTEXT_SHADOW, CP_COMPAT_METRIC_KERNEL);
+    cp_node *other = cp_session_kernel_node(&site, CP_CONTEXT_SHADOW, "foo");
+    const char *want = v ? "<metric>" : CP_COMPAT_METRIC_KERNEL;
+    cr_assert_eq(copy, cp_cct_child_str(cp_cct_root(), want), "version %d", v);
+    cr_assert_neq(copy, cp_cct_child_str(cp_cct_root(), v ? CP_COMPAT_METRIC_KERNEL : "<metric>"));
+    cr_assert_eq(other, cp_cct_child_str(cp_cct_root(), "foo"));
+  }
 }
