@@ -61,8 +61,7 @@ static void put_us(cp_sink *s, const char *key, uint64_t ns) {
                  (unsigned long long)(ns % 1000));
 }
 
-/* "call_stack": ["ROOT", ..., node] */
-static void put_stack(cp_sink *s, uint32_t node_id) {
+void cp_chrome_put_stack(cp_sink *s, uint32_t node_id) {
   const cp_node *path[1400];
   size_t n = 0;
   for (const cp_node *c = cp_cct_node(node_id); c && n < 1400; c = c->parent)
@@ -89,7 +88,7 @@ static void put_complete(state *st, const cp_event *e, uint32_t pid,
   cp_sink_puts(st->s, ",");
   put_us(st->s, "dur", e->end_ns > e->start_ns ? e->end_ns - e->start_ns : 0);
   cp_sink_puts(st->s, ",\"args\":{");
-  put_stack(st->s, e->node);
+  cp_chrome_put_stack(st->s, e->node);
   if (e->kind == CP_EVENT_KERNEL)
     cp_sink_printf(st->s, ",\"correlation\":%u,\"device\":%u,\"stream\":%u",
                    e->correlation, e->device, e->lane);
@@ -138,7 +137,7 @@ static void put_region(state *st, const cp_event *e) {
   cp_sink_puts(st->s, ",");
   put_us(st->s, "dur", e->end_ns > e->start_ns ? e->end_ns - e->start_ns : 0);
   cp_sink_puts(st->s, ",\"args\":{");
-  put_stack(st->s, e->node);
+  cp_chrome_put_stack(st->s, e->node);
   cp_sink_puts(st->s, "}}");
 }
 

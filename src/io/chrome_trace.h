@@ -33,4 +33,8 @@ int cp_chrome_trace39_write(cp_sink *s, const cp_trace *t, cp_data *d);
 int cp_chrome_trace_write_timeline(cp_sink *s, const cp_trace *t,
                                    const cp_data *d);
 
+/* Writes `"call_stack":["ROOT", ..., node]` for context node `node_id`
+ * (the key both Chrome layouts give kernels and scopes). */
+void cp_chrome_put_stack(cp_sink *s, uint32_t node_id);
+
 #endif

@@ -247,21 +247,6 @@ static void put_metadata(state *st) {
     put_lane_names(st, GPU_LANE_BASE + st->gpu[i], "GPU Stream", st->gpu[i]);
 }
 
-/* "call_stack": ["ROOT", ..., node] */
-static void put_stack(cp_sink *s, uint32_t node_id) {
-  const cp_node *path[1400];
-  size_t n = 0;
-  for (const cp_node *c = cp_cct_node(node_id); c && n < 1400; c = c->parent)
-    path[n++] = c;
-  cp_sink_puts(s, "\"call_stack\":[");
-  while (n--) {
-    cp_sink_json_string(s, path[n]->id ? cp_strtab_str(path[n]->name) : "ROOT");
-    if (n)
-      cp_sink_puts(s, ",");
-  }
-  cp_sink_puts(s, "]");
-}
-
 /* A metric value as Proton 3.9 prints it (C++'s std::to_string for
  * numbers, "[a,b]" for vectors, the text of a string) into buf. */
 static void format_value(const cp_value *v, char *buf, size_t size) {
@@ -378,7 +363,7 @@ static int put_scope(void *user, const cp_event *e) {
                  n ? "metric" : "scope", e->lane);
   put_times(st, e);
   cp_sink_puts(st->s, ",\"args\":{");
-  put_stack(st->s, e->node);
+  cp_chrome_put_stack(st->s, e->node);
   cp_sink_printf(st->s, ",\"scope_id\":%u", e->node);
   if (n)
     put_metrics(st->s, ms, (size_t)n);
@@ -507,7 +492,7 @@ static int put_kernel(void *user, const cp_event *e) {
                  GPU_LANE_BASE + e->lane);
   put_times(st, e);
   cp_sink_puts(st->s, ",\"args\":{");
-  put_stack(st->s, e->node);
+  cp_chrome_put_stack(st->s, e->node);
   if (n)
     put_metrics(st->s, ms, (size_t)n);
   cp_sink_puts(st->s, "}}");
