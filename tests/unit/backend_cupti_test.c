@@ -744,3 +744,36 @@ Test(backend_cupti, skipped_without_cuda_headers) {
   cr_skip_test("built without the CUDA/CUPTI headers");
 }
 #endif
+
+/* Issue 24 item 16: every CPROTON_CUPTI_* setting is checked, never
+ * ignored: a bad buffer size, lazy switch or ablation name is kept in
+ * `bad` (the backend's start fails with it), good ones leave it empty. */
+Test(backend_cupti, bad_cupti_settings_are_refused, .init = setup, .fini = teardown) {
+  static const struct {
+    const char *var, *value, *says; /* says: NULL = accepted */
+  } cases[] = {
+      {"CPROTON_CUPTI_BUFFER_KB", "128", NULL},
+      {"CPROTON_CUPTI_BUFFER_KB", "16", "CPROTON_CUPTI_BUFFER_KB='16'"},
+      {"CPROTON_CUPTI_BUFFER_KB", "4mb", "CPROTON_CUPTI_BUFFER_KB='4mb'"},
+      {"CPROTON_CUPTI_LAZY", "Off", NULL},
+      {"CPROTON_CUPTI_LAZY", "yes", "CPROTON_CUPTI_LAZY='yes'"},
+      {"CPROTON_CUPTI_ABLATE", "norecords,nographs", NULL},
+      {"CPROTON_CUPTI_ABLATE", "norecords,nothing", "'nothing' is not one of"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    setenv(cases[i].var, cases[i].value, 1);
+    cp_cupti_config c;
+    cp_cupti_config_from_env(&c);
+    unsetenv(cases[i].var);
+    if (!cases[i].says)
+      cr_assert_str_empty(c.bad, "%s=%s: %s", cases[i].var, cases[i].value, c.bad);
+    else
+      cr_assert(strstr(c.bad, cases[i].says), "%s=%s: '%s'", cases[i].var,
+                cases[i].value, c.bad);
+  }
+  setenv("CPROTON_CUPTI_BUFFER_KB", "128", 1);
+  cp_cupti_config c;
+  cp_cupti_config_from_env(&c);
+  unsetenv("CPROTON_CUPTI_BUFFER_KB");
+  cr_assert_eq(c.buffer_size, 128u << 10);
+}

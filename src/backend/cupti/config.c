@@ -136,17 +136,51 @@ static const struct {
     {"nographs", CP_ABLATE_NO_GRAPH_CB},
 };
 
+/* The bit of the ablation named by list[0..n), 0 when none is. */
+static unsigned ablation_bit(const char *list, size_t n) {
+  for (size_t i = 0; i < sizeof ablations / sizeof *ablations; i++)
+    if (strlen(ablations[i].name) == n && strncmp(list, ablations[i].name, n) == 0)
+      return ablations[i].bit;
+  return 0;
+}
+
 unsigned cp_cupti_config_ablate(const char *list) {
   unsigned bits = 0;
   while (list && *list) {
     size_t n = strcspn(list, ",");
-    for (size_t i = 0; i < sizeof ablations / sizeof *ablations; i++)
-      if (strlen(ablations[i].name) == n &&
-          strncmp(list, ablations[i].name, n) == 0)
-        bits |= ablations[i].bit;
+    bits |= ablation_bit(list, n);
     list += n + (list[n] == ',');
   }
   return bits;
+}
+
+/* The first name of `list` that is no ablation, into bad; 1 if any. */
+static int bad_ablation(const char *list, char *bad, size_t size) {
+  while (list && *list) {
+    size_t n = strcspn(list, ",");
+    if (n && !ablation_bit(list, n)) {
+      snprintf(bad, size, "CPROTON_CUPTI_ABLATE: '%.*s' is not one of nocallback, "
+               "nocapture, noring, noactivity, norecords, notimestamp, nographs",
+               (int)(n < 40 ? n : 40), list);
+      return 1;
+    }
+    list += n + (list[n] == ',');
+  }
+  return 0;
+}
+
+/* Proton's boolean values, either way ("on"/"true"/"1", "off"/"false"/"0",
+ * any case); 1 if `var` is set to something else. */
+static int bad_bool(const char *var, char *bad, size_t size) {
+  static const char *const ok[] = {"on", "true", "1", "off", "false", "0"};
+  const char *v = getenv(var);
+  if (!v || !*v)
+    return 0;
+  for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
+    if (strcasecmp(v, ok[i]) == 0)
+      return 0;
+  snprintf(bad, size, "%s='%.40s' is not on/true/1 or off/false/0", var, v);
+  return 1;
 }
 
 static int int_env(const char *var, int fallback);
@@ -166,9 +200,15 @@ void cp_cupti_config_from_env(cp_cupti_config *c) {
   const char *a = getenv("CPROTON_CUPTI_ADAPTIVE");
   c->adaptive = n >= 2 ? (unsigned)n : n < 0 && a && *a ? UINT32_MAX : 0;
   c->ablate = cp_cupti_config_ablate(getenv("CPROTON_CUPTI_ABLATE"));
+  const char *kb_text = getenv("CPROTON_CUPTI_BUFFER_KB");
   int kb = int_env("CPROTON_CUPTI_BUFFER_KB", 0);
   if (kb >= 64 && kb <= 65536)
     c->buffer_size = (size_t)kb << 10;
+  else if (kb_text && *kb_text)
+    snprintf(c->bad, sizeof c->bad, "CPROTON_CUPTI_BUFFER_KB='%.40s' is not "
+             "a number of KiB in 64..65536", kb_text);
+  if (!c->bad[0] && !bad_bool("CPROTON_CUPTI_LAZY", c->bad, sizeof c->bad))
+    bad_ablation(getenv("CPROTON_CUPTI_ABLATE"), c->bad, sizeof c->bad);
 }
 
 /* Copies $var (or `fallback` when unset or empty) into out[size]; a value

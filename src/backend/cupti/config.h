@@ -42,6 +42,9 @@ typedef struct cp_cupti_config {
   unsigned adaptive;  /* CPROTON_CUPTI_ADAPTIVE=N (>= 2): batches of N
                          repeated records (adaptive.h); 0: off */
   unsigned ablate;    /* CPROTON_CUPTI_ABLATE: cp_cupti_ablate bits */
+  char bad[192];      /* "" or the first CPROTON_CUPTI_* setting refused by
+                         cp_cupti_config_from_env: the backend's start fails
+                         with it (settings checked at start, never ignored) */
 } cp_cupti_config;
 
 /* Ablation switches for measuring what each part of the launch path costs

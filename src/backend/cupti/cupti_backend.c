@@ -185,6 +185,8 @@ static int start_locked(const cp_pcs_options *mode) {
   int rc = alloc_state();
   if (rc)
     return rc;
+  if (config.bad[0]) /* read at load; refused at every start */
+    return cp_error_set(CPROTON_EINVAL, "cupti: %s", config.bad);
   /* Read at every start: the Python layer sets them per Triton version. */
   cp_cupti_config_graphs_from_env(&config);
   if (config.graph_level < 0 || config.graph_op_names < 0)
