@@ -77,17 +77,12 @@ def _explicit(knobs, name: str) -> Optional[Any]:
     return None if value == default else value
 
 
-def _proton_is_39() -> bool:
-    """Whether cproton follows Proton 3.9: decided once, in _compat."""
-    from . import _compat
-    return _compat.is_39()
-
-
 def graph_kernel_names() -> str:
     """How kernels launched under the launch hook are named inside CUDA
     graphs: "hook" (the hook's name, Proton 3.9) or "kernel" (the kernel's
     own name, Proton 3.6)."""
-    return "hook" if _proton_is_39() else "kernel"
+    from . import _compat  # the one place that decides the Proton version
+    return "hook" if _compat.is_39() else "kernel"
 
 
 def export() -> None:
