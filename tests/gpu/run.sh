@@ -21,6 +21,14 @@ export BUILD=$build
 export PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH}
 export CPROTON_INJECTION_LIB=$build/libcproton.so
 export PYTHONUNBUFFERED=1
+# Python packages the GPU image lacks (llnl-hatchet and its pure-Python needs,
+# for Proton's test_get_data and the viewer tests) travel as wheels in .whl/
+# (carry it; docs/testing.md says how to download them). Installed, never built.
+if ls "$root"/.whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+    --upgrade --target /tmp/cproton-site "$root"/.whl/*.whl &&
+    export PYTHONPATH=$PYTHONPATH:/tmp/cproton-site
+fi
 log() { echo "== $*" | tee -a "$out/summary.log"; }
 status=0
 # Each part runs under a time limit (PART_TIMEOUT s), and the logs are packed
