@@ -1315,7 +1315,8 @@ static PyMethodDef methods[] = {
      "set_capture_probe(callable or None): numbers take the device path "
      "while it returns True"},
     {"tensor_metric_slot", py_tensor_metric_slot, METH_VARARGS,
-     "tensor_metric_slot(scope_id, name, is_double, n_values=0, captured=False) -> slot"},
+     "tensor_metric_slot(scope_id, name, is_double, n_values=0, "
+     "captured=False) -> slot"},
     {"tensor_metric_tag", py_tensor_metric_tag, METH_O,
      "tensor_metric_tag(slot): the thread's next launch copies slot's record"},
     {"tensor_metric_fold", py_tensor_metric_fold, METH_O,

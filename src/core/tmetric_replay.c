@@ -50,7 +50,8 @@ static int ready_locked(void) {
   return 1;
 }
 
-int cp_tmetric_replay_push(uint32_t slot, cp_node *const node[CP_CONTEXT_KINDS]) {
+int cp_tmetric_replay_push(uint32_t slot,
+                           cp_node *const node[CP_CONTEXT_KINDS]) {
   int ok = 0;
   pthread_mutex_lock(&lock);
   if (slot < CP_TMETRIC_MAX_SLOTS && ready_locked() && free_head) {

@@ -35,7 +35,8 @@
  * for context kind k (NULL: the slot's own node). Returns 1 when queued,
  * 0 when the queue is full or out of memory (counted). Thread-safe (one
  * mutex); the CUPTI records thread, once per replayed copy kernel. */
-int cp_tmetric_replay_push(uint32_t slot, cp_node *const node[CP_CONTEXT_KINDS]);
+int cp_tmetric_replay_push(uint32_t slot,
+                           cp_node *const node[CP_CONTEXT_KINDS]);
 
 /* The oldest place queued for `slot`, removed, into `out`: 1, or 0 when
  * none is queued (counted as unplaced). Thread-safe; the fold. */
