@@ -341,6 +341,13 @@ CPROTON_API int cproton_tensor_metric_slot_captured(uint64_t scope_id,
  * give its records their places. Set it right before the copy kernel's
  * launch and clear it right after. Any thread (thread-local). */
 CPROTON_API void cproton_tensor_metric_tag(uint32_t slot);
+/* Forgets the graph-replay places still queued for records of captured
+ * slots (see cproton_tensor_metric_slot_captured) and returns how many.
+ * Call it after draining every device buffer when one of them dropped
+ * records (it was full): the places of the dropped records would otherwise
+ * be taken by later records of the same slots, one replay late. The
+ * forgotten places are said in a warning. Any thread. */
+CPROTON_API size_t cproton_tensor_metric_forget_places(void);
 /* Folds `n_words` words of drained records into every active session;
  * `*n_folded` (may be NULL) gets the records folded. Folding stops at a
  * CPROTON_TENSOR_METRIC_PAD word (no error) and at a record naming no slot

@@ -615,6 +615,12 @@ static PyObject *py_tensor_metric_tag(PyObject *m, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
+/* tensor_metric_forget_places() -> graph-replay places forgotten */
+static PyObject *py_tensor_metric_forget_places(PyObject *m,
+                                                PyObject *Py_UNUSED(a)) {
+  return PyLong_FromSize_t(cproton_tensor_metric_forget_places());
+}
+
 /* tensor_metric_fold(bytes of little-endian int64 words) -> records folded */
 static PyObject *py_tensor_metric_fold(PyObject *m, PyObject *arg) {
   Py_buffer b;
@@ -1317,6 +1323,9 @@ static PyMethodDef methods[] = {
     {"tensor_metric_slot", py_tensor_metric_slot, METH_VARARGS,
      "tensor_metric_slot(scope_id, name, is_double, n_values=0, "
      "captured=False) -> slot"},
+    {"tensor_metric_forget_places", py_tensor_metric_forget_places,
+     METH_NOARGS,
+     "tensor_metric_forget_places() -> graph-replay places forgotten"},
     {"tensor_metric_tag", py_tensor_metric_tag, METH_O,
      "tensor_metric_tag(slot): the thread's next launch copies slot's record"},
     {"tensor_metric_fold", py_tensor_metric_fold, METH_O,

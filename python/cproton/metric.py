@@ -469,15 +469,21 @@ def drain() -> int:
     number of records folded. Called at each flush point."""
     with _recorder.lock:
         buffers = list(_recorder.buffers.values())
-    folded = 0
+    folded = any_dropped = 0
     for buf in buffers:
         words, dropped = buf.drain()
         if words:
             import array
             folded += _cproton.tensor_metric_fold(array.array("q", words).tobytes())
         if dropped:
+            any_dropped = 1
             _warn(f"tensor metrics: {dropped} records dropped, the device buffer ({buf.capacity} words) was "
                   "full; drain more often (deactivate/data.get) or raise CPROTON_TENSOR_METRIC_WORDS")
+    if any_dropped:
+        # A dropped record of a metric captured in a CUDA graph leaves its
+        # replay's place queued: forget those, or later records of the same
+        # metric would land one replay late.
+        _cproton.tensor_metric_forget_places()
     return folded
 
 

@@ -1141,6 +1141,15 @@ int cproton_tensor_metric_fold(const uint64_t *words, size_t n_words,
   return rc;
 }
 
+size_t cproton_tensor_metric_forget_places(void) {
+  size_t n = cp_tmetric_replay_clear();
+  if (n)
+    cp_warn("tensor metrics: %zu graph replays of captured metrics lost their "
+            "records (dropped by a full device buffer); their places are "
+            "forgotten", n);
+  return n;
+}
+
 int cproton_metric_add_int(uint64_t scope_id, const char *name, int64_t v) {
   GUARDED(add_metric(scope_id, name, (cp_value){CP_VALUE_INT, {.i = v}}));
 }

@@ -269,6 +269,30 @@ def test_full_buffer_drops_are_counted_and_reported(monkeypatch):
     assert load_tree("t.hatchet")["s"]["@"]["x"] == 2
 
 
+def test_a_drain_that_dropped_records_forgets_queued_graph_places(monkeypatch):
+    """A dropped record of a metric captured in a CUDA graph leaves its
+    replay's place queued (docs/tensor-metrics.md); once every buffer is
+    drained, those places are forgotten so that later records of the metric
+    do not land one replay late (placement: tests/unit/
+    backend_cupti_graph_test.c, places_of_dropped_records_are_forgotten)."""
+    calls = []
+    monkeypatch.setattr(C, "tensor_metric_forget_places", lambda: calls.append(1) or 0)
+    monkeypatch.setenv("CPROTON_TENSOR_METRIC_WORDS", "4")
+    metric.use_fake_device()
+    sid = proton.start("t", backend="fake")
+    with proton.scope("s", {"x": FakeTensor(1)}):
+        pass
+    metric.drain()
+    assert calls == []  # nothing dropped: nothing forgotten
+    for _ in range(3):
+        with proton.scope("s", {"x": FakeTensor(1)}):
+            pass
+    with pytest.warns(proton.CprotonWarning, match="1 records dropped"):
+        metric.drain()
+    assert calls == [1]
+    proton.finalize(sid)
+
+
 @pytest.mark.parametrize("value", ["x", "0", "-2", "3"])
 def test_bad_capacity_is_refused(monkeypatch, value):
     monkeypatch.setenv("CPROTON_TENSOR_METRIC_WORDS", value)

@@ -782,6 +782,47 @@ Test(backend_cupti_graph, inactive_replay_shifts_no_captured_metric,
   free_pending();
 }
 
+/* A full device buffer drops records (warned); their replays' places must
+ * not be taken by later records of the same metric: the drain forgets what
+ * is left once every buffer was folded (python/cproton/metric.py). */
+Test(backend_cupti_graph, places_of_dropped_records_are_forgotten,
+     .init = setup, .fini = teardown) {
+  cproton_set_proton_compat(CPROTON_PROTON_3_9);
+  const char *path = cpt_tmp_path("cupti_graph_tmetric_dropped");
+  int sid = start(path);
+  uint64_t a;
+  uint32_t slot;
+  graph g = {0};
+  capture_begin();
+  cproton_scope_enter("scope_a", &a);
+  cr_assert_eq(cproton_tensor_metric_slot_captured(a, "bytes", 0, 0, &slot), 0);
+  capture_copy_kernel(&g, slot);
+  cproton_scope_exit("scope_a");
+  capture_end();
+  instantiate(&g, 1);
+  cproton_scope_enter("test0", NULL);
+  for (int r = 0; r < 3; r++)
+    replay(&g, CP_COMPAT_METRIC_KERNEL, 1);
+  cproton_scope_exit("test0");
+  deliver_all();
+  fold(slot, 5); /* the buffer kept one record of three */
+  cr_expect_eq(cproton_tensor_metric_forget_places(), 2);
+  cproton_scope_enter("test1", NULL);
+  replay(&g, CP_COMPAT_METRIC_KERNEL, 1);
+  cproton_scope_exit("test1");
+  deliver_all();
+  fold(slot, 7);
+  json_t *p = finalize(sid, path);
+  cr_expect_eq(metric_at(p, PATH("test0", "<captured_at>", "scope_a"), "bytes"),
+               5);
+  cr_expect_eq(metric_at(p, PATH("test1", "<captured_at>", "scope_a"), "bytes"),
+               7, "the later replay's record at its own place");
+  cr_expect_not_null(strstr(logged, "2 graph replays of captured metrics lost"),
+                     "%s", logged);
+  json_decref(p);
+  free_pending();
+}
+
 /* Proton 3.6 had no tensor metrics: cproton keeps its capture-node layout
  * there, the slot is an ordinary one. */
 Test(backend_cupti_graph, captured_tensor_metrics_keep_capture_node_as_36,
