@@ -127,7 +127,7 @@ static double pass_graph_part(int memo) {
   for (size_t i = 0; i < N_RECS; i++) {
     uint64_t node = i % GRAPH_NODES + 1;
     if (memo)
-      cp_graph_resolve(st.graphs, node, &launch_site, &out);
+      cp_graph_resolve(st.graphs, node, &launch_site, &out, NULL);
     else if (cp_graph_get(st.graphs, node, &capture))
       cp_graph_compose(&launch_site, &capture, 1, &out);
   }

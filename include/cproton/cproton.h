@@ -320,12 +320,44 @@ CPROTON_API int cproton_tensor_metric_slot_vector(uint64_t scope_id,
                                                   int is_double,
                                                   uint32_t n_values,
                                                   uint32_t *slot_out);
+/* As cproton_tensor_metric_slot_vector for a value given while the calling
+ * thread's stream is captured into a CUDA graph. While cproton follows
+ * Proton 3.9 (cproton_set_proton_compat) the slot is marked captured and
+ * never shared with an eager one: each replay's record then lands where
+ * that replay's kernels land, <launch context>/<captured_at>/<the slot's
+ * path>, as in Proton 3.9, when the CUPTI backend saw the replayed copy
+ * kernel (see cproton_tensor_metric_tag); else on the slot's node, counted
+ * and warned at the drain. Under Proton 3.6 it is
+ * cproton_tensor_metric_slot_vector. Errors: as that function. */
+CPROTON_API int cproton_tensor_metric_slot_captured(uint64_t scope_id,
+                                                    const char *name,
+                                                    int is_double,
+                                                    uint32_t n_values,
+                                                    uint32_t *slot_out);
+/* The calling thread's next kernel launch copies a record of `slot` (a
+ * captured slot; any other value, e.g. CPROTON_TENSOR_METRIC_NONE, clears
+ * the tag): the graph node that launch creates during a stream capture is
+ * remembered as that slot's copy kernel, so that its replays' CUPTI records
+ * give its records their places. Set it right before the copy kernel's
+ * launch and clear it right after. Any thread (thread-local). */
+CPROTON_API void cproton_tensor_metric_tag(uint32_t slot);
+/* Forgets the graph-replay places still queued for records of captured
+ * slots (see cproton_tensor_metric_slot_captured) and returns how many.
+ * Call it after draining every device buffer when one of them dropped
+ * records (it was full): the places of the dropped records would otherwise
+ * be taken by later records of the same slots, one replay late. The
+ * forgotten places are said in a warning. Any thread. */
+CPROTON_API size_t cproton_tensor_metric_forget_places(void);
 /* Folds `n_words` words of drained records into every active session;
  * `*n_folded` (may be NULL) gets the records folded. Folding stops at a
  * CPROTON_TENSOR_METRIC_PAD word (no error) and at a record naming no slot
  * or running past `n_words` (EPARSE with its word offset: the length of
  * what follows is unknown). A value whose type or length differs from the
- * metric's gives ESTATE / EINVAL after folding the other records. */
+ * metric's gives ESTATE / EINVAL after folding the other records.
+ * Once a captured slot exists the active sessions' backends are flushed
+ * first (their records place graph replays); records of captured slots
+ * that find no replay place are added on their slot's node and reported
+ * in one warning. */
 CPROTON_API int cproton_tensor_metric_fold(const uint64_t *words,
                                            size_t n_words, size_t *n_folded);
 

@@ -591,15 +591,34 @@ static PyObject *py_tensor_metric_slot(PyObject *m, PyObject *args) {
   const char *name;
   int is_double;
   unsigned int n_values = 0; /* 0: a scalar; else a vector's length */
-  if (!PyArg_ParseTuple(args, "Ksp|I:tensor_metric_slot", &scope, &name,
-                        &is_double, &n_values))
+  int captured = 0;          /* given during a CUDA graph capture */
+  if (!PyArg_ParseTuple(args, "Ksp|Ip:tensor_metric_slot", &scope, &name,
+                        &is_double, &n_values, &captured))
     return NULL;
   uint32_t slot;
-  int rc = cproton_tensor_metric_slot_vector(scope, name, is_double, n_values,
-                                             &slot);
+  int rc = captured ? cproton_tensor_metric_slot_captured(
+                          scope, name, is_double, n_values, &slot)
+                    : cproton_tensor_metric_slot_vector(scope, name, is_double,
+                                                        n_values, &slot);
   if (rc)
     return raise_status(rc);
   return PyLong_FromUnsignedLong(slot);
+}
+
+/* tensor_metric_tag(slot): the thread's next launch copies slot's record */
+static PyObject *py_tensor_metric_tag(PyObject *m, PyObject *arg) {
+  unsigned long slot = PyLong_AsUnsignedLong(arg);
+  if (slot == (unsigned long)-1 && PyErr_Occurred())
+    return NULL;
+  cproton_tensor_metric_tag(slot > UINT32_MAX ? CPROTON_TENSOR_METRIC_NONE
+                                              : (uint32_t)slot);
+  Py_RETURN_NONE;
+}
+
+/* tensor_metric_forget_places() -> graph-replay places forgotten */
+static PyObject *py_tensor_metric_forget_places(PyObject *m,
+                                                PyObject *Py_UNUSED(a)) {
+  return PyLong_FromSize_t(cproton_tensor_metric_forget_places());
 }
 
 /* tensor_metric_fold(bytes of little-endian int64 words) -> records folded */
@@ -1302,7 +1321,13 @@ static PyMethodDef methods[] = {
      "set_capture_probe(callable or None): numbers take the device path "
      "while it returns True"},
     {"tensor_metric_slot", py_tensor_metric_slot, METH_VARARGS,
-     "tensor_metric_slot(scope_id, name, is_double, n_values=0) -> slot"},
+     "tensor_metric_slot(scope_id, name, is_double, n_values=0, "
+     "captured=False) -> slot"},
+    {"tensor_metric_forget_places", py_tensor_metric_forget_places,
+     METH_NOARGS,
+     "tensor_metric_forget_places() -> graph-replay places forgotten"},
+    {"tensor_metric_tag", py_tensor_metric_tag, METH_O,
+     "tensor_metric_tag(slot): the thread's next launch copies slot's record"},
     {"tensor_metric_fold", py_tensor_metric_fold, METH_O,
      "tensor_metric_fold(bytes of int64 {slot, bits} records) -> folded"},
     {"depth", py_depth, METH_NOARGS, "the calling thread's scope depth"},

@@ -246,6 +246,17 @@ def _cuda_capturing() -> bool:
     return torch.cuda.is_current_stream_capturing()
 
 
+def _capturing() -> bool:
+    """Whether a device tensor's record is being captured into a CUDA graph
+    (its slot is then a captured one: under Proton 3.9 each replay's record
+    lands at that replay's place, see docs/tensor-metrics.md)."""
+    if _recorder.fake_capture:
+        return True
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    return bool(cuda is not None and cuda.is_available() and cuda.is_current_stream_capturing())
+
+
 class _Recorder:
     """The buffers, one per device, and the records queued by metric calls
     until the C layer launches them (outside any launch-hook op)."""
@@ -373,7 +384,7 @@ def _record_number(scope_id: int, name: str, value, as_double: bool) -> bool:
     if not double and not -2**63 <= value < 2**63:
         raise ValueError(f"metric '{name}' does not fit in 64 bits")
     buf = _recorder.buffer(_capture_device())
-    slot = _cproton.tensor_metric_slot(scope_id, name, double)
+    slot = _cproton.tensor_metric_slot(scope_id, name, double, 0, True)
     if slot == _cproton.TENSOR_METRIC_NONE:
         return False
     _queue(buf, slot, value, double)
@@ -408,7 +419,7 @@ def record(scope_id: int, name: str, tensor: Any, as_double: bool = False) -> bo
     if n and not getattr(tensor, "is_contiguous", lambda: True)():
         tensor = tensor.contiguous()  # the copy kernel reads n elements in a row
     buf = _recorder.buffer(tensor.device)
-    slot = _cproton.tensor_metric_slot(scope_id, name, double, n)
+    slot = _cproton.tensor_metric_slot(scope_id, name, double, n, _capturing())
     if slot == _cproton.TENSOR_METRIC_NONE:  # no active session
         return False
     _queue(buf, slot, tensor, double)
@@ -427,13 +438,19 @@ def launch_pending(state: Optional[str] = None) -> None:
     _cproton.enter_state(state or METADATA_STATE)
     try:
         for buf, slot, tensor, double in queue:
-            device = getattr(buf, "device", None)
-            if device is not None:
-                import torch
-                with torch.cuda.device(device):
+            # a captured slot's copy kernel: its graph node is tagged with
+            # the slot, so that each replay's record finds its place
+            _cproton.tensor_metric_tag(slot)
+            try:
+                device = getattr(buf, "device", None)
+                if device is not None:
+                    import torch
+                    with torch.cuda.device(device):
+                        buf.record(slot, tensor, double)
+                else:
                     buf.record(slot, tensor, double)
-            else:
-                buf.record(slot, tensor, double)
+            finally:
+                _cproton.tensor_metric_tag(_cproton.TENSOR_METRIC_NONE)
     finally:
         _cproton.exit_state()
 
@@ -452,15 +469,21 @@ def drain() -> int:
     number of records folded. Called at each flush point."""
     with _recorder.lock:
         buffers = list(_recorder.buffers.values())
-    folded = 0
+    folded = any_dropped = 0
     for buf in buffers:
         words, dropped = buf.drain()
         if words:
             import array
             folded += _cproton.tensor_metric_fold(array.array("q", words).tobytes())
         if dropped:
+            any_dropped = 1
             _warn(f"tensor metrics: {dropped} records dropped, the device buffer ({buf.capacity} words) was "
                   "full; drain more often (deactivate/data.get) or raise CPROTON_TENSOR_METRIC_WORDS")
+    if any_dropped:
+        # A dropped record of a metric captured in a CUDA graph leaves its
+        # replay's place queued: forget those, or later records of the same
+        # metric would land one replay late.
+        _cproton.tensor_metric_forget_places()
     return folded
 
 

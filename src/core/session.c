@@ -30,6 +30,7 @@
 #include "core/session.h"
 #include "core/strtab.h"
 #include "core/tmetric.h"
+#include "core/tmetric_replay.h"
 #include "core/trace.h"
 #include "io/format.h"
 
@@ -525,6 +526,8 @@ static int reset_tables(void) {
     paths_unsaved = 1;
     return 0;
   }
+  /* no session is left to receive a graph replay's place; they name nodes */
+  cp_tmetric_replay_clear();
   cp_cct_reset();
   cp_strtab_scoped_reset();
   paths_on_root = cp_tmetric_restore_paths(paths);
@@ -983,7 +986,7 @@ static int metric_node(uint64_t scope_id, cp_context_kind kind,
 }
 
 static int tensor_metric_slot(uint64_t scope_id, const char *name,
-                              int is_double, uint32_t n_values,
+                              int is_double, uint32_t n_values, int captured,
                               uint32_t *slot_out) {
   uint32_t name_id;
   int rc = slot_out ? intern(name, "metric", &name_id)
@@ -997,6 +1000,8 @@ static int tensor_metric_slot(uint64_t scope_id, const char *name,
     s.kind = is_double ? CP_VALUE_DOUBLE_VEC : CP_VALUE_INT_VEC;
   else
     s.kind = is_double ? CP_VALUE_DOUBLE : CP_VALUE_INT;
+  /* Proton 3.6 had no tensor metrics: its mode keeps the capture node */
+  s.captured = captured && cp_compat_is_39();
   uint32_t mask = cp_session_active_mask();
   *slot_out = CPROTON_TENSOR_METRIC_NONE; /* no session: as for a number */
   if (!mask)
@@ -1013,30 +1018,73 @@ static int tensor_metric_slot(uint64_t scope_id, const char *name,
  * before the slot is in the table (whose paths compaction re-creates). */
 int cproton_tensor_metric_slot(uint64_t scope_id, const char *name,
                                int is_double, uint32_t *slot_out) {
-  GUARDED(tensor_metric_slot(scope_id, name, is_double, 0, slot_out));
+  GUARDED(tensor_metric_slot(scope_id, name, is_double, 0, 0, slot_out));
 }
 
 int cproton_tensor_metric_slot_vector(uint64_t scope_id, const char *name,
                                       int is_double, uint32_t n_values,
                                       uint32_t *slot_out) {
-  GUARDED(tensor_metric_slot(scope_id, name, is_double, n_values, slot_out));
+  GUARDED(tensor_metric_slot(scope_id, name, is_double, n_values, 0,
+                             slot_out));
+}
+
+int cproton_tensor_metric_slot_captured(uint64_t scope_id, const char *name,
+                                        int is_double, uint32_t n_values,
+                                        uint32_t *slot_out) {
+  GUARDED(tensor_metric_slot(scope_id, name, is_double, n_values, 1,
+                             slot_out));
+}
+
+void cproton_tensor_metric_tag(uint32_t slot) { cp_tmetric_tag_set(slot); }
+
+/* Where a record of slot `s` lands, per context kind: a captured slot's
+ * record at its replay's place (core/tmetric_replay.h) when one is queued,
+ * else (and for every other slot) on the slot's node. */
+static void record_nodes(uint32_t id, const cp_tmetric_slot *s,
+                         const cp_node *out[CP_CONTEXT_KINDS]) {
+  cp_node *place[CP_CONTEXT_KINDS] = {0};
+  if (s->captured && cp_session_active_mask())
+    cp_tmetric_replay_pop(id, place);
+  for (int k = 0; k < CP_CONTEXT_KINDS; k++)
+    out[k] = s->node[k] && place[k] ? place[k] : s->node[k];
 }
 
 /* Folds one record (its value words) into every active session whose
  * context kind the slot resolved; returns the first error. */
-static int fold_record(const cp_tmetric_slot *s, const uint64_t *values) {
+static int fold_record(uint32_t id, const cp_tmetric_slot *s,
+                       const uint64_t *values) {
   cp_value v;
+  const cp_node *node[CP_CONTEXT_KINDS];
   int rc = cp_tmetric_value(s, values, &v);
   if (rc)
     return rc;
+  record_nodes(id, s, node);
   for (uint32_t mask = cp_session_active_mask(); mask; mask &= mask - 1) {
     int i = __builtin_ctz(mask);
-    const cp_node *n = s->node[hot_kind(i)];
+    const cp_node *n = node[hot_kind(i)];
     int r = n ? cp_data_add_metric(hot_data(i), n, s->name, v) : CPROTON_OK;
     rc = rc ? rc : r;
   }
   cp_value_release(&v);
   return rc;
+}
+
+/* Graph replays of captured metrics that could not be placed, said once
+ * per drain (outside any lock: a log handler may call back). */
+static void warn_unplaced(void) {
+  uint64_t full, unplaced;
+  cp_tmetric_replay_take_counts(&full, &unplaced);
+  if (unplaced)
+    cp_warn("tensor metrics: %llu records of metrics given during a CUDA "
+            "graph capture found no replay of theirs (no CUPTI record of "
+            "their copy kernel's replay was seen); they were added at their "
+            "capture path, not under <launch context>/<captured_at>",
+            (unsigned long long)unplaced);
+  if (full)
+    cp_warn("tensor metrics: %llu graph replays of captured metrics were not "
+            "queued (more than %u waiting for a drain); their records may "
+            "land at another replay's place: drain more often",
+            (unsigned long long)full, CP_TMETRIC_REPLAY_MAX);
 }
 
 /* Records are {slot, s->n value words}, so a record naming no slot leaves
@@ -1052,7 +1100,7 @@ static int tensor_metric_fold(const uint64_t *words, size_t n_words,
         words[w] > UINT32_MAX ? NULL : cp_tmetric_get((uint32_t)words[w]);
     if (!s || s->n > n_words - w - 1)
       break;
-    int r = fold_record(s, words + w + 1);
+    int r = fold_record((uint32_t)words[w], s, words + w + 1);
     rc = rc ? rc : r;
     done += r == CPROTON_OK;
     w += 1 + (size_t)s->n;
@@ -1069,10 +1117,37 @@ static int tensor_metric_fold(const uint64_t *words, size_t n_words,
   return rc;
 }
 
-/* Guarded: folding reads slots' nodes, which compaction re-points. */
+static int do_flush_active(int i) {
+  return cp_session_active_mask() & (1u << i) ? flush_session(&slots[i])
+                                              : CPROTON_OK;
+}
+
+/* Guarded: folding reads slots' nodes, which compaction re-points. Once a
+ * metric was captured, the backends are flushed first (not guarded: a
+ * flush may deliver records on this thread), so that the copy kernels'
+ * CUPTI records have queued their replays' places (tmetric_replay.h). */
 int cproton_tensor_metric_fold(const uint64_t *words, size_t n_words,
                                size_t *n_folded) {
-  GUARDED(tensor_metric_fold(words, n_words, n_folded));
+  if (n_words && cp_tmetric_captured_count() &&
+      each_session(CPROTON_ALL_SESSIONS, do_flush_active))
+    cp_warn("tensor metrics: flushing before the drain failed: %s",
+            cp_error_message());
+  int guard_rc = cp_context_guard_begin();
+  if (guard_rc)
+    return guard_rc;
+  int rc = tensor_metric_fold(words, n_words, n_folded);
+  cp_context_guard_end();
+  warn_unplaced();
+  return rc;
+}
+
+size_t cproton_tensor_metric_forget_places(void) {
+  size_t n = cp_tmetric_replay_clear();
+  if (n)
+    cp_warn("tensor metrics: %zu graph replays of captured metrics lost their "
+            "records (dropped by a full device buffer); their places are "
+            "forgotten", n);
+  return n;
 }
 
 int cproton_metric_add_int(uint64_t scope_id, const char *name, int64_t v) {

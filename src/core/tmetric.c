@@ -27,16 +27,18 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static cp_tmetric_slot slots[CP_TMETRIC_MAX_SLOTS];
 static uint32_t n_slots;
+static uint32_t n_captured; /* slots with `captured` set */
 static uint32_t index_[INDEX_SIZE]; /* slot id + 1; 0 = empty */
 
 static int same(const cp_tmetric_slot *a, const cp_tmetric_slot *b) {
   return a->name == b->name && a->kind == b->kind && a->n == b->n &&
+         a->captured == b->captured &&
          memcmp(a->node, b->node, sizeof a->node) == 0;
 }
 
 static uint32_t hash(const cp_tmetric_slot *s) {
   uint64_t h = 1469598103934665603ull ^ s->name ^ ((uint64_t)s->kind << 32) ^
-               ((uint64_t)s->n << 40);
+               ((uint64_t)s->n << 40) ^ ((uint64_t)s->captured << 63);
   for (int k = 0; k < CP_CONTEXT_KINDS; k++)
     h = (h ^ (s->node[k] ? s->node[k]->id : 0)) * 1099511628211ull;
   return (uint32_t)(h ^ (h >> 29));
@@ -75,6 +77,7 @@ int cp_tmetric_reserve(const cp_tmetric_slot *shape, uint32_t *id_out) {
                       CP_TMETRIC_MAX_SLOTS);
   } else {
     slots[n_slots] = *s;
+    n_captured += s->captured != 0;
     index_[i] = ++n_slots;
     *id_out = n_slots - 1;
   }
@@ -107,6 +110,19 @@ int cp_tmetric_value(const cp_tmetric_slot *s, const uint64_t *words,
   return CPROTON_OK;
 }
 
+static _Thread_local uint32_t tag = CPROTON_TENSOR_METRIC_NONE;
+
+void cp_tmetric_tag_set(uint32_t id) {
+  const cp_tmetric_slot *s = cp_tmetric_get(id);
+  tag = s && s->captured ? id : CPROTON_TENSOR_METRIC_NONE;
+}
+
+uint32_t cp_tmetric_tag_take(void) {
+  uint32_t id = tag;
+  tag = CPROTON_TENSOR_METRIC_NONE;
+  return id;
+}
+
 uint32_t cp_tmetric_count(void) {
   pthread_mutex_lock(&lock);
   uint32_t n = n_slots;
@@ -114,10 +130,17 @@ uint32_t cp_tmetric_count(void) {
   return n;
 }
 
+uint32_t cp_tmetric_captured_count(void) {
+  pthread_mutex_lock(&lock);
+  uint32_t n = n_captured;
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+
 void cp_tmetric_reset(void) {
   pthread_mutex_lock(&lock);
   memset(index_, 0, sizeof index_);
-  n_slots = 0;
+  n_slots = n_captured = 0;
   pthread_mutex_unlock(&lock);
 }
 

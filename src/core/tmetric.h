@@ -27,6 +27,10 @@ typedef struct cp_tmetric_slot {
   uint32_t name;                         /* strtab id */
   cp_value_kind kind; /* int, double, or their vector kinds */
   uint32_t n;         /* values per record: 1, or the vector's length */
+  uint8_t captured;   /* given during a CUDA graph capture while cproton
+                         follows Proton 3.9: each replay's record lands at
+                         that replay's place (core/tmetric_replay.h), so
+                         such a slot is never shared with an eager one */
 } cp_tmetric_slot;
 
 /* The slot equal to `s`, made if new, in *id_out. Errors: EINVAL (a kind
@@ -45,8 +49,22 @@ const cp_tmetric_slot *cp_tmetric_get(uint32_t id);
 int cp_tmetric_value(const cp_tmetric_slot *s, const uint64_t *words,
                      cp_value *out);
 
+/* The calling thread's next kernel launch is the copy kernel of a record
+ * of slot `id` (CPROTON_TENSOR_METRIC_NONE: no longer). Set around the
+ * launch by the Python layer; a graph node created by that launch during a
+ * stream capture takes the tag (cp_tmetric_tag_take). Only a captured
+ * slot's tag is kept. Any thread; thread-local. */
+void cp_tmetric_tag_set(uint32_t id);
+
+/* The calling thread's tag, cleared (CPROTON_TENSOR_METRIC_NONE when none):
+ * the CUPTI backend's graph-node callback, on the launching thread. */
+uint32_t cp_tmetric_tag_take(void);
+
 /* Number of slots reserved so far (tests, docs). */
 uint32_t cp_tmetric_count(void);
+
+/* Number of those slots with `captured` set. */
+uint32_t cp_tmetric_captured_count(void);
 
 /* Forgets every slot (tests only: a live graph's records would dangle). */
 void cp_tmetric_reset(void);

@@ -80,7 +80,7 @@ static void *resolver(void *arg) {
       while (atomic_load_explicit(&nodes_upto, memory_order_acquire) < n)
         ;
       cp_launch_site out;
-      int rc = cp_graph_resolve(graphs, n, &launch, &out);
+      int rc = cp_graph_resolve(graphs, n, &launch, &out, NULL);
       /* nodes killed before a later flush may be gone (unknown now); a
        * composed site is never the bare launch site */
       int bad = rc == CP_GRAPH_COMPOSED ? out.node[0] == launch.node[0]

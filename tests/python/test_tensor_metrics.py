@@ -269,6 +269,30 @@ def test_full_buffer_drops_are_counted_and_reported(monkeypatch):
     assert load_tree("t.hatchet")["s"]["@"]["x"] == 2
 
 
+def test_a_drain_that_dropped_records_forgets_queued_graph_places(monkeypatch):
+    """A dropped record of a metric captured in a CUDA graph leaves its
+    replay's place queued (docs/tensor-metrics.md); once every buffer is
+    drained, those places are forgotten so that later records of the metric
+    do not land one replay late (placement: tests/unit/
+    backend_cupti_graph_test.c, places_of_dropped_records_are_forgotten)."""
+    calls = []
+    monkeypatch.setattr(C, "tensor_metric_forget_places", lambda: calls.append(1) or 0)
+    monkeypatch.setenv("CPROTON_TENSOR_METRIC_WORDS", "4")
+    metric.use_fake_device()
+    sid = proton.start("t", backend="fake")
+    with proton.scope("s", {"x": FakeTensor(1)}):
+        pass
+    metric.drain()
+    assert calls == []  # nothing dropped: nothing forgotten
+    for _ in range(3):
+        with proton.scope("s", {"x": FakeTensor(1)}):
+            pass
+    with pytest.warns(proton.CprotonWarning, match="1 records dropped"):
+        metric.drain()
+    assert calls == [1]
+    proton.finalize(sid)
+
+
 @pytest.mark.parametrize("value", ["x", "0", "-2", "3"])
 def test_bad_capacity_is_refused(monkeypatch, value):
     monkeypatch.setenv("CPROTON_TENSOR_METRIC_WORDS", value)
@@ -551,3 +575,44 @@ def test_no_buffer_reserved_without_an_initialised_cuda(monkeypatch):
         proton.finalize(sid)
     finally:
         _compat.apply(before)
+
+
+@pytest.mark.parametrize("version", [(3, 6), (3, 9)], ids=["proton36", "proton39"])
+def test_copies_made_during_a_capture_are_tagged_with_a_captured_slot(version, monkeypatch):
+    """Proton 3.9 puts a metric given during a capture at each replay's
+    <launch context>/<captured_at>/<capture path>. cproton gives such a value
+    a captured slot (never the eager one of the same scope and metric) and
+    tags its copy kernel's launch with it, so that the CUPTI backend knows
+    the graph node's replays (the placement itself: tests/unit/
+    backend_cupti_graph_test.c). Under Proton 3.6 the slot is the eager one."""
+    from cproton import _compat
+    before = _compat.PROTON_VERSION
+    _compat.apply(version)
+    tags, recorded = [], []
+
+    class TagCheckingBuffer(metric.FakeDeviceBuffer):
+        def record(self, slot, tensor, double):
+            recorded.append((slot, tags[-1]))  # the tag in force at the launch
+            super().record(slot, tensor, double)
+
+    with metric._recorder.lock:
+        metric._recorder.buffers.clear()
+        metric._recorder.factory = lambda capacity, device: TagCheckingBuffer(capacity)
+    monkeypatch.setattr(C, "tensor_metric_tag", tags.append)
+    try:
+        sid = proton.start("t", backend="fake")
+        with proton.scope("s", {"v": FakeTensor(1)}):
+            pass
+        metric.fake_capture(True)
+        try:
+            with proton.scope("s", {"v": FakeTensor(2)}):
+                pass
+        finally:
+            metric.fake_capture(False)
+        proton.finalize(sid)
+    finally:
+        _compat.apply(before)
+    (eager, eager_tag), (captured, captured_tag) = recorded
+    assert (eager_tag, captured_tag) == (eager, captured)  # each launch tagged with its slot
+    assert tags == [eager, C.TENSOR_METRIC_NONE, captured, C.TENSOR_METRIC_NONE]  # and untagged after
+    assert (captured != eager) == (version == (3, 9))

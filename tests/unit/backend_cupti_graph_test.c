@@ -17,6 +17,7 @@
 #include "backend/cupti/config.h"
 #include "backend/cupti/records.h"
 #include "backend/cupti/stats.h"
+#include "core/compat.h"
 #include "core/device.h"
 #include "core/session.h"
 #include "cproton/cproton.h"
@@ -632,6 +633,224 @@ Test(backend_cupti_graph, graph_kernels_keep_their_name_as_proton_36,
                1);
   cr_assert_null(node_at(p, PATH("replay", "<captured_at>", "triton",
                                  "kernel_x")));
+  json_decref(p);
+  free_pending();
+}
+
+/* ---- tensor metrics given during a capture (Proton 3.9) --------------------
+ * A metric given during a stream capture is written at every replay by a
+ * captured copy kernel (python/cproton/metric.py); Proton 3.9 puts each
+ * replay's value at <launch context>/<captured_at>/<capture path>, where
+ * the replayed kernels land (its test_tensor_metrics_cudagraph,
+ * test_periodic_flushing_cudagraph, test_cudagraph_multi_stream,
+ * test_cudagraph_metric_queue_handles_inactive_replay). */
+
+static long long metric_at(json_t *profile, const char *const *path,
+                           const char *name) {
+  json_t *n = node_at(profile, path);
+  json_t *v = n ? json_object_get(json_object_get(n, "metrics"), name) : NULL;
+  return v ? json_integer_value(v) : -1;
+}
+
+/* The copy kernel of a record of `slot`, launched during the capture the
+ * way metric.launch_pending does: tagged around its launch. */
+static void capture_copy_kernel(graph *g, uint32_t slot) {
+  cproton_tensor_metric_tag(slot);
+  capture_launches(g, 1);
+  cproton_tensor_metric_tag(CPROTON_TENSOR_METRIC_NONE);
+}
+
+/* Drains "device" records {slot, value}. */
+static void fold(uint32_t slot, int64_t value) {
+  uint64_t w[2] = {slot, (uint64_t)value};
+  size_t n = 0;
+  cr_assert_eq(cproton_tensor_metric_fold(w, 2, &n), CPROTON_OK, "%s",
+               cproton_last_error());
+}
+
+static void fold_double(uint32_t slot, double value) {
+  int64_t bits;
+  memcpy(&bits, &value, sizeof bits);
+  fold(slot, bits);
+}
+
+Test(backend_cupti_graph, captured_tensor_metrics_land_at_each_replay,
+     .init = setup, .fini = teardown) {
+  cproton_set_proton_compat(CPROTON_PROTON_3_9);
+  const char *path = cpt_tmp_path("cupti_graph_tmetric");
+  int sid = start(path);
+  uint64_t a, b;
+  uint32_t eager, slot_a, slot_b;
+  /* warm-up, eagerly: the same scope and metric, not captured */
+  cproton_scope_enter("scope_a", &a);
+  cr_assert_eq(cproton_tensor_metric_slot(a, "bytes", 0, &eager), 0);
+  cproton_scope_exit("scope_a");
+  fold(eager, 16);
+  graph g = {0};
+  capture_begin();
+  cproton_scope_enter("scope_a", &a);
+  cr_assert_eq(cproton_tensor_metric_slot_captured(a, "bytes", 0, 0, &slot_a),
+               0, "%s", cproton_last_error());
+  capture_copy_kernel(&g, slot_a);
+  cproton_scope_exit("scope_a");
+  cproton_scope_enter("scope_b", &b);
+  cr_assert_eq(cproton_tensor_metric_slot_captured(b, "sum", 0, 0, &slot_b), 0);
+  capture_copy_kernel(&g, slot_b);
+  cproton_scope_exit("scope_b");
+  capture_end();
+  cr_assert_neq(slot_a, eager, "a captured slot is never an eager one");
+  instantiate(&g, 1);
+  /* two replays under test0, one under test1; the second replay's kernel
+   * records come in the other order (two streams), the device records not */
+  cproton_scope_enter("test0", NULL);
+  replay(&g, CP_COMPAT_METRIC_KERNEL, 1);
+  uint32_t corr = next_corr++;
+  api(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, corr);
+  add_record(CP_COMPAT_METRIC_KERNEL, corr, g.first_exec + 1, 1);
+  add_record(CP_COMPAT_METRIC_KERNEL, corr, g.first_exec, 1);
+  cproton_scope_exit("test0");
+  cproton_scope_enter("test1", NULL);
+  replay(&g, CP_COMPAT_METRIC_KERNEL, 1);
+  cproton_scope_exit("test1");
+  deliver_all();
+  fold(slot_a, 5), fold(slot_b, 1), fold(slot_a, 7), fold(slot_b, 2);
+  fold(slot_a, 11), fold(slot_b, 3);
+  json_t *p = finalize(sid, path);
+  cr_expect_eq(metric_at(p, PATH("test0", "<captured_at>", "scope_a"), "bytes"),
+               12, "replays 1 and 2 at their place");
+  cr_expect_eq(metric_at(p, PATH("test0", "<captured_at>", "scope_b"), "sum"),
+               3);
+  cr_expect_eq(metric_at(p, PATH("test1", "<captured_at>", "scope_a"), "bytes"),
+               11, "replay 3 at its place");
+  cr_expect_eq(metric_at(p, PATH("test1", "<captured_at>", "scope_b"), "sum"),
+               3);
+  cr_expect_eq(metric_at(p, PATH("scope_a"), "bytes"), 16,
+               "the capture node keeps the eager value only");
+  cr_expect_eq(metric_at(p, PATH("scope_b"), "sum"), -1);
+  cr_expect_null(strstr(logged, "no replay of theirs"), "%s", logged);
+  json_decref(p);
+  free_pending();
+}
+
+/* A replay while no session is active writes its record on the GPU but
+ * belongs to no session: it takes no place, and the next replay's record
+ * still lands at that replay's place (Proton 3.9's
+ * test_cudagraph_metric_queue_handles_inactive_replay). A record that finds
+ * no place lands on its capture node and is reported. */
+Test(backend_cupti_graph, inactive_replay_shifts_no_captured_metric,
+     .init = setup, .fini = teardown) {
+  cproton_set_proton_compat(CPROTON_PROTON_3_9);
+  const char *path = cpt_tmp_path("cupti_graph_tmetric_inactive");
+  int sid = start(path);
+  uint32_t slot;
+  graph g = {0};
+  capture_begin();
+  cproton_op_enter("owner");
+  cr_assert_eq(cproton_tensor_metric_slot_captured(CPROTON_CURRENT_OP,
+                                                   "sum_metric", 1, 0, &slot),
+               0, "%s", cproton_last_error());
+  cproton_op_exit();
+  capture_copy_kernel(&g, slot);
+  capture_end();
+  instantiate(&g, 1);
+  cr_assert_eq(cproton_session_deactivate(sid), 0);
+  replay(&g, CP_COMPAT_METRIC_KERNEL, 1);
+  deliver_all();
+  fold_double(slot, 100); /* drained at activate: no session */
+  cr_assert_eq(cproton_session_activate(sid), 0);
+  cproton_scope_enter("profiled_replay", NULL);
+  replay(&g, CP_COMPAT_METRIC_KERNEL, 1);
+  cproton_scope_exit("profiled_replay");
+  deliver_all();
+  fold_double(slot, 4);
+  fold_double(slot, 9); /* a record whose replay CUPTI never reported */
+  json_t *p = finalize(sid, path);
+  json_t *n = node_at(p, PATH("profiled_replay", "<captured_at>", "owner"));
+  cr_assert_not_null(n);
+  cr_expect_eq(json_real_value(json_object_get(json_object_get(n, "metrics"),
+                                               "sum_metric")),
+               4.0);
+  n = node_at(p, PATH("owner"));
+  cr_assert_not_null(n, "the unplaced record at its capture node");
+  cr_expect_eq(json_real_value(json_object_get(json_object_get(n, "metrics"),
+                                               "sum_metric")),
+               9.0);
+  cr_expect_not_null(strstr(logged, "1 records of metrics given during a CUDA "
+                                    "graph capture found no replay of theirs"),
+                     "%s", logged);
+  json_decref(p);
+  free_pending();
+}
+
+/* A full device buffer drops records (warned); their replays' places must
+ * not be taken by later records of the same metric: the drain forgets what
+ * is left once every buffer was folded (python/cproton/metric.py). */
+Test(backend_cupti_graph, places_of_dropped_records_are_forgotten,
+     .init = setup, .fini = teardown) {
+  cproton_set_proton_compat(CPROTON_PROTON_3_9);
+  const char *path = cpt_tmp_path("cupti_graph_tmetric_dropped");
+  int sid = start(path);
+  uint64_t a;
+  uint32_t slot;
+  graph g = {0};
+  capture_begin();
+  cproton_scope_enter("scope_a", &a);
+  cr_assert_eq(cproton_tensor_metric_slot_captured(a, "bytes", 0, 0, &slot), 0);
+  capture_copy_kernel(&g, slot);
+  cproton_scope_exit("scope_a");
+  capture_end();
+  instantiate(&g, 1);
+  cproton_scope_enter("test0", NULL);
+  for (int r = 0; r < 3; r++)
+    replay(&g, CP_COMPAT_METRIC_KERNEL, 1);
+  cproton_scope_exit("test0");
+  deliver_all();
+  fold(slot, 5); /* the buffer kept one record of three */
+  cr_expect_eq(cproton_tensor_metric_forget_places(), 2);
+  cproton_scope_enter("test1", NULL);
+  replay(&g, CP_COMPAT_METRIC_KERNEL, 1);
+  cproton_scope_exit("test1");
+  deliver_all();
+  fold(slot, 7);
+  json_t *p = finalize(sid, path);
+  cr_expect_eq(metric_at(p, PATH("test0", "<captured_at>", "scope_a"), "bytes"),
+               5);
+  cr_expect_eq(metric_at(p, PATH("test1", "<captured_at>", "scope_a"), "bytes"),
+               7, "the later replay's record at its own place");
+  cr_expect_not_null(strstr(logged, "2 graph replays of captured metrics lost"),
+                     "%s", logged);
+  json_decref(p);
+  free_pending();
+}
+
+/* Proton 3.6 had no tensor metrics: cproton keeps its capture-node layout
+ * there, the slot is an ordinary one. */
+Test(backend_cupti_graph, captured_tensor_metrics_keep_capture_node_as_36,
+     .init = setup, .fini = teardown) {
+  cproton_set_proton_compat(CPROTON_PROTON_3_6);
+  const char *path = cpt_tmp_path("cupti_graph_tmetric36");
+  int sid = start(path);
+  uint64_t a;
+  uint32_t slot, eager;
+  graph g = {0};
+  capture_begin();
+  cproton_scope_enter("scope_a", &a);
+  cr_assert_eq(cproton_tensor_metric_slot_captured(a, "bytes", 0, 0, &slot), 0);
+  cr_assert_eq(cproton_tensor_metric_slot(a, "bytes", 0, &eager), 0);
+  capture_copy_kernel(&g, slot);
+  cproton_scope_exit("scope_a");
+  capture_end();
+  cr_expect_eq(slot, eager);
+  instantiate(&g, 1);
+  cproton_scope_enter("test0", NULL);
+  replay(&g, CP_COMPAT_METRIC_KERNEL, 1);
+  cproton_scope_exit("test0");
+  deliver_all();
+  fold(slot, 5);
+  json_t *p = finalize(sid, path);
+  cr_expect_eq(metric_at(p, PATH("scope_a"), "bytes"), 5);
+  cr_expect_null(node_at(p, PATH("test0", "<captured_at>", "scope_a",
+                                 "bytes")));
   json_decref(p);
   free_pending();
 }

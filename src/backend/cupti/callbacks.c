@@ -17,6 +17,7 @@
 #include "core/context.h"
 #include "core/log.h"
 #include "core/session.h"
+#include "core/tmetric.h"
 
 typedef void (*handler_fn)(cp_cupti_state *, CUpti_CallbackId, const void *);
 
@@ -128,7 +129,9 @@ static void remember(cp_cupti_state *st, uint64_t id,
 
 /* Kernel nodes only: other nodes (copies, memsets) launch no kernels. A node
  * made while no session is active (deactivated during capture) is kept
- * without a capture context, so that its replays are known, not lost. */
+ * without a capture context, so that its replays are known, not lost. The
+ * copy kernel of a captured tensor metric comes with its thread's tag
+ * (cproton_tensor_metric_tag): its node is tagged with the slot. */
 static void on_node_created(cp_cupti_state *st, CUpti_CallbackId cbid,
                             const void *data) {
   const CUpti_GraphData *g =
@@ -140,6 +143,9 @@ static void on_node_created(cp_cupti_state *st, CUpti_CallbackId cbid,
   cp_launch_site site;
   cp_session_capture(&site);
   remember(st, id, site.sessions ? &site : NULL, &st->stats.graph_nodes);
+  uint32_t slot = cp_tmetric_tag_take();
+  if (slot != CPROTON_TENSOR_METRIC_NONE)
+    cp_graph_tag(st->graphs, id, slot);
 }
 
 /* Instantiation clones nodes (after a CREATED for the clone, whose context

@@ -14,6 +14,7 @@
 #include "backend/cupti/sitemap.h"
 #include "core/cct.h"
 #include "core/error.h"
+#include "cproton/cproton.h"
 
 enum { F_CONTEXT = 1, F_DEAD = 2 };
 
@@ -30,6 +31,7 @@ typedef struct hot {
   const cp_node *launch[CP_CONTEXT_KINDS];
   cp_node *out[CP_CONTEXT_KINDS];
   uint8_t is_op[CP_CONTEXT_KINDS];
+  uint32_t tag; /* as the entry's */
 } hot;
 
 struct cp_graph {
@@ -118,6 +120,17 @@ int cp_graph_put(cp_graph *g, uint64_t node_id, const cp_launch_site *site) {
   return ok;
 }
 
+int cp_graph_tag(cp_graph *g, uint64_t node_id, uint32_t slot) {
+  cp_sitemap_lock(g->map);
+  cp_sitemap_value *v = cp_sitemap_find_locked(g->map, node_id);
+  if (v) {
+    v->tag = slot + 1;
+    cool(g, node_id);
+  }
+  cp_sitemap_unlock(g->map);
+  return v != NULL;
+}
+
 int cp_graph_clone(cp_graph *g, uint64_t from, uint64_t to) {
   cp_sitemap_lock(g->map);
   cp_sitemap_value *f = cp_sitemap_find_locked(g->map, from);
@@ -125,6 +138,7 @@ int cp_graph_clone(cp_graph *g, uint64_t from, uint64_t to) {
   if (f) {
     v.site = f->site;
     v.flags = f->flags & F_CONTEXT;
+    v.tag = f->tag;
   }
   int rc = put_locked(g, to, &v) ? (f != NULL) : -1;
   cp_sitemap_unlock(g->map);
@@ -234,8 +248,9 @@ static int hot_hit(const hot *h, uint64_t key, const cp_launch_site *launch) {
 }
 
 static void hot_fill(hot *h, uint64_t key, const cp_launch_site *launch,
-                     const cp_launch_site *out) {
+                     const cp_launch_site *out, uint32_t tag) {
   h->key = key;
+  h->tag = tag;
   for (int k = 0; k < CP_CONTEXT_KINDS; k++) {
     h->launch[k] = launch->node[k];
     h->out[k] = out->node[k];
@@ -245,9 +260,11 @@ static void hot_fill(hot *h, uint64_t key, const cp_launch_site *launch,
 
 /* The map's answer for a node not in the hot cache. Caller holds the lock. */
 static int resolve_locked(cp_graph *g, uint64_t node_id,
-                          const cp_launch_site *launch, cp_launch_site *out) {
+                          const cp_launch_site *launch, cp_launch_site *out,
+                          uint32_t *tag) {
   cp_sitemap_value *v = cp_sitemap_find_locked(g->map, node_id);
   int rc;
+  *tag = v ? v->tag : 0;
   /* a node newer than the first entry, after evictions: its entry may be
    * one of them (nodes CUPTI never reported, e.g. inside child graphs, are
    * unknown as well; without evictions they are only unknown) */
@@ -267,22 +284,27 @@ static int resolve_locked(cp_graph *g, uint64_t node_id,
 }
 
 int cp_graph_resolve(cp_graph *g, uint64_t node_id,
-                     const cp_launch_site *launch, cp_launch_site *out) {
+                     const cp_launch_site *launch, cp_launch_site *out,
+                     uint32_t *tag_out) {
   *out = *launch;
   cp_sitemap_lock(g->map);
   hot *h = &g->hot[node_id % CP_GRAPH_HOT];
   int rc;
+  uint32_t tag = 0; /* slot + 1 */
   if (hot_hit(h, node_id, launch)) {
     for (int k = 0; k < CP_CONTEXT_KINDS; k++) {
       out->node[k] = h->out[k];
       out->is_op[k] = h->is_op[k];
     }
+    tag = h->tag;
     rc = CP_GRAPH_COMPOSED;
-  } else if ((rc = resolve_locked(g, node_id, launch, out)) ==
+  } else if ((rc = resolve_locked(g, node_id, launch, out, &tag)) ==
              CP_GRAPH_COMPOSED) {
-    hot_fill(h, node_id, launch, out);
+    hot_fill(h, node_id, launch, out, tag);
   }
   cp_sitemap_unlock(g->map);
+  if (tag_out)
+    *tag_out = tag ? tag - 1 : CPROTON_TENSOR_METRIC_NONE;
   return rc;
 }
 

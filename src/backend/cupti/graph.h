@@ -61,6 +61,11 @@ void cp_graph_set_op_names(cp_graph *g, int op_names);
  * counts it). Thread-safe (mutex: graph construction is not a launch path). */
 int cp_graph_put(cp_graph *g, uint64_t node_id, const cp_launch_site *site);
 
+/* Node `node_id` (known) launches the copy kernel of tensor-metric slot
+ * `slot` (core/tmetric_replay.h): cp_graph_resolve reports the slot for
+ * its replays, and clones keep it. Returns 1, or 0 for an unknown node. */
+int cp_graph_tag(cp_graph *g, uint64_t node_id, uint32_t slot);
+
 /* Copies node `from`'s entry to `to` (graph instantiation clones nodes); a
  * `from` the table never saw gives `to` an entry with no capture context.
  * Returns 1 when `from` was known, 0 when not, -1 when the table is full. */
@@ -100,10 +105,13 @@ typedef enum cp_graph_found {
 /* The site a replayed kernel of node `node_id` launched at `launch` is
  * delivered with (cp_graph_compose of the node's capture site, memoised).
  * Returns a cp_graph_found, or a negative status (ENOMEM, message set) with
- * `*out` the launch site. Records thread: one lock and one hash lookup per
- * record once the node's composition is memoised. */
+ * `*out` the launch site. `*tag_out` (may be NULL) gets the node's
+ * cp_graph_tag slot, or CPROTON_TENSOR_METRIC_NONE. Records thread: one
+ * lock and one hash lookup per record once the node's composition is
+ * memoised. */
 int cp_graph_resolve(cp_graph *g, uint64_t node_id,
-                     const cp_launch_site *launch, cp_launch_site *out);
+                     const cp_launch_site *launch, cp_launch_site *out,
+                     uint32_t *tag_out);
 
 /* Nodes held (live and dead); dead entries evicted early since clear. */
 size_t cp_graph_count(cp_graph *g);

@@ -13,6 +13,8 @@
 #include "backend/cupti/records.h"
 #include "core/log.h"
 #include "core/session.h"
+#include "core/tmetric.h"
+#include "core/tmetric_replay.h"
 
 /* Kernel records of every CUPTI since CUDA 11 (CUpti_ActivityKernel4..10)
  * share the layout of the fields read here; the newest struct names them. */
@@ -62,12 +64,37 @@ static void note_unknown_graph(cp_cupti_state *st, uint32_t graph_id) {
   }
 }
 
+/* A replayed copy kernel of captured tensor-metric slot `slot`, launched at
+ * `launch`: its record lands at <launch>/<captured_at>/<the slot's path>,
+ * where the graph's kernels land (core/tmetric_replay.h). A place that
+ * cannot be composed or queued is counted there (the fold warns). */
+static void replay_place(cp_cupti_state *st, uint32_t slot,
+                         const cp_launch_site *launch) {
+  const cp_tmetric_slot *s = cp_tmetric_get(slot);
+  cp_launch_site capture = {0}, out;
+  cp_node *none[CP_CONTEXT_KINDS] = {0};
+  if (!s)
+    return;
+  for (int k = 0; k < CP_CONTEXT_KINDS; k++)
+    capture.node[k] = (cp_node *)s->node[k];
+  if (cp_graph_compose(launch, &capture, 1, &out) == 0) {
+    cp_tmetric_replay_push(slot, out.node);
+  } else {
+    atomic_fetch_add_explicit(&st->stats.deliver_errors, 1,
+                              memory_order_relaxed);
+    cp_tmetric_replay_push(slot, none); /* keeps the slot's FIFO in step */
+  }
+}
+
 /* Composes a replayed kernel's launch site with its node's capture site;
  * counts what could not be composed. */
 static void graph_site(cp_cupti_state *st, const kernel_record *k,
                        cp_launch_site *site) {
   cp_launch_site out;
-  int rc = cp_graph_resolve(st->graphs, k->graphNodeId, site, &out);
+  uint32_t slot;
+  int rc = cp_graph_resolve(st->graphs, k->graphNodeId, site, &out, &slot);
+  if (slot != CPROTON_TENSOR_METRIC_NONE)
+    replay_place(st, slot, site);
   if (rc == CP_GRAPH_UNKNOWN) {
     atomic_fetch_add_explicit(&st->stats.graph_misses, 1,
                               memory_order_relaxed);

@@ -30,6 +30,7 @@ typedef struct cp_sitemap_value {
   uint8_t memo_valid;
   uint8_t flags;
   uint32_t gen;
+  uint32_t tag; /* graph.c: tensor-metric slot + 1 of a copy kernel; 0 */
 } cp_sitemap_value;
 
 typedef struct cp_sitemap cp_sitemap;

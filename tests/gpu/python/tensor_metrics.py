@@ -4,7 +4,8 @@ cproton's metric kernel, with no host sync, and folded at finalize; inside a
 CUDA graph the copy is captured and every replay adds its value. Vector
 metrics (tensors of several elements, more than one block of the copy
 kernel, non-contiguous) are summed element by element; plain numbers given
-during the capture are added at every replay.
+during the capture are added at every replay; under Proton 3.9 each
+replay's values land at <launch scope>/<captured_at>/<capture path>.
 Prints one PASS/FAIL line per check and exits non-zero on any FAIL."""
 import sys
 import time
@@ -152,7 +153,62 @@ def main():
     after = load("after_buffer.hatchet")[0]
     names = [c["frame"]["name"] for c in after["children"]]
     check("flush_launches_no_kernel", names == ["only"], f"root children {names} (want ['only'])")
+    graph_replay_places(dev, x, n, flops_t, tokens)
     return failures
+
+
+def graph_replay_places(dev, x, n, flops_t, tokens):
+    """5. Proton 3.9 (issue 22): a metric given during a capture lands at each
+    replay's <launch scope>/<captured_at>/<capture path>, where the replayed
+    kernels land; a replay while the session is deactivated adds nothing and
+    shifts nothing; the warm-up's eager value stays on the capture node."""
+    from cproton import _compat
+    before = _compat.PROTON_VERSION
+    _compat.apply((3, 9))
+    try:
+        tokens.fill_(7)
+        sid = proton.start("graph_places", hook="triton")
+        with proton.scope("cap", {"v": tokens, "k": 3}):  # eager warm-up
+            scale[(n // 1024, )](x, n, flops_t, BLOCK=1024)
+        g = torch.cuda.CUDAGraph()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            with torch.cuda.graph(g):
+                with proton.scope("cap", {"v": tokens, "k": 3}):
+                    scale[(n // 1024, )](x, n, flops_t, BLOCK=1024)
+        torch.cuda.current_stream().wait_stream(s)
+        with proton.scope("r0"):
+            g.replay()
+            g.replay()
+        proton.deactivate(sid)
+        g.replay()  # inactive: its records belong to no session
+        torch.cuda.synchronize()
+        proton.activate(sid)
+        with proton.scope("r1"):
+            g.replay()
+        proton.finalize(sid)
+    finally:
+        _compat.apply(before)
+    root = load("graph_places.hatchet")[0]
+
+    def at(*path):
+        node = root
+        for name in path:
+            node = next((c for c in node["children"] if c["frame"]["name"] == name), None)
+            if node is None:
+                return {}
+        return node["metrics"]
+
+    got = {
+        "r0": (at("r0", "<captured_at>", "cap").get("v"), at("r0", "<captured_at>", "cap").get("k"),
+               at("r0", "<captured_at>", "cap", "scale").get("flops")),
+        "r1": (at("r1", "<captured_at>", "cap").get("v"), at("r1", "<captured_at>", "cap").get("k"),
+               at("r1", "<captured_at>", "cap", "scale").get("flops")),
+        "cap": (at("cap").get("v"), at("cap").get("k")),
+    }
+    want = {"r0": (14, 6, 2000.0), "r1": (7, 3, 1000.0), "cap": (7, 3)}
+    check("graph_metrics_at_each_replay_39", got == want, f"got {got} (want {want})")
 
 
 if __name__ == "__main__":
