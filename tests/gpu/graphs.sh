@@ -21,7 +21,7 @@
 # (/tmp/cproton-graph-caches), outside the packed logs.
 #   PART_TIMEOUT=420 GRAPH_PARTS="place level rss" bash tests/gpu/run.sh build graphs
 #   PART_TIMEOUT=420 FRESH_BUDGET=300 GRAPH_PARTS=fresh bash tests/gpu/run.sh build graphs
-#   PART_TIMEOUT=540 GRAPH_PARTS=crash bash tests/gpu/run.sh build graphs
+#   PART_TIMEOUT=450 GRAPH_PARTS=crash bash tests/gpu/run.sh build graphs
 set -u
 out=${1:-/tmp/cproton-graphs}
 root=$(cd "$(dirname "$0")/../.." && pwd)

@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 
 #ifdef CPROTON_HAVE_CUPTI
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -674,6 +675,35 @@ Test(backend_cupti_graph, graph_level_mode_one_record_per_launch,
   json_decref(p);
   cr_assert_eq(atomic_load(&st.stats.graph_records), 3);
   free_pending();
+}
+
+/* CUPTI reports a graph that opens with a host node with deviceId INT_MAX
+ * ("the start is on the host"): the record lands on the device of the
+ * graph's last node, not on a device 2147483647. */
+Test(backend_cupti_graph, graph_level_host_first_graph_takes_its_end_device,
+     .init = setup, .fini = teardown) {
+  st.graph_level = 1;
+  const char *path = cpt_tmp_path("cupti_graph_level_host");
+  int sid = start(path);
+  cproton_scope_enter("step", NULL);
+  uint32_t corr = next_corr++;
+  api(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, corr);
+  CUpti_ActivityGraphTrace2 t = {.kind = CUPTI_ACTIVITY_KIND_GRAPH_TRACE,
+                                 .correlationId = corr,
+                                 .start = 10,
+                                 .end = 50,
+                                 .deviceId = (uint32_t)INT_MAX,
+                                 .endDeviceId = 1,
+                                 .graphId = 4};
+  cp_records_handle(&st, (const CUpti_Activity *)&t);
+  cproton_scope_exit("step");
+  json_t *p = finalize(sid, path);
+  json_t *n = node_at(p, PATH("step", "<cuda graph>"));
+  cr_assert_not_null(n);
+  cr_assert_str_eq(json_string_value(json_object_get(
+                       json_object_get(n, "metrics"), "device_id")),
+                   "1");
+  json_decref(p);
 }
 
 /* Graph-level mode reads no node's capture context, so it subscribes to no
