@@ -8,8 +8,9 @@ finalize) once per variant, each in a fresh process with Python's
 faulthandler on and bench/segv_backtrace.c preloaded, so a crash leaves the
 Python stacks of every thread and a native backtrace of the thread that
 crashed (frames in libcproton.so are named from its symbol table). When a
-variant crashes and gdb is installed, the first one to crash is run once
-more under `gdb -batch` for every thread's native stack.
+variant crashes and gdb is installed, one crashed variant (a cproton-graph
+one first) is run once more under `gdb -batch`, after all the others, for
+every thread's native stack.
 
 Variants (default: all, the most telling first, so that a run cut short
 still answers):
@@ -135,7 +136,7 @@ def native_backtrace(stderr, syms):
     return lines
 
 
-def under_gdb(variant, args, preload, log):
+def under_gdb(variant, args, log):
     gdb = shutil.which("gdb")
     if not gdb:
         return None
@@ -156,7 +157,7 @@ def under_gdb(variant, args, preload, log):
     return m.group(0).splitlines()[:45] if m else ["(gdb: no signal stop seen; see " + log + ")"]
 
 
-def run(variant, args, preload, syms, gdb_left):
+def run(variant, args, preload, syms):
     log = os.path.join(args.out, "logs", f"{variant}.err")
     try:
         p = subprocess.run(child_cmd(variant, args), capture_output=True, text=True,
@@ -173,8 +174,7 @@ def run(variant, args, preload, syms, gdb_left):
             records = {w: r.get("kernels") for w, r in res.items()}
     sig = signal.Signals(-rc).name if rc is not None and rc < 0 else "-"
     print(f"RESULT graphcrash {variant} rc={rc} signal={sig} records={records}", flush=True)
-    crashed = rc is None or rc != 0
-    if crashed:
+    if rc != 0:
         print(f"--- {variant}: last lines of stderr ({log})")
         tail = [ln for ln in err.splitlines() if not ln.startswith(("native backtrace", "/"))]
         print("\n".join(tail[-25:]))
@@ -182,13 +182,17 @@ def run(variant, args, preload, syms, gdb_left):
         if bt:
             print(f"--- {variant}: native backtrace of the crashing thread")
             print("\n".join(bt))
-        if rc is not None and rc < 0 and gdb_left:
-            gdb_left.pop()
-            gl = under_gdb(variant, args, preload, log.replace(".err", ".gdb"))
-            if gl:
-                print(f"--- {variant}: gdb, the crashing thread")
-                print("\n".join(gl))
-    return crashed
+    return rc
+
+
+def gdb_last(variant, args):
+    """After every variant ran (a cut-short part keeps their lines): one
+    crashed variant once more under gdb."""
+    log = os.path.join(args.out, "logs", f"{variant}.gdb")
+    gl = under_gdb(variant, args, log)
+    if gl:
+        print(f"--- {variant}: gdb, the crashing thread")
+        print("\n".join(gl))
 
 
 def verdict(crashed, ran):
@@ -228,8 +232,11 @@ def main():
         args.floor_lib = build_floor(args.out)
     preload = build_segv(args.out)
     syms = cproton_libraries()
-    gdb_left = [1]  # one gdb run: each costs a whole child
-    crashed = [v for v in variants if run(v, args, preload, syms, gdb_left)]
+    rcs = {v: run(v, args, preload, syms) for v in variants}
+    crashed = [v for v, rc in rcs.items() if rc != 0]
+    signalled = [v for v, rc in rcs.items() if rc is not None and rc < 0]
+    if signalled:  # one gdb run (it costs a whole child), cproton's first
+        gdb_last(min(signalled, key=lambda v: not v.startswith("cproton-graph")), args)
     print(f"RESULT graphcrash verdict: {verdict(crashed, variants)}")
     graph = [v for v in crashed if v.startswith("cproton-graph")]
     if graph:

@@ -74,7 +74,7 @@ def test_graph_crash_names_a_crash_and_its_frames(tmp_path):
     orig = graph_crash.child_cmd
     graph_crash.child_cmd = lambda v, a: crash
     try:
-        assert graph_crash.run("cproton-graph", args, preload, {}, []) is True
+        assert graph_crash.run("cproton-graph", args, preload, {}) == -11
     finally:
         graph_crash.child_cmd = orig
     log = (tmp_path / "logs" / "cproton-graph.err").read_text()
