@@ -15,6 +15,11 @@
  * For the per-launch breakdown (docs/benchmarks.md), FLOOR_NO_CALLBACK=1
  * keeps only the activity records and FLOOR_NO_ACTIVITY=1 only the
  * callback: CUPTI's two costs, measured apart (read at every start).
+ * FLOOR_GRAPH_TRACE=1 also enables CUPTI's graph trace
+ * (CUPTI_ACTIVITY_KIND_GRAPH_TRACE, one record per graph launch): the floor
+ * of cproton's graph-level mode, and with FLOOR_NO_ACTIVITY=1 and
+ * FLOOR_NO_CALLBACK=1 CUPTI's graph trace alone (bench/graph_crash.py runs
+ * these to tell a crash in CUPTI from one in cproton).
  * Invariant: at most one subscription at a time (`running`); floor_stop
  * flushes every record of its subscription before it returns.
  * Hot path: on_callback (every launch: one plain increment, racy across
@@ -41,7 +46,7 @@ static struct {
   CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
   CUptiResult (*flush_all)(uint32_t);
 } f;
-static int loaded, running, activity_on;
+static int loaded, running, activity_on, graph_on;
 static CUpti_SubscriberHandle sub;
 static atomic_ullong n_records;
 static unsigned long long n_callbacks;
@@ -111,8 +116,9 @@ static int env_on(const char *name) {
   return v && *v == '1';
 }
 
-/* Subscribes (launch callbacks and kernel activity, as the environment
- * says) and zeroes the record count: 0, or < 0 (-5: already running). */
+/* Subscribes (launch callbacks, kernel activity and graph trace, as the
+ * environment says) and zeroes the record count: 0, or < 0 (-5: already
+ * running, -6: CUPTI refused graph trace). */
 int floor_start(const char *cupti_path) {
   int rc = load(cupti_path);
   if (rc)
@@ -128,7 +134,14 @@ int floor_start(const char *cupti_path) {
        i++)
     f.enable_callback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, launches[i]);
   activity_on = !env_on("FLOOR_NO_ACTIVITY");
+  graph_on = env_on("FLOOR_GRAPH_TRACE");
+  if (graph_on && f.activity_enable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE)) {
+    f.unsubscribe(sub);
+    return -6;
+  }
   if (activity_on && f.activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) {
+    if (graph_on)
+      f.activity_disable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
     f.unsubscribe(sub);
     return -4;
   }
@@ -137,14 +150,17 @@ int floor_start(const char *cupti_path) {
 }
 
 /* Flushes, disables, flushes what came in between, unsubscribes; returns
- * the kernel records of this subscription (-1 if none was running). The
+ * the records (kernels, graphs) of this subscription (-1 if none was running). The
  * caller synchronises the device first if it wants every kernel counted. */
 long long floor_stop(void) {
   if (!running)
     return -1;
-  if (activity_on) {
+  if (activity_on || graph_on) {
     f.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    f.activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (activity_on)
+      f.activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (graph_on)
+      f.activity_disable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
     f.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
   f.unsubscribe(sub);

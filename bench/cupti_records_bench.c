@@ -5,7 +5,9 @@
  * captured under a 4-deep scope path, replayed until N_RECS records): all
  * of a record's processing, and the graph part alone, now (cp_graph_resolve:
  * hot cache, memo) and as every replayed kernel paid it before issue 23 (a
- * locked lookup and cp_graph_compose per record). No GPU, no libcupti
+ * locked lookup and cp_graph_compose per record); delivery alone; a graph
+ * built before the session (its nodes unknown: the fresh-process GPT's
+ * case); and the launching thread's cuGraphLaunch callbacks. No GPU, no libcupti
  * (CUPTI headers only). Medians of interleaved runs.
  * Usage: cupti_records_bench [runs] */
 #include <stdio.h>
@@ -117,6 +119,47 @@ static void make_graph_stream(void) {
   }
 }
 
+/* The graph of make_graph_stream as if built before the session started
+ * (bench/fresh_process.py's GPT: captured during warm-up): its nodes are
+ * not in the table, so each record takes the "unknown graph" path. */
+static void make_unknown_graph_stream(void) {
+  for (uint32_t i = 0; i < N_RECS; i++) {
+    recs[i].graphId = 2;
+    recs[i].graphNodeId = GRAPH_NODES + 1 + i % GRAPH_NODES;
+  }
+}
+
+/* ns per graph launch on the launching thread: cproton's cuGraphLaunch
+ * enter and exit callbacks (capture, correlation store; lazy mode off). */
+static double pass_launch(uint32_t first_corr) {
+  enum { LAUNCHES = 20000 };
+  cp_corr_clear(st.corr); /* no spills: the ring wraps after 2M launches */
+  cproton_scope_enter("replay", NULL);
+  double t0 = now_ns();
+  for (uint32_t i = 0; i < LAUNCHES; i++) {
+    CUpti_CallbackData d = {.callbackSite = CUPTI_API_ENTER,
+                            .correlationId = first_corr + i};
+    cp_callbacks_dispatch(&st, CUPTI_CB_DOMAIN_DRIVER_API,
+                          CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &d);
+    d.callbackSite = CUPTI_API_EXIT;
+    cp_callbacks_dispatch(&st, CUPTI_CB_DOMAIN_DRIVER_API,
+                          CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &d);
+  }
+  double t = (now_ns() - t0) / LAUNCHES;
+  cproton_scope_exit("replay");
+  return t;
+}
+
+/* ns per record for delivery alone (cp_session_deliver_kernel: the tree
+ * node, the metrics), the last part of every record's processing. */
+static double pass_deliver(void) {
+  cp_kernel_record r = {.name = recs[0].name, .start_ns = 1, .end_ns = 2};
+  double t0 = now_ns();
+  for (size_t i = 0; i < N_RECS; i++)
+    cp_session_deliver_kernel(&launch_site, &r);
+  return (now_ns() - t0) / N_RECS;
+}
+
 /* ns per replayed node for the graph part alone: `memo` 1 resolves
  * (cp_graph_resolve: hot cache, memo), 0 does what every replayed kernel
  * did before issue 23 (a locked lookup copying the capture site, then the
@@ -175,13 +218,18 @@ int main(int argc, char **argv) {
     }
   }
   make_graph_stream();
-  double g[3][99];
+  double g[6][99];
   for (int r = 0; r < runs; r++) {
     g[0][r] = pass(0);
     g[1][r] = pass_graph_part(1);
     g[2][r] = pass_graph_part(0);
+    g[3][r] = pass_deliver();
+    g[4][r] = pass_launch(1000000u + 20000u * (uint32_t)r);
   }
-  for (int i = 0; i < 3; i++)
+  make_unknown_graph_stream();
+  for (int r = 0; r < runs; r++)
+    g[5][r] = pass(0);
+  for (int i = 0; i < 6; i++)
     qsort(g[i], (size_t)runs, sizeof g[i][0], cmp);
   printf("graph replays (%d nodes under a 4-deep capture path, %d records, "
          "median of %d):\n"
@@ -190,9 +238,17 @@ int main(int argc, char **argv) {
          "  graph part, before       %6.1f ns/record (lookup + composition)\n",
          GRAPH_NODES, N_RECS, runs, g[0][runs / 2], g[1][runs / 2],
          g[2][runs / 2]);
+  printf("  delivery alone           %6.1f ns/record\n"
+         "  graph built before start %6.1f ns/record (all of it: unknown "
+         "graph)\n"
+         "  graph launch callbacks   %6.1f ns/launch (enter + exit, "
+         "launching thread)\n",
+         g[3][runs / 2], g[5][runs / 2], g[4][runs / 2]);
   printf("RESULT records_bench graph_record_ns=%.1f graph_part_ns=%.1f "
-         "graph_part_before_ns=%.1f\n",
-         g[0][runs / 2], g[1][runs / 2], g[2][runs / 2]);
+         "graph_part_before_ns=%.1f deliver_ns=%.1f unknown_graph_ns=%.1f "
+         "launch_ns=%.1f\n",
+         g[0][runs / 2], g[1][runs / 2], g[2][runs / 2], g[3][runs / 2],
+         g[5][runs / 2], g[4][runs / 2]);
   cproton_session_finalize(sid, NULL);
   return 0;
 }

@@ -19,7 +19,12 @@ workload asked for, one session per workload):
   cproton-graph   cproton with CPROTON_CUPTI_GRAPHS=graph (one record per
                   graph launch: docs/cupti.md, "Graph-level mode")
   cproton-eager   cproton with CPROTON_CUPTI_LAZY=0
+  cproton-graph-eager  graph-level mode with CPROTON_CUPTI_LAZY=0
   floor-act       the floor without its launch callback (activity only)
+  floor-graph     the floor plus CUPTI's graph trace (FLOOR_GRAPH_TRACE=1):
+                  graph-level mode's floor
+  floor-graphonly CUPTI's graph trace alone (no kernel records, no callback;
+                  bench/graph_crash.py)
   abl-<name>      cproton with CPROTON_CUPTI_ABLATE=<name>: notimestamp
                   (CUPTI's clock), nographs (no graph-node or capture
                   callbacks), norecords (buffers recycled unread),
@@ -64,8 +69,12 @@ import workloads  # noqa: E402
 
 VARIANTS = ["none", "floor", "proton", "cproton", "cproton-graph"]
 ENV = {"cproton-graph": {"CPROTON_CUPTI_GRAPHS": "graph"},
+       "cproton-graph-eager": {"CPROTON_CUPTI_GRAPHS": "graph", "CPROTON_CUPTI_LAZY": "0"},
        "cproton-eager": {"CPROTON_CUPTI_LAZY": "0"},
-       "floor-act": {"FLOOR_NO_CALLBACK": "1"}}
+       "floor-act": {"FLOOR_NO_CALLBACK": "1"},
+       "floor-graph": {"FLOOR_GRAPH_TRACE": "1"},
+       "floor-graphonly": {"FLOOR_GRAPH_TRACE": "1", "FLOOR_NO_ACTIVITY": "1",
+                           "FLOOR_NO_CALLBACK": "1"}}
 # The per-node breakdown (docs/benchmarks.md): one part of cproton removed
 # each (CPROTON_CUPTI_ABLATE; lazy callbacks are off under an ablation, so
 # compare them with cproton-eager).

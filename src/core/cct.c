@@ -12,6 +12,7 @@
  * Hot path: yes (scope enter, kernel attribution); lock-free.
  * Called by core/context.c, core/data.c, io writers. */
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,9 +131,39 @@ cp_node *cp_cct_child(cp_node *parent, uint32_t name) {
   return n;
 }
 
+/* Names this thread interned, by address. Kernel names come from CUPTI's
+ * records, one string per kernel shared by all its records, so a name seen
+ * before costs one string comparison here instead of strlen and a hash of
+ * every byte (~40% of a kernel record's processing on the records thread:
+ * docs/benchmarks.md). The string is compared because an address may be
+ * reused for another name; the ids are the kept tier's, valid until exit. */
+#define NAME_CACHE 256
+static _Thread_local struct {
+  const char *at;
+  uint32_t id;
+} name_cache[NAME_CACHE];
+
+static int intern_cached(const char *name, uint32_t *id) {
+  uintptr_t a = (uintptr_t)name;
+  size_t slot = (size_t)((a >> 4) ^ (a >> 12)) & (NAME_CACHE - 1);
+  if (name_cache[slot].at == name) {
+    const char *s = cp_strtab_str(name_cache[slot].id);
+    if (s && strcmp(s, name) == 0) {
+      *id = name_cache[slot].id;
+      return CPROTON_OK;
+    }
+  }
+  int rc = cp_strtab_intern(name, strlen(name), id);
+  if (rc == CPROTON_OK) {
+    name_cache[slot].at = name;
+    name_cache[slot].id = *id;
+  }
+  return rc;
+}
+
 cp_node *cp_cct_child_str(cp_node *parent, const char *name) {
   uint32_t id;
-  if (cp_strtab_intern(name, strlen(name), &id) != CPROTON_OK)
+  if (intern_cached(name, &id) != CPROTON_OK)
     return NULL;
   return cp_cct_child(parent, id);
 }

@@ -9,8 +9,11 @@
 # (bench/fresh_process.py: none, the CUPTI floor, Proton 3.6, cproton,
 # cproton's graph-level mode, or FRESH_VARIANTS, e.g. "breakdown"; on
 # FRESH_WORKLOADS, default both; FRESH_ROUNDS rounds, default 3, starting no
-# child past FRESH_BUDGET seconds, default 360). GRAPH_PARTS picks among
-# "place level rss fresh"; GRAPH_PLACE_WORKLOADS among gpt_graph and
+# child past FRESH_BUDGET seconds, default 360), and "crash", not run by
+# default: graph-level mode on the compiled GPT beside bare CUPTI's graph
+# trace, with native backtraces of any crash (bench/graph_crash.py;
+# CRASH_VARIANTS picks variants). GRAPH_PARTS picks among
+# "place level rss fresh crash"; GRAPH_PLACE_WORKLOADS among gpt_graph and
 # matmul_graph (default both). Prints PASS/FAIL/RESULT lines. A device call
 # runs at most 10 minutes, so the whole run is two calls, each building
 # (a machine stays warm only briefly; estimates, not yet measured: ~7 and
@@ -18,6 +21,7 @@
 # (/tmp/cproton-graph-caches), outside the packed logs.
 #   PART_TIMEOUT=420 GRAPH_PARTS="place level rss" bash tests/gpu/run.sh build graphs
 #   PART_TIMEOUT=420 FRESH_BUDGET=300 GRAPH_PARTS=fresh bash tests/gpu/run.sh build graphs
+#   PART_TIMEOUT=450 GRAPH_PARTS=crash bash tests/gpu/run.sh build graphs
 set -u
 out=${1:-/tmp/cproton-graphs}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -36,6 +40,8 @@ for part in ${GRAPH_PARTS:-place level rss fresh}; do
              --variants "${FRESH_VARIANTS:-none,floor,proton,cproton,cproton-graph}" \
              --rounds "${FRESH_ROUNDS:-3}" --budget "${FRESH_BUDGET:-360}" \
              --out "$out/fresh" || status=1 ;;
+    crash) $py "$root/bench/graph_crash.py" --out "$out/crash" \
+             ${CRASH_VARIANTS:+--variants "$CRASH_VARIANTS"} || status=1 ;;
   esac
 done
 exit $status

@@ -57,3 +57,36 @@ def test_graph_check_compares_path_by_path():
     more[("m", "cublas", "nvjet")] = 2
     assert graph_check.compare(ref, more, True)[0] == 1
     assert graph_check.compare(ref, more, False)[0] == 0
+
+
+def test_graph_crash_names_a_crash_and_its_frames(tmp_path):
+    """bench/graph_crash.py on the CPU: a child that dies of SIGSEGV is
+    reported with its signal and the native backtrace of the crashing thread
+    (bench/segv_backtrace.c, preloaded), frames in cproton's library named
+    from its symbol table; the verdict tells CUPTI's crash from cproton's."""
+    import types
+    import graph_crash
+    args = types.SimpleNamespace(timeout=60, out=str(tmp_path), cupti=None, workloads=["cpu"],
+                                 steps="", floor_lib=None)
+    (tmp_path / "logs").mkdir()
+    preload = graph_crash.build_segv(str(tmp_path))
+    crash = [sys.executable, "-c", "import ctypes; ctypes.string_at(0)"]
+    orig = graph_crash.child_cmd
+    graph_crash.child_cmd = lambda v, a: crash
+    try:
+        assert graph_crash.run("cproton-graph", args, preload, {}) == -11
+    finally:
+        graph_crash.child_cmd = orig
+    log = (tmp_path / "logs" / "cproton-graph.err").read_text()
+    assert "native backtrace (signal 11" in log and "Segmentation fault" in log
+    syms = graph_crash.Symbols(graph_crash.__file__)  # not a library: no symbols
+    assert syms.name(0x10) is None
+    lib = graph_crash.Symbols(preload)
+    at = lib.addrs[lib.names.index("on_fatal")]
+    text = f"native backtrace (signal 11, thread 1):\n{preload}(+{at + 4:#x})[0x1]\nend"
+    assert graph_crash.native_backtrace(text, {preload: lib})[1].endswith("<- on_fatal+0x4")
+    ran = graph_crash.VARIANTS
+    assert "CUPTI" in graph_crash.verdict(["floor-graph", "cproton-graph"], ran)
+    assert "lazy" in graph_crash.verdict(["cproton-graph"], ran)
+    assert "cproton's" in graph_crash.verdict(["cproton-graph", "cproton-graph-eager"], ran)
+    assert graph_crash.verdict([], ran) == "no variant crashed"

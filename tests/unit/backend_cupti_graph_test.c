@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 
 #ifdef CPROTON_HAVE_CUPTI
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 #include "backend/cupti/callbacks.h"
 #include "backend/cupti/config.h"
+#include "backend/cupti/features.h"
 #include "backend/cupti/records.h"
 #include "backend/cupti/stats.h"
 #include "core/compat.h"
@@ -892,6 +894,114 @@ Test(backend_cupti_graph, graph_level_mode_one_record_per_launch,
   json_decref(p);
   cr_assert_eq(atomic_load(&st.stats.graph_records), 3);
   free_pending();
+}
+
+/* CUPTI reports a graph that opens with a host node with deviceId INT_MAX
+ * ("the start is on the host"): the record lands on the device of the
+ * graph's last node, not on a device 2147483647. */
+Test(backend_cupti_graph, graph_level_host_first_graph_takes_its_end_device,
+     .init = setup, .fini = teardown) {
+  st.graph_level = 1;
+  const char *path = cpt_tmp_path("cupti_graph_level_host");
+  int sid = start(path);
+  cproton_scope_enter("step", NULL);
+  uint32_t corr = next_corr++;
+  api(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, corr);
+  CUpti_ActivityGraphTrace2 t = {.kind = CUPTI_ACTIVITY_KIND_GRAPH_TRACE,
+                                 .correlationId = corr,
+                                 .start = 10,
+                                 .end = 50,
+                                 .deviceId = (uint32_t)INT_MAX,
+                                 .endDeviceId = 1,
+                                 .graphId = 4};
+  cp_records_handle(&st, (const CUpti_Activity *)&t);
+  cproton_scope_exit("step");
+  json_t *p = finalize(sid, path);
+  json_t *n = node_at(p, PATH("step", "<cuda graph>"));
+  cr_assert_not_null(n);
+  cr_assert_str_eq(json_string_value(json_object_get(
+                       json_object_get(n, "metrics"), "device_id")),
+                   "1");
+  json_decref(p);
+}
+
+/* Graph-level mode reads no node's capture context, so it subscribes to no
+ * graph-node callback: CUPTI then never calls into cproton (nor cproton
+ * back into cuptiGetGraphNodeId) while a graph is built, instantiated,
+ * updated or destroyed. Per node, the three are on. */
+static int node_cb_on[3];
+static CUptiResult f_enable_cb(uint32_t on, CUpti_SubscriberHandle s,
+                               CUpti_CallbackDomain d, CUpti_CallbackId id) {
+  (void)s;
+  static const CUpti_CallbackId nodes[3] = {
+      CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+      CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+      CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING};
+  for (int i = 0; i < 3; i++)
+    if (d == CUPTI_CB_DOMAIN_RESOURCE && id == nodes[i])
+      node_cb_on[i] = (int)on;
+  return CUPTI_SUCCESS;
+}
+static CUptiResult f_activity(CUpti_ActivityKind k) {
+  (void)k;
+  return CUPTI_SUCCESS;
+}
+static CUptiResult f_flush(uint32_t flag) {
+  (void)flag;
+  return CUPTI_SUCCESS;
+}
+
+static int node_callbacks_at(int graph_level) {
+  cp_loader_api fake = {.cuptiEnableCallback = f_enable_cb,
+                        .cuptiActivityEnable = f_activity,
+                        .cuptiActivityDisable = f_activity,
+                        .cuptiActivityFlushAll = f_flush};
+  cp_cupti_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.graph_level = graph_level;
+  cp_features_env env = {.api = &fake, .state = &st, .config = &cfg};
+  memset(node_cb_on, 0, sizeof node_cb_on);
+  cr_assert_eq(cp_features_enable(&env), CPROTON_OK, "%s",
+               cproton_last_error());
+  int n = node_cb_on[0] + node_cb_on[1] + node_cb_on[2];
+  cp_features_disable(&env);
+  cr_assert_eq(node_cb_on[0] + node_cb_on[1] + node_cb_on[2], 0,
+               "disable switches them off");
+  return n;
+}
+
+Test(backend_cupti_graph, graph_level_mode_subscribes_no_node_callbacks,
+     .init = setup, .fini = teardown) {
+  cr_assert_eq(node_callbacks_at(0), 3, "per node: created, cloned, destroy");
+  cr_assert_eq(node_callbacks_at(1), 0, "graph level: none");
+}
+
+/* In graph-level mode a graph launch gets one record, so its correlation
+ * entry is an ordinary one: read once, then its slot is reused without a
+ * spill. (Per node, every kernel of the launch reads it, so it is kept.) */
+Test(backend_cupti_graph, graph_level_mode_keeps_no_read_launch_entry,
+     .init = setup, .fini = teardown) {
+  cp_corr_free(st.corr);
+  st.corr = cp_corr_new(64);
+  st.graph_level = 1;
+  int sid = start(cpt_tmp_path("cupti_graph_level_ring"));
+  for (int i = 0; i < 64; i++) {
+    uint32_t corr = next_corr++;
+    api(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, corr);
+    CUpti_ActivityGraphTrace2 t = {.kind = CUPTI_ACTIVITY_KIND_GRAPH_TRACE,
+                                   .correlationId = corr,
+                                   .start = 10,
+                                   .end = 20,
+                                   .graphId = 3};
+    cp_records_handle(&st, (const CUpti_Activity *)&t);
+  }
+  for (int i = 0; i < 64; i++) /* every slot reused */
+    api(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, next_corr++);
+  cr_assert_eq(cp_corr_spilled(st.corr), 0,
+               "read graph-launch entries are not kept");
+  cr_assert_eq(atomic_load(&st.stats.graph_records), 64);
+  cr_assert_eq(atomic_load(&st.stats.unattributed), 0);
+  cproton_session_finalize(sid, NULL);
 }
 
 /* A launch on a capturing thread gets no record, so its ring entry may be

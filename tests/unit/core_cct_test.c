@@ -135,3 +135,21 @@ Test(core_strtab, scoped_names_grow_and_reset) {
     cr_assert_eq(cp_strtab_scoped_count(), 0);
   }
 }
+
+/* Kernel names are looked up by address first (cct.c's name cache): an
+ * address reused for another name, as a freed and reallocated buffer is,
+ * must still give that other name's node. */
+Test(core_cct, a_reused_name_address_gives_the_new_name) {
+  char buf[64];
+  cp_node *root = cp_cct_root();
+  snprintf(buf, sizeof buf, "kernel_alpha");
+  cp_node *a = cp_cct_child_str(root, buf);
+  cr_assert_eq(cp_cct_child_str(root, buf), a, "same address, same name");
+  snprintf(buf, sizeof buf, "kernel_beta");
+  cp_node *b = cp_cct_child_str(root, buf);
+  cr_assert_neq(a, b);
+  cr_assert_str_eq(cp_strtab_str(b->name), "kernel_beta");
+  cr_assert_str_eq(cp_strtab_str(a->name), "kernel_alpha");
+  const char *other = "kernel_alpha";
+  cr_assert_eq(cp_cct_child_str(root, other), a, "another address, same name");
+}

@@ -64,8 +64,10 @@ static void on_launch(cp_cupti_state *st, CUpti_CallbackId cbid,
   uint64_t gen = cp_context_generation();
   cp_launch_site site;
   cp_session_capture(&site);
+  /* graph-level mode: a graph launch gets one record, read once */
   unsigned flags = (capturing ? CP_CORR_CAPTURED : 0) |
-                   (is_graph_launch(cbid) ? CP_CORR_GRAPH : 0);
+                   (is_graph_launch(cbid) && !st->graph_level ? CP_CORR_GRAPH
+                                                              : 0);
   if (cp_corr_put(st->corr, d->correlationId, &site, flags) ==
       CP_CORR_COLLISION)
     atomic_fetch_add_explicit(&st->stats.collisions, 1, memory_order_relaxed);
@@ -214,6 +216,7 @@ static void on_pop(cp_cupti_state *st, CUpti_CallbackId cbid,
 
 #define K CP_CB_KERNELS
 #define G CP_CB_GRAPHS
+#define GN CP_CB_NODES
 #define N CP_CB_NVTX
 #define P CP_CB_PCS
 
@@ -235,9 +238,9 @@ static const struct {
     {DRIVER(cuLaunchCooperativeKernelMultiDevice), on_launch, K},
     {DRIVER(cuGraphLaunch), on_launch, K},
     {DRIVER(cuGraphLaunch_ptsz), on_launch, K},
-    {RESOURCE(GRAPHNODE_CREATED), on_node_created, G},
-    {RESOURCE(GRAPHNODE_CLONED), on_node_cloned, G},
-    {RESOURCE(GRAPHNODE_DESTROY_STARTING), on_node_destroyed, G},
+    {RESOURCE(GRAPHNODE_CREATED), on_node_created, GN},
+    {RESOURCE(GRAPHNODE_CLONED), on_node_cloned, GN},
+    {RESOURCE(GRAPHNODE_DESTROY_STARTING), on_node_destroyed, GN},
     {NVTX(nvtxRangePushA), on_push, N},
     {NVTX(nvtxRangePushEx), on_push, N},
     {NVTX(nvtxRangePop), on_pop, N},

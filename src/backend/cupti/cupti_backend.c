@@ -203,8 +203,8 @@ static int start_locked(const cp_pcs_options *mode) {
   if (config.graph_level == 1) /* docs/cupti.md, "Graph-level mode" */
     cp_warn("cupti: graph-level mode (CPROTON_CUPTI_GRAPHS=graph) is "
             "experimental: a torch.compile(mode=\"reduce-overhead\") "
-            "program crashed inside cudaGraphLaunch with it (H100, "
-            "2026-11-26); a plain graph ran");
+            "program crashed with SIGSEGV under it (H100, 2026-11-26; "
+            "cause not established, docs/cupti.md); a plain graph ran");
   for (int i = 0; i < CP_WARNED_GRAPHS; i++)
     atomic_store(&state.warned_graphs[i], 0);
   cp_stats_reset(&state.stats);

@@ -96,12 +96,22 @@ static void kernels_off(cp_features_env *e) {
   callbacks(e, CP_CB_KERNELS, 0);
 }
 
+/* Graph-node callbacks only per node: graph-level mode's one record per
+ * launch never reads a node's capture context, so it neither asks CUPTI
+ * for node ids inside graph construction, instantiation and destruction
+ * nor keeps a table of nodes (docs/cupti.md, "Graph-level mode"). */
 static int graphs_on(cp_features_env *e) {
   if (e->config->ablate & CP_ABLATE_NO_GRAPH_CB)
     return CPROTON_OK; /* measurement: no graph-node or capture callbacks */
-  return callbacks(e, CP_CB_GRAPHS, 1);
+  int rc = callbacks(e, CP_CB_GRAPHS, 1);
+  if (!rc && e->config->graph_level != 1)
+    rc = callbacks(e, CP_CB_NODES, 1);
+  return rc;
 }
-static void graphs_off(cp_features_env *e) { callbacks(e, CP_CB_GRAPHS, 0); }
+static void graphs_off(cp_features_env *e) {
+  callbacks(e, CP_CB_NODES, 0);
+  callbacks(e, CP_CB_GRAPHS, 0);
+}
 
 static int nvtx_on(cp_features_env *e) {
   cp_callbacks_set_nvtx(1);

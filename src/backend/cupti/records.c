@@ -6,6 +6,7 @@
  * silently.
  * Hot-ish path: runs per record on CUPTI's thread (buffer completion) or on
  * the thread that flushes. Called by backend/cupti/cupti_backend.c. */
+#include <limits.h>
 #include <stdint.h>
 
 #include "backend/cupti/adaptive.h"
@@ -184,20 +185,28 @@ static void on_kernel(cp_cupti_state *st, const CUpti_Activity *rec) {
   atomic_fetch_add_explicit(&st->stats.kernels, 1, memory_order_relaxed);
 }
 
+/* A graph's device: where its first node ran, or, when that was on the
+ * host (CUPTI says INT_MAX: a graph opening with a host node), where its
+ * last node ran. */
+static uint32_t graph_device(const CUpti_ActivityGraphTrace2 *g) {
+  return g->deviceId == (uint32_t)INT_MAX ? g->endDeviceId : g->deviceId;
+}
+
 /* Graph-level mode (CPROTON_CUPTI_GRAPHS=graph): one record per graph
  * launch, delivered as a kernel named CP_RECORDS_GRAPH_NAME under the
  * launch's context. */
 static void on_graph(cp_cupti_state *st, const CUpti_Activity *rec) {
   const CUpti_ActivityGraphTrace2 *g = (const CUpti_ActivityGraphTrace2 *)rec;
   cp_launch_site site;
-  if (g->deviceId < 64)
-    cp_records_note_device(st, g->deviceId);
+  uint32_t device = graph_device(g);
+  if (device < 64)
+    cp_records_note_device(st, device);
   if (!launch_site(st, g->correlationId, &site))
     return;
   cp_kernel_record r = {.name = CP_RECORDS_GRAPH_NAME,
                         .start_ns = g->start,
                         .end_ns = g->end,
-                        .device_id = g->deviceId,
+                        .device_id = device,
                         .stream_id = g->streamId,
                         .correlation_id = g->correlationId,
                         .graph_id = g->graphId,
