@@ -1,11 +1,10 @@
 /* core/native.c -- native call stacks at kernel launches: capture, the
  * profiler's frames dropped, and the table of known stacks (core/native.h).
  *
- * Capture: libgcc's _Unwind_Backtrace, the unwinder glibc's backtrace()
- * uses, walking the CFI of every module (the CUDA driver and CUPTI have no
- * frame pointers); it also gives each frame's CFA, which drops the
- * profiler's own frames below the backend's launch entry (cp_native_floor)
- * even when the library is linked into the program.
+ * Capture: libunwind's unw_backtrace, else glibc's backtrace() (below);
+ * the profiler's own frames are those up to the backend's launch entry,
+ * whose return address (cp_native_floor) marks the program's first frame,
+ * also when the library is linked into the program.
  * Table: open addressing over a fixed array of stacks keyed by a hash of
  * (parent node, return addresses). A slot is written under `lock` and
  * published by a release store of its key; readers take no lock. A full
@@ -22,7 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unwind.h>
+#include <execinfo.h>
 
 #include "core/native.h"
 #include "core/native_addr.h"
@@ -41,38 +40,62 @@ typedef struct stack_slot {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(stack_slot *) slots; /* STACK_SLOTS, allocated on first use */
-static _Thread_local const char *floor_frame;
+static _Thread_local uintptr_t floor_ra;
 static struct {
   atomic_ullong unwinds, hits, misses, full;
 } counts;
 
-void cp_native_floor(const void *frame) { floor_frame = frame; }
-
-typedef struct walk {
-  uintptr_t *addrs;
-  uint32_t n;
-  uintptr_t floor;
-} walk;
-
-/* Keeps frames above the floor. libgcc's CFA for a frame is its stack
- * pointer at the call it made (its callee's CFA): at most the floor for the
- * backend's entry (whose frame address the floor is) and its callees,
- * above it for the entry's caller. */
-static _Unwind_Reason_Code step(struct _Unwind_Context *ctx, void *arg) {
-  walk *w = arg;
-  uintptr_t ip = _Unwind_GetIP(ctx);
-  if (!ip)
-    return _URC_END_OF_STACK;
-  if (w->floor && _Unwind_GetCFA(ctx) <= w->floor)
-    return _URC_NO_REASON;
-  w->addrs[w->n++] = ip;
-  return w->n == MAX_RAW ? _URC_END_OF_STACK : _URC_NO_REASON;
+void cp_native_floor(const void *return_address) {
+  floor_ra = (uintptr_t)return_address;
 }
 
-static uint32_t unwind(uintptr_t *addrs) {
-  walk w = {addrs, 0, (uintptr_t)floor_frame};
-  _Unwind_Backtrace(step, &w);
-  return w.n;
+/* ---- the unwinder ------------------------------------------------------------
+ * libunwind's unw_backtrace when libunwind.so.8 loads (RTLD_LOCAL: its
+ * _Unwind_* and backtrace symbols must not replace libgcc's and glibc's for
+ * the program), else glibc's backtrace(), which walks libgcc's unwinder:
+ * both read the CFI of every module (the CUDA driver and CUPTI keep no frame
+ * pointers); libunwind's caches each frame's rule and is 10-25x faster
+ * (bench/native_unwind_bench.c, docs/dependencies.md). */
+typedef int (*unwind_fn)(void **, int);
+static _Atomic(unwind_fn) unwinder;
+
+static unwind_fn pick_unwinder(void) {
+  unwind_fn fn = atomic_load_explicit(&unwinder, memory_order_acquire);
+  if (fn)
+    return fn;
+  void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+  if (h)
+    *(void **)&fn = dlsym(h, "unw_backtrace");
+  if (!fn)
+    fn = backtrace;
+  atomic_store_explicit(&unwinder, fn, memory_order_release);
+  return fn;
+}
+
+const char *cp_native_unwinder(void) {
+  return pick_unwinder() == (unwind_fn)backtrace ? "backtrace" : "libunwind";
+}
+
+int cp_native_set_unwinder(const char *name) {
+  if (strcmp(name, "backtrace") == 0) {
+    atomic_store(&unwinder, (unwind_fn)backtrace);
+    return 0;
+  }
+  atomic_store(&unwinder, NULL);
+  return strcmp(cp_native_unwinder(), name) == 0 ? 0 : -1;
+}
+
+/* The calling thread's return addresses from the backend's entry's caller
+ * outwards (the entry's own return address, cp_native_floor, marks it;
+ * everything when it is not found). Returns the count; `*first` indexes
+ * the first kept address in `buf`. */
+static uint32_t unwind(uintptr_t *buf, uint32_t *first) {
+  int n = pick_unwinder()((void **)buf, MAX_RAW);
+  uint32_t i = 0;
+  while (floor_ra && i < (uint32_t)n && buf[i] != floor_ra)
+    i++;
+  *first = i < (uint32_t)n ? i : 0;
+  return n > 0 ? (uint32_t)n : 0;
 }
 
 static uint64_t stack_hash(const cp_node *parent, const uintptr_t *a,
@@ -154,8 +177,10 @@ static cp_node *miss(stack_slot *tab, cp_node *parent, const uintptr_t *a,
 }
 
 cp_node *cp_native_path(cp_node *parent) {
-  uintptr_t a[MAX_RAW];
-  uint32_t n = unwind(a);
+  uintptr_t buf[MAX_RAW];
+  uint32_t first, n = unwind(buf, &first);
+  const uintptr_t *a = buf + first;
+  n -= first;
   atomic_fetch_add_explicit(&counts.unwinds, 1, memory_order_relaxed);
   stack_slot *tab = table();
   if (!tab) {
@@ -173,7 +198,8 @@ cp_node *cp_native_path(cp_node *parent) {
 
 int cp_native_available(const char **why) {
   uintptr_t a[MAX_RAW];
-  if (unwind(a) == 0) { /* no unwind tables for this very function */
+  uint32_t first;
+  if (unwind(a, &first) == 0) { /* no unwind tables for this very function */
     *why = "the unwinder found no frames (no unwind tables)";
     return 0;
   }

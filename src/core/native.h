@@ -6,7 +6,8 @@
  *   ROOT / scope or NVTX range ... / outermost native frame ... / innermost
  *        native frame (the launch site) / [state] / kernel
  *
- * At a launch the raw return addresses are captured (libgcc's unwinder),
+ * At a launch the raw return addresses are captured (libunwind, else
+ * glibc's backtrace()),
  * the frames of the profiler, CUPTI and the CUDA driver and runtime are
  * dropped from the top, and the address vector is looked up in a table of
  * known stacks: a stack seen before costs one hash and one compare. A new
@@ -45,10 +46,19 @@ int cp_native_available(const char **why);
  * time); when not, `*why` says why. */
 int cp_native_lines_available(const char **why);
 
-/* Marks the calling thread's frames from `frame` inwards (a backend's
- * launch entry: __builtin_frame_address(0)) as the profiler's own: they
- * are dropped from the stacks this thread captures. Hot path: one store. */
-void cp_native_floor(const void *frame);
+/* Marks the frames inside the backend's launch entry as the profiler's
+ * own: the entry passes its return address (__builtin_return_address(0)),
+ * and the stacks this thread captures start at the frame it returns to.
+ * Hot path: one thread-local store. */
+void cp_native_floor(const void *return_address);
+
+/* The unwinder in use: "libunwind" (libunwind.so.8's unw_backtrace, loaded
+ * at run time) or "backtrace" (glibc's, ~20x slower per frame). */
+const char *cp_native_unwinder(void);
+
+/* Tests: uses `name`'s unwinder ("libunwind" or "backtrace"); -1 when it
+ * is not available (the other one is used). Not while launches run. */
+int cp_native_set_unwinder(const char *name);
 
 /* The node for the calling thread's native stack under `parent`: the
  * innermost frame's node, or `parent` when the stack is empty, cannot be

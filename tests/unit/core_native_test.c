@@ -5,7 +5,8 @@
  * between the scope and the kernel, named file:line@function with the call
  * sites' lines; repeated launches from one site are one unwind path (table
  * hits, no new stack); the same library stripped gives module+offset
- * frames; the backend's and the profiler's own frames never appear. */
+ * frames; the backend's and the profiler's own frames never appear; both
+ * unwinders (libunwind, glibc's backtrace()) give the same frames. */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <jansson.h>
@@ -96,7 +97,7 @@ static int ends_with(const char *s, const char *suffix) {
   return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-Test(core_native, frames_with_file_line_outermost_first) {
+static void check_frames(void) {
   const char *names[256];
   json_t *j;
   int lines[3];
@@ -120,6 +121,20 @@ Test(core_native, frames_with_file_line_outermost_first) {
                   strstr(names[i], "cp_fake_launch") == NULL,
               "frame '%s' is unnamed or the profiler's", names[i]);
   json_decref(j);
+}
+
+/* libunwind (libunwind.so.8, the default when installed: `make test`'s
+ * packages include it) */
+Test(core_native, frames_with_file_line_outermost_first) {
+  cr_assert_str_eq(cp_native_unwinder(), "libunwind",
+                   "libunwind.so.8 not found (Debian: libunwind8)");
+  check_frames();
+}
+
+/* the fallback without libunwind: glibc's backtrace() */
+Test(core_native, frames_with_backtrace_fallback) {
+  cr_assert_eq(cp_native_set_unwinder("backtrace"), 0);
+  check_frames();
 }
 
 Test(core_native, repeated_launches_are_one_stack) {

@@ -262,7 +262,7 @@ void CUPTIAPI cp_callbacks_dispatch(void *user, CUpti_CallbackDomain domain,
                                     CUpti_CallbackId cbid, const void *data) {
   cp_cupti_state *st = user;
   /* native stacks: frames from here inwards are ours (core/native.h) */
-  cp_native_floor(__builtin_frame_address(0));
+  cp_native_floor(__builtin_return_address(0));
   for (size_t i = 0; i < N_TABLE; i++)
     if (table[i].cbid == cbid && table[i].domain == domain) {
       table[i].fn(st, cbid, data);
