@@ -113,22 +113,95 @@ void cp_native_addr_counts(uint64_t *named, uint64_t *symbolized) {
   pthread_mutex_unlock(&lock);
 }
 
+/* ---- labels: unique per address ---------------------------------------------
+ * Sibling names in a profile are unique (docs/formats.md), and each address
+ * is one frame: two call sites that get the same name (an unrolled loop, two
+ * calls on one line) are told apart by " #2", " #3", ... in address order
+ * within a pass, later passes continuing the count. */
+typedef struct label_count {
+  char *label; /* NULL: empty */
+  uint32_t count;
+} label_count;
+
+static label_count *labels;
+static size_t labels_cap, labels_used;
+
+static uint64_t str_hash(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static int labels_grow(void) {
+  size_t ncap = labels_cap ? labels_cap * 2 : 1024;
+  label_count *n = calloc(ncap, sizeof *n);
+  if (!n)
+    return -1;
+  for (size_t i = 0; i < labels_cap; i++)
+    if (labels[i].label) {
+      size_t j = str_hash(labels[i].label) & (ncap - 1);
+      while (n[j].label)
+        j = (j + 1) & (ncap - 1);
+      n[j] = labels[i];
+    }
+  free(labels);
+  labels = n, labels_cap = ncap;
+  return 0;
+}
+
+/* How many addresses had `label` before, counting this one; 0: no memory. */
+static uint32_t label_use(const char *label) {
+  if ((labels_used + 1) * 2 > labels_cap && labels_grow())
+    return 0;
+  size_t j = str_hash(label) & (labels_cap - 1);
+  while (labels[j].label && strcmp(labels[j].label, label) != 0)
+    j = (j + 1) & (labels_cap - 1);
+  if (!labels[j].label) {
+    if (!(labels[j].label = strdup(label)))
+      return 0;
+    labels_used++;
+  }
+  return ++labels[j].count;
+}
+
+static int by_address(const void *a, const void *b) {
+  uintptr_t x = (*(addr_entry *const *)a)->addr;
+  uintptr_t y = (*(addr_entry *const *)b)->addr;
+  return x < y ? -1 : x > y;
+}
+
+/* The named entries without a label, in address order (caller frees). */
+static addr_entry **unlabelled(size_t *n_out) {
+  addr_entry **v = malloc((n_named - n_labelled) * sizeof *v);
+  size_t n = 0;
+  for (size_t i = 0; v && i < cap; i++)
+    if (tab[i].id && !tab[i].labelled)
+      v[n++] = &tab[i];
+  if (v)
+    qsort(v, n, sizeof *v, by_address);
+  *n_out = n;
+  return v;
+}
+
 void cp_native_symbolize(void) {
   pthread_mutex_lock(&lock);
-  if (n_labelled == n_named) {
-    pthread_mutex_unlock(&lock);
-    return;
-  }
-  cp_native_sym *r = cp_native_sym_open();
+  size_t n = 0;
+  addr_entry **v = n_labelled < n_named ? unlabelled(&n) : NULL;
+  cp_native_sym *r = v ? cp_native_sym_open() : NULL;
   char label[1024];
-  for (size_t i = 0; i < cap; i++) {
-    addr_entry *e = &tab[i];
-    if (!e->id || e->labelled)
-      continue;
-    cp_native_sym_label(r, e->addr, label, sizeof label);
-    e->labelled = cp_strtab_set_label(e->id, label) == CPROTON_OK;
-    n_labelled += e->labelled;
+  for (size_t i = 0; i < n; i++) {
+    cp_native_sym_label(r, v[i]->addr, label, sizeof label - 16);
+    uint32_t k = label_use(label);
+    char *end = label + strlen(label);
+    if (k > 1)
+      snprintf(end, 16, " #%u", k);
+    else if (k == 0) /* no memory to count: the address keeps it unique */
+      snprintf(end, 16, " @%llx", (unsigned long long)v[i]->addr);
+    v[i]->labelled = cp_strtab_set_label(v[i]->id, label) == CPROTON_OK;
+    n_labelled += v[i]->labelled;
   }
   cp_native_sym_close(r);
+  free(v);
   pthread_mutex_unlock(&lock);
 }

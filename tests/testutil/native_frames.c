@@ -36,6 +36,11 @@ __attribute__((visibility("default"))) int native_frames_run(launch_fn launch,
   return rc;
 }
 
+/* Two launches from one source line: two call sites, two frames. */
+__attribute__((visibility("default"))) int native_frames_twice(launch_fn launch) {
+  return launch("k_twice") | launch("k_twice");
+}
+
 /* The lines of the three calls above, outermost first. */
 __attribute__((visibility("default"))) void native_frames_lines(int out[3]) {
   for (int i = 0; i < 3; i++)

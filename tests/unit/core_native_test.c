@@ -167,6 +167,56 @@ Test(core_native, stripped_module_gives_module_offset) {
   json_decref(j);
 }
 
+/* Sibling names stay unique (docs/formats.md): the second call site on
+ * the same line is "file:line@function #2". */
+Test(core_native, call_sites_on_one_line_get_distinct_names) {
+  run_fn run;
+  lines_fn get_lines;
+  void *h = open_app("libnative_frames.so", &run, &get_lines);
+  int (*twice)(launch_fn) = (int (*)(launch_fn))dlsym(h, "native_frames_twice");
+  cr_assert(twice);
+  cproton_session_options o;
+  cproton_session_options_init(&o);
+  o.name = cpt_tmp_path("native_twice");
+  o.backend = "fake";
+  o.context = "native";
+  int sid;
+  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK);
+  cr_assert_eq(twice(launch), 0);
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  char path[4096];
+  snprintf(path, sizeof path, "%s.hatchet", o.name);
+  json_t *j = cpt_load_json(path);
+  const char *names[256];
+  size_t depth = path_to(json_array_get(j, 0), "k_twice", names, 0);
+  cr_assert_geq(depth, 3);
+  json_t *n = json_array_get(j, 0); /* down to the parent of the two */
+  for (size_t d = 1; d < depth - 2; d++) {
+    size_t i;
+    json_t *c, *next = NULL;
+    json_array_foreach(json_object_get(n, "children"), i, c) {
+      const char *nm = json_string_value(
+          json_object_get(json_object_get(c, "frame"), "name"));
+      if (strcmp(nm, names[d]) == 0)
+        next = c;
+    }
+    n = next;
+    cr_assert(n);
+  }
+  json_t *kids = json_object_get(n, "children");
+  cr_assert_eq(json_array_size(kids), 2, "want two call-site frames");
+  const char *a = json_string_value(json_object_get(
+      json_object_get(json_array_get(kids, 0), "frame"), "name"));
+  const char *b = json_string_value(json_object_get(
+      json_object_get(json_array_get(kids, 1), "frame"), "name"));
+  cr_expect_str_neq(a, b);
+  cr_expect(strstr(a, "@native_frames_twice") && strstr(b, "@native_frames_twice"),
+            "'%s' / '%s'", a, b);
+  cr_expect(ends_with(a, " #2") != ends_with(b, " #2"), "'%s' / '%s'", a, b);
+  json_decref(j);
+  dlclose(h);
+}
+
 Test(core_native, unknown_context_lists_native) {
   cproton_session_options o;
   cproton_session_options_init(&o);
