@@ -180,6 +180,10 @@ static int native_ready(const cproton_session_options *o, session *s) {
   if (!cp_native_available(&why))
     return cp_error_set(CPROTON_EINVAL, "context 'native' is unavailable: %s",
                         why);
+  cp_info("context 'native': unwinding with %s%s", cp_native_unwinder(),
+          strcmp(cp_native_unwinder(), "libunwind") == 0
+              ? ""
+              : " (libunwind.so.8 not found: ~10-25x slower per launch)");
   if (!cp_native_lines_available(&why))
     cp_info("context 'native': frames without file:line (%s)", why);
   s->backend = o->backend ? cp_backend_find(o->backend) : cp_backend_default();
