@@ -154,23 +154,25 @@ static stack_slot *table(void) {
   return t;
 }
 
-/* A stack not in the table: its path, kept in slot `s` when there is one. */
+/* A stack not in the table: its path, kept in the table; `parent` when the
+ * table is full or memory runs out (counted in `full`). */
 static cp_node *miss(stack_slot *tab, cp_node *parent, const uintptr_t *a,
                      uint32_t n, uint64_t h) {
   pthread_mutex_lock(&lock);
   stack_slot *s = probe(tab, h, parent, a, n); /* raced with another? */
   cp_node *node = s && atomic_load(&s->key) ? s->node : NULL;
-  if (!node) {
-    node = build(parent, a, n);
-    uintptr_t *copy = node && s ? malloc(n * sizeof *a) : NULL;
+  if (node) /* another thread added it meanwhile: a known stack after all */
+    atomic_fetch_add_explicit(&counts.hits, 1, memory_order_relaxed);
+  else if (s && (node = build(parent, a, n))) {
+    uintptr_t *copy = malloc((n ? n : 1) * sizeof *a); /* none: not kept */
     if (copy) {
       memcpy(copy, a, n * sizeof *a);
       s->parent = parent, s->node = node, s->n = n, s->addrs = copy;
       atomic_store_explicit(&s->key, h, memory_order_release);
-      atomic_fetch_add_explicit(&counts.misses, 1, memory_order_relaxed);
-    } else {
-      atomic_fetch_add_explicit(&counts.full, 1, memory_order_relaxed);
     }
+    atomic_fetch_add_explicit(&counts.misses, 1, memory_order_relaxed);
+  } else { /* table full, or out of memory: under the scope, counted */
+    atomic_fetch_add_explicit(&counts.full, 1, memory_order_relaxed);
   }
   pthread_mutex_unlock(&lock);
   return node ? node : parent;
