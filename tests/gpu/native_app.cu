@@ -4,8 +4,9 @@
 // CPROTON_CONTEXT=native under CUDA_INJECTION64_PATH) must show
 //   train / ... main ... / app::forward(...) / app::layer1(...) ... / k_a
 //   train / ... main ... / app::backward(...) / app::layer2(...) ... / k_b
-// Usage: native_app REPS   (REPS iterations of forward + backward, each
-// launching 8 small kernels). Prints "LOOP_S <seconds>" for the loop alone.
+// Usage: native_app REPS [N]   (REPS iterations of forward + backward, each
+// launching 8 kernels over N floats, 1024 by default: launch-bound).
+// Prints "LOOP_S <seconds>" for the loop alone.
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
 #include <stdio.h>
@@ -40,7 +41,7 @@ static double now_s(void) {
 
 int main(int argc, char **argv) {
   int reps = argc > 1 ? atoi(argv[1]) : 100;
-  const int n = 1024;
+  const int n = argc > 2 ? atoi(argv[2]) : 1024;
   float *x;
   if (cudaMalloc(&x, n * sizeof(float)) != cudaSuccess) {
     fprintf(stderr, "cudaMalloc failed\n");
