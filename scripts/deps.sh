@@ -2,7 +2,8 @@
 # Installs the Debian packages one part of cproton needs (idempotent).
 #   scripts/deps.sh build     compiler, cmake, zlib: `make` (library + tools)
 #   scripts/deps.sh test      + Criterion, jansson, pkg-config, Python headers
-#                             and venv, Chromium: `make test`
+#                             and venv, libdw-dev and libunwind8 (native
+#                             stacks), Chromium: `make test`
 #   scripts/deps.sh valgrind  + valgrind: `make valgrind`
 #   scripts/deps.sh clang     + the test packages, clang and its sanitizer and
 #                             libFuzzer runtime: `make asan-clang msan fuzz`
@@ -16,7 +17,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 part=${1:-build}
 build_pkgs=(build-essential cmake zlib1g-dev)
-test_pkgs=(libcriterion-dev libjansson-dev pkg-config python3-dev python3-venv)
+test_pkgs=(libcriterion-dev libjansson-dev pkg-config python3-dev python3-venv libdw-dev libunwind8)
 optional_pkgs=()
 case "$part" in
   build) pkgs=("${build_pkgs[@]}") ;;

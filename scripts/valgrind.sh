@@ -28,6 +28,7 @@ run_vg() {
 check basic_tree "$build/examples/example_basic" "$out/basic" tree
 check basic_trace "$build/examples/example_basic" "$out/basic" trace
 check scope_bench "$build/bench/scope_bench" 2000 2
+check native_unwind "$build/bench/native_unwind_bench" 12 200
 # the indexes doubling: 60,000 new scopes, then threads racing their growth
 check scope_growth "$build/bench/scope_bench" --growth 3 flat 20000
 check index_growth "$build/tests/index_growth"

@@ -108,7 +108,8 @@ typedef struct cproton_session_options {
    * "{pid}", "{rank}" and "{local_rank}" are replaced by the process id and
    * the RANK / LOCAL_RANK values given in `rank` / `local_rank`. */
   const char *name;
-  /* "shadow" (scopes; default) or "python" (needs a registered source). */
+  /* "shadow" (scopes; default), "python" (needs a registered source) or
+   * "native" (each launch's C/C++ call path below its scopes; docs/native-stacks.md). */
   const char *context;
   /* "tree" (default) or "trace". */
   const char *data;

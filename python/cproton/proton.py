@@ -36,7 +36,7 @@ def _parser():
     parser.add_argument("-b", "--backend", type=str, help="Profiling backend (cupti, instrumentation, none)",
                         default=None)
     parser.add_argument("-c", "--context", type=str, help="Profiling context", default="shadow",
-                        choices=["shadow", "python"])
+                        choices=["shadow", "python", "native"])
     parser.add_argument("-m", "--mode", type=str, help="Profiling mode", default=None)
     parser.add_argument("-d", "--data", type=str, help="Profiling data", default="tree", choices=["tree", "trace"])
     parser.add_argument("-k", "--hook", type=str, help="Profiling hook", default=None, choices=[None, "triton"])

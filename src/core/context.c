@@ -1,8 +1,9 @@
 /* core/context.c -- the calling thread's shadow stack, states and op.
  *
  * Invariant: frame i's node for a resolved kind is the child of frame
- * i-1's node (ROOT below frame 0) for shadow; for Python it is the path the
- * source returned at push time. Thread state is allocated on first use and
+ * i-1's node (ROOT below frame 0) for shadow and native (the same node:
+ * native frames exist only between a launch's scopes and its kernel); for
+ * Python it is the path the source returned at push time. Thread state is allocated on first use and
  * freed by a pthread key destructor when the thread exits.
  * Other threads: a thread with no scope of its own launches under the main
  * thread's (the one that started the latest session) live top of stack,
@@ -27,6 +28,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
+#include "core/native.h"
 #include "core/strtab.h"
 
 #define N_RECENT 8 /* exited frames kept for metrics added after exit */
@@ -76,7 +78,8 @@ static struct {
   void *_Atomic user;
 } sources[CP_CONTEXT_KINDS];
 
-static const char *kind_names[CP_CONTEXT_KINDS] = {"shadow", "python"};
+static const char *kind_names[CP_CONTEXT_KINDS] = {"shadow", "python",
+                                                   "native"};
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static cp_thread *registry;  /* every live thread's state */
@@ -217,7 +220,7 @@ int cp_context_kind_parse(const char *name, cp_context_kind *out) {
       return CPROTON_OK;
     }
   return cp_error_set(CPROTON_EINVAL,
-                      "unknown context '%s' (valid: shadow, python)",
+                      "unknown context '%s' (valid: shadow, python, native)",
                       name ? name : "(null)");
 }
 
@@ -321,7 +324,9 @@ int cp_context_push(uint32_t name, unsigned kinds, cp_frame **frame_out) {
   if (!f->node[CP_CONTEXT_SHADOW])
     return CPROTON_ENOMEM;
   for (int k = 1; k < CP_CONTEXT_KINDS; k++)
-    f->node[k] = (kinds >> k) & 1 ? resolve_source((cp_context_kind)k) : NULL;
+    f->node[k] = !((kinds >> k) & 1)     ? NULL
+                 : k == CP_CONTEXT_NATIVE ? f->node[CP_CONTEXT_SHADOW]
+                                          : resolve_source((cp_context_kind)k);
   f->name = name;
   f->start_ns = 0;
   f->timed = 0;
@@ -403,7 +408,7 @@ cp_node *cp_context_frame_node(const cp_frame *f, cp_context_kind kind) {
 
 cp_node *cp_context_top(cp_context_kind kind) {
   cp_thread *t = thread_get();
-  if (kind != CP_CONTEXT_SHADOW)
+  if (kind == CP_CONTEXT_PYTHON)
     return resolve_source(kind);
   cp_node *top = t ? resolved_top(t) : NULL;
   if (top)
@@ -415,6 +420,8 @@ cp_node *cp_context_top(cp_context_kind kind) {
 cp_node *cp_context_launch_node(cp_context_kind kind, int *is_op) {
   cp_thread *t = thread_get();
   cp_node *n = cp_context_top(kind);
+  if (kind == CP_CONTEXT_NATIVE)
+    n = cp_native_path(n);
   *is_op = 0;
   if (!t)
     return n;
@@ -476,7 +483,7 @@ uint32_t cp_context_thread_id(void) {
 
 int cp_context_source_set(cp_context_kind kind, cproton_unwind_fn fn,
                           void *user) {
-  if (kind == CP_CONTEXT_SHADOW || kind >= CP_CONTEXT_KINDS)
+  if (kind != CP_CONTEXT_PYTHON)
     return cp_error_set(CPROTON_EINVAL, "context '%s' takes no source",
                         kind_names[kind < CP_CONTEXT_KINDS ? kind : 0]);
   atomic_store(&sources[kind].user, user);
@@ -485,6 +492,9 @@ int cp_context_source_set(cp_context_kind kind, cproton_unwind_fn fn,
 }
 
 int cp_context_source_ready(cp_context_kind kind) {
+  const char *why;
+  if (kind == CP_CONTEXT_NATIVE)
+    return cp_native_available(&why);
   return kind == CP_CONTEXT_SHADOW || atomic_load(&sources[kind].fn) != NULL;
 }
 

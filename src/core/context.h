@@ -16,7 +16,8 @@
 typedef enum cp_context_kind {
   CP_CONTEXT_SHADOW = 0,
   CP_CONTEXT_PYTHON = 1,
-  CP_CONTEXT_KINDS = 2
+  CP_CONTEXT_NATIVE = 2, /* scopes, then the launch's C/C++ call path */
+  CP_CONTEXT_KINDS = 3
 } cp_context_kind;
 
 #define CP_MAX_DEPTH 1024
@@ -35,7 +36,7 @@ typedef struct cp_frame {
   uint32_t generation; /* compactions before its push (resolved frames) */
 } cp_frame;
 
-/* Parses "shadow" / "python". Errors: EINVAL (message lists valid names). */
+/* Parses "shadow" / "python" / "native". Errors: EINVAL (message lists valid names). */
 int cp_context_kind_parse(const char *name, cp_context_kind *out);
 
 /* Pushes a scope. `kinds` is a bit mask of the kinds to resolve now (the
@@ -79,7 +80,8 @@ cp_node *cp_context_frame_node(const cp_frame *f, cp_context_kind kind);
 size_t cp_context_depth(void);
 
 /* The node kernels launched now are attributed under for `kind`: the top
- * frame's node, then the current op (which names the kernel node) or else
+ * frame's node (for native: then the calling thread's native call path,
+ * core/native.h), then the current op (which names the kernel node) or else
  * the innermost state (the kernel's parent), as Proton does.
  * `*is_op` is set when the op names the kernel node itself. Hot path. */
 cp_node *cp_context_launch_node(cp_context_kind kind, int *is_op);
@@ -135,7 +137,8 @@ uint32_t cp_context_thread_id(void);
 int cp_context_source_set(cp_context_kind kind, cproton_unwind_fn fn,
                           void *user);
 
-/* Whether a source exists for `kind` (shadow always has one). */
+/* Whether a source exists for `kind` (shadow always has one; native has
+ * one when native stacks can be captured: cp_native_available). */
 int cp_context_source_ready(cp_context_kind kind);
 
 /* ---- change tracking ---------------------------------------------------------

@@ -25,6 +25,7 @@
 #include "core/compat.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/native.h"
 #include "core/phase.h"
 #include "core/kernel_times.h"
 #include "core/session.h"
@@ -174,6 +175,24 @@ static int parse_mode(const char *mode, session *s, const char **backend_mode) {
   return s->periodic ? CPROTON_OK : CPROTON_EPARSE; /* 3.9: ValueError */
 }
 
+/* Native stacks: available (warmed up), and where file:line comes from. */
+static int native_ready(const cproton_session_options *o, session *s) {
+  const char *why;
+  if (!cp_native_available(&why))
+    return cp_error_set(CPROTON_EINVAL, "context 'native' is unavailable: %s",
+                        why);
+  cp_info("context 'native': unwinding with %s%s", cp_native_unwinder(),
+          strcmp(cp_native_unwinder(), "libunwind") == 0
+              ? ""
+              : " (libunwind.so.8 not found: ~10-25x slower per launch)");
+  if (!cp_native_lines_available(&why))
+    cp_info("context 'native': frames without file:line (%s)", why);
+  s->backend = o->backend ? cp_backend_find(o->backend) : cp_backend_default();
+  if (!s->backend)
+    return CPROTON_EINVAL;
+  return cp_session_expand_name(o, s->path, sizeof s->path);
+}
+
 static int parse_options(const cproton_session_options *o, session *s) {
   int rc = cp_context_kind_parse(o->context ? o->context : "shadow", &s->kind);
   if (rc)
@@ -186,6 +205,8 @@ static int parse_options(const cproton_session_options *o, session *s) {
   s->gzip = o->gzip;
   s->skip_if_no_kernels = o->skip_if_no_kernels;
   s->rank = o->rank;
+  if (s->kind == CP_CONTEXT_NATIVE)
+    return native_ready(o, s);
   if (!cp_context_source_ready(s->kind))
     return cp_error_set(CPROTON_EINVAL,
                         "context '%s' has no registered source (import "
@@ -423,6 +444,7 @@ static int write_phase(session *s, const cp_phase *p, const cp_io_format *f) {
   cp_io_input in = {.data = p->data, .trace = p->trace,
                     .kernel_root = kernel_root(s), .rank = s->rank,
                     .label = base ? base + 1 : s->path};
+  cp_native_symbolize(); /* names new native frames, once per address */
   if (f->kind == CP_IO_TRACE && cp_trace_dropped(p->trace))
     cp_warn("trace: %zu events were dropped (trace cap, memory or disk)",
             cp_trace_dropped(p->trace));
@@ -473,6 +495,21 @@ static void report_late(const session *s) {
             (unsigned long long)late);
 }
 
+/* Native stacks: what the unwinding cost, and launches left without their
+ * native frames (never silently). */
+static void report_native(void) {
+  cp_native_stats st;
+  cp_native_get_stats(&st);
+  cp_info("native stacks: %llu captured, %llu known, %llu new, %llu "
+          "distinct addresses", (unsigned long long)st.unwinds,
+          (unsigned long long)st.hits, (unsigned long long)st.misses,
+          (unsigned long long)st.addresses);
+  if (st.full)
+    cp_warn("native stacks: %llu launches placed under their scope without "
+            "native frames (table of %u stacks full, or out of memory)",
+            (unsigned long long)st.full, CP_NATIVE_MAX_STACKS);
+}
+
 static int do_finalize(int i) {
   session *s = &slots[i];
   int was_active = cp_session_active_mask() >> i & 1;
@@ -482,6 +519,8 @@ static int do_finalize(int i) {
     cp_warn("flushing backend '%s' failed: %s", s->backend->name,
             cp_error_message());
   report_late(s);
+  if (s->kind == CP_CONTEXT_NATIVE)
+    report_native();
   int wrc = CPROTON_OK;
   if (s->skip_if_no_kernels && atomic_load(&s->kernels) == 0)
     cp_info("process %d, session %d ran no kernel; nothing written to '%s'",
@@ -528,6 +567,7 @@ static int reset_tables(void) {
   }
   /* no session is left to receive a graph replay's place; they name nodes */
   cp_tmetric_replay_clear();
+  cp_native_reset(); /* its known stacks name nodes */
   cp_cct_reset();
   cp_strtab_scoped_reset();
   paths_on_root = cp_tmetric_restore_paths(paths);
@@ -651,6 +691,7 @@ int cproton_session_data(int id, int64_t phase, const char *format,
                       "phase %lld of session %d has no data (cleared, "
                       "written, or not started)", (long long)phase, id);
   if (!rc) {
+    cp_native_symbolize();
     cp_io_input in = {.data = p->data, .trace = p->trace,
                       .kernel_root = kernel_root(s)};
     rc = cp_io_format_write_memory(f, &in, buf_out, size_out);

@@ -39,6 +39,9 @@ typedef struct entry {
   cp_solink link; /* in the tier's set */
   uint32_t id;
   uint32_t len;
+  /* What readers are shown instead of `str` (cp_strtab_set_label), or
+   * NULL; the set still matches `str`. Owned; freed never (kept tier). */
+  _Atomic(const char *) label;
   char str[];
 } entry;
 
@@ -129,6 +132,7 @@ static int insert(tier *t, uint64_t hash, const char *s, size_t len,
   memcpy(e->str, s, len);
   e->str[len] = '\0';
   e->len = (uint32_t)len;
+  atomic_init(&e->label, NULL);
   if (take_id(t, e) != CPROTON_OK) {
     free(e);
     return CPROTON_ELIMIT;
@@ -191,12 +195,35 @@ static entry *by_id(uint32_t id) {
 
 const char *cp_strtab_str(uint32_t id) {
   entry *e = by_id(id);
-  return e ? e->str : NULL;
+  if (!e)
+    return NULL;
+  const char *l = atomic_load_explicit(&e->label, memory_order_acquire);
+  return l ? l : e->str;
 }
 
 size_t cp_strtab_len(uint32_t id) {
   entry *e = by_id(id);
-  return e ? e->len : 0;
+  if (!e)
+    return 0;
+  const char *l = atomic_load_explicit(&e->label, memory_order_acquire);
+  return l ? strlen(l) : e->len;
+}
+
+int cp_strtab_set_label(uint32_t id, const char *label) {
+  entry *e = by_id(id);
+  if (!e || (id & SCOPED_BIT))
+    return cp_error_set(CPROTON_EINVAL, "no kept name with id %u", id);
+  size_t n = strlen(label);
+  if (check(label, n))
+    return CPROTON_EINVAL;
+  char *copy = malloc(n + 1);
+  if (!copy)
+    return cp_error_set(CPROTON_ENOMEM, "out of memory for a label");
+  memcpy(copy, label, n + 1);
+  const char *expected = NULL; /* the first label stays: readers hold it */
+  if (!atomic_compare_exchange_strong(&e->label, &expected, copy))
+    free(copy);
+  return CPROTON_OK;
 }
 
 static void free_entry(cp_solink *l) { free(entry_of(l)); }

@@ -33,6 +33,14 @@ const char *cp_strtab_str(uint32_t id);
 /* Length of the string of `id` (0 for unknown ids). */
 size_t cp_strtab_len(uint32_t id);
 
+/* Makes cp_strtab_str(id) return a copy of `label` from now on, while
+ * interning still matches the original string: names that can only be
+ * spelled out later (native frames are interned by address at a launch
+ * and symbolized at finalize, core/native.c). A kept id only (its entry is
+ * never freed); the first label set stays, later calls change nothing.
+ * Errors: EINVAL (unknown or scoped id, label too long), ENOMEM. */
+int cp_strtab_set_label(uint32_t id, const char *label);
+
 /* Frees every scoped name; later ids may repeat earlier ones. The caller
  * guarantees that no thread is interning or reading a scoped name and that
  * no scoped id survives anywhere (core/session.c's compaction). */

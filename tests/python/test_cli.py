@@ -128,6 +128,20 @@ def test_native_sets_injection_environment(tmp_path):
     assert "CPROTON_NAME=nat" in r.stdout and "CPROTON_DATA=trace" in r.stdout
 
 
+def test_native_context_option(tmp_path):
+    # issue 28.3: `cproton --context native -- ./app` hands the context to
+    # the injection (it was refused by the option parser before)
+    lib = tmp_path / "libcproton_fake.so"
+    lib.write_text("")
+    os.environ["CPROTON_INJECTION_LIB"] = str(lib)
+    try:
+        r = run_python(["-m", "cproton", "--context", "native", "--", "/usr/bin/env"], cwd=tmp_path)
+    finally:
+        del os.environ["CPROTON_INJECTION_LIB"]
+    assert r.returncode == 0, r.stderr
+    assert "CPROTON_CONTEXT=native" in r.stdout
+
+
 MARKER_SCRIPT = """
 open("ran.txt", "w").write("the script ran")
 """

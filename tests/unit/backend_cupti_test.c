@@ -494,6 +494,53 @@ Test(backend_cupti, nvtx_ranges_become_scopes, .init = setup,
   json_decref(p);
 }
 
+/* Context "native" through CUPTI's launch callback: NVTX ranges first,
+ * then the launch's native frames (from the function that called the
+ * driver: here `launch`, called by this test), then the kernel; nothing of
+ * the profiler (callbacks.c, context.c, native.c) in between. */
+Test(backend_cupti, nvtx_ranges_then_native_frames, .init = setup,
+     .fini = teardown) {
+  const char *path = cpt_tmp_path("cupti_native");
+  cproton_session_options o;
+  cproton_session_options_init(&o);
+  o.name = path;
+  o.backend = "none";
+  o.context = "native";
+  int sid;
+  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK, "%s",
+               cproton_last_error());
+  nvtxRangePushA_params range = {.message = "range"};
+  nvtxRangePop_params pop = {0};
+  nvtx(CUPTI_CBID_NVTX_nvtxRangePushA, &range);
+  launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1);
+  nvtx(CUPTI_CBID_NVTX_nvtxRangePop, &pop);
+  buffer b = {.n = 0};
+  add_kernel(&b, "k", 1, 1000, 5, 0, 7);
+  process(&b);
+  json_t *p = finalize(sid, path, ".hatchet");
+  json_t *n = node_at(p, PATH("range"));
+  cr_assert_not_null(n, "the NVTX range is not ROOT's child");
+  int frames = 0, ours = 0;
+  for (;;) { /* the one path below the range, down to the kernel */
+    json_t *kids = json_object_get(n, "children");
+    cr_assert_eq(json_array_size(kids), 1);
+    n = json_array_get(kids, 0);
+    const char *name = json_string_value(
+        json_object_get(json_object_get(n, "frame"), "name"));
+    if (strcmp(name, "k") == 0)
+      break;
+    frames++;
+    ours += strstr(name, "backend_cupti_test.c:") != NULL;
+    cr_expect(!strstr(name, "callbacks.c") && !strstr(name, "context.c") &&
+                  !strstr(name, "native.c") && !strstr(name, "native:0x"),
+              "profiler or unnamed frame '%s'", name);
+  }
+  cr_expect_gt(frames, 0, "no native frames between the range and the kernel");
+  cr_expect_gt(ours, 0, "no frame of this test file");
+  cr_expect_eq(metric(n, "count"), 1);
+  json_decref(p);
+}
+
 /* ---- devices ----------------------------------------------------------------
  */
 

@@ -16,6 +16,7 @@
 #include "backend/cupti/lazy.h"
 #include "core/context.h"
 #include "core/log.h"
+#include "core/native.h"
 #include "core/session.h"
 #include "core/tmetric.h"
 
@@ -269,6 +270,8 @@ const cp_callbacks_id *cp_callbacks_list(size_t *n_out) {
 void CUPTIAPI cp_callbacks_dispatch(void *user, CUpti_CallbackDomain domain,
                                     CUpti_CallbackId cbid, const void *data) {
   cp_cupti_state *st = user;
+  /* native stacks: frames from here inwards are ours (core/native.h) */
+  cp_native_floor(__builtin_return_address(0));
   for (size_t i = 0; i < N_TABLE; i++)
     if (table[i].cbid == cbid && table[i].domain == domain) {
       table[i].fn(st, cbid, data);
