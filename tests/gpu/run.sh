@@ -24,6 +24,16 @@ export PYTHONUNBUFFERED=1
 # Python packages the GPU image lacks (llnl-hatchet and its pure-Python needs,
 # for Proton's test_get_data and the viewer tests) travel as wheels in .whl/
 # (carry it; docs/testing.md says how to download them). Installed, never built.
+# Debian libraries the image lacks (libunwind8, libdw1/libelf1 and their
+# -dev headers, for native call stacks with file:line) travel as .deb files
+# in .debs/ (carry it; docs/testing.md): unpacked, found through
+# CMAKE_INCLUDE_PATH at build and LD_LIBRARY_PATH at run time.
+if ls "$root"/.debs/*.deb >/dev/null 2>&1; then
+  for d in "$root"/.debs/*.deb; do dpkg-deb -x "$d" /tmp/cproton-debs; done
+  export CMAKE_INCLUDE_PATH=/tmp/cproton-debs/usr/include
+  export CPATH=/tmp/cproton-debs/usr/include${CPATH:+:$CPATH}
+  export LD_LIBRARY_PATH=/tmp/cproton-debs/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 if ls "$root"/.whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
     --upgrade --target /tmp/cproton-site "$root"/.whl/*.whl &&
