@@ -27,7 +27,7 @@ else
 fi
 grep -h "native stacks\|libdw" "$BUILD/CMakeCache.txt" 2>/dev/null | head -2
 APP=$OUT/native_app
-if nvcc -O2 -g -arch="$ARCH" -cudart shared "$ROOT/tests/gpu/native_app.cu" \
+if nvcc -O2 -g -Xcompiler -fno-optimize-sibling-calls -arch="$ARCH" -cudart shared "$ROOT/tests/gpu/native_app.cu" \
      -o "$APP" > "$OUT/nvcc.log" 2>&1; then
   say "PASS nvcc"
 else
