@@ -253,8 +253,10 @@ static int groups_of(const av_kernel *k) {
   return g;
 }
 
+/* Findings are sorted through pointers: each is ~600 bytes. */
 static int by_saving(const void *a, const void *b) {
-  const av_finding *x = a, *y = b;
+  const av_finding *x = *(const av_finding *const *)a;
+  const av_finding *y = *(const av_finding *const *)b;
   if (x->saving != y->saving)
     return x->saving < y->saving ? 1 : -1;
   int c = strcmp(x->k->name, y->k->name);
@@ -289,7 +291,6 @@ static int evaluate(run *r, const av_ctx *c, av_finding **out, size_t *n_out,
         n++;
     }
   }
-  qsort(f, n, sizeof *f, by_saving);
   *out = f, *n_out = n;
   return 0;
 }
@@ -307,6 +308,7 @@ int vw_advise(const cproton_profile *const *profiles, int n, int json,
   r.k = malloc((size_t)(r.cap ? r.cap : 1) * sizeof *r.k);
   int have[64] = {0}, rc = -1;
   av_finding *f = NULL;
+  const av_finding **sorted = NULL;
   size_t n_f = 0;
   if (!r.k || table_init(&r.paths, r.cap)) {
     vw_fail("out of memory");
@@ -325,9 +327,17 @@ int vw_advise(const cproton_profile *const *profiles, int n, int json,
   int unavail[64];
   for (int q = 0; q < av_n_rules; q++)
     unavail[q] = !have[q];
-  (json ? av_print_json : av_print_text)(f, n_f, unavail, &c, out);
+  if (!(sorted = malloc((n_f ? n_f : 1) * sizeof *sorted))) {
+    vw_fail("out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < n_f; i++)
+    sorted[i] = &f[i];
+  qsort(sorted, n_f, sizeof *sorted, by_saving);
+  (json ? av_print_json : av_print_text)(sorted, n_f, unavail, &c, out);
   rc = 0;
 out:
+  free(sorted);
   free(f);
   free(r.k);
   free(r.paths.key), free(r.paths.val);

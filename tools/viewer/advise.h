@@ -104,9 +104,9 @@ int av_occupancy(const av_kernel *k, double *occ, double *blocks_per_sm,
                  const char **limiter, double *occ_fix);
 
 /* advise_out.c: text and JSON. */
-void av_print_text(const av_finding *f, size_t n, const int *unavail,
+void av_print_text(const av_finding *const *f, size_t n, const int *unavail,
                    const av_ctx *c, FILE *out);
-void av_print_json(const av_finding *f, size_t n, const int *unavail,
+void av_print_json(const av_finding *const *f, size_t n, const int *unavail,
                    const av_ctx *c, FILE *out);
 
 /* advise.c: advice on n opened profiles to `out` (json: 1 for JSON).

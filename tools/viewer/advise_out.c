@@ -85,14 +85,14 @@ static void json_finding(const av_finding *f, const av_ctx *c, uint32_t **ps,
   fputc('}', out);
 }
 
-void av_print_json(const av_finding *f, size_t n, const int *unavail,
+void av_print_json(const av_finding *const *f, size_t n, const int *unavail,
                    const av_ctx *c, FILE *out) {
   uint32_t *ps = NULL;
   size_t pcap = 0;
   fputs("{\"findings\":[", out);
   for (size_t i = 0; i < n; i++) {
     fputs(i ? ",\n" : "\n", out);
-    json_finding(&f[i], c, &ps, &pcap, out);
+    json_finding(f[i], c, &ps, &pcap, out);
   }
   fputs("],\n\"unavailable\":[", out);
   int first = 1;
@@ -134,7 +134,7 @@ static void text_finding(size_t rank, const av_finding *f, const av_ctx *c,
   fprintf(out, "   try: %s\n   model: %s\n", r->suggestion, r->model);
 }
 
-void av_print_text(const av_finding *f, size_t n, const int *unavail,
+void av_print_text(const av_finding *const *f, size_t n, const int *unavail,
                    const av_ctx *c, FILE *out) {
   uint32_t *ps = NULL;
   size_t pcap = 0;
@@ -146,7 +146,7 @@ void av_print_text(const av_finding *f, size_t n, const int *unavail,
           n == 1 ? "" : "s", c->n_kernels, c->total_time / 1e6, n_un,
           n_un == 1 ? "" : "s");
   for (size_t i = 0; i < n; i++)
-    text_finding(i + 1, &f[i], c, &ps, &pcap, out);
+    text_finding(i + 1, f[i], c, &ps, &pcap, out);
   if (n_un)
     fputs("unavailable (the profiles lack what they need):\n", out);
   for (int q = 0; q < av_n_rules; q++)
