@@ -183,3 +183,9 @@ def test_launch_hook_records_facts_once_per_loaded_kernel():
     m = node["metrics"]
     assert (m["triton.mma"], m["triton.num_warps"], m["triton.num_stages"]) == ("wgmma", 4, 3)
     assert (m["triton.n_regs"], m["triton.n_spills"]) == (80, 6)
+
+
+def test_no_files_no_guessed_facts():
+    """A kernel whose metadata group has no PTX or metadata (another
+    backend) gets no facts rather than guessed ones."""
+    assert facts.collect("nothing_kernel", {}) == {}

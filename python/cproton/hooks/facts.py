@@ -93,9 +93,13 @@ def _read(metadata_group, suffix: str) -> str:
 
 
 def collect(name: str, metadata_group: Dict[str, str]) -> Dict[str, object]:
+    """Only what the files give: a kernel without PTX (another backend) or
+    without metadata gets no guessed facts."""
     md_text = _read(metadata_group, ".json")
-    facts = from_metadata(json.loads(md_text) if md_text else {})
-    facts.update(from_ir(_read(metadata_group, ".ptx"), _read(metadata_group, ".ttgir")))
+    facts = from_metadata(json.loads(md_text)) if md_text else {}
+    ptx = _read(metadata_group, ".ptx")
+    if ptx:
+        facts.update(from_ir(ptx, _read(metadata_group, ".ttgir")))
     ck = _compiled_kernel(metadata_group)
     for attr in ("n_regs", "n_spills"):
         value = getattr(ck, attr, None)
