@@ -189,3 +189,20 @@ def test_no_files_no_guessed_facts():
     """A kernel whose metadata group has no PTX or metadata (another
     backend) gets no facts rather than guessed ones."""
     assert facts.collect("nothing_kernel", {}) == {}
+
+
+def test_kernels_loaded_before_start_give_facts_at_start():
+    """A CompiledKernel already loaded when start(hook="triton") runs never
+    calls init_handle: start hands its facts over once."""
+    dot_kernel, _ = _kernels()
+    k = _compile(dot_kernel, {"a": "*fp16", "b": "*fp16", "c": "*fp32", "BM": "constexpr", "PRECISION": "constexpr"},
+                 {"BM": 64, "PRECISION": "tf32"}, 80, num_warps=4, num_stages=2)
+    k.module, k.n_regs, k.n_spills = object(), 72, 0  # as after Triton's _init_handles
+    k.name = "early_kernel"
+    sid = proton.start("early", backend="fake", hook="triton")
+    C._fake_add_device(0)
+    C._fake_launch("early_kernel", 1000)
+    proton.finalize(sid)
+    with open("early.hatchet") as f:
+        m = json.load(f)[0]["children"][0]["metrics"]
+    assert (m["triton.mma"], m["triton.n_regs"], m["triton.num_stages"]) == ("mma", 72, 2)

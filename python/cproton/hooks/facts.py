@@ -1,7 +1,7 @@
 """Compile facts of Triton kernels for the performance advisor
 (docs/advisor.md): read once per compiled kernel when Triton loads it
-(``knobs.runtime.kernel_load_end_hook``, the launch hook's ``init_handle``),
-never per launch, and handed to the C core (``_cproton.kernel_fact``), which
+(``knobs.runtime.kernel_load_end_hook``, the launch hook's ``init_handle``;
+kernels loaded before ``start`` once at ``start``), never per launch, and handed to the C core (``_cproton.kernel_fact``), which
 writes them on every frame of the kernel in the profile.
 
 From the kernel's metadata (``<name>.json`` of its ``metadata_group``):
@@ -92,7 +92,7 @@ def _read(metadata_group, suffix: str) -> str:
     return ""
 
 
-def collect(name: str, metadata_group: Dict[str, str]) -> Dict[str, object]:
+def collect(name: str, metadata_group: Dict[str, str], kernel=None) -> Dict[str, object]:
     """Only what the files give: a kernel without PTX (another backend) or
     without metadata gets no guessed facts."""
     md_text = _read(metadata_group, ".json")
@@ -100,7 +100,7 @@ def collect(name: str, metadata_group: Dict[str, str]) -> Dict[str, object]:
     ptx = _read(metadata_group, ".ptx")
     if ptx:
         facts.update(from_ir(ptx, _read(metadata_group, ".ttgir")))
-    ck = _compiled_kernel(metadata_group)
+    ck = kernel if kernel is not None else _compiled_kernel(metadata_group)
     for attr in ("n_regs", "n_spills"):
         value = getattr(ck, attr, None)
         if isinstance(value, int):
@@ -108,16 +108,34 @@ def collect(name: str, metadata_group: Dict[str, str]) -> Dict[str, object]:
     return facts
 
 
-def record(name: str, metadata_group: Dict[str, str]) -> None:
+def record(name: str, metadata_group: Dict[str, str], kernel=None) -> None:
     """Hands kernel `name`'s facts to the core. A failure never reaches the
     launch: it is reported once as a warning (the advisor then lists the
     rules that need these facts as unavailable)."""
     global _warned
     try:
-        for fact, value in collect(name, metadata_group).items():
+        for fact, value in collect(name, metadata_group, kernel).items():
             _cproton.kernel_fact(name, fact, value)
     except Exception as e:  # noqa: BLE001 - the user's launch must go on
         if not _warned:
             _warned = True
             _log.warn(f"compile facts of kernel {name!r} not recorded ({type(e).__name__}: {e}); "
                       "the advisor lists the rules that need them as unavailable")
+
+
+def record_loaded() -> None:
+    """Kernels Triton loaded before the hook was installed never reach
+    init_handle: at start() with the launch hook, every loaded
+    CompiledKernel (one pass over the garbage collector's objects, as
+    PC sampling's cubin hand-over does) gives its facts once."""
+    import gc
+    compiler = sys.modules.get("triton.compiler.compiler")
+    kind = getattr(compiler, "CompiledKernel", None) if compiler else None
+    if kind is None:
+        return
+    for obj in gc.get_objects():
+        if type(obj) is kind and getattr(obj, "module", None) is not None:
+            group = getattr(obj, "metadata_group", None)
+            name = getattr(obj, "name", None)
+            if isinstance(group, dict) and isinstance(name, str):
+                record(name, group, obj)
