@@ -69,6 +69,9 @@ def test_vector_widths_and_no_dot(aligned, bits):
 
 
 def test_ptx_parsing():
+    assert facts.from_ir("cp.async.cg.shared.global [ %r1 + 0 ], [ %rd2 + 0 ], 0x10, %r3;\n"
+                         "cp.async.cg.shared.global [ %r1 + 0 ], [ %rd2 + 0 ], 16, %r3;", "")["triton.ld_bits"] == 128
+    assert "triton.ld_bits" not in facts.from_ir("st.global.b32 [%rd1], %r1;", "")
     ptx = ("ld.global.v2.b32 {%r1, %r2}, [%rd1];\nld.global.L1::evict_last.b16 %h1, [%rd2];\n"
            "st.global.v4.b16 [%rd3], {%h1,%h2,%h3,%h4};\n.local .align 8 .b8 __local_depot0[48];\n"
            "cp.async.bulk.tensor.2d.shared::cluster.global [x], [y];\n")

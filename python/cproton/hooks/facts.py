@@ -9,7 +9,9 @@ num_warps, num_stages, num_ctas, shared; from the ``CompiledKernel`` that
 calls the hook (Triton passes no register counts to it): n_regs, n_spills;
 from its PTX and TTGIR: the MMA kind (wgmma / mma / tcgen05 / fma when a
 ``tt.dot`` got no tensor-core instruction / none), TMA use, the widest
-global load and store per thread in bits, and the local memory declared.
+global load (``ld.global`` or ``cp.async`` into shared memory) and store per
+thread in bits (absent when there is none, e.g. TMA only), and the local
+memory declared.
 Triton's MLIR remarks are not collected (they go to stderr while compiling,
 before any hook runs); ``triton.remarks`` stays absent.
 """
@@ -21,6 +23,7 @@ from typing import Dict, Optional
 from .. import _cproton, _log
 
 _ACCESS = re.compile(r"\b(ld|st)\.global((?:\.[\w:]+)*)")
+_CP_ASYNC = re.compile(r"\bcp\.async\.c[ag]\.shared(?:::\w+)?\.global[.\w:]*\s+\[[^\]]*\],\s*\[[^\]]*\],\s*(0x[0-9a-fA-F]+|\d+)")
 _LOCAL = re.compile(r"\.local\s+(?:\.align\s+\d+\s+)?\.\w+\s+\w+\[(\d+)\]")
 _DOT = re.compile(r"\btt\.dot\b|warp_group_dot|tc_gen5_mma|\btt\.dot_scaled\b")
 _warned = False
@@ -36,6 +39,8 @@ def _access_bits(ptx: str, kind: str) -> int:
         vec = next((int(p[1:]) for p in parts if re.fullmatch(r"v\d+", p)), 1)
         width = next((int(p[1:]) for p in reversed(parts) if re.fullmatch(r"[bfsu]\d+", p)), 0)
         best = max(best, vec * width)
+    if kind == "ld":  # loads pipelined through shared memory: cp.async of N bytes
+        best = max([best] + [8 * int(n, 0) for n in _CP_ASYNC.findall(ptx)])
     return best
 
 
@@ -51,13 +56,16 @@ def mma_kind(ptx: str, ttgir: str) -> str:
 
 def from_ir(ptx: str, ttgir: str) -> Dict[str, object]:
     """The facts the PTX and TTGIR of one kernel give."""
-    return {
+    out = {
         "triton.mma": mma_kind(ptx, ttgir),
         "triton.tma": int("cp.async.bulk.tensor" in ptx),
-        "triton.ld_bits": _access_bits(ptx, "ld"),
-        "triton.st_bits": _access_bits(ptx, "st"),
         "triton.local_bytes": sum(int(n) for n in _LOCAL.findall(ptx)),
     }
+    for kind in ("ld", "st"):  # absent when the kernel has none (TMA only)
+        bits = _access_bits(ptx, kind)
+        if bits:
+            out[f"triton.{kind}_bits"] = bits
+    return out
 
 
 def from_metadata(md: dict) -> Dict[str, object]:
