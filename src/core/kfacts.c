@@ -5,10 +5,12 @@
  *
  * Invariant: a fact, once set, never changes (the first launch or compile
  * wins), so every profile written later shows the same facts. Warm path:
- * cp_kfacts_launch_note runs per CUPTI kernel record (a lock, a hash of the
- * name, no allocation once the kernel is in the table); the rest runs once
- * per compiled kernel or at finalize. */
+ * cp_kfacts_launch_note runs per CUPTI kernel record: a record seen before
+ * (same name string, same configuration) costs a per-thread cache probe and
+ * a strcmp; a new one a lock and a hash of the name. The rest runs once per
+ * compiled kernel or at finalize. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +49,20 @@ typedef struct kernel {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static kernel *table;
 static size_t cap, used;
+
+/* What each thread last noted, by the address of the kernel's name: CUPTI
+ * shares one name string among all records of a kernel, so a record whose
+ * name and configuration were noted before is done without the lock or a
+ * hash of the name (~100 bytes for C++ kernels). `copy` (the table's own
+ * name, which never moves) guards against a name address reused by another
+ * kernel; `gen` against cp_kfacts_reset. */
+typedef struct seen {
+  const char *ptr, *copy;
+  uint64_t config;
+  unsigned gen;
+} seen;
+static _Thread_local seen cache[64];
+static _Atomic unsigned generation = 1;
 
 static uint64_t hash_of(const char *s) {
   uint64_t h = 0xcbf29ce484222325ull;
@@ -96,12 +112,16 @@ static void put(kernel *k, int f, int64_t v) {
     k->v[f] = v, k->set |= 1u << f;
 }
 
-static void count_config(kernel *k, const cp_kfacts_launch *l) {
+static uint64_t config_of(const cp_kfacts_launch *l) {
   uint64_t h = 0xcbf29ce484222325ull;
   const uint32_t w[7] = {l->grid[0], l->grid[1], l->grid[2], l->block[0],
                          l->block[1], l->block[2], (uint32_t)l->smem_dynamic};
   for (int i = 0; i < 7; i++)
     h = (h ^ w[i]) * 0x100000001b3ull;
+  return h;
+}
+
+static void count_config(kernel *k, uint64_t h) {
   for (uint32_t i = 0; i < k->n_configs; i++)
     if (k->configs[i] == h)
       return;
@@ -113,6 +133,12 @@ static void count_config(kernel *k, const cp_kfacts_launch *l) {
 int cp_kfacts_launch_note(const char *kernel_name, const cp_kfacts_launch *l) {
   if (!kernel_name || !l)
     return CPROTON_EINVAL;
+  uint64_t config = config_of(l);
+  unsigned gen = atomic_load_explicit(&generation, memory_order_relaxed);
+  seen *c = &cache[((uintptr_t)kernel_name >> 4) & 63];
+  if (c->ptr == kernel_name && c->config == config && c->gen == gen &&
+      !strcmp(c->copy, kernel_name))
+    return CPROTON_OK; /* nothing new: first values kept, config counted */
   pthread_mutex_lock(&mu);
   kernel *k = find_or_add(kernel_name);
   if (k) {
@@ -120,7 +146,8 @@ int cp_kfacts_launch_note(const char *kernel_name, const cp_kfacts_launch *l) {
     put(k, 2, l->smem_dynamic), put(k, 3, l->local_bytes);
     put(k, 4, (int64_t)l->grid[0] * l->grid[1] * l->grid[2]);
     put(k, 5, (int64_t)l->block[0] * l->block[1] * l->block[2]);
-    count_config(k, l);
+    count_config(k, config);
+    *c = (seen){kernel_name, k->name, config, gen};
   }
   pthread_mutex_unlock(&mu);
   return k ? CPROTON_OK : CPROTON_ENOMEM;
@@ -183,5 +210,6 @@ void cp_kfacts_reset(void) {
   }
   free(table);
   table = NULL, cap = used = 0;
+  atomic_fetch_add(&generation, 1); /* every thread's cache is stale */
   pthread_mutex_unlock(&mu);
 }

@@ -53,6 +53,26 @@ Test(core_kfacts, first_value_kept_and_configs_counted, .init = reset) {
   cr_assert_eq(cp_kfacts_get("other", f), 0);
 }
 
+/* The per-thread cache of noted (name, configuration) pairs: a new
+ * configuration of a cached name is still counted, and after a reset the
+ * same name string is noted afresh (not skipped as seen). */
+Test(core_kfacts, cache_counts_new_configs_and_forgets_on_reset, .init = reset) {
+  static const char name[] = "cached_kernel";
+  cp_kfacts_launch a = launch(40, 10, 128), b = launch(40, 11, 128);
+  cp_kfact f[CP_KFACTS_MAX];
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(cp_kfacts_launch_note(name, &a), CPROTON_OK);
+  cr_assert_eq(cp_kfacts_launch_note(name, &b), CPROTON_OK);
+  cr_assert_eq(cp_kfacts_launch_note(name, &a), CPROTON_OK);
+  size_t n = cp_kfacts_get(name, f);
+  cr_assert_eq(find(f, n, "kernel.configs")->value, 2);
+  cp_kfacts_reset();
+  cr_assert_eq(cp_kfacts_launch_note(name, &a), CPROTON_OK);
+  n = cp_kfacts_get(name, f);
+  cr_assert_not_null(find(f, n, "kernel.regs"), "noted again after the reset");
+  cr_assert_eq(find(f, n, "kernel.configs")->value, 1);
+}
+
 Test(core_kfacts, configs_saturate, .init = reset) {
   for (uint32_t g = 1; g <= 2 * CP_KFACTS_MAX_CONFIGS; g++) {
     cp_kfacts_launch l = launch(32, g, 64);
