@@ -95,6 +95,31 @@ Test(core_kfacts, bad_facts_refused, .init = reset) {
   cr_assert_eq(cp_kfacts_get("k", f), 0);
 }
 
+/* The session's profile in `format`: k's two frames carry its facts. */
+static void expect_facts_on_k(int sid, const char *format) {
+  char *buf = NULL;
+  size_t len = 0;
+  cr_assert_eq(cproton_session_data(sid, 0, format, &buf, &len), CPROTON_OK);
+  cproton_profile *p;
+  cr_assert_eq(cproton_profile_parse(buf, len, "kf", &p), CPROTON_OK, "%s",
+               cproton_last_error());
+  int with = 0;
+  for (uint32_t i = 0; i < cproton_profile_node_count(p); i++) {
+    cproton_metric_value v, m;
+    if (cproton_profile_node_metric_by_name(p, i, "kernel.regs", &v))
+      continue;
+    with++;
+    cr_assert_str_eq(cproton_profile_node_name(p, i), "k");
+    cr_assert_eq(v.i, 40);
+    cr_assert_eq(cproton_profile_node_metric_by_name(p, i, "triton.mma", &m),
+                 CPROTON_OK);
+    cr_assert_str_eq(m.s, "mma");
+  }
+  cr_assert_eq(with, 2, "%s: the two frames of k, not ROOT nor other", format);
+  cproton_profile_close(p);
+  free(buf);
+}
+
 /* The facts of "k" on both of its frames, once, whatever the launches. */
 Test(core_kfacts, written_once_per_kernel_frame, .init = reset) {
   int sid = cpt_start_session(cpt_tmp_path("kf"), "fake", NULL, NULL);
@@ -110,27 +135,7 @@ Test(core_kfacts, written_once_per_kernel_frame, .init = reset) {
     cr_assert_eq(cp_fake_launch("other", 100, 0, 7), CPROTON_OK);
     cr_assert_eq(cproton_scope_exit(s ? "b" : "a"), CPROTON_OK);
   }
-  char *buf = NULL;
-  size_t len = 0;
-  cr_assert_eq(cproton_session_data(sid, 0, "hatchet", &buf, &len), CPROTON_OK);
-  cproton_profile *p;
-  cr_assert_eq(cproton_profile_parse(buf, len, "kf", &p), CPROTON_OK, "%s",
-               cproton_last_error());
-  int with = 0;
-  for (uint32_t i = 0; i < cproton_profile_node_count(p); i++) {
-    cproton_metric_value v, m;
-    int has = !cproton_profile_node_metric_by_name(p, i, "kernel.regs", &v);
-    if (!has)
-      continue;
-    with++;
-    cr_assert_str_eq(cproton_profile_node_name(p, i), "k");
-    cr_assert_eq(v.i, 40);
-    cr_assert_eq(cproton_profile_node_metric_by_name(p, i, "triton.mma", &m),
-                 CPROTON_OK);
-    cr_assert_str_eq(m.s, "mma");
-  }
-  cr_assert_eq(with, 2, "the two frames of k, not ROOT nor other");
-  cproton_profile_close(p);
-  free(buf);
+  expect_facts_on_k(sid, "hatchet");
+  expect_facts_on_k(sid, "hatchet_msgpack");
   cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
 }
