@@ -1,5 +1,6 @@
 /* tools/viewer/advise.c -- the advisor's driver (docs/advisor.md): finds
- * the kernel frames of every profile (frames with `device_id`), joins them
+ * the kernel frames of every profile (frames with `device_id`, not
+ * intra-kernel scopes), joins them
  * by call path (a hash of the frame names from the root), gathers their
  * facts (compile facts, time, FLOPs and bytes, PC samples of their source
  * lines), lends per-kernel facts between kernels of one name, runs every
@@ -35,7 +36,7 @@ static const char *const sfact_names[AS_N] = {"triton.mma", "triton.remarks",
 
 /* Metric keys of one profile (UINT32_MAX: absent). */
 typedef struct keys {
-  uint32_t f[AF_N], s[AS_N], device_id;
+  uint32_t f[AF_N], s[AS_N], device_id, cycles;
 } keys;
 
 static uint32_t key_of(const cproton_profile *p, const char *name) {
@@ -50,6 +51,7 @@ static void find_keys(const cproton_profile *p, keys *k) {
   for (int i = 0; i < AS_N; i++)
     k->s[i] = key_of(p, sfact_names[i]);
   k->device_id = key_of(p, "device_id");
+  k->cycles = key_of(p, "cycles");
 }
 
 /* A finite, non-negative number or NaN: facts are counts and sizes. */
@@ -194,8 +196,11 @@ static int scan(run *r, const cproton_profile *p) {
     path[i] = hash_str(ok_par ? path[par] : 0xcbf29ce484222325ull, name);
     owner[i] = ok_par ? owner[par] : UINT32_MAX;
     int is_line = strchr(name, '@') && !isnan(num(p, i, ks.f[AF_SAMPLES]));
-    int is_kernel = !is_line && (!isnan(num(p, i, ks.device_id)) ||
-                                 str(p, i, ks.device_id));
+    /* intra-kernel scopes carry device_id too: below a kernel frame, or
+     * with `cycles` (Proton leaves their kernel frame without metrics) */
+    int is_kernel = !is_line && owner[i] == UINT32_MAX &&
+                    isnan(num(p, i, ks.cycles)) &&
+                    (!isnan(num(p, i, ks.device_id)) || str(p, i, ks.device_id));
     if (is_kernel) {
       uint32_t *slot = table_slot(&r->paths, path[i]);
       if (*slot == UINT32_MAX && r->n < r->cap)
