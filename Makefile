@@ -18,8 +18,9 @@ ASAN_CLANG_BUILD ?= build-asan-clang
 MSAN_BUILD ?= build-msan
 FUZZ_BUILD ?= build-fuzz
 # The parsers fuzzed by `make fuzz`: PTX, profiles (Hatchet JSON, MessagePack),
-# Perfetto merge, and the instrumentation buffer decoder; each for FUZZ_SECONDS.
-FUZZ_TARGETS ?= ptx_fuzz hatchet_read_fuzz hatchet_msgpack_fuzz perfetto_merge_fuzz decode_fuzz
+# Perfetto merge, the instrumentation buffer decoder and the advisor's input;
+# each for FUZZ_SECONDS.
+FUZZ_TARGETS ?= ptx_fuzz hatchet_read_fuzz hatchet_msgpack_fuzz perfetto_merge_fuzz decode_fuzz advise_fuzz
 FUZZ_SECONDS ?= 60
 # What MemorySanitizer can check (every linked library must be instrumented;
 # Criterion, jansson and Python are not): the fuzz-corpus replays and the

@@ -1,5 +1,7 @@
 /* viewer_bench.c -- load + render time and peak RSS for a synthetic 1M-node
- * profile (target: < 1 s, < 500 MB).
+ * profile (target: < 1 s, < 500 MB), and the advisor on it (--advise,
+ * target < 2 s: issue 26; every kernel has FLOPs and bytes, so the roofline
+ * rules fire on most of them and the report is long).
  *
  * usage: viewer_bench [VIEWER_BINARY] [NODES]
  * Writes a Proton-shaped profile (ROOT -> scopes -> kernels, 4 metrics per
@@ -84,8 +86,9 @@ int main(int argc, char **argv) {
          cproton_profile_node_count(p), rss_kb() / 1024.0);
   cproton_profile_close(p);
   if (argc > 1) {
-    const char *modes[][4] = {{"-m", "time/ms", NULL}, {"-m", "util,tflop16/s", NULL}};
-    for (int m = 0; m < 2; m++) {
+    const char *modes[][4] = {{"-m", "time/ms", NULL}, {"-m", "util,tflop16/s", NULL},
+                              {"--advise", "--json", NULL}};
+    for (int m = 0; m < 3; m++) {
       fflush(stdout);
       double s = now();
       pid_t pid = fork();
@@ -99,7 +102,7 @@ int main(int argc, char **argv) {
       int status;
       struct rusage ru;
       wait4(pid, &status, 0, &ru);
-      printf("viewer %s %s: %.3f s (load + derive + render), max RSS %.1f MB,"
+      printf("viewer %s %s: %.3f s (load + derive/advise + render), max RSS %.1f MB,"
              " exit %d\n", modes[m][0], modes[m][1], now() - s,
              ru.ru_maxrss / 1024.0, WEXITSTATUS(status));
     }

@@ -378,6 +378,20 @@ CPROTON_API int cproton_state_exit(void);
 CPROTON_API int cproton_op_enter(const char *name);
 CPROTON_API int cproton_op_exit(void);
 
+/* ---- kernel facts --------------------------------------------------------- */
+
+/* Records a compile fact of kernel `kernel` for the performance advisor
+ * (docs/advisor.md): `fact` is one of the "triton.*" names there
+ * ("triton.num_warps", "triton.mma", ...); `text` is the value of a text
+ * fact ("triton.mma", "triton.remarks", "triton.config"; NULL otherwise)
+ * and `value` that of a numeric one. A fact already recorded keeps its
+ * first value. Every profile written afterwards carries the kernel's facts
+ * on each frame of a kernel of that name. Call once per compiled kernel,
+ * not per launch. Returns CPROTON_OK, CPROTON_EINVAL (unknown fact, wrong
+ * kind, NULL kernel; message set) or CPROTON_ENOMEM. Any thread. */
+CPROTON_API int cproton_kernel_fact(const char *kernel, const char *fact,
+                                    int64_t value, const char *text);
+
 /* ---- context sources ---------------------------------------------------- */
 
 /* Interns a frame name ("file:line@function") and gives its id; ids are

@@ -23,6 +23,7 @@ from .profile import (
     DEFAULT_PROFILE_NAME,
 )
 from . import context, specs, mode, data, knobs, metric, _rocm
+from .advise import advise  # the performance advisor (docs/advisor.md)
 from ._rocm import configure_runtime  # Proton 3.9 exports it (ROCm setup; nothing to do here)
 
 __version__ = _cproton.version

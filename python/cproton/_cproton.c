@@ -854,6 +854,29 @@ static int set_launch_vars(PyObject *name) {
   return t2 ? 0 : -1;
 }
 
+/* kernel_fact(kernel, fact, value): a compile fact for the advisor
+ * (cproton_kernel_fact); value is an int, or a str for text facts. */
+static PyObject *py_kernel_fact(PyObject *m, PyObject *args) {
+  const char *kernel, *fact;
+  PyObject *value;
+  (void)m;
+  if (!PyArg_ParseTuple(args, "ssO:kernel_fact", &kernel, &fact, &value))
+    return NULL;
+  int rc;
+  if (PyUnicode_Check(value)) {
+    const char *text = PyUnicode_AsUTF8(value);
+    if (!text)
+      return NULL;
+    rc = cproton_kernel_fact(kernel, fact, 0, text);
+  } else {
+    long long v = PyLong_AsLongLong(value);
+    if (v == -1 && PyErr_Occurred())
+      return NULL;
+    rc = cproton_kernel_fact(kernel, fact, v, NULL);
+  }
+  return rc == CPROTON_OK ? Py_NewRef(Py_None) : raise_status(rc);
+}
+
 static PyObject *py_set_launch_vars(PyObject *m, PyObject *args) {
   PyObject *op, *id;
   if (!PyArg_ParseTuple(args, "O!O!:set_launch_vars", &PyContextVar_Type, &op,
@@ -1282,6 +1305,9 @@ static PyObject *py_shutdown(PyObject *m, PyObject *unused) {
 }
 
 static PyMethodDef methods[] = {
+    {"kernel_fact", py_kernel_fact, METH_VARARGS,
+     "kernel_fact(kernel, fact, value): a compile fact for the advisor "
+     "(docs/advisor.md); int or str value; the first value is kept"},
     {"set_launch_vars", py_set_launch_vars, METH_VARARGS,
      "set_launch_vars(op_name, id): the ContextVars each hooked launch sets"},
     {"start", (PyCFunction)(void (*)(void))py_start,

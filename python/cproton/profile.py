@@ -24,6 +24,7 @@ from typing import Optional, Union
 from . import _compat, _cproton, _log, knobs, metric
 from .flags import flags
 from .hooks import HookManager, LaunchHook, InstrumentationHook
+from .hooks import facts
 from .hooks.hook import Hook
 from .hooks.instrumentation import check_mode as check_instrumentation_mode
 from .mode import BaseMode
@@ -208,6 +209,8 @@ def start(
         HookManager.register(hook, session)
     elif hook in ("triton", "launch"):
         HookManager.register(LaunchHook(), session)
+    if isinstance(hook, LaunchHook) or hook in ("triton", "launch"):
+        facts.record_loaded()  # the advisor's facts of kernels loaded before start
     if instr_hook is not None:
         HookManager.register(instr_hook, session)
     if mode_str and mode_str.lower().startswith("pcsampling"):

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/strtab.h"
+#include "core/kfacts.h"
 #include "io/hatchet_tree.h"
 
 static int kept(const cp_hatchet_tree *t, const cp_node *n) {
@@ -174,9 +175,27 @@ static void put(cp_hatchet_entry *out, size_t *k, size_t n_fixed,
   out[(*k)++] = e;
 }
 
+/* The kernel's compile and launch facts (core/kfacts.h), written once per
+ * kernel frame whatever the number of launches: the table keeps one value
+ * per kernel name. A flexible metric of the same name wins. */
+static size_t add_facts(const cp_node *n, cp_hatchet_entry *out, size_t k,
+                        size_t n_fixed) {
+  cp_kfact f[CP_KFACTS_MAX];
+  size_t nf = cp_kfacts_get(cp_strtab_str(n->name), f);
+  for (size_t i = 0; i < nf; i++) {
+    int dup = 0;
+    for (size_t j = n_fixed; j < k; j++)
+      dup |= !strcmp(out[j].name, f[i].name);
+    if (!dup)
+      out[k++] = f[i].str ? str_entry(f[i].name, f[i].str)
+                          : int_entry(f[i].name, f[i].value);
+  }
+  return k;
+}
+
 size_t cp_hatchet_tree_capacity(const cp_hatchet_tree *t, const cp_node *n) {
   const cp_node_metrics *m = cp_data_metrics(t->d, n);
-  return CP_HATCHET_FIXED_ENTRIES + (m ? m->n_flex : 0) +
+  return CP_HATCHET_FIXED_ENTRIES + CP_KFACTS_MAX + (m ? m->n_flex : 0) +
          (n->id == 0 ? t->n_root_zero : 0);
 }
 
@@ -207,6 +226,8 @@ size_t cp_hatchet_tree_metrics(const cp_hatchet_tree *t, const cp_node *n,
   }
   for (size_t i = 0; n->id == 0 && i < t->n_root_zero; i++)
     put(out, &k, *n_fixed_out, int_entry(cp_strtab_str(t->root_zero[i]), 0));
+  if (m && m->has_kernel && n->id != 0) /* per-kernel facts (docs/advisor.md) */
+    k = add_facts(n, out, k, *n_fixed_out);
   qsort(out + *n_fixed_out, k - *n_fixed_out, sizeof *out, by_name);
   return k;
 }

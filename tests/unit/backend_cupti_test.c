@@ -23,6 +23,7 @@
 #include "backend/cupti/stats.h"
 #include "core/clock.h"
 #include "core/device.h"
+#include "core/kfacts.h"
 #include "core/session.h"
 #include "cproton/cproton.h"
 #include "testutil.h"
@@ -246,6 +247,44 @@ Test(backend_cupti, kernels_land_under_scopes, .init = setup,
   cr_assert_eq(atomic_load(&st.stats.unattributed), 0);
   cr_assert_eq(atomic_load(&st.stats.kernels), 5);
   json_decref(p);
+}
+
+/* Each kernel record's registers, shared and local memory, grid and block
+ * become the kernel's facts (issue 26): the first record's values, written
+ * once on the kernel's frame, with the distinct configurations counted. */
+Test(backend_cupti, kernel_records_give_kernel_facts, .init = setup,
+     .fini = teardown) {
+  cp_kfacts_reset();
+  const char *path = cpt_tmp_path("cupti_facts");
+  int sid = start(path, NULL);
+  buffer b = {.n = 0};
+  for (uint32_t c = 1; c <= 3; c++)
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, c);
+  for (uint32_t c = 1; c <= 3; c++) {
+    add_kernel(&b, "facts_k", c, 1000 * c, 100, 0, 7);
+    krec *k = &b.recs[b.n - 1];
+    k->registersPerThread = c == 1 ? 168 : 40;
+    k->staticSharedMemory = 2048;
+    k->dynamicSharedMemory = 65536;
+    k->localMemoryPerThread = 24;
+    k->gridX = c == 3 ? 64 : 132, k->gridY = 2, k->gridZ = 1;
+    k->blockX = 256, k->blockY = 1, k->blockZ = 1;
+  }
+  cr_assert_eq(process(&b), 3);
+  json_t *p = finalize(sid, path, ".hatchet");
+  json_t *k = node_at(p, PATH("facts_k"));
+  cr_assert_eq(metric(k, "count"), 3);
+  cr_assert_eq(metric(k, "kernel.regs"), 168);
+  cr_assert_eq(metric(k, "kernel.smem_static"), 2048);
+  cr_assert_eq(metric(k, "kernel.smem_dynamic"), 65536);
+  cr_assert_eq(metric(k, "kernel.local_bytes"), 24);
+  cr_assert_eq(metric(k, "kernel.grid"), 264);
+  cr_assert_eq(metric(k, "kernel.block"), 256);
+  cr_assert_eq(metric(k, "kernel.configs"), 2);
+  cr_assert_null(json_object_get(json_object_get(json_array_get(p, 0), "metrics"),
+                                 "kernel.regs"), "ROOT has no facts");
+  json_decref(p);
+  cp_kfacts_reset();
 }
 
 Test(backend_cupti, unknown_ids_are_counted_and_kept, .init = setup,

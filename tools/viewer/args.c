@@ -52,13 +52,16 @@ void vw_usage(FILE *f) {
       "      --svg OUT.svg       also draw an icicle flame graph: width = the\n"
       "                          first metric, colour = frame kind\n"
       "      --ranks             merge the FILEs as ranks (even just one)\n"
+      "      --advise [--json]   ranked performance findings for the kernels of\n"
+      "                          the FILEs (one program's profiles, joined by\n"
+      "                          call path); docs/advisor.md\n"
       "      --merge-traces OUT  write the Perfetto traces IN... as one trace\n"
       "                          with a process track group per rank\n",
       f);
 }
 
 enum { O_SORTED = 256, O_DIFF, O_NOCOLOR, O_COLOR, O_DEMANGLE, O_SVG, O_LINES,
-       O_RANKS, O_MERGE_TRACES };
+       O_RANKS, O_MERGE_TRACES, O_ADVISE, O_JSON };
 
 static const struct option long_opts[] = {
     {"list", no_argument, 0, 'l'},
@@ -78,6 +81,8 @@ static const struct option long_opts[] = {
     {"lines", optional_argument, 0, O_LINES},
     {"ranks", no_argument, 0, O_RANKS},
     {"merge-traces", required_argument, 0, O_MERGE_TRACES},
+    {"advise", no_argument, 0, O_ADVISE},
+    {"json", no_argument, 0, O_JSON},
     {"help", no_argument, 0, 'h'},
     {0, 0, 0, 0}};
 
@@ -132,6 +137,8 @@ static int one_option(int c, char **argv, vw_args *a) {
   case O_LINES: return lines_option(optarg, a);
   case O_RANKS: a->ranks = 1; return 0;
   case O_MERGE_TRACES: a->merge_traces = optarg; return 0;
+  case O_ADVISE: a->advise = 1; return 0;
+  case O_JSON: a->json = 1; return 0;
   case 't':
   case 'd': return number_option(c, optarg, a);
   case 'h': return 1;
@@ -189,5 +196,12 @@ int vw_parse_args(int argc, char **argv, vw_args *a) {
     return vw_fail("--svg draws one profile's tree; it cannot be combined "
                    "with several files, --ranks, --list, --lines or "
                    "--merge-traces");
+  if (a->json && !a->advise)
+    return vw_fail("--json is the --advise output's form; give --advise too");
+  if (a->advise && (a->list || a->lines || a->svg || a->diff || a->ranks ||
+                    a->merge_traces || a->metrics || a->output))
+    return vw_fail("--advise reads the profiles whole; it cannot be combined "
+                   "with -l, -m, -o, --lines, --svg, --diff-profile, --ranks "
+                   "or --merge-traces");
   return check_choices(a);
 }

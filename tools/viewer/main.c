@@ -4,6 +4,7 @@
  *                  [--print-sorted] [--diff-profile OTHER] [--no-color]
  *                  [--demangle] [--output tree|folded|json|csv]
  *                  [--svg OUT.svg] [--lines[=N]] [--ranks] FILE [MORE...]
+ *   cproton-viewer --advise [--json] FILE [MORE...]
  *   cproton-viewer --merge-traces OUT.pftrace IN.pftrace...
  *
  * Concern: command line and the order of steps (load, derive, filter, diff,
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "advise.h"
 #include "viewer.h"
 
 #define MAX_METRICS 16
@@ -235,6 +237,30 @@ static int run_merge_traces(const vw_args *a) {
   return 0;
 }
 
+/* --advise: every profile that opens is advised on; one that does not is
+ * named on stderr and skipped (the advice covers the others). */
+static int run_advise(const vw_args *a) {
+  const cproton_profile **ps = calloc((size_t)a->n_files, sizeof *ps);
+  int n = 0, rc = -1;
+  if (!ps)
+    return vw_fail("out of memory");
+  for (int i = 0; i < a->n_files; i++) {
+    cproton_profile *p;
+    if (cproton_profile_open(a->files[i], &p) == CPROTON_OK)
+      ps[n++] = p;
+    else
+      fprintf(stderr, "cproton-viewer: %s (skipped)\n", cproton_last_error());
+  }
+  if (n == 0)
+    vw_fail("--advise: no profile could be read");
+  else
+    rc = vw_advise(ps, n, a->json, stdout);
+  for (int i = 0; i < n; i++)
+    cproton_profile_close((cproton_profile *)ps[i]);
+  free(ps);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   static char outbuf[1 << 16];
   setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
@@ -250,6 +276,8 @@ int main(int argc, char **argv) {
   }
   if (a.merge_traces)
     rc = run_merge_traces(&a);
+  else if (a.advise)
+    rc = run_advise(&a);
   else if (a.n_files > 1 || a.ranks)
     rc = run_merge(&a);
   else

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "advise.h"
 #include "viewer.h"
 
 static const struct {
@@ -25,18 +26,18 @@ static int amd_entry(const char *arch) {
 }
 
 /* specs.max_flops(); -1 with vw_errmsg for unknown devices. */
-static int max_flops(const vw_tree *t, const cproton_device_info *d,
+static int max_flops(const char *file, const cproton_device_info *d,
                      int width, double *out) {
   double w = width / 8.0, sms = d->num_sms, clk = d->clock_rate_khz;
   if (!strcmp(d->type, "HIP")) {
     int a = amd_entry(d->arch);
     if (a < 0)
-      return vw_fail("%s: util: unsupported AMD arch \"%s\"", t->file, d->arch);
+      return vw_fail("%s: util: unsupported AMD arch \"%s\"", file, d->arch);
     *out = amd[a].fp8_flops_per_clock_per_cu * sms * clk * 1e3 / w;
     return 0;
   }
   if (strcmp(d->type, "CUDA"))
-    return vw_fail("%s: util: unsupported device type \"%s\"", t->file,
+    return vw_fail("%s: util: unsupported device type \"%s\"", file,
                    d->type);
   if (!strcmp(d->arch, "80"))
     *out = 624e12 / w;
@@ -47,12 +48,12 @@ static int max_flops(const vw_tree *t, const cproton_device_info *d,
   else if (!strcmp(d->arch, "100"))
     *out = (sms * 16384 * (clk / 1e3) * 1e6) / w;
   else
-    return vw_fail("%s: util: unsupported CUDA arch \"%s\"", t->file, d->arch);
+    return vw_fail("%s: util: unsupported CUDA arch \"%s\"", file, d->arch);
   return 0;
 }
 
 /* specs.max_bps(). */
-static int max_bps(const vw_tree *t, const cproton_device_info *d,
+static int max_bps(const char *file, const cproton_device_info *d,
                    double *out) {
   if (!strcmp(d->type, "CUDA")) {
     *out = 2 * d->bus_width_bits * d->memory_clock_rate_khz * 1e3 / 8;
@@ -60,10 +61,15 @@ static int max_bps(const vw_tree *t, const cproton_device_info *d,
   }
   int a = strcmp(d->type, "HIP") ? -1 : amd_entry(d->arch);
   if (a < 0)
-    return vw_fail("%s: util: no peak bandwidth for %s arch \"%s\"", t->file,
+    return vw_fail("%s: util: no peak bandwidth for %s arch \"%s\"", file,
                    d->type, d->arch);
   *out = amd[a].bps;
   return 0;
+}
+
+int vw_device_peaks(const char *file, const cproton_device_info *d, int width,
+                    double *flops, double *bps) {
+  return max_flops(file, d, width, flops) || max_bps(file, d, bps) ? -1 : 0;
 }
 
 static int has_column(const vw_tree *t, const char *name) {
@@ -87,7 +93,7 @@ static int add_device(vw_tree *t, const cproton_device_info *d,
       continue;
     double peak = 0;
     int c = vw_col_get(t, name);
-    if (c < 0 || max_flops(t, d, widths[k], &peak))
+    if (c < 0 || max_flops(t->file, d, widths[k], &peak))
       return -1;
     for (uint32_t i = 0; i < t->n; i++) {
       const char *id = ids[i];
@@ -97,7 +103,7 @@ static int add_device(vw_tree *t, const cproton_device_info *d,
     }
   }
   double peak = 0;
-  if (max_bps(t, d, &peak))
+  if (max_bps(t->file, d, &peak))
     return -1;
   int c = has_column(t, "bytes") ? vw_col_get(t, "bytes") : -1;
   for (uint32_t i = 0; i < t->n; i++) {

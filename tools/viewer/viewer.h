@@ -51,6 +51,7 @@ typedef struct vw_args {
   char **files;        /* every positional FILE (files[0] == file) */
   int n_files, ranks;  /* ranks: merge even one file (--ranks) */
   char *merge_traces;  /* --merge-traces OUT: the files are .pftrace */
+  int advise, json;    /* --advise [--json]: the advisor (advise.c) */
 } vw_args;
 
 /* Parses argv (argv[0] is the program) into *out. Returns 0, 1 when

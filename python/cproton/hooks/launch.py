@@ -32,6 +32,7 @@ from typing import Optional
 
 from .. import _cproton
 from ..state import COMPUTE_METADATA_SCOPE_NAME  # noqa: F401 (Proton 3.6's place for it)
+from . import facts
 from .hook import Hook
 
 op_name = ContextVar("op_name", default=None)
@@ -137,7 +138,9 @@ class LaunchHook(Hook):
         set_filter(include, exclude, anchored=True)
 
     def init_handle(self, module, function, name: str, metadata_group: dict, hash: str) -> None:
-        pass
+        """Once per loaded kernel: its compile facts for the advisor
+        (hooks/facts.py, docs/advisor.md); nothing per launch."""
+        facts.record(name, metadata_group)
 
     def activate(self):
         _register_lazy_dict()

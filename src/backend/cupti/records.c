@@ -12,6 +12,7 @@
 #include "backend/cupti/adaptive.h"
 #include "backend/cupti/lazy.h"
 #include "backend/cupti/records.h"
+#include "core/kfacts.h"
 #include "core/log.h"
 #include "core/session.h"
 #include "core/tmetric.h"
@@ -144,11 +145,30 @@ static uint32_t threads_of(const kernel_record *k) {
   return n > 0 && n <= UINT32_MAX ? (uint32_t)n : 0;
 }
 
+/* The kernel's launch facts for the advisor (core/kfacts.h): kept once per
+ * kernel name, the distinct configurations counted. */
+static void note_facts(const kernel_record *k) {
+  cp_kfacts_launch l = {
+      .regs = k->registersPerThread,
+      .smem_static = k->staticSharedMemory,
+      .smem_dynamic = k->dynamicSharedMemory,
+      .local_bytes = k->localMemoryPerThread,
+      .grid = {k->gridX > 0 ? (uint32_t)k->gridX : 0,
+               k->gridY > 0 ? (uint32_t)k->gridY : 0,
+               k->gridZ > 0 ? (uint32_t)k->gridZ : 0},
+      .block = {k->blockX > 0 ? (uint32_t)k->blockX : 0,
+                k->blockY > 0 ? (uint32_t)k->blockY : 0,
+                k->blockZ > 0 ? (uint32_t)k->blockZ : 0}};
+  if (k->name)
+    cp_kfacts_launch_note(k->name, &l);
+}
+
 static void on_kernel(cp_cupti_state *st, const CUpti_Activity *rec) {
   const kernel_record *k = (const kernel_record *)rec;
   if (k->graphId && st->graph_level)
     return; /* graph-level mode: the graph's own record counts it */
   cp_records_note_device(st, k->deviceId);
+  note_facts(k);
   cp_launch_site site;
   if (!site_of(st, k, &site))
     return;

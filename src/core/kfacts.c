@@ -1,0 +1,215 @@
+/* core/kfacts.c -- the table of facts per kernel name (core/kfacts.h):
+ * an open-addressing hash table of kernels under one mutex, each with a
+ * value and a "set" bit per fact of the fact table below, and the hashes
+ * of the distinct launch configurations seen (to count them).
+ *
+ * Invariant: a fact, once set, never changes (the first launch or compile
+ * wins), so every profile written later shows the same facts. Warm path:
+ * cp_kfacts_launch_note runs per CUPTI kernel record: a record seen before
+ * (same name string, same configuration) costs a per-thread cache probe and
+ * a strcmp; a new one a lock and a hash of the name. The rest runs once per
+ * compiled kernel or at finalize. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "cproton/cproton.h"
+#include "core/kfacts.h"
+
+/* The facts, as data: name and whether it holds text (docs/advisor.md). */
+static const struct {
+  const char *name;
+  int is_str;
+} facts[] = {
+    {"kernel.regs", 0},       {"kernel.smem_static", 0},
+    {"kernel.smem_dynamic", 0}, {"kernel.local_bytes", 0},
+    {"kernel.grid", 0},       {"kernel.block", 0},
+    {"kernel.configs", 0},    {"triton.num_warps", 0},
+    {"triton.num_stages", 0}, {"triton.num_ctas", 0},
+    {"triton.shared", 0},     {"triton.n_regs", 0},
+    {"triton.n_spills", 0},   {"triton.tma", 0},
+    {"triton.ld_bits", 0},    {"triton.st_bits", 0},
+    {"triton.local_bytes", 0}, {"triton.mma", 1},
+    {"triton.remarks", 1},    {"triton.config", 1}};
+enum { N_FACTS = sizeof facts / sizeof *facts, F_CONFIGS = 6 };
+_Static_assert(N_FACTS <= CP_KFACTS_MAX, "cp_kfacts_get's out is too small");
+
+typedef struct kernel {
+  char *name; /* NULL: a free slot */
+  uint64_t hash;
+  uint32_t set; /* bit per fact */
+  int64_t v[N_FACTS];
+  char *s[N_FACTS];
+  uint64_t configs[CP_KFACTS_MAX_CONFIGS];
+  uint32_t n_configs;
+} kernel;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static kernel *table;
+static size_t cap, used;
+
+/* What each thread last noted, by the address of the kernel's name: CUPTI
+ * shares one name string among all records of a kernel, so a record whose
+ * name and configuration were noted before is done without the lock or a
+ * hash of the name (~100 bytes for C++ kernels). `copy` (the table's own
+ * name, which never moves) guards against a name address reused by another
+ * kernel; `gen` against cp_kfacts_reset. */
+typedef struct seen {
+  const char *ptr, *copy;
+  uint64_t config;
+  unsigned gen;
+} seen;
+static _Thread_local seen cache[64];
+static _Atomic unsigned generation = 1;
+
+static uint64_t hash_of(const char *s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (; *s; s++)
+    h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+  return h;
+}
+
+static kernel *slot(kernel *t, size_t c, const char *name, uint64_t h) {
+  size_t i = h & (c - 1);
+  while (t[i].name && (t[i].hash != h || strcmp(t[i].name, name)))
+    i = (i + 1) & (c - 1);
+  return &t[i];
+}
+
+static int grow(void) {
+  size_t c = cap ? 2 * cap : 64;
+  kernel *t = calloc(c, sizeof *t);
+  if (!t)
+    return CPROTON_ENOMEM;
+  for (size_t i = 0; i < cap; i++)
+    if (table[i].name)
+      *slot(t, c, table[i].name, table[i].hash) = table[i];
+  free(table);
+  table = t, cap = c;
+  return CPROTON_OK;
+}
+
+/* The kernel's entry, added when new; NULL when out of memory. Locked. */
+static kernel *find_or_add(const char *name) {
+  uint64_t h = hash_of(name);
+  kernel *k = cap ? slot(table, cap, name, h) : NULL;
+  if (k && k->name)
+    return k;
+  if ((used + 1) * 2 > cap && grow())
+    return NULL;
+  k = slot(table, cap, name, h);
+  if (!(k->name = strdup(name)))
+    return NULL;
+  k->hash = h;
+  used++;
+  return k;
+}
+
+static void put(kernel *k, int f, int64_t v) {
+  if (!(k->set >> f & 1))
+    k->v[f] = v, k->set |= 1u << f;
+}
+
+static uint64_t config_of(const cp_kfacts_launch *l) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  const uint32_t w[7] = {l->grid[0], l->grid[1], l->grid[2], l->block[0],
+                         l->block[1], l->block[2], (uint32_t)l->smem_dynamic};
+  for (int i = 0; i < 7; i++)
+    h = (h ^ w[i]) * 0x100000001b3ull;
+  return h;
+}
+
+static void count_config(kernel *k, uint64_t h) {
+  for (uint32_t i = 0; i < k->n_configs; i++)
+    if (k->configs[i] == h)
+      return;
+  if (k->n_configs < CP_KFACTS_MAX_CONFIGS)
+    k->configs[k->n_configs++] = h;
+  k->v[F_CONFIGS] = k->n_configs, k->set |= 1u << F_CONFIGS;
+}
+
+int cp_kfacts_launch_note(const char *kernel_name, const cp_kfacts_launch *l) {
+  if (!kernel_name || !l)
+    return CPROTON_EINVAL;
+  uint64_t config = config_of(l);
+  unsigned gen = atomic_load_explicit(&generation, memory_order_relaxed);
+  seen *c = &cache[((uintptr_t)kernel_name >> 4) & 63];
+  if (c->ptr == kernel_name && c->config == config && c->gen == gen &&
+      !strcmp(c->copy, kernel_name))
+    return CPROTON_OK; /* nothing new: first values kept, config counted */
+  pthread_mutex_lock(&mu);
+  kernel *k = find_or_add(kernel_name);
+  if (k) {
+    put(k, 0, l->regs), put(k, 1, l->smem_static);
+    put(k, 2, l->smem_dynamic), put(k, 3, l->local_bytes);
+    put(k, 4, (int64_t)l->grid[0] * l->grid[1] * l->grid[2]);
+    put(k, 5, (int64_t)l->block[0] * l->block[1] * l->block[2]);
+    count_config(k, config);
+    *c = (seen){kernel_name, k->name, config, gen};
+  }
+  pthread_mutex_unlock(&mu);
+  return k ? CPROTON_OK : CPROTON_ENOMEM;
+}
+
+static int fact_index(const char *fact) {
+  for (int f = 0; fact && f < N_FACTS; f++)
+    if (!strcmp(facts[f].name, fact))
+      return f;
+  return -1;
+}
+
+int cp_kfacts_set(const char *kernel_name, const char *fact, int64_t value,
+                  const char *str) {
+  int f = fact_index(fact);
+  if (!kernel_name || f < 0 || f == F_CONFIGS || f < 7 /* CUPTI's */)
+    return cp_error_set(CPROTON_EINVAL, "kernel fact \"%s\": unknown, or not "
+                        "one a caller may set (docs/advisor.md)",
+                        fact ? fact : "(null)");
+  if (facts[f].is_str != (str != NULL))
+    return cp_error_set(CPROTON_EINVAL, "kernel fact \"%s\" holds %s", fact,
+                        facts[f].is_str ? "text" : "a number");
+  int rc = CPROTON_OK;
+  pthread_mutex_lock(&mu);
+  kernel *k = find_or_add(kernel_name);
+  if (!k)
+    rc = CPROTON_ENOMEM;
+  else if (!(k->set >> f & 1) && str && !(k->s[f] = strdup(str)))
+    rc = CPROTON_ENOMEM;
+  else
+    put(k, f, value);
+  pthread_mutex_unlock(&mu);
+  return rc;
+}
+
+size_t cp_kfacts_get(const char *kernel_name, cp_kfact *out) {
+  size_t n = 0;
+  if (!kernel_name)
+    return 0;
+  pthread_mutex_lock(&mu);
+  kernel *k = cap ? slot(table, cap, kernel_name, hash_of(kernel_name)) : NULL;
+  for (int f = 0; k && k->name && f < N_FACTS; f++)
+    if (k->set >> f & 1)
+      out[n++] = (cp_kfact){facts[f].name, k->v[f], k->s[f]};
+  pthread_mutex_unlock(&mu);
+  return n;
+}
+
+int cproton_kernel_fact(const char *kernel_name, const char *fact,
+                        int64_t value, const char *text) {
+  return cp_kfacts_set(kernel_name, fact, value, text);
+}
+
+void cp_kfacts_reset(void) {
+  pthread_mutex_lock(&mu);
+  for (size_t i = 0; i < cap; i++) {
+    free(table[i].name);
+    for (int f = 0; f < N_FACTS; f++)
+      free(table[i].s[f]);
+  }
+  free(table);
+  table = NULL, cap = used = 0;
+  atomic_fetch_add(&generation, 1); /* every thread's cache is stale */
+  pthread_mutex_unlock(&mu);
+}

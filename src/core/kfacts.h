@@ -1,0 +1,57 @@
+/* core/kfacts.h -- compile and launch facts per kernel (issue 26,
+ * docs/advisor.md): registers, shared and local memory, grid and block from
+ * the first CUPTI kernel record of each kernel, Triton's compile facts from
+ * the launch hook; the profile writers add them to every kernel frame of
+ * that name as "kernel.*" / "triton.*" metrics. Facts are per kernel name,
+ * not per launch: the first value of each fact is kept, and the number of
+ * distinct launch configurations is counted. */
+#ifndef CP_CORE_KFACTS_H
+#define CP_CORE_KFACTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What one CUPTI kernel record says about its kernel. */
+typedef struct cp_kfacts_launch {
+  int64_t regs, smem_static, smem_dynamic, local_bytes;
+  uint32_t grid[3], block[3];
+} cp_kfacts_launch;
+
+/* The most distinct configurations counted per kernel ("kernel.configs"
+ * stays at this value beyond it). */
+#define CP_KFACTS_MAX_CONFIGS 64
+
+/* One fact as the writers emit it; `str` is set for text facts. Strings are
+ * owned by the table and live until cp_kfacts_reset(). */
+typedef struct cp_kfact {
+  const char *name;
+  int64_t value;
+  const char *str;
+} cp_kfact;
+
+/* The most facts one kernel can have (the size of cp_kfacts_get's out). */
+#define CP_KFACTS_MAX 24
+
+/* Notes a launch of `kernel` (CUPTI's records thread). A name string and
+ * configuration this thread noted before cost a cache probe and a strcmp
+ * (~15-30 ns); anything new takes the lock and hashes the name; no
+ * allocation once the kernel is known. Returns CPROTON_OK or
+ * CPROTON_ENOMEM. */
+int cp_kfacts_launch_note(const char *kernel, const cp_kfacts_launch *l);
+
+/* Sets fact `fact` (a name of docs/advisor.md's table, e.g.
+ * "triton.num_warps") of `kernel` to `value`, or to the text `str` when
+ * that is not NULL; a fact already set keeps its first value. Returns
+ * CPROTON_OK, CPROTON_EINVAL (unknown fact, a number for a text fact or
+ * the reverse, NULL kernel; message set) or CPROTON_ENOMEM. Thread-safe. */
+int cp_kfacts_set(const char *kernel, const char *fact, int64_t value,
+                  const char *str);
+
+/* Copies the facts known for `kernel` into out (room for CP_KFACTS_MAX);
+ * returns how many (0 for an unknown kernel). Thread-safe. */
+size_t cp_kfacts_get(const char *kernel, cp_kfact *out);
+
+/* Forgets every kernel (tests). Not while other threads use the table. */
+void cp_kfacts_reset(void);
+
+#endif

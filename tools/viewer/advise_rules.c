@@ -1,0 +1,451 @@
+/* tools/viewer/advise_rules.c -- the advisor's rules as data: one row per
+ * rule (id, the evidence groups it needs, what to collect when they are
+ * missing, the check, the suggestion and the model of the gain), and the
+ * per-architecture limits the occupancy model uses (docs/advisor.md has the
+ * same table in words).
+ *
+ * Invariant: a check only reads its kernel's facts (NaN = unknown) and the
+ * run's totals; it fires only on facts it has, fills the evidence it used
+ * and states the saving of its row's model. Not a hot path. Called by
+ * advise.c. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "advise.h"
+#include "viewer.h"
+
+/* Per-SM limits (CUDA programming guide, "compute capabilities"). */
+static const av_arch arches[] = {
+    {"70", 65536, 98304, 64, 32},  {"75", 65536, 65536, 32, 16},
+    {"80", 65536, 167936, 64, 32}, {"86", 65536, 102400, 48, 16},
+    {"89", 65536, 102400, 48, 24}, {"90", 65536, 233472, 64, 32},
+    {"100", 65536, 233472, 64, 32}};
+
+const av_arch *av_arch_of(const char *arch) {
+  for (size_t i = 0; arch && i < sizeof arches / sizeof *arches; i++)
+    if (!strcmp(arch, arches[i].arch))
+      return &arches[i];
+  return NULL;
+}
+
+static double T(const av_kernel *k) { return k->f[AF_TIME]; }
+
+static double first(double a, double b) { return isnan(a) ? b : a; }
+
+static void ev(av_finding *f, const char *name, double v) {
+  if (f->n_ev < AV_MAX_EVIDENCE)
+    f->ev[f->n_ev++] = (av_evidence){name, v, NULL};
+}
+
+static void evs(av_finding *f, const char *name, const char *s) {
+  if (f->n_ev < AV_MAX_EVIDENCE && s)
+    f->ev[f->n_ev++] = (av_evidence){name, 0, s};
+}
+
+static double share(const av_kernel *k, av_fact stall) {
+  double s = k->f[AF_SAMPLES], v = k->f[stall];
+  return s > 0 && !isnan(v) ? v / s : 0;
+}
+
+static double regs_of(const av_kernel *k) {
+  return first(k->f[AF_REGS], k->f[AF_T_REGS]);
+}
+
+static double threads_of(const av_kernel *k) {
+  return first(k->f[AF_BLOCK], k->f[AF_T_WARPS] * 32);
+}
+
+static double smem_of(const av_kernel *k) {
+  double s = k->f[AF_SMEM_S], d = k->f[AF_SMEM_D];
+  if (isnan(s) && isnan(d))
+    return first(k->f[AF_T_SHARED], 0);
+  return (isnan(s) ? 0 : s) + (isnan(d) ? 0 : d);
+}
+
+static double sms_of(const av_kernel *k) {
+  return k->has_dev && k->dev.num_sms > 0 ? k->dev.num_sms : NAN;
+}
+
+int av_occupancy(const av_kernel *k, double *occ, double *blocks_per_sm,
+                 const char **limiter, double *occ_fix) {
+  const av_arch *a = k->has_dev ? av_arch_of(k->dev.arch) : NULL;
+  double regs = regs_of(k), threads = threads_of(k), smem = smem_of(k);
+  if (!a || isnan(regs) || !(threads > 0) || threads > 1024)
+    return 0;
+  double warps = ceil(threads / 32);
+  double per_warp = ceil(regs * 32 / 256) * 256;
+  double lim[4] = {floor(a->max_warps / warps),
+                   per_warp > 0 ? floor(floor(a->regs_per_sm / per_warp) / warps)
+                                : INFINITY,
+                   smem > 0 ? floor(a->smem_per_sm / (smem + 1024)) : INFINITY,
+                   a->max_blocks};
+  static const char *const names[4] = {"warps", "regs", "smem", "blocks"};
+  int m = 0;
+  for (int i = 1; i < 4; i++)
+    m = lim[i] < lim[m] ? i : m;
+  double next = INFINITY;
+  for (int i = 0; i < 4; i++)
+    next = i != m && lim[i] < next ? lim[i] : next;
+  if (lim[m] < 1)
+    return 0; /* the block does not fit: the facts are inconsistent */
+  *occ = lim[m] * warps / a->max_warps;
+  *occ_fix = fmin(next, a->max_warps / warps) * warps / a->max_warps;
+  *blocks_per_sm = lim[m];
+  *limiter = names[m];
+  return 1;
+}
+
+/* Minimal FLOP time and byte time at the device's peaks (ns); 0 when the
+ * device or its peaks are unknown. A `flops` metric without a width counts
+ * as 16-bit. */
+static int roofline(const av_kernel *k, double *ft, double *bt) {
+  static const int widths[] = {16, 8, 16, 32, 64};
+  double peak, bps;
+  *ft = 0, *bt = 0;
+  if (!k->has_dev || vw_device_peaks("", &k->dev, 16, &peak, &bps) || !(bps > 0))
+    return 0;
+  for (int w = 0; w < 5; w++) {
+    double v = k->f[AF_FLOPS + w];
+    if (!isnan(v) && !vw_device_peaks("", &k->dev, widths[w], &peak, &bps) &&
+        peak > 0)
+      *ft += v / peak * 1e9;
+  }
+  *bt = isnan(k->f[AF_BYTES]) ? 0 : k->f[AF_BYTES] / bps * 1e9;
+  return *ft > 0 || *bt > 0;
+}
+
+static int spills(const av_kernel *k, const av_ctx *c, av_finding *f) {
+  (void)c;
+  double sp = k->f[AF_T_SPILLS], regs = regs_of(k);
+  double local = first(k->f[AF_LOCAL], k->f[AF_T_LOCAL]);
+  if (!(sp > 0) && !(local > 0))
+    return 0;
+  double r = regs > 0 ? regs : 255;
+  double frac = sp > 0 ? sp / (sp + r) : local / (local + 4 * r);
+  f->saving = T(k) * fmin(0.5, frac);
+  ev(f, "spills", first(sp, 0)), ev(f, "local_bytes", first(local, 0));
+  ev(f, "regs", first(regs, 0));
+  snprintf(f->diag, sizeof f->diag, "%.0f registers spilled (%.0f bytes of "
+           "local memory per thread) at %.0f registers per thread: spilled "
+           "values round-trip through local memory", first(sp, 0),
+           first(local, 0), first(regs, 0));
+  return 1;
+}
+
+/* Occupancy limited by `what` ("regs" or "smem"). Software-pipelined
+ * tensor-core kernels trade occupancy for registers and stages on purpose. */
+static int occupancy(const av_kernel *k, av_finding *f, const char *what) {
+  double occ, bps, fix;
+  const char *lim;
+  const char *mma = k->s[AS_MMA];
+  if (!av_occupancy(k, &occ, &bps, &lim, &fix) || strcmp(lim, what) ||
+      occ >= 0.5 || !(fix > occ))
+    return 0;
+  if (mma && strcmp(mma, "fma") && strcmp(mma, "none") &&
+      k->f[AF_T_STAGES] >= 3)
+    return 0;
+  double grid = k->f[AF_GRID], sms = sms_of(k);
+  if (grid < sms * bps * 2) /* fewer blocks than slots: not the limit */
+    return 0;
+  double lat = k->f[AF_SAMPLES] > 0 ? share(k, AF_S_LSB) + share(k, AF_S_LG) +
+                                          share(k, AF_S_SSB)
+                                    : 0.5;
+  f->saving = T(k) * fmin(0.5, (1 - occ / fix) * lat);
+  ev(f, "regs", first(regs_of(k), 0)), ev(f, "smem_bytes", smem_of(k));
+  ev(f, "threads", threads_of(k)), ev(f, "occupancy", occ);
+  ev(f, "occupancy_fixed", fix), ev(f, "latency_share", lat);
+  snprintf(f->diag, sizeof f->diag, "theoretical occupancy %.0f%% (%.0f "
+           "blocks per SM), limited by %s; %.0f%% without that limit",
+           occ * 100, bps, !strcmp(what, "regs") ? "registers per thread"
+                                                 : "shared memory per block",
+           fix * 100);
+  return 1;
+}
+
+static int occupancy_regs(const av_kernel *k, const av_ctx *c, av_finding *f) {
+  (void)c;
+  return occupancy(k, f, "regs");
+}
+
+static int occupancy_smem(const av_kernel *k, const av_ctx *c, av_finding *f) {
+  (void)c;
+  return occupancy(k, f, "smem");
+}
+
+static int small_grid(const av_kernel *k, const av_ctx *c, av_finding *f) {
+  (void)c;
+  double grid = k->f[AF_GRID], sms = sms_of(k);
+  double avg = T(k) / (k->f[AF_COUNT] > 0 ? k->f[AF_COUNT] : 1);
+  if (!(grid > 0) || !(grid < sms) || avg < 10000)
+    return 0;
+  f->saving = T(k) * 0.9 * (1 - grid / sms);
+  ev(f, "grid", grid), ev(f, "sms", sms), ev(f, "avg_time_ns", avg);
+  snprintf(f->diag, sizeof f->diag, "%.0f blocks on %.0f SMs: %.0f SMs idle "
+           "for the whole kernel", grid, sms, sms - grid);
+  return 1;
+}
+
+static int tail_wave(const av_kernel *k, const av_ctx *c, av_finding *f) {
+  (void)c;
+  double occ, bps, fix, grid = k->f[AF_GRID], sms = sms_of(k);
+  const char *lim;
+  if (!(grid > 0) || isnan(sms) || !av_occupancy(k, &occ, &bps, &lim, &fix))
+    return 0;
+  double waves = grid / (sms * bps), full = ceil(waves);
+  if (waves <= 1 || waves / full > 0.85)
+    return 0;
+  f->saving = T(k) * (1 - waves / full);
+  ev(f, "grid", grid), ev(f, "blocks_per_sm", bps), ev(f, "sms", sms);
+  ev(f, "waves", waves);
+  snprintf(f->diag, sizeof f->diag, "%.2f waves of %.0f blocks: the last "
+           "wave fills %.0f%% of the GPU", waves, sms * bps,
+           (waves - floor(waves)) * 100);
+  return 1;
+}
+
+static int not_pipelined(const av_kernel *k, const av_ctx *c, av_finding *f) {
+  (void)c;
+  double lsb = share(k, AF_S_LSB);
+  if (!(k->f[AF_T_STAGES] <= 1) || lsb < 0.3)
+    return 0;
+  f->saving = T(k) * lsb * 0.6;
+  ev(f, "num_stages", k->f[AF_T_STAGES]), ev(f, "long_scoreboard_share", lsb);
+  snprintf(f->diag, sizeof f->diag, "num_stages %.0f and %.0f%% of the "
+           "samples wait on global loads (long scoreboard): loads are not "
+           "overlapped with compute", k->f[AF_T_STAGES], lsb * 100);
+  return 1;
+}
+
+static int uncoalesced(const av_kernel *k, const av_ctx *c, av_finding *f) {
+  (void)c;
+  double line = k->f[AF_SAMPLES] > 0 ? k->hot_samples / k->f[AF_SAMPLES] : 0;
+  double lsb = k->hot_samples > 0 ? k->hot_lsb / k->hot_samples : 0;
+  double bits = k->f[AF_T_LD];
+  if (line < 0.2 || lsb < 0.5 || bits > 32)
+    return 0;
+  f->saving = T(k) * line * lsb * (isnan(bits) ? 0.4 : 0.6);
+  evs(f, "line", k->hot_line), ev(f, "line_share", line);
+  ev(f, "line_long_scoreboard", lsb);
+  if (!isnan(bits))
+    ev(f, "ld_bits", bits);
+  snprintf(f->diag, sizeof f->diag, "%.0f%% of the samples sit on one line, "
+           "%.0f%% of them waiting on global memory%s", line * 100, lsb * 100,
+           isnan(bits) ? "" : ", and the widest global load is 32 bits");
+  return 1;
+}
+
+/* Share of a kernel's time that compute could explain (1 without data). */
+static double compute_share(const av_kernel *k) {
+  double ft, bt;
+  return roofline(k, &ft, &bt) && ft + bt > 0 ? ft / fmax(ft, bt) : 1;
+}
+
+static int no_tensor_cores(const av_kernel *k, const av_ctx *c,
+                           av_finding *f) {
+  (void)c;
+  if (!k->s[AS_MMA] || strcmp(k->s[AS_MMA], "fma"))
+    return 0;
+  double cs = compute_share(k);
+  f->saving = T(k) * 0.75 * cs;
+  evs(f, "mma", k->s[AS_MMA]), ev(f, "compute_share", cs);
+  snprintf(f->diag, sizeof f->diag, "the kernel's dot runs on FMA units, "
+           "not tensor cores");
+  return 1;
+}
+
+static int old_mma(const av_kernel *k, const av_ctx *c, av_finding *f) {
+  (void)c;
+  if (!k->s[AS_MMA] || strcmp(k->s[AS_MMA], "mma") || !k->has_dev ||
+      atoi(k->dev.arch) < 90)
+    return 0;
+  double cs = compute_share(k);
+  f->saving = T(k) * 0.3 * cs;
+  evs(f, "mma", "mma"), evs(f, "arch", k->dev.arch);
+  ev(f, "compute_share", cs);
+  snprintf(f->diag, sizeof f->diag, "the dot uses mma.sync (MMA v2) on an "
+           "sm_%s device, where wgmma (MMA v3) is faster", k->dev.arch);
+  return 1;
+}
+
+static int bank_conflicts(const av_kernel *k, const av_ctx *c, av_finding *f) {
+  (void)c;
+  double s = share(k, AF_S_MIO) + share(k, AF_S_SSB);
+  if (s < 0.25)
+    return 0;
+  f->saving = T(k) * s * 0.5;
+  ev(f, "mio_throttle_share", share(k, AF_S_MIO));
+  ev(f, "short_scoreboard_share", share(k, AF_S_SSB));
+  snprintf(f->diag, sizeof f->diag, "%.0f%% of the samples wait on shared "
+           "memory (MIO throttle, short scoreboard): likely bank conflicts",
+           s * 100);
+  return 1;
+}
+
+#define LAUNCH_NS 4000.0 /* GPU idle per eager launch (CPU launch cost) */
+#define GRAPH_NS 1000.0  /* per kernel replayed in a CUDA graph */
+
+static int launch_bound(const av_kernel *k, const av_ctx *c, av_finding *f) {
+  (void)c;
+  double n = k->f[AF_COUNT], avg = T(k) / (n > 0 ? n : 1);
+  if (!(n >= 100) || avg >= LAUNCH_NS)
+    return 0;
+  f->base = n * LAUNCH_NS;
+  f->saving = n * (LAUNCH_NS - fmax(avg, GRAPH_NS));
+  ev(f, "count", n), ev(f, "avg_time_ns", avg);
+  snprintf(f->diag, sizeof f->diag, "%.0f launches of %.2f us each: shorter "
+           "than a launch, so the GPU waits on the CPU between them",
+           n, avg / 1e3);
+  return 1;
+}
+
+static int host_sync(const av_kernel *k, const av_ctx *c, av_finding *f) {
+  (void)k, (void)c, (void)f;
+  return 0; /* needs idle gaps from a trace (AG_TRACE): never available */
+}
+
+/* The fastest kernel of the same name with another Triton config. */
+static int autotune_slower(const av_kernel *k, const av_ctx *c,
+                           av_finding *f) {
+  const char *cfg = k->s[AS_CONFIG];
+  double n = k->f[AF_COUNT] > 0 ? k->f[AF_COUNT] : 1, avg = T(k) / n;
+  const av_kernel *best = NULL;
+  double best_avg = avg;
+  for (uint32_t i = 0; cfg && i < c->n_kernels; i++) {
+    const av_kernel *o = &c->kernels[i];
+    double on = o->f[AF_COUNT] > 0 ? o->f[AF_COUNT] : 1;
+    if (o == k || !o->s[AS_CONFIG] || !(o->f[AF_TIME] > 0) ||
+        strcmp(o->name, k->name) || !strcmp(o->s[AS_CONFIG], cfg))
+      continue;
+    if (o->f[AF_TIME] / on < best_avg)
+      best = o, best_avg = o->f[AF_TIME] / on;
+  }
+  if (!best || best_avg * 1.1 > avg)
+    return 0;
+  f->saving = n * (avg - best_avg);
+  evs(f, "config", cfg), ev(f, "avg_time_ns", avg);
+  evs(f, "best_config", best->s[AS_CONFIG]), ev(f, "best_avg_time_ns", best_avg);
+  snprintf(f->diag, sizeof f->diag, "this config takes %.2f us per launch; "
+           "another config of the same kernel in the profile took %.2f us",
+           avg / 1e3, best_avg / 1e3);
+  return 1;
+}
+
+/* Below `limit` of the roofline on the bound side (memory: 1, compute: 0). */
+static int roof(const av_kernel *k, av_finding *f, int memory) {
+  double ft, bt;
+  if (!roofline(k, &ft, &bt) || (memory ? bt < ft : ft <= bt))
+    return 0;
+  double need = memory ? bt : ft, ach = need / T(k);
+  double reach = memory ? 0.85 : 0.8; /* what well-tuned kernels reach */
+  if (ach >= 0.5)
+    return 0;
+  f->saving = T(k) - need / reach;
+  ev(f, memory ? "bytes" : "flops", memory ? k->f[AF_BYTES] : ft);
+  ev(f, "min_time_ns", need), ev(f, "roofline_fraction", ach);
+  snprintf(f->diag, sizeof f->diag, "%s-bound at %.0f%% of the device's "
+           "peak %s", memory ? "memory" : "compute", ach * 100,
+           memory ? "DRAM bandwidth" : "tensor-core FLOP/s");
+  return 1;
+}
+
+static int memory_roofline(const av_kernel *k, const av_ctx *c,
+                           av_finding *f) {
+  (void)c;
+  return roof(k, f, 1);
+}
+
+static int compute_roofline(const av_kernel *k, const av_ctx *c,
+                            av_finding *f) {
+  (void)c;
+  return roof(k, f, 0);
+}
+
+#define CONF_MODE "this cproton's CUPTI profile (kernel records) or hook=\"triton\""
+#define CUPTI_MODE "this cproton's CUPTI profile (kernel records)"
+#define TRITON_MODE "hook=\"triton\" with this cproton (compile facts)"
+#define PCS_MODE "mode=\"pcsampling\" (a second profile may hold it)"
+#define ROOF_MODE "launch_metadata returning flops/bytes (hook=\"triton\") or " \
+                  "proton metrics flops*/bytes on the kernel's scope"
+
+const av_rule av_rules[] = {
+    {"spills", AG_TIME | AG_CONF, "spilled registers or local memory per kernel",
+     CONF_MODE, spills,
+     "lower register pressure: smaller tiles (BLOCK_*), fewer num_stages or "
+     "more num_warps in Triton; fewer live values or __launch_bounds__ in CUDA C",
+     "time x min(50%, spills / (spills + regs)); bytes: local / (local + 4 regs)"},
+    {"occupancy_regs", AG_TIME | AG_CONF, "registers and block size per kernel",
+     CONF_MODE, occupancy_regs,
+     "fewer registers per thread: smaller BLOCK_* or more num_warps in Triton, "
+     "__launch_bounds__(threads, blocks) or -maxrregcount in CUDA C",
+     "time x min(50%, (1 - occ/occ_fix) x latency stall share (0.5 without samples))"},
+    {"occupancy_smem", AG_TIME | AG_CONF, "shared memory and block size per kernel",
+     CONF_MODE, occupancy_smem,
+     "less shared memory per block: fewer num_stages (each buffers one tile of "
+     "each operand) or a smaller BLOCK_K",
+     "time x min(50%, (1 - occ/occ_fix) x latency stall share (0.5 without samples))"},
+    {"small_grid", AG_TIME | AG_CUPTI, "grid size and SM count", CUPTI_MODE,
+     small_grid,
+     "more, smaller blocks (smaller BLOCK_*), split-K / a split reduction, so "
+     "every SM gets work",
+     "time x 0.9 x (1 - blocks / SMs)"},
+    {"tail_wave", AG_TIME | AG_CUPTI, "grid size, occupancy and SM count",
+     CUPTI_MODE, tail_wave,
+     "a grid of whole waves (blocks a multiple of SMs x blocks per SM), or a "
+     "persistent kernel with one block per SM slot",
+     "time x (1 - waves / ceil(waves))"},
+    {"not_pipelined", AG_TIME | AG_TRITON | AG_PCS,
+     "num_stages (Triton) and PC-sampling stall reasons",
+     TRITON_MODE " and " PCS_MODE, not_pipelined,
+     "num_stages=3 (2-4) so the next iteration's loads overlap this one's math",
+     "time x long-scoreboard share x 0.6"},
+    {"uncoalesced", AG_TIME | AG_PCS, "PC-sampling stall reasons per source line",
+     PCS_MODE, uncoalesced,
+     "contiguous accesses along the fastest axis (stride 1 per thread), "
+     "tl.max_contiguous/tl.multiple_of hints and aligned strides so loads "
+     "become 128-bit; in CUDA C consecutive threads read consecutive addresses",
+     "time x line share x line's long-scoreboard share x 0.6 (0.4 without load widths)"},
+    {"no_tensor_cores", AG_TIME | AG_TRITON, "the MMA kind of the kernel's dot",
+     TRITON_MODE, no_tensor_cores,
+     "tl.dot on fp16/bf16 (or tf32) operands with BLOCK_M/N/K >= 16 so it "
+     "lowers to tensor cores",
+     "time x 0.75 x compute share of the roofline (1 without flops/bytes)"},
+    {"old_mma", AG_TIME | AG_TRITON, "the MMA kind of the kernel's dot",
+     TRITON_MODE, old_mma,
+     "on Hopper a dot becomes wgmma with num_warps 4 or 8, BLOCK_M >= 64 and "
+     "fp16/bf16/fp8 operands; Triton's remark 'MMA version 3 acceleration not "
+     "applied' says why it did not",
+     "time x 0.3 x compute share of the roofline (1 without flops/bytes)"},
+    {"bank_conflicts", AG_TIME | AG_PCS, "PC-sampling stall reasons", PCS_MODE,
+     bank_conflicts,
+     "pad or swizzle shared tiles (e.g. one extra column), avoid a stride of "
+     "32 words between a warp's threads",
+     "time x (MIO throttle + short scoreboard share) x 0.5"},
+    {"launch_bound", AG_TIME, "kernel time and launch counts",
+     "any tree profile with kernel times", launch_bound,
+     "capture the loop in a CUDA graph (torch.cuda.graphs, "
+     "triton.testing.do_bench_cudagraph) or fuse the short kernels",
+     "count x (4 us launch - max(avg, 1 us graph launch)), relative to count x 4 us"},
+    {"host_sync", AG_TIME | AG_TRACE, "GPU idle gaps between kernels (a trace)",
+     "data=\"trace\"; the advisor does not read traces yet", host_sync,
+     "remove synchronizing calls (.item(), .cpu(), torch.cuda.synchronize) "
+     "from the loop",
+     "idle time between kernels after a host synchronization"},
+    {"autotune_slower", AG_TIME | AG_TRITON,
+     "Triton configs (triton.config) of kernels seen several times",
+     TRITON_MODE, autotune_slower,
+     "pin the faster config (autotune key, or the config seen in the profile)",
+     "count x (avg - the fastest other config's avg)"},
+    {"memory_roofline", AG_TIME | AG_ROOF, "bytes moved per kernel",
+     ROOF_MODE, memory_roofline,
+     "coalesced, vectorized accesses, fewer passes over memory (fuse with "
+     "the producer/consumer), larger blocks per load",
+     "time - bytes / (0.85 x peak DRAM bandwidth)"},
+    {"compute_roofline", AG_TIME | AG_ROOF, "FLOPs per kernel", ROOF_MODE,
+     compute_roofline,
+     "tensor-core friendly tiles (BLOCK_M/N >= 128, BLOCK_K 64), more "
+     "num_stages, wgmma on Hopper",
+     "time - flops / (0.8 x peak tensor-core FLOP/s)"},
+};
+
+const int av_n_rules = (int)(sizeof av_rules / sizeof *av_rules);
