@@ -1,0 +1,144 @@
+"""PyTorch layers of the "python" context (issue 28), on while a session
+with context "python" runs and torch is imported:
+
+- Backward link: a TorchFunctionMode sees each PyTorch call of the thread
+  that started the session; for each output's autograd node it records the
+  caller's frames (C-side ids, `_cproton.frame_ids`) and registers a
+  pre-hook that hands them to the thread that runs the node
+  (`_cproton.backward_node`), and a post-hook that puts the thread back on
+  the fallback (the frames of backward()'s caller). Tensor.backward,
+  torch.autograd.backward and torch.autograd.grad open the backward pass
+  (`backward_begin/_end`). C (_pylink.c) puts "<backward>" under the link.
+- Operator frames ("python,aten"): a TorchDispatchMode pushes "aten::name"
+  around each operator; the modes' state is thread-local and autograd hands
+  it to its engine threads, so backward operators get frames too.
+
+Both modes step aside while torch.compile traces (torch.compiler
+.is_compiling()), so compiled graphs do not change; a compiled region's
+backward runs under the fallback."""
+import functools
+import os
+import sys
+import threading
+
+from . import _cproton
+
+_installed = []  # (mode, thread id), innermost last
+_op_ids = {}
+
+
+def _pre(ids, grad_outputs):
+    _cproton.backward_node(ids, 1)  # 1: this hook's own frame
+
+
+def _post(grad_inputs, grad_outputs):
+    _cproton.backward_node(None, 1)
+
+
+def _link(out, torch):
+    if isinstance(out, torch.Tensor):
+        node = out.grad_fn
+        if node is None:
+            return
+        md = node.metadata
+        if "cproton" in md:
+            return
+        md["cproton"] = True
+        node.register_prehook(functools.partial(_pre, _cproton.frame_ids()))
+        node.register_hook(_post)
+    elif isinstance(out, (tuple, list)):
+        for o in out:
+            if isinstance(o, torch.Tensor):
+                _link(o, torch)
+
+
+def _backward(func, args, kwargs):
+    token = _cproton.backward_begin(_cproton.frame_ids())
+    try:
+        _cproton.backward_node(None, 0)  # a node run on this thread before any hook
+        return func(*args, **kwargs)
+    finally:
+        _cproton.backward_end(token)
+
+
+def _modes(torch):
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+    compiling = torch.compiler.is_compiling
+    backward = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad)
+
+    class ForwardLink(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if compiling():
+                return func(*args, **kwargs)
+            if func in backward:
+                return _backward(func, args, kwargs)
+            out = func(*args, **kwargs)
+            _link(out, torch)
+            return out
+
+    class OperatorFrames(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if compiling():
+                return func(*args, **kwargs)
+            fid = _op_ids.get(func)
+            if fid is None:
+                fid = _op_ids[func] = _cproton.frame_id(func._schema.name)
+            _cproton.op_push(fid)
+            try:
+                return func(*args, **kwargs)
+            finally:
+                _cproton.op_pop()
+
+    return ForwardLink, OperatorFrames
+
+
+def installed() -> bool:
+    return bool(_installed)
+
+
+# Torch's own machinery between user code and a linked call: dispatch
+# helpers, Tensor.backward's wrapper, the engine's entry, dynamo's disable.
+_TORCH_SKIP = ("overrides.py", "_ops.py", "_tensor.py", "_compile.py", "autograd/__init__.py",
+               "autograd/graph.py", "utils/_python_dispatch.py", "_dynamo/eval_frame.py")
+
+
+def torch_skip() -> list:
+    """The files of _TORCH_SKIP, dropped from the python context while the
+    link is on (see context.set_torch_skip)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return []
+    root = os.path.dirname(os.path.abspath(torch.__file__))
+    return [os.path.join(root, *rel.split("/")) for rel in _TORCH_SKIP]
+
+
+def install(aten: bool) -> None:
+    """Pushes the modes on the calling thread (no-op without torch)."""
+    torch = sys.modules.get("torch")
+    if torch is None or _installed:
+        return
+    forward, ops = _modes(torch)
+    for mode in (forward(),) + ((ops(),) if aten else ()):
+        mode.__enter__()
+        _installed.append((mode, threading.get_ident()))
+
+
+def uninstall() -> None:
+    """Pops the modes (on the thread that pushed them; from another thread
+    they cannot be reached and are left inert) and forgets the links."""
+    while _installed:
+        mode, tid = _installed.pop()
+        if tid == threading.get_ident():
+            mode.__exit__(None, None, None)
+        else:
+            type(mode).__torch_function__ = _passthrough
+            type(mode).__torch_dispatch__ = _passthrough
+    _op_ids.clear()
+    _cproton.link_reset()
+
+
+def _passthrough(self, func, types, args=(), kwargs=None):
+    return func(*args, **(kwargs or {}))
