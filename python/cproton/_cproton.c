@@ -1283,17 +1283,24 @@ static PyObject *py_backward_end(PyObject *m, PyObject *o) {
   Py_RETURN_NONE;
 }
 
-/* backward_node(ids or None, own): `own` frames of the caller (the hook's)
- * are not part of the anchor. */
+/* backward_node(ids or None, own): `own` frames of the caller are not part
+ * of the anchor. Registered as an autograd pre-hook (a partial over ids, so
+ * no Python frame of its own) the second argument is the gradients: own 0. */
 static PyObject *py_backward_node(PyObject *m, PyObject *args) {
-  PyObject *o;
-  int own;
+  PyObject *o, *second = NULL;
   const uint32_t *fids;
   size_t n;
-  if (!PyArg_ParseTuple(args, "Oi", &o, &own) || ids_of(o, &fids, &n) < 0)
+  if (!PyArg_ParseTuple(args, "O|O", &o, &second) || ids_of(o, &fids, &n) < 0)
     return NULL;
+  long own = second && PyLong_CheckExact(second) ? PyLong_AsLong(second) : 0;
   size_t raw = cpy_frames_raw_depth();
   cpy_link_node(fids, n, raw > (size_t)own ? raw - (size_t)own : 0);
+  Py_RETURN_NONE;
+}
+
+/* The post-hook of a linked node: back to the fallback. */
+static PyObject *py_backward_post(PyObject *m, PyObject *args) {
+  cpy_link_node(NULL, 0, cpy_frames_raw_depth());
   Py_RETURN_NONE;
 }
 
@@ -1416,6 +1423,8 @@ static PyMethodDef methods[] = {
     {"backward_end", py_backward_end, METH_O, "backward_end(token)"},
     {"backward_node", py_backward_node, METH_VARARGS,
      "backward_node(ids or None, own): this thread runs a backward node"},
+    {"backward_post", py_backward_post, METH_VARARGS,
+     "autograd post-hook: this thread is back on the fallback"},
     {"frame_id", py_frame_id, METH_O, "frame_id(name): an interned frame id"},
     {"op_push", py_op_push, METH_O, "op_push(id): enter an operator frame"},
     {"op_pop", py_op_pop, METH_NOARGS, "op_pop(): leave it"},

@@ -27,14 +27,6 @@ _installed = []  # (mode, thread id), innermost last
 _op_ids = {}
 
 
-def _pre(ids, grad_outputs):
-    _cproton.backward_node(ids, 1)  # 1: this hook's own frame
-
-
-def _post(grad_inputs, grad_outputs):
-    _cproton.backward_node(None, 1)
-
-
 def _link(out, torch):
     if isinstance(out, torch.Tensor):
         node = out.grad_fn
@@ -44,8 +36,9 @@ def _link(out, torch):
         if "cproton" in md:
             return
         md["cproton"] = True
-        node.register_prehook(functools.partial(_pre, _cproton.frame_ids()))
-        node.register_hook(_post)
+        # C builtins as hooks: no Python frame, the cheapest call autograd makes
+        node.register_prehook(functools.partial(_cproton.backward_node, _cproton.frame_ids()))
+        node.register_hook(_cproton.backward_post)
     elif isinstance(out, (tuple, list)):
         for o in out:
             if isinstance(o, torch.Tensor):

@@ -1,0 +1,137 @@
+"""context="python" with PyTorch (issue 28): backward kernels under the
+Python path of the forward operation they differentiate, below "<backward>"
+(else under backward()'s caller, never at ROOT), and "aten::" operator
+frames with context="python,aten". CPU tensors; the "kernels" are fake
+launches made inside each ATen operator (torch_fake_kernels.py)."""
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import cproton as proton  # noqa: E402
+from cproton import context  # noqa: E402
+
+import torch_fake_kernels  # noqa: E402
+from conftest import load_tree  # noqa: E402
+
+HERE = os.path.abspath(__file__)
+
+
+@pytest.fixture(autouse=True)
+def _fake_frames_skipped():
+    context.set_python_skip(context.default_python_skip() + [os.path.abspath(torch_fake_kernels.__file__)])
+    yield
+    context.set_python_skip(context.default_python_skip())
+
+
+def kernels(tree, path=(), full=()):
+    """(path of function names, kernel, count, full path) for every fake
+    kernel; "file:line@function" frames shortened to the function."""
+    out = []
+    for name, child in tree.items():
+        if name == "@":
+            continue
+        if name.startswith("k_"):
+            out.append((path, name, child["@"]["count"], full))
+        out += kernels(child, path + (name.rsplit("@", 1)[-1],), full + (name,))
+    return out
+
+
+def model(x, w):
+    h = torch.mm(x, w)  # forward op "mm"
+    return torch.relu(h).sum()
+
+
+def step(x, w):
+    loss = model(x, w)
+    loss.backward()
+
+
+def profile(ctx, body):
+    with torch_fake_kernels.FakeKernels():  # outer to cproton's modes, as a GPU operator's launch is
+        sid = proton.start("t", context=ctx, backend="fake")
+        body()
+        proton.finalize(sid)
+    return kernels(load_tree("t.hatchet"))
+
+
+def leaves():
+    return torch.randn(4, 4, requires_grad=True), torch.randn(4, 4, requires_grad=True)
+
+
+def test_backward_kernels_under_forward_frames():
+    x, w = leaves()
+    got = profile("python", lambda: step(x, w))
+    assert all(p for p, _, _, _ in got), "a kernel at ROOT"
+    mm = [(p, c, f) for p, k, c, f in got if k == "k_mm"]
+    # the forward mm, then MmBackward0's two matmuls under the forward line
+    assert [c for p, c, _ in mm if p[-1] == "model"] == [1]
+    assert [c for p, c, _ in mm if p[-2:] == ("model", "<backward>")] == [2]
+    fwd_line = next(f for p, _, f in mm if p[-1] == "model")
+    assert fwd_line[-1].startswith(HERE + ":") and "torch.mm(x, w)" in open(HERE).read().splitlines()[
+        int(fwd_line[-1].rsplit(":", 1)[-1].split("@")[0]) - 1]
+    assert next(f for p, _, f in mm if p[-1] == "<backward>")[:-1] == fwd_line
+    relu_bw = [f for p, k, _, f in got if k == "k_threshold_backward"]
+    assert len(relu_bw) == 1 and relu_bw[0][-1] == "<backward>"
+    assert relu_bw[0][:-2] == fwd_line[:-1] and relu_bw[0][-2] != fwd_line[-1]  # the relu line
+
+
+def test_unlinked_nodes_under_backward_caller():
+    x, w = leaves()
+    loss = model(x, w)  # built before the session: no link
+    got = profile("python", loss.backward)
+    assert got and all(p for p, _, _, _ in got), "a kernel at ROOT"
+    for p, k, _, _ in got:
+        assert p[-2:] == ("profile", "<backward>"), (p, k)
+
+
+def test_python_backward_frames_kept_below_the_link():
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * a
+
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved_tensors
+            return 2 * a * g  # Python code run by the engine
+
+    x, _ = leaves()
+
+    def body():
+        y = Square.apply(x).sum()
+        y.backward()
+
+    got = profile("python", body)
+    in_backward = [p for p, k, _, _ in got if "backward" in p[-1] or (len(p) > 1 and p[-2] == "backward")]
+    assert any(p[-1] == "backward" and "<backward>" in p for p in in_backward), got
+
+
+def test_aten_frames_between_python_and_kernels():
+    x, w = leaves()
+    got = profile("python,aten", lambda: step(x, w))
+    assert got and all(p and p[-1] == "aten::" + k[2:] for p, k, _, _ in got), got
+    assert any(p[-3:] == ("model", "<backward>", "aten::mm") for p, k, _, _ in got)
+
+
+def test_nothing_left_after_finalize():
+    from torch.overrides import _get_current_function_mode_stack
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+    before = (len(_get_current_function_mode_stack()), len(_get_current_dispatch_mode_stack()))
+    x, w = leaves()
+    profile("python,aten", lambda: step(x, w))
+    after = (len(_get_current_function_mode_stack()), len(_get_current_dispatch_mode_stack()))
+    assert after == before
+    # a later "python" session has no operator frames, a "shadow" one no links
+    got = profile("python", lambda: step(x, w))
+    assert not any(f.startswith("aten::") for p, _, _, _ in got for f in p)
+    got = profile("shadow", lambda: step(x, w))
+    assert all(p == () for p, _, _, _ in got)  # shadow: no scopes, all at ROOT as before
+
+
+def test_other_context_values_unchanged():
+    for bad in ("python,foo", "shadow,aten", "aten"):
+        with pytest.raises(RuntimeError, match=f"unknown context '{bad}'"):
+            proton.start("t", context=bad, backend="fake")
