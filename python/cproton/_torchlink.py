@@ -72,6 +72,13 @@ def _modes(torch):
             return out
 
     class OperatorFrames(TorchDispatchMode):
+        @classmethod
+        def ignore_compile_internals(cls):
+            # torch.compile compiles as without the mode (any other dispatch
+            # mode makes it run the frame eagerly); the compiled code's own
+            # operator calls still come here
+            return True
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             if compiling():

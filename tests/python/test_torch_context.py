@@ -135,3 +135,35 @@ def test_other_context_values_unchanged():
     for bad in ("python,foo", "shadow,aten", "aten"):
         with pytest.raises(RuntimeError, match=f"unknown context '{bad}'"):
             proton.start("t", context=bad, backend="fake")
+
+
+def test_compile_unchanged_and_compiled_backward_linked():
+    """torch.compile traces and compiles the same graphs with the modes on
+    (they step aside), and a compiled region's backward kernels land under
+    backward()'s caller, below <backward>."""
+    graphs = []
+
+    def counting(gm, example_inputs):
+        graphs.append(len(gm.graph.nodes))
+        return gm.forward
+
+    x, w = leaves()
+    for ctx in (None, "python", "python,aten"):
+        torch._dynamo.reset()
+        f = torch.compile(model, backend=counting)
+        if ctx is None:
+            f(x, w).backward()
+        else:
+            profile(ctx, lambda: f(x, w).backward())
+    assert len(graphs) == 3 and len(set(graphs)) == 1, graphs
+    torch._dynamo.reset()
+    f = torch.compile(model, backend="aot_eager")
+    f(x, w)  # compiles outside the session
+    got = profile("python", lambda: step_with(f, x, w))
+    bw = [p for p, k, _, _ in got if "<backward>" in p]
+    assert bw and all(p for p, _, _, _ in got), got
+    assert all(p[p.index("<backward>") - 1] == "step_with" for p in bw), bw
+
+
+def step_with(f, x, w):
+    f(x, w).backward()
