@@ -45,10 +45,21 @@ def _link(out, torch):
                 _link(o, torch)
 
 
-def _backward(func, args, kwargs):
+def _roots(args, kwargs, torch):
+    """The tensors backward()/grad() start from."""
+    first = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
+    return [first] if isinstance(first, torch.Tensor) else list(first or ())
+
+
+def _backward(func, args, kwargs, torch):
     token = _cproton.backward_begin(_cproton.frame_ids())
     try:
         _cproton.backward_node(None, 0)  # a node run on this thread before any hook
+        for t in _roots(args, kwargs, torch):  # the first node on an engine thread
+            node = getattr(t, "grad_fn", None)
+            if node is not None and "cproton" not in node.metadata:
+                node.metadata["cproton"] = True
+                node.register_prehook(_cproton.backward_post)
         return func(*args, **kwargs)
     finally:
         _cproton.backward_end(token)
@@ -66,7 +77,7 @@ def _modes(torch):
             if compiling():
                 return func(*args, **kwargs)
             if func in backward:
-                return _backward(func, args, kwargs)
+                return _backward(func, args, kwargs, torch)
             out = func(*args, **kwargs)
             _link(out, torch)
             return out

@@ -4,8 +4,8 @@ of bench/workloads.py, eager and torch.compile'd.
 usage: torch_layers.py eager|train
 Checks: no kernel at ROOT; kernels under "<backward>" == kernels the
 shadow run puts under its "backward" scope; kernel counts equal to
-context="shadow"; eager with "python,aten": >= 99% of kernel time under an
-"aten::" frame. Prints PASS/FAIL/RESULT lines."""
+context="shadow", also with "python,aten"; eager with "python,aten": >= 99%
+of kernel time under an "aten::" frame (compiled: reported). Prints PASS/FAIL/RESULT lines."""
 import contextlib
 import json
 import os
@@ -62,18 +62,18 @@ def main():
     checks = [(at_root == 0, "no kernel at ROOT"),
               (n_python == n_shadow, "kernel count unchanged against shadow"),
               (linked == backward and backward > 0, "every backward kernel under <backward>")]
-    if kind == "eager":
-        aten = run(step, sync, "python,aten", f"{kind}_aten")
-        total = sum(t for _, _, t in aten)
-        under = sum(t for p, _, t in aten if any(f.startswith("aten::") for f in p))
-        n_aten = sum(c for _, c, _ in aten)
-        print(f"RESULT {kind} aten: {under / max(total, 1):.4f} of kernel time under aten:: ({n_aten} kernels)")
-        checks += [(under >= 0.99 * total and total > 0, ">= 99% of kernel time under aten::"),
-                   (n_aten == n_shadow, "aten kernel count unchanged against shadow"),
-                   (sum(c for p, c, _ in aten if not p) == 0, "aten: no kernel at ROOT")]
+    aten = run(step, sync, "python,aten", f"{kind}_aten")
+    total = sum(t for _, _, t in aten)
+    under = sum(t for p, _, t in aten if any(f.startswith("aten::") for f in p))
+    n_aten = sum(c for _, c, _ in aten)
+    print(f"RESULT {kind} aten: {under / max(total, 1):.4f} of kernel time under aten:: ({n_aten} kernels)")
+    checks += [(n_aten == n_shadow, "python,aten: kernel count unchanged against shadow"),
+               (sum(c for p, c, _ in aten if not p) == 0, "python,aten: no kernel at ROOT")]
+    if kind == "eager":  # Inductor's own Triton kernels run inside no operator
+        checks.append((under >= 0.99 * total and total > 0, ">= 99% of kernel time under aten::"))
     for ok, what in checks:
         print(("PASS " if ok else "FAIL ") + f"{kind}: {what}")
-    sizes = {c: os.path.getsize(f"{kind}_{c}.hatchet") for c in ("shadow", "python")}
+    sizes = {c: os.path.getsize(f"{kind}_{c}.hatchet") for c in ("shadow", "python", "aten")}
     print(f"RESULT {kind} profile bytes {sizes}")
     return 0 if all(ok for ok, _ in checks) else 1
 
