@@ -126,10 +126,60 @@ def torch_skip() -> list:
     return [os.path.join(root, *rel.split("/")) for rel in _TORCH_SKIP]
 
 
-def install(aten: bool) -> None:
-    """Pushes the modes on the calling thread (no-op without torch)."""
+class _TorchWatch:
+    """A meta-path finder that installs the modes once torch has been
+    imported (a session started before `import torch`, e.g. under the
+    cproton command): it wraps the loader's exec_module of torch's spec."""
+
+    def __init__(self, aten):
+        self.aten = aten
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        _remove_watch()
+        import importlib.util
+        spec = importlib.util.find_spec("torch")
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        real, aten = loader.exec_module, self.aten
+
+        def exec_module(module):
+            real(module)
+            loader.exec_module = real
+            install(aten)
+            if _on_install:
+                _on_install[0]()
+
+        loader.exec_module = exec_module
+        return spec
+
+
+_watch = []
+_on_install = []  # profile.py's callback (the torch skip list)
+
+
+def _remove_watch():
+    while _watch:
+        try:
+            sys.meta_path.remove(_watch.pop())
+        except ValueError:
+            pass
+
+
+def install(aten: bool, on_install=None) -> None:
+    """Pushes the modes on the calling thread; before torch is imported,
+    waits for its import (on the importing thread)."""
+    if on_install is not None:
+        _on_install[:] = [on_install]
     torch = sys.modules.get("torch")
-    if torch is None or _installed:
+    if _installed:
+        return
+    if torch is None or not hasattr(torch, "compiler"):
+        if not _watch:
+            _watch.append(_TorchWatch(aten))
+            sys.meta_path.insert(0, _watch[0])
         return
     forward, ops = _modes(torch)
     for mode in (forward(),) + ((ops(),) if aten else ()):
@@ -139,7 +189,10 @@ def install(aten: bool) -> None:
 
 def uninstall() -> None:
     """Pops the modes (on the thread that pushed them; from another thread
-    they cannot be reached and are left inert) and forgets the links."""
+    they cannot be reached and are left inert), stops waiting for torch and
+    forgets the links."""
+    _remove_watch()
+    _on_install.clear()
     while _installed:
         mode, tid = _installed.pop()
         if tid == threading.get_ident():

@@ -338,16 +338,19 @@ def _link_torch():
     pythons = [s for s in _sessions.values() if s["context"] == "python"]
     aten = any("aten" in s["layers"] for s in pythons)
     _torchlink.uninstall()
-    _torchlink.install(aten)
+    _torchlink.install(aten, on_install=_torch_skip)
+    _torch_skip()
+
+
+def _torch_skip():
     _context.set_torch_skip(_torchlink.torch_skip() if _torchlink.installed() else [])
 
 
 def _unlink_torch():
     if any(s["context"] == "python" for s in _sessions.values()):
         return
-    if _torchlink.installed():
-        _torchlink.uninstall()
-        _context.set_torch_skip([])
+    _torchlink.uninstall()
+    _context.set_torch_skip([])
 
 
 def _drop_open_scopes():

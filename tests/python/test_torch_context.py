@@ -167,3 +167,39 @@ def test_compile_unchanged_and_compiled_backward_linked():
 
 def step_with(f, x, w):
     f(x, w).backward()
+
+
+SCRIPT = """
+import sys
+sys.path.insert(0, {tests!r})
+import torch  # after the command started the session
+import torch_fake_kernels
+from cproton import context
+context.set_python_skip(context.default_python_skip() + [torch_fake_kernels.__file__])
+x = torch.randn(4, 4, requires_grad=True)
+with torch_fake_kernels.FakeKernels():
+    def model():
+        return torch.mm(x, x).sum()
+    loss = model()
+    loss.backward()
+from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+print("modes:", [type(m).__name__ for m in _get_current_dispatch_mode_stack()])
+"""
+
+
+def test_command_session_started_before_torch_import(tmp_path):
+    """Under the command the session starts before the script imports
+    torch: the layers come on with the import; -c accepts "python,aten"."""
+    from conftest import run_python
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT.format(tests=os.path.dirname(HERE)))
+    p = run_python(["-m", "cproton", "-n", "cmd", "-c", "python,aten", "-b", "fake", str(script)], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    got = kernels(load_tree(str(tmp_path / "cmd.hatchet")))
+    assert got and all(p for p, _, _, _ in got), got
+    # the fake kernels' mode is inside cproton's here, so its launches come
+    # after the operator frame closed: check the link and that the mode is on
+    assert any(k == "k_mm" and p[-2:] == ("model", "<backward>") for p, k, _, _ in got), got
+    assert "modes: ['OperatorFrames']" in p.stdout
+    bad = run_python(["-m", "cproton", "-c", "python,foo", str(script)], cwd=tmp_path)
+    assert bad.returncode != 0 and "invalid choice: 'python,foo' (choose from 'shadow', 'python')" in bad.stderr
