@@ -23,7 +23,7 @@
 
 #include "_hookchain.h"
 #include "_pyframes.h"
-#include "_pylink.h"
+#include "_torchlink.h"
 #include "_instrument.h"
 #include "_testing.h"
 #include "cproton/cproton.h"
@@ -1245,93 +1245,6 @@ static PyObject *py_python_frames(PyObject *m, PyObject *unused) {
   return cpy_frames_current();
 }
 
-/* ---- PyTorch layers of the python context (_pylink.c, _torchlink.py) ---- */
-
-static PyObject *py_frame_ids(PyObject *m, PyObject *unused) {
-  uint32_t fids[CPY_LINK_MAX];
-  size_t n = cpy_frames_unwind(NULL, fids, CPY_LINK_MAX);
-  return PyBytes_FromStringAndSize((const char *)fids, (Py_ssize_t)(n * sizeof *fids));
-}
-
-/* fids: bytes of uint32 frame fids (frame_ids()), or None. */
-static int ids_of(PyObject *o, const uint32_t **fids, size_t *n) {
-  *fids = NULL, *n = 0;
-  if (o == Py_None)
-    return 0;
-  if (!PyBytes_Check(o)) {
-    PyErr_SetString(PyExc_TypeError, "frame ids must be bytes from frame_ids()");
-    return -1;
-  }
-  *fids = (const uint32_t *)PyBytes_AS_STRING(o);
-  *n = (size_t)PyBytes_GET_SIZE(o) / sizeof(uint32_t);
-  return 0;
-}
-
-static PyObject *py_backward_begin(PyObject *m, PyObject *o) {
-  const uint32_t *fids;
-  size_t n;
-  if (ids_of(o, &fids, &n) < 0)
-    return NULL;
-  return PyLong_FromLong(cpy_link_backward_begin(fids, n));
-}
-
-static PyObject *py_backward_end(PyObject *m, PyObject *o) {
-  long token = PyLong_AsLong(o);
-  if (token == -1 && PyErr_Occurred())
-    return NULL;
-  cpy_link_backward_end(token);
-  Py_RETURN_NONE;
-}
-
-/* backward_node(ids or None, own): `own` frames of the caller are not part
- * of the anchor. Registered as an autograd pre-hook (a partial over ids, so
- * no Python frame of its own) the second argument is the gradients: own 0. */
-static PyObject *py_backward_node(PyObject *m, PyObject *args) {
-  PyObject *o, *second = NULL;
-  const uint32_t *fids;
-  size_t n;
-  if (!PyArg_ParseTuple(args, "O|O", &o, &second) || ids_of(o, &fids, &n) < 0)
-    return NULL;
-  long own = second && PyLong_CheckExact(second) ? PyLong_AsLong(second) : 0;
-  size_t raw = cpy_frames_raw_depth();
-  cpy_link_node(fids, n, raw > (size_t)own ? raw - (size_t)own : 0);
-  Py_RETURN_NONE;
-}
-
-/* The post-hook of a linked node: back to the fallback. */
-static PyObject *py_backward_post(PyObject *m, PyObject *args) {
-  cpy_link_node(NULL, 0, cpy_frames_raw_depth());
-  Py_RETURN_NONE;
-}
-
-static PyObject *py_frame_id(PyObject *m, PyObject *name) {
-  const char *s = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-  uint32_t id;
-  if (!s)
-    return PyErr_Occurred() ? NULL : (PyErr_SetString(PyExc_TypeError, "frame name must be str"), NULL);
-  if (cproton_frame_intern(s, &id) != CPROTON_OK)
-    return raise_status(CPROTON_ENOMEM);
-  return PyLong_FromUnsignedLong(id);
-}
-
-static PyObject *py_op_push(PyObject *m, PyObject *o) {
-  unsigned long id = PyLong_AsUnsignedLong(o);
-  if (id == (unsigned long)-1 && PyErr_Occurred())
-    return NULL;
-  cpy_link_op_push((uint32_t)id);
-  Py_RETURN_NONE;
-}
-
-static PyObject *py_op_pop(PyObject *m, PyObject *unused) {
-  cpy_link_op_pop();
-  Py_RETURN_NONE;
-}
-
-static PyObject *py_link_reset(PyObject *m, PyObject *unused) {
-  cpy_link_reset();
-  Py_RETURN_NONE;
-}
-
 static PyObject *py_set_frame_skip(PyObject *m, PyObject *prefixes) {
   if (cpy_frames_set_skip(prefixes) < 0)
     return NULL;
@@ -1416,19 +1329,6 @@ static PyMethodDef methods[] = {
     {"profiling", py_profiling, METH_NOARGS, "the profiling flag"},
     {"python_frames", py_python_frames, METH_NOARGS,
      "the calling thread's frames as the python context sees them"},
-    {"frame_ids", py_frame_ids, METH_NOARGS,
-     "the calling thread's python-context frame ids, as bytes"},
-    {"backward_begin", py_backward_begin, METH_O,
-     "backward_begin(ids): a backward pass starts; returns a token"},
-    {"backward_end", py_backward_end, METH_O, "backward_end(token)"},
-    {"backward_node", py_backward_node, METH_VARARGS,
-     "backward_node(ids or None, own): this thread runs a backward node"},
-    {"backward_post", py_backward_post, METH_VARARGS,
-     "autograd post-hook: this thread is back on the fallback"},
-    {"frame_id", py_frame_id, METH_O, "frame_id(name): an interned frame id"},
-    {"op_push", py_op_push, METH_O, "op_push(id): enter an operator frame"},
-    {"op_pop", py_op_pop, METH_NOARGS, "op_pop(): leave it"},
-    {"link_reset", py_link_reset, METH_NOARGS, "forget backward links"},
     {"set_frame_skip", py_set_frame_skip, METH_O,
      "set_frame_skip(prefixes): drop frames whose file starts with one"},
     {"drain_log", py_drain_log, METH_NOARGS, "queued (level, message) pairs"},
@@ -1458,7 +1358,8 @@ PyMODINIT_FUNC PyInit__cproton(void) {
       PyModule_AddIntConstant(m, "METRIC_MAX_VECTOR",
                               (long)CPROTON_METRIC_MAX_VECTOR) < 0 ||
       cpy_testing_add(m) < 0 || cpy_instrument_add(m) < 0 ||
-      cpy_hookchain_add(m) < 0 || launch_strings() < 0) {
+      cpy_hookchain_add(m) < 0 || cpy_torchlink_add(m) < 0 ||
+      launch_strings() < 0) {
     Py_DECREF(m);
     return NULL;
   }

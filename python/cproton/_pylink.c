@@ -107,6 +107,12 @@ void cpy_link_node(const uint32_t *ids, size_t n, size_t anchor) {
   }
 }
 
+void cpy_link_node_first(size_t anchor) {
+  const fallback *f = live();
+  if (f && tl.epoch != f->epoch)
+    cpy_link_node(NULL, 0, anchor);
+}
+
 void cpy_link_view_get(cpy_link_view *v, size_t raw_depth_now) {
   memset(v, 0, sizeof *v);
   v->ops = tl.ops;

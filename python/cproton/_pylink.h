@@ -35,6 +35,10 @@ void cpy_link_backward_end(long token);
  * raw frame depth under the hook. */
 void cpy_link_node(const uint32_t *ids, size_t n, size_t anchor);
 
+/* The same with ids NULL, unless this thread already has a link in the
+ * live pass (a root node that was linked in the forward pass). */
+void cpy_link_node_first(size_t anchor);
+
 /* Operator frames of the calling thread: push an interned id, pop it. */
 void cpy_link_op_push(uint32_t id);
 void cpy_link_op_pop(void);

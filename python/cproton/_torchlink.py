@@ -2,11 +2,11 @@
 with context "python" runs and torch is imported:
 
 - Backward link: a TorchFunctionMode sees each PyTorch call of the thread
-  that started the session; for each output's autograd node it records the
-  caller's frames (C-side ids, `_cproton.frame_ids`) and registers a
-  pre-hook that hands them to the thread that runs the node
-  (`_cproton.backward_node`), and a post-hook that puts the thread back on
-  the fallback (the frames of backward()'s caller). Tensor.backward,
+  that started the session; for each output's autograd node
+  `_cproton.link_outputs` (C, _torchlink.c) adds it to the run of calls
+  with the caller's frames; a run's last node gets a pre-hook that hands
+  the frames to the thread that runs it, its first node a post-hook that
+  puts the thread back on the fallback (the frames of backward()'s caller). Tensor.backward,
   torch.autograd.backward and torch.autograd.grad open the backward pass
   (`backward_begin/_end`). C (_pylink.c) puts "<backward>" under the link.
 - Operator frames ("python,aten"): a TorchDispatchMode pushes "aten::name"
@@ -16,7 +16,6 @@ with context "python" runs and torch is imported:
 Both modes step aside while torch.compile traces (torch.compiler
 .is_compiling()), so compiled graphs do not change; a compiled region's
 backward runs under the fallback."""
-import functools
 import os
 import sys
 import threading
@@ -27,24 +26,6 @@ _installed = []  # (mode, thread id), innermost last
 _op_ids = {}
 
 
-def _link(out, torch):
-    if isinstance(out, torch.Tensor):
-        node = out.grad_fn
-        if node is None:
-            return
-        md = node.metadata
-        if "cproton" in md:
-            return
-        md["cproton"] = True
-        # C builtins as hooks: no Python frame, the cheapest call autograd makes
-        node.register_prehook(functools.partial(_cproton.backward_node, _cproton.frame_ids()))
-        node.register_hook(_cproton.backward_post)
-    elif isinstance(out, (tuple, list)):
-        for o in out:
-            if isinstance(o, torch.Tensor):
-                _link(o, torch)
-
-
 def _roots(args, kwargs, torch):
     """The tensors backward()/grad() start from."""
     first = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
@@ -52,14 +33,15 @@ def _roots(args, kwargs, torch):
 
 
 def _backward(func, args, kwargs, torch):
+    _cproton.link_flush()  # the last run of calls gets its pre-hook
     token = _cproton.backward_begin(_cproton.frame_ids())
     try:
         _cproton.backward_node(None, 0)  # a node run on this thread before any hook
         for t in _roots(args, kwargs, torch):  # the first node on an engine thread
             node = getattr(t, "grad_fn", None)
             if node is not None and "cproton" not in node.metadata:
-                node.metadata["cproton"] = True
-                node.register_prehook(_cproton.backward_post)
+                node.metadata["cproton"] = True  # once per graph
+                node.register_prehook(_cproton.backward_root)
         return func(*args, **kwargs)
     finally:
         _cproton.backward_end(token)
@@ -70,16 +52,24 @@ def _modes(torch):
     from torch.utils._python_dispatch import TorchDispatchMode
     compiling = torch.compiler.is_compiling
     backward = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad)
+    link = _cproton.link_outputs
+    # autograd's sequence counter (torch.autograd._get_sequence_nr): nodes
+    # made between two linked calls show as a gap (see _torchlink.c)
+    peek = getattr(torch.autograd, "_get_sequence_nr", None)
+    _cproton.link_setup(torch.Tensor, peek)
+    peek = peek or (lambda: None)
 
     class ForwardLink(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
+            if kwargs is None:
+                kwargs = {}
             if compiling():
                 return func(*args, **kwargs)
             if func in backward:
                 return _backward(func, args, kwargs, torch)
+            seq = peek()
             out = func(*args, **kwargs)
-            _link(out, torch)
+            link(out, args, seq)
             return out
 
     class OperatorFrames(TorchDispatchMode):
@@ -193,6 +183,8 @@ def uninstall() -> None:
     forgets the links."""
     _remove_watch()
     _on_install.clear()
+    if _installed:
+        _cproton.link_flush()
     while _installed:
         mode, tid = _installed.pop()
         if tid == threading.get_ident():

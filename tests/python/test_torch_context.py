@@ -203,3 +203,34 @@ def test_command_session_started_before_torch_import(tmp_path):
     assert "modes: ['OperatorFrames']" in p.stdout
     bad = run_python(["-m", "cproton", "-c", "python,foo", str(script)], cwd=tmp_path)
     assert bad.returncode != 0 and "invalid choice: 'python,foo' (choose from 'shadow', 'python')" in bad.stderr
+
+
+def mixed(x, w, f):
+    a = torch.tanh(x)  # line A
+    b = f(a, w)  # a compiled region: nodes the mode does not see
+    return torch.sigmoid(b).sum()  # line C
+
+
+def test_nodes_between_linked_calls_take_the_fallback():
+    """Consecutive calls with the same frames share one pair of hooks; nodes
+    made between two linked calls by code the mode does not see (here a
+    compiled region) run under backward()'s caller, not under the next
+    line's link (autograd's sequence counter shows the gap)."""
+    torch._dynamo.reset()
+    f = torch.compile(lambda a, w: torch.mm(a, w) * 2, backend="aot_eager")
+    x, w = leaves()
+    mixed(x, w, f)  # compiles outside the session
+
+    def body():
+        for _ in range(2):  # one run per line: the loop repeats the lines
+            mixed(x, w, f).backward()
+
+    got = profile("python", body)
+    at = {k: {p[-2:] for p, kk, _, _ in got if kk == k} for k in ("k_tanh_backward", "k_sigmoid_backward", "k_mm")}
+    assert at["k_tanh_backward"] == {("mixed", "<backward>")}, got
+    assert at["k_sigmoid_backward"] == {("mixed", "<backward>")}, got
+    bw_mm = {p for p, k, _, _ in got if k == "k_mm" and "<backward>" in p}
+    assert bw_mm and all(p[p.index("<backward>") - 1] == "body" for p in bw_mm), bw_mm
+    tanh_line = {f[-2] for p, k, _, f in got if k == "k_tanh_backward"}
+    sig_line = {f[-2] for p, k, _, f in got if k == "k_sigmoid_backward"}
+    assert len(tanh_line) == 1 and len(sig_line) == 1 and tanh_line != sig_line
