@@ -47,7 +47,19 @@ def _backward(func, args, kwargs, torch):
         _cproton.backward_end(token)
 
 
+_classes = []
+
+
 def _modes(torch):
+    """The two mode classes, made once per process: Dynamo guards on the
+    mode stack, so new classes would make compiled code recompile in every
+    session."""
+    if not _classes:
+        _classes.extend(_make_modes(torch))
+    return _classes
+
+
+def _make_modes(torch):
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
     compiling = torch.compiler.is_compiling
@@ -192,6 +204,7 @@ def uninstall() -> None:
         else:
             type(mode).__torch_function__ = _passthrough
             type(mode).__torch_dispatch__ = _passthrough
+            _classes.clear()  # those classes are inert now: new ones next time
     _op_ids.clear()
     _cproton.link_reset()
 

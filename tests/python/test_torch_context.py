@@ -234,3 +234,44 @@ def test_nodes_between_linked_calls_take_the_fallback():
     tanh_line = {f[-2] for p, k, _, f in got if k == "k_tanh_backward"}
     sig_line = {f[-2] for p, k, _, f in got if k == "k_sigmoid_backward"}
     assert len(tanh_line) == 1 and len(sig_line) == 1 and tanh_line != sig_line
+
+
+def test_compiled_before_the_session_recompiles_once():
+    """Dynamo guards on the mode stack: a function compiled before the
+    session recompiles once in it (same graph), not again in later sessions
+    nor outside them."""
+    graphs = []
+
+    def counting(gm, example_inputs):
+        graphs.append(len(gm.graph.nodes))
+        return gm.forward
+
+    torch._dynamo.reset()
+    f = torch.compile(model, backend=counting)
+    x, w = leaves()
+    f(x, w).backward()
+    for _ in range(2):
+        profile("python", lambda: f(x, w).backward())
+    f(x, w).backward()
+    assert len(graphs) == 2 and graphs[0] == graphs[1], graphs
+
+
+def test_finalize_from_another_thread_leaves_inert_modes():
+    """The modes live on the starting thread's stack; a finalize from another
+    thread cannot pop them, so they pass calls through untouched."""
+    import threading
+    from torch.overrides import _get_current_function_mode_stack
+    depth = len(_get_current_function_mode_stack())
+    x, w = leaves()
+    sid = proton.start("t", context="python,aten", backend="fake")
+    t = threading.Thread(target=proton.finalize, args=(sid,))
+    t.start()
+    t.join()
+    assert len(_get_current_function_mode_stack()) == depth + 1
+    step(x, w)  # passes through: no error, no session
+    assert x.grad is not None
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+    _get_current_dispatch_mode_stack()[-1].__exit__(None, None, None)  # the caller may pop them
+    _get_current_function_mode_stack()[-1].__exit__(None, None, None)
+    got = profile("python", lambda: step(x, w))  # a later session works
+    assert any("<backward>" in p for p, _, _, _ in got)
