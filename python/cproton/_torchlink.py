@@ -5,10 +5,12 @@ with context "python" runs and torch is imported:
   that started the session; for each output's autograd node
   `_cproton.link_outputs` (C, _torchlink.c) adds it to the run of calls
   with the caller's frames; a run's last node gets a pre-hook that hands
-  the frames to the thread that runs it, its first node a post-hook that
-  puts the thread back on the fallback (the frames of backward()'s caller). Tensor.backward,
-  torch.autograd.backward and torch.autograd.grad open the backward pass
-  (`backward_begin/_end`). C (_pylink.c) puts "<backward>" under the link.
+  the frames to the thread that runs it; after nodes the mode did not see
+  (a gap in autograd's sequence counter) the run's first node gets a
+  post-hook back to the fallback (the frames of backward()'s caller).
+  Tensor.backward, torch.autograd.backward and torch.autograd.grad open the
+  backward pass (`backward_begin/_end`). C (_pylink.c) puts "<backward>"
+  under the link.
 - Operator frames ("python,aten"): a TorchDispatchMode pushes "aten::name"
   around each operator; the modes' state is thread-local and autograd hands
   it to its engine threads, so backward operators get frames too.
