@@ -20,4 +20,19 @@ if [ ! -f "$stamp" ]; then
   "$venv/bin/pip" install -q -r "$root/tests/python/requirements.txt" >&2
   touch "$stamp"
 fi
+# Optional: a CPU-only torch for tests/python/test_torch_context.py (the
+# python context's PyTorch layers), where pip finds a "+cpu" wheel (a local
+# wheel folder or index); no CUDA build is ever pulled in (--no-deps, pinned
+# local version). Tried once per venv; the test skips without torch.
+torch_stamp=$venv/.cproton-torch-1
+if [ ! -f "$torch_stamp" ]; then
+  if "$venv/bin/pip" install -q --only-binary :all: --no-deps "torch==2.13.0+cpu" >&2 2>/dev/null &&
+     "$venv/bin/pip" install -q --only-binary :all: sympy networkx jinja2 filelock fsspec \
+       typing-extensions >&2; then
+    echo "cproton: CPU torch installed in the test venv" >&2
+  else
+    echo "cproton: no CPU torch wheel found; tests/python/test_torch_context.py will skip" >&2
+  fi
+  touch "$torch_stamp"
+fi
 echo "$venv"

@@ -23,6 +23,7 @@
 
 #include "_hookchain.h"
 #include "_pyframes.h"
+#include "_torchlink.h"
 #include "_instrument.h"
 #include "_testing.h"
 #include "cproton/cproton.h"
@@ -1408,7 +1409,8 @@ PyMODINIT_FUNC PyInit__cproton(void) {
       PyModule_AddIntConstant(m, "METRIC_MAX_VECTOR",
                               (long)CPROTON_METRIC_MAX_VECTOR) < 0 ||
       cpy_testing_add(m) < 0 || cpy_instrument_add(m) < 0 ||
-      cpy_hookchain_add(m) < 0 || launch_strings() < 0) {
+      cpy_hookchain_add(m) < 0 || cpy_torchlink_add(m) < 0 ||
+      launch_strings() < 0) {
     Py_DECREF(m);
     return NULL;
   }

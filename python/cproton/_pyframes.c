@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_pylink.h"
 #include "cproton/cproton.h"
 
 #if PY_VERSION_HEX < 0x030B0000
@@ -223,13 +224,15 @@ static const entry *resolve(PyCodeObject *co, int offset, int gil,
 
 typedef struct walk {
   const entry *frames[MAX_WALK]; /* innermost first */
-  size_t n;
+  size_t raw_index[MAX_WALK];    /* of each kept frame, among all frames */
+  size_t n, raw;
   int gil;
   entry scratch;
   char text[TEXT_MAX];
 } walk;
 
 static void visit(walk *w, PyCodeObject *co, int offset) {
+  size_t raw = w->raw++;
   if (w->n >= MAX_WALK)
     return;
   const entry *e = resolve(co, offset, w->gil, &w->scratch, w->text);
@@ -241,6 +244,7 @@ static void visit(walk *w, PyCodeObject *co, int offset) {
     spill[w->n].text = NULL;
     e = &spill[w->n];
   }
+  w->raw_index[w->n] = raw;
   w->frames[w->n++] = e;
 }
 
@@ -274,7 +278,7 @@ static void walk_public(walk *w, PyThreadState *ts) {
 }
 
 static void walk_current(walk *w) {
-  w->n = 0;
+  w->n = w->raw = 0;
   PyThreadState *ts = PyGILState_GetThisThreadState();
   if (!ts || !atomic_load(&registered))
     return;
@@ -288,13 +292,34 @@ static void walk_current(walk *w) {
   (void)walk_public;
 }
 
+/* Output: the link prefix (when the thread runs a linked backward node),
+ * the thread's frames newer than the link's anchor (all of them without a
+ * link), then the operator frames; outermost first. */
 size_t cpy_frames_unwind(void *user, uint32_t *ids, size_t max) {
+  (void)user;
   static _Thread_local walk w;
   walk_current(&w);
-  size_t n = w.n < max ? w.n : max;
-  for (size_t i = 0; i < n; i++) /* outermost first */
-    ids[i] = w.frames[n - 1 - i]->id;
+  cpy_link_view v;
+  cpy_link_view_get(&v, w.raw);
+  size_t n = 0, own = w.n;
+  if (v.n_prefix) {
+    for (n = 0; n < v.n_prefix && n < max; n++)
+      ids[n] = v.prefix[n];
+    own = 0; /* frames newer than the anchor: innermost raw indices */
+    while (own < w.n && w.raw_index[own] < w.raw - v.anchor)
+      own++;
+  }
+  for (size_t i = own; i-- > 0 && n < max;) /* outermost first */
+    ids[n++] = w.frames[i]->id;
+  for (size_t i = 0; i < v.n_ops && n < max; i++)
+    ids[n++] = v.ops[i];
   return n;
+}
+
+size_t cpy_frames_raw_depth(void) {
+  static _Thread_local walk w;
+  walk_current(&w);
+  return w.raw;
 }
 
 PyObject *cpy_frames_current(void) {

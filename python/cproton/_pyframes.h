@@ -27,4 +27,8 @@ PyObject *cpy_frames_current(void);
 /* The unwinder itself (cproton_unwind_fn). */
 size_t cpy_frames_unwind(void *user, uint32_t *ids, size_t max);
 
+/* The number of frames of the calling thread, skipped ones included (the
+ * anchor of a backward link, see _pylink.h). */
+size_t cpy_frames_raw_depth(void);
+
 #endif

@@ -41,7 +41,17 @@ def set_python_skip(prefixes) -> None:
     """Replaces the file-path prefixes whose frames the "python" context
     drops (default: cproton's package and Triton's runtime, backends,
     compiler and profiler folders). A cproton extension."""
-    _cproton.set_frame_skip(list(prefixes))
+    global _skip
+    _skip = list(prefixes)
+    _cproton.set_frame_skip(_skip + _torch_skip)
+
+
+def set_torch_skip(prefixes) -> None:
+    """PyTorch's dispatch helpers, dropped too while the backward link is
+    on (profile._link_torch)."""
+    global _torch_skip
+    _torch_skip = list(prefixes)
+    _cproton.set_frame_skip(_skip + _torch_skip)
 
 
 def default_python_skip() -> list:
@@ -60,4 +70,6 @@ def default_python_skip() -> list:
     return skip
 
 
+_skip: list = []
+_torch_skip: list = []
 set_python_skip(default_python_skip())

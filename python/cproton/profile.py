@@ -21,7 +21,7 @@ import functools
 import os
 from typing import Optional, Union
 
-from . import _compat, _cproton, _log, knobs, metric
+from . import _compat, _cproton, _log, _torchlink, context as _context, knobs, metric
 from .flags import flags
 from .hooks import HookManager, LaunchHook, InstrumentationHook
 from .hooks import facts
@@ -159,7 +159,9 @@ def start(
     Args:
         name (str, optional): The name (with path) of the profiling session; the
                               extension follows the data kind ("proton.hatchet" by default).
-        context (str, optional): "shadow" (scopes, default) or "python" (Python frames).
+        context (str, optional): "shadow" (scopes, default) or "python" (Python frames);
+                              "python,aten" adds PyTorch operator frames (a cproton
+                              extension, see docs/python.md).
         data (str, optional): "tree" (default) or "trace".
         backend (str, optional): None (automatic), "cupti", "instrumentation" or "none".
         mode (Union[str, BaseMode], optional): The backend-specific mode, e.g.
@@ -177,6 +179,7 @@ def start(
         return None
     _check_str("name", name)
     _check_str("context", context)
+    context, layers = _context_layers(context)
     _check_str("data", data)
     _check_str("backend", backend)
     if not isinstance(hook, Hook):
@@ -204,7 +207,9 @@ def start(
     flags.profiling_on = True
     metric.reserve_for_capture()
     _sessions[session] = {"name": name, "context": context or "shadow", "data": data or "tree",
-                          "backend": chosen, "mode": mode_str, "hook": hook}
+                          "backend": chosen, "mode": mode_str, "hook": hook, "layers": layers}
+    if context == "python":
+        _link_torch()
     if isinstance(hook, Hook):  # Proton 3.9: a Hook object, e.g. a configured LaunchHook()
         HookManager.register(hook, session)
     elif hook in ("triton", "launch"):
@@ -314,7 +319,41 @@ def _finalize(session, output_format):
         if not _cproton.session_count():
             _drop_open_scopes()
     finally:
+        _unlink_torch()
         _log.drain()
+
+
+def _context_layers(context):
+    """Splits "python,aten" into the context the C library records
+    ("python") and the PyTorch layers added to it. Any other value goes to
+    the C library whole, which accepts or refuses it as Proton does."""
+    if context is None or "," not in context:
+        return context, ()
+    base, *extra = [part.strip() for part in context.split(",")]
+    if base != "python" or not extra or any(e != "aten" for e in extra):
+        return context, ()
+    return base, ("aten",)
+
+
+def _link_torch():
+    """Backward links and operator frames for PyTorch (_torchlink.py): on
+    while a "python" session exists; operator frames while one asks."""
+    pythons = [s for s in _sessions.values() if s["context"] == "python"]
+    aten = any("aten" in s["layers"] for s in pythons)
+    _torchlink.uninstall()
+    _torchlink.install(aten, on_install=_torch_skip)
+    _torch_skip()
+
+
+def _torch_skip():
+    _context.set_torch_skip(_torchlink.torch_skip() if _torchlink.installed() else [])
+
+
+def _unlink_torch():
+    if any(s["context"] == "python" for s in _sessions.values()):
+        return
+    _torchlink.uninstall()
+    _context.set_torch_skip([])
 
 
 def _drop_open_scopes():

@@ -36,7 +36,7 @@ def _parser():
     parser.add_argument("-b", "--backend", type=str, help="Profiling backend (cupti, instrumentation, none)",
                         default=None)
     parser.add_argument("-c", "--context", type=str, help="Profiling context", default="shadow",
-                        choices=["shadow", "python", "native"])
+                        choices=_Contexts(["shadow", "python"]))
     parser.add_argument("-m", "--mode", type=str, help="Profiling mode", default=None)
     parser.add_argument("-d", "--data", type=str, help="Profiling data", default="tree", choices=["tree", "trace"])
     parser.add_argument("-k", "--hook", type=str, help="Profiling hook", default=None, choices=[None, "triton"])
@@ -150,6 +150,14 @@ def preflight(args, target):
     if not os.access(directory, os.W_OK | os.X_OK):
         return f"cannot write the profile '{args.name or DEFAULT_PROFILE_NAME}': directory '{directory}' is not writable"
     return None
+
+
+class _Contexts(list):
+    """Proton's -c choices, listed as Proton lists them (its usage and error
+    text unchanged), also accepting cproton's "python,aten"."""
+
+    def __contains__(self, value):
+        return value == "python,aten" or list.__contains__(self, value)
 
 
 def run_profiling(args, target_args):

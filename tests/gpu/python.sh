@@ -30,6 +30,8 @@ run torch_kernels   "$py" "$here/python/torch_kernels.py"
 run autograd_thread "$py" "$here/python/autograd_thread.py" cproton
 run autograd_thread_proton "$py" "$here/python/autograd_thread.py" triton.profiler
 run python_context  "$py" "$here/python/python_context.py"
+run torch_layers_eager "$py" "$here/python/torch_layers.py" eager
+run torch_layers_train "$py" "$here/python/torch_layers.py" train
 run triton_instrument "$py" "$here/python/triton_instrument.py"
 run instrument_reduce "$py" "$here/python/instrument_reduce.py"
 run instrument_sums "$py" "$here/python/instrument_sums.py"

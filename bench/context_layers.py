@@ -1,0 +1,102 @@
+"""Cost of the "python" context's PyTorch layers (issue 28) on a GPT
+training step of bench/workloads.py: unprofiled, cproton context="python",
+"python,aten", torch.profiler(with_stack=True) and Proton 3.6 (triton.profiler,
+context="python"). One fresh process per variant and round, rounds
+interleaved, medians of the per-step times.
+
+usage: context_layers.py [eager|train] [ROUNDS] [OUT_DIR]
+Prints RESULT lines and PASS/FAIL for the targets: cproton python ≤ 1.15×
+unprofiled and ≤ 1/3 of torch.profiler's added time; profile size ≤ 2× a
+shadow profile of the same steps."""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+VARIANTS = ("none", "python", "python_aten", "torch_profiler", "proton36", "shadow")
+STEPS = 20
+
+
+def child(kind, variant, out):
+    sys.path.insert(0, HERE)
+    import contextlib
+    import workloads
+    workloads.configure_caches(os.path.join(out, "cache"))
+    step, sync = workloads.WORKLOADS[kind](lambda n: contextlib.nullcontext())
+    for _ in range(3):
+        step()
+    sync()
+    stop, path = (lambda: None), None
+    if variant in ("python", "python_aten", "shadow"):
+        import cproton as proton
+        path = os.path.join(out, f"{variant}")
+        proton.start(path, context={"python_aten": "python,aten"}.get(variant, variant))
+        stop = proton.finalize
+    elif variant == "proton36":
+        import triton.profiler as proton
+        path = os.path.join(out, "proton36")
+        proton.start(path, context="python")
+        stop = proton.finalize
+    elif variant == "torch_profiler":
+        import torch
+        prof = torch.profiler.profile(with_stack=True)
+        prof.__enter__()
+        stop = lambda: prof.__exit__(None, None, None)  # noqa: E731
+    for _ in range(3):  # under the profiler: a compiled step recompiles once
+        step()  # under a python session (Dynamo guards on the mode stack)
+    sync()
+    t = time.perf_counter()
+    for _ in range(STEPS):
+        step()
+    sync()
+    dt = (time.perf_counter() - t) / STEPS
+    stop()
+    size = os.path.getsize(path + ".hatchet") if path and os.path.exists(path + ".hatchet") else None
+    print(json.dumps({"variant": variant, "step_s": dt, "bytes": size}))
+
+
+def main():
+    kind = sys.argv[1] if len(sys.argv) > 1 else "eager"
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    out = os.path.abspath(sys.argv[3] if len(sys.argv) > 3 else "out/context_layers")
+    os.makedirs(out, exist_ok=True)
+    got = {v: [] for v in VARIANTS}
+    size = {}
+    for r in range(rounds):
+        for v in VARIANTS:
+            p = subprocess.run([sys.executable, __file__, "--child", kind, v, out],
+                               capture_output=True, text=True, timeout=600)
+            lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+            if p.returncode or not lines:
+                print(f"FAIL {v} round {r}: rc={p.returncode} {p.stderr[-400:]}")
+                continue
+            res = json.loads(lines[-1])
+            got[v].append(res["step_s"])
+            size[v] = res["bytes"]
+    med = {v: statistics.median(t) for v, t in got.items() if t}
+    for v, m in med.items():
+        print(f"RESULT {kind} {v}: {m * 1e3:.3f} ms/step ({m / med['none']:.3f}x), bytes={size.get(v)}")
+    base, tp = med["none"], med.get("torch_profiler")
+    ok = True
+    for v in ("python", "python_aten"):
+        if v not in med:
+            continue
+        ratio = med[v] / base
+        third = tp is not None and (med[v] - base) <= (tp - base) / 3
+        print(("PASS" if ratio <= 1.15 else "FAIL") + f" {kind} {v} ≤ 1.15x unprofiled ({ratio:.3f}x)")
+        print(("PASS" if third else "FAIL") + f" {kind} {v} ≤ 1/3 of torch.profiler's added time")
+        if size.get(v) and size.get("shadow"):
+            grow = size[v] / size["shadow"]
+            print(("PASS" if grow <= 2 else "FAIL") + f" {kind} {v} profile ≤ 2x shadow ({grow:.2f}x)")
+        ok = ok and ratio <= 1.15 and third
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        child(*sys.argv[2:5])
+    else:
+        sys.exit(main())

@@ -1,0 +1,86 @@
+"""Per-operation CPU cost of the "python" context's PyTorch layers (issue
+28), without a GPU: a chain of 100 small forward operations (8x8) and its backward, on CPU tensors, with the fake backend. One fresh process
+per variant and round, rounds interleaved, medians (of the best of 5
+timed loops in each process).
+
+usage: context_layers_cpu.py [ROUNDS] [lines|loop]
+  lines: 25 blocks of four lines, one operation each (a run per operation,
+         the worst case for the link); loop: one line in a loop (one run)
+Prints RESULT lines: microseconds per forward operation (its backward
+included) for none, shadow, python, python,aten, torch.profiler(with_stack)."""
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+VARIANTS = ("none", "shadow", "python", "python,aten", "torch_profiler")
+
+
+def child(variant, shape):
+    import torch
+    torch.set_num_threads(1)
+    x = torch.randn(8, 8, requires_grad=True)
+    w = torch.randn(8, 8, requires_grad=True)
+
+    def block(h):  # four lines, one operation each: a run per operation
+        a = h @ w
+        b = torch.tanh(a)
+        c = b * 0.5
+        return c + h
+
+    def step():
+        h = x
+        if shape == "loop":  # one line: one run for the whole chain
+            for _ in range(50):
+                h = torch.tanh(h @ w)
+        else:
+            for _ in range(25):
+                h = block(h)
+        h.sum().backward()
+
+    stop = lambda: None  # noqa: E731
+    if variant == "torch_profiler":
+        prof = torch.profiler.profile(with_stack=True)
+        prof.__enter__()
+        stop = lambda: prof.__exit__(None, None, None)  # noqa: E731
+    elif variant != "none":
+        import cproton as proton
+        proton.start("cpu_layers", context=variant, backend="fake")
+        stop = proton.finalize
+    for _ in range(5):
+        step()
+    best = float("inf")
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(20):
+            step()
+        best = min(best, (time.perf_counter() - t) / 20 / 100)
+    stop()
+    print(json.dumps({"us_per_op": best * 1e6}))  # 100 forward operations a step
+
+
+def main():
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    shape = sys.argv[2] if len(sys.argv) > 2 else "lines"
+    got = {v: [] for v in VARIANTS}
+    for _ in range(rounds):
+        for v in VARIANTS:
+            p = subprocess.run([sys.executable, __file__, "--child", v, shape], capture_output=True, text=True)
+            lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+            if p.returncode or not lines:
+                print(f"FAIL {v}: {p.stderr[-300:]}")
+                continue
+            got[v].append(json.loads(lines[-1])["us_per_op"])
+    base = statistics.median(got["none"])
+    for v, t in got.items():
+        if t:
+            m = statistics.median(t)
+            print(f"RESULT cpu {shape} {v}: {m:.2f} us per forward op (+{m - base:.2f})")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 3 and sys.argv[1] == "--child":
+        child(sys.argv[2], sys.argv[3])
+    else:
+        main()

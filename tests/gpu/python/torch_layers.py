@@ -1,0 +1,87 @@
+"""context="python" with PyTorch on the GPU (issue 28): GPT training steps
+of bench/workloads.py, eager and torch.compile'd.
+
+usage: torch_layers.py eager|train
+Checks: no kernel at ROOT; kernels under "<backward>" == kernels the
+shadow run puts under its "backward" scope; kernel counts equal to
+context="shadow", also with "python,aten"; eager with "python,aten": >= 99%
+of kernel time under an "aten::" frame (compiled: reported). Prints PASS/FAIL/RESULT lines."""
+import contextlib
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench"))
+import cproton as proton  # noqa: E402
+import workloads  # noqa: E402
+
+STEPS = 3
+
+
+def kernels(node, path=()):
+    """(path of frame names, count, time ns) of every kernel node."""
+    out = []
+    for c in node["children"]:
+        name, m = c["frame"]["name"], c["metrics"]
+        if m.get("count", 0) and not c["children"]:
+            out.append((path, m["count"], m.get("time (ns)", 0)))
+        out += kernels(c, path + (name,))
+    return out
+
+
+def run(step, sync, ctx, name):
+    sync()
+    proton.start(name, context=ctx)
+    for _ in range(STEPS):
+        step()
+    sync()
+    proton.finalize()
+    with open(name + ".hatchet") as f:
+        return kernels(json.load(f)[0])
+
+
+def main():
+    kind = sys.argv[1] if len(sys.argv) > 1 else "eager"
+    scope = {"s": contextlib.nullcontext}
+
+    def chosen(n):
+        return scope["s"](n) if scope["s"] is proton.scope else contextlib.nullcontext()
+    step, sync = workloads.WORKLOADS[kind](chosen)
+    for _ in range(3):  # warm-up: compile, autotune, allocator
+        step()
+    for ctx in ("python", "python,aten"):  # Dynamo guards on the torch-function
+        proton.start(f"{kind}_warmup", context=ctx)  # mode stack: a compiled step
+        step()  # recompiles once under a python session (same graph)
+        sync()
+        proton.finalize()
+    scope["s"] = proton.scope
+    shadow = run(step, sync, "shadow", f"{kind}_shadow")
+    scope["s"] = contextlib.nullcontext
+    python = run(step, sync, "python", f"{kind}_python")
+    n_shadow, n_python = sum(c for _, c, _ in shadow), sum(c for _, c, _ in python)
+    backward = sum(c for p, c, _ in shadow if "backward" in p)
+    at_root = sum(c for p, c, _ in python if not p)
+    linked = sum(c for p, c, _ in python if "<backward>" in p)
+    print(f"RESULT {kind} kernels shadow={n_shadow} python={n_python} backward={backward} "
+          f"under <backward>={linked} at ROOT={at_root}")
+    checks = [(at_root == 0, "no kernel at ROOT"),
+              (n_python == n_shadow, "kernel count unchanged against shadow"),
+              (linked == backward and backward > 0, "every backward kernel under <backward>")]
+    aten = run(step, sync, "python,aten", f"{kind}_aten")
+    total = sum(t for _, _, t in aten)
+    under = sum(t for p, _, t in aten if any(f.startswith("aten::") for f in p))
+    n_aten = sum(c for _, c, _ in aten)
+    print(f"RESULT {kind} aten: {under / max(total, 1):.4f} of kernel time under aten:: ({n_aten} kernels)")
+    checks += [(n_aten == n_shadow, "python,aten: kernel count unchanged against shadow"),
+               (sum(c for p, c, _ in aten if not p) == 0, "python,aten: no kernel at ROOT")]
+    if kind == "eager":  # Inductor's own Triton kernels run inside no operator
+        checks.append((under >= 0.99 * total and total > 0, ">= 99% of kernel time under aten::"))
+    for ok, what in checks:
+        print(("PASS " if ok else "FAIL ") + f"{kind}: {what}")
+    sizes = {c: os.path.getsize(f"{kind}_{c}.hatchet") for c in ("shadow", "python", "aten")}
+    print(f"RESULT {kind} profile bytes {sizes}")
+    return 0 if all(ok for ok, _ in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
