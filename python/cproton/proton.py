@@ -154,10 +154,10 @@ def preflight(args, target):
 
 class _Contexts(list):
     """Proton's -c choices, listed as Proton lists them (its usage and error
-    text unchanged), also accepting cproton's "python,aten"."""
+    text unchanged), also accepting cproton's "python,aten" and "native"."""
 
     def __contains__(self, value):
-        return value == "python,aten" or list.__contains__(self, value)
+        return value in ("python,aten", "native") or list.__contains__(self, value)
 
 
 def run_profiling(args, target_args):
