@@ -102,7 +102,11 @@ def facts_checks(root):
         check(f"facts_{name}", not missing, f"missing {missing} in {sorted(m)}")
         if missing:
             continue
-        check(f"facts_{name}_regs_agree", m["kernel.regs"] == m["triton.n_regs"],
+        # CUPTI reports the registers per thread the driver gives the kernel:
+        # the compiled count, but never below 16 on an H100 (measured: 8 -> 16,
+        # 14 -> 16, 26 -> 26, 30 -> 30, 94 -> 94); allowed up to the next 8.
+        want = max(16, m["triton.n_regs"])
+        check(f"facts_{name}_regs_agree", want <= m["kernel.regs"] <= -(-want // 8) * 8,
               f"CUPTI {m['kernel.regs']} vs Triton {m['triton.n_regs']}")
         check(f"facts_{name}_block", m["kernel.block"] == 32 * m["triton.num_warps"], str(m))
         print(f"RESULT facts {name} " + " ".join(f"{k}={v}" for k, v in sorted(m.items()) if "." in k))
