@@ -228,17 +228,10 @@ def _add_loaded_cubins() -> None:
     hands cubins over only when a module loads, so kernels Triton compiled
     and loaded before start() would have no lines (Proton gives none).
     Triton keeps every compiled kernel's cubin: hand those over once."""
-    import gc
-    import sys
-    compiler = sys.modules.get("triton.compiler.compiler")
-    kind = getattr(compiler, "CompiledKernel", None) if compiler else None
-    if kind is None:
-        return
-    for obj in gc.get_objects():
-        if type(obj) is kind and getattr(obj, "module", None) is not None:
-            cubin = getattr(obj, "asm", {}).get("cubin")
-            if isinstance(cubin, (bytes, bytearray)):
-                _cproton.pcsampling_add_cubin(cubin)
+    for obj in facts.loaded_kernels():
+        cubin = getattr(obj, "asm", {}).get("cubin")
+        if isinstance(cubin, (bytes, bytearray)):
+            _cproton.pcsampling_add_cubin(cubin)
 
 
 def activate(session: Optional[int] = None) -> None:

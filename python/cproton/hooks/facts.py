@@ -131,11 +131,10 @@ def record(name: str, metadata_group: Dict[str, str], kernel=None) -> None:
                       "the advisor lists the rules that need them as unavailable")
 
 
-def record_loaded() -> None:
-    """Kernels Triton loaded before the hook was installed never reach
-    init_handle: at start() with the launch hook, every loaded
-    CompiledKernel (one pass over the garbage collector's objects, as
-    PC sampling's cubin hand-over does) gives its facts once."""
+def loaded_kernels():
+    """Every CompiledKernel Triton has loaded onto a device, found in one pass
+    over the garbage collector's objects (Triton keeps no list of them);
+    nothing when Triton's compiler was never imported."""
     import gc
     compiler = sys.modules.get("triton.compiler.compiler")
     kind = getattr(compiler, "CompiledKernel", None) if compiler else None
@@ -143,7 +142,15 @@ def record_loaded() -> None:
         return
     for obj in gc.get_objects():
         if type(obj) is kind and getattr(obj, "module", None) is not None:
-            group = getattr(obj, "metadata_group", None)
-            name = getattr(obj, "name", None)
-            if isinstance(group, dict) and isinstance(name, str):
-                record(name, group, obj)
+            yield obj
+
+
+def record_loaded() -> None:
+    """Kernels Triton loaded before the hook was installed never reach
+    init_handle: at start() with the launch hook, every loaded
+    CompiledKernel gives its facts once."""
+    for obj in loaded_kernels():
+        group = getattr(obj, "metadata_group", None)
+        name = getattr(obj, "name", None)
+        if isinstance(group, dict) and isinstance(name, str):
+            record(name, group, obj)
