@@ -149,9 +149,13 @@ def report(names, advice, times):
 
 
 def _run(cmd, timeout):
+    """(exit status, seconds) of a child; 124 when it ran past timeout s."""
     t0 = time.time()
-    r = subprocess.run(cmd, timeout=timeout)
-    return r.returncode, time.time() - t0
+    try:
+        rc = subprocess.run(cmd, timeout=timeout).returncode
+    except subprocess.TimeoutExpired:
+        rc = 124
+    return rc, time.time() - t0
 
 
 def main(argv):
@@ -193,7 +197,7 @@ def drive(a, names):
     times = json.loads((out / "timings.json").read_text()) if (out / "timings.json").exists() else {}
     advice = {}
     for name in names:
-        rc, secs = _run(me + ["--worker-profile", str(out), name, str(steps)], 300)
+        rc, secs = _run(me + ["--worker-profile", str(out), name, str(steps)], 120)
         if rc != 0:
             print(f"FAIL profile {name}: exit {rc}")
         adv = _advise(a.viewer, out, name)
