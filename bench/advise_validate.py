@@ -75,7 +75,11 @@ def worker_time(out, names, scale, rounds):
     import cases
     ctx, times = _ctx(out), {}
     for name in names:
-        t = _time_variants(cases, name, ctx, scale, rounds)
+        try:
+            t = _time_variants(cases, name, ctx, scale, rounds)
+        except Exception as e:  # one broken case must not hide the others' times
+            print(f"FAIL time {name}: {type(e).__name__}: {e}")
+            continue
         times[name] = t
         case = catalog.BY_NAME[name]
         if case.kind == "planted":

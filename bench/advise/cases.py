@@ -3,6 +3,7 @@ each builds a variant ("planted" or "fixed"; tuned cases only "planted") into
 (step, result): step() runs the workload once on the current stream, result()
 returns a tensor to compare the variants by."""
 import torch
+import torch.nn.attention  # noqa: F401  (sdpa_kernel)
 import torch.nn.functional as F
 
 import cuda_lib

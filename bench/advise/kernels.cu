@@ -85,7 +85,7 @@ extern "C" __global__ void chase_many_live(const int *next, float *out, int iter
   float keep[KEEP];
 #pragma unroll
   for (int k = 0; k < KEEP; k++) keep[k] = (float)next[(t * 7 + k * 32) & mask];
-  int p = (t * 33) & mask;
+  int p = ((t / 32) * 33 * 32 + t % 32) & mask;  // a warp reads one 128-byte line per step
   for (int it = 0; it < iters; it++) {
     p = next[p];
 #pragma unroll
@@ -98,7 +98,7 @@ extern "C" __global__ void chase_many_live(const int *next, float *out, int iter
 }
 extern "C" __global__ void chase_few_live(const int *next, float *out, int iters, int mask) {
   int t = blockIdx.x * blockDim.x + threadIdx.x;
-  int p = chase(next, (t * 33) & mask, iters);
+  int p = chase(next, ((t / 32) * 33 * 32 + t % 32) & mask, iters);
   float acc = (float)p;
 #pragma unroll 8
   for (int k = 0; k < KEEP; k++) acc += (float)next[(t * 7 + k * 32) & mask];

@@ -5,17 +5,22 @@ import triton
 import triton.language as tl
 
 
+def _name(kernel, what):
+    """The op scope's name starts with the kernel's own, so either frame names it."""
+    return f"{getattr(kernel, 'name', 'kernel')}_{what}"
+
+
 def _mm_meta(grid, kernel, args):
-    return {"name": f"matmul_{args['M']}x{args['N']}x{args['K']}",
+    return {"name": _name(kernel, f"{args['M']}x{args['N']}x{args['K']}"),
             "flops": 2.0 * args["M"] * args["N"] * args["K"]}
 
 
 def _bytes_meta(grid, kernel, args):
-    return {"name": f"stream_{args['n']}", "bytes": 3 * 4 * args["n"]}
+    return {"name": _name(kernel, args["n"]), "bytes": 3 * 4 * args["n"]}
 
 
 def _softmax_meta(grid, kernel, args):
-    return {"name": f"softmax_{args['rows']}x{args['cols']}", "bytes": 2 * 4 * args["rows"] * args["cols"]}
+    return {"name": _name(kernel, f"{args['rows']}x{args['cols']}"), "bytes": 2 * 4 * args["rows"] * args["cols"]}
 
 
 @triton.jit(launch_metadata=_mm_meta)
