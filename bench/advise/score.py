@@ -83,8 +83,8 @@ def targets(rows):
              bool(applied) and est >= ESTIMATE_TARGET)]
 
 
-def _f(x, fmt="{:.2f}"):
-    return "-" if x is None else fmt.format(x)
+def _f(x):
+    return "-" if x is None else f"{x:.2f}x"
 
 
 def table(rows):
@@ -95,7 +95,7 @@ def table(rows):
         if r["kind"] == "planted":
             out.append(f"| {r['case']} | {r['cause']} | {r['top'] or '(none)'} | {', '.join(r['top3']) or '-'} "
                        f"| {'yes' if r['hit1'] else 'no'} | {'yes' if r['hit3'] else 'no'} "
-                       f"| {_f(r['fix_speedup'])}x | {_f(r['speedup'])}x | {_f(r['estimated'])}x |")
+                       f"| {_f(r['fix_speedup'])} | {_f(r['speedup'])} | {_f(r['estimated'])} |")
     out += ["", "| tuned case | findings | largest estimated gain | rule | quiet |", "|---|---|---|---|---|"]
     for r in rows:
         if r["kind"] == "tuned":
