@@ -132,3 +132,35 @@ def test_matmul_variants(dtype, tiles, warps, stages, precision, want):
     cx = {"BM": tiles[0], "BN": tiles[1], "BK": tiles[2], "GROUP": 8, "PRECISION": precision}
     spills, mma = _compile(tk.matmul_kernel, sig, cx, num_warps=warps, num_stages=stages)
     assert (spills, mma) == (0, want)
+
+
+def _ptxas_report(tmp_path):
+    """{kernel: (registers, stack bytes)} from nvcc -Xptxas -v on bench/advise/kernels.cu."""
+    import re
+    import shutil
+    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None)
+    if nvcc is None:
+        pytest.skip("nvcc not found (the CUDA C kernels are checked where it is)")
+    r = subprocess.run([nvcc, "-O3", "-arch=sm_90", "-Xptxas", "-v", "-cubin", "-o", str(tmp_path / "k.cubin"),
+                        str(BENCH / "advise" / "kernels.cu")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    out, kernel = {}, None
+    for line in r.stderr.splitlines():
+        m = re.search(r"Compiling entry function '(\w+)'", line)
+        if m:
+            kernel = m.group(1)
+        m = re.search(r"(\d+) bytes stack frame", line)
+        if m and kernel:
+            out[kernel] = [None, int(m.group(1))]
+        m = re.search(r"Used (\d+) registers", line)
+        if m and kernel:
+            out[kernel][0] = int(m.group(1))
+    return out
+
+
+def test_cuda_planted_kernels_have_their_problem(tmp_path):
+    rep = _ptxas_report(tmp_path)
+    assert rep["poly_local"][1] > 0 and rep["poly_shared"][1] == 0           # local memory vs none
+    # 256-thread blocks: > 64 registers leaves fewer than 4 blocks (50%) per SM; <= 64 does not
+    assert rep["chase_many_live"][0] > 64 and rep["chase_few_live"][0] <= 64
+    assert all(stack == 0 for k, (_, stack) in rep.items() if k != "poly_local"), rep
