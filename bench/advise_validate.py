@@ -103,6 +103,7 @@ def worker_profile(out, name, steps):
     torch.cuda.synchronize()
     prof = Path(out) / "profiles"
     prof.mkdir(exist_ok=True)
+    steps = max(steps, catalog.BY_NAME[name].iters)   # short steps get more, for enough PC samples
     for suffix, kw in (("", {"hook": "triton"}), ("_pcs", {"backend": "cupti", "mode": "pcsampling"})):
         proton.start(str(prof / f"{name}{suffix}"), **kw)
         for _ in range(steps):

@@ -7,8 +7,10 @@
 # RESULT lines for the targets (a missed target is a RESULT, not a FAIL: the
 # bench judges the advisor, the part checks the bench ran). The profiles,
 # the advice and advise_validate.json are kept under OUT_DIR.
-# usage: tests/gpu/advise_bench.sh OUT_DIR [BUILD_DIR]   (ADVISE_ARGS adds
-# flags, e.g. "--quick" or "--cases cu_strided,tr_spills"; --quick by default)
+# usage: tests/gpu/advise_bench.sh OUT_DIR [BUILD_DIR]   (ADVISE_ARGS replaces
+# the default flags "--quick", e.g. "--quick --cases cu_strided,tr_spills"; the
+# Triton cache goes to TRITON_CACHE_DIR, /tmp/cproton-advise-triton by default,
+# to keep it out of the packed logs)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -16,6 +18,7 @@ out=${1:-${OUT:-out/gpu-advise}}; mkdir -p "$out"; out=$(cd "$out" && pwd)
 build=${2:-${BUILD:-$root/build}}
 export PYTHONPATH=$build/python${PYTHONPATH:+:$PYTHONPATH}
 py=${PYTHON:-python3}
+export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-/tmp/cproton-advise-triton}
 viewer=$build/tools/viewer/cproton-viewer
 [ -x "$viewer" ] || viewer=$(find "$build" -name cproton-viewer -type f -perm -u+x | head -1)
 if [ -z "$viewer" ]; then echo "FAIL advise_bench: no cproton-viewer under $build"; exit 1; fi
