@@ -51,6 +51,8 @@ void vw_usage(FILE *f) {
       "  -o, --output K          tree (default), folded, json or csv\n"
       "      --svg OUT.svg       also draw an icicle flame graph: width = the\n"
       "                          first metric, colour = frame kind\n"
+      "      --roofline OUT.svg  also draw a roofline: each kernel's FLOP/s\n"
+      "                          against FLOP/byte, with the device's ceilings\n"
       "      --ranks             merge the FILEs as ranks (even just one)\n"
       "      --merge-traces OUT  write the Perfetto traces IN... as one trace\n"
       "                          with a process track group per rank\n",
@@ -58,7 +60,7 @@ void vw_usage(FILE *f) {
 }
 
 enum { O_SORTED = 256, O_DIFF, O_NOCOLOR, O_COLOR, O_DEMANGLE, O_SVG, O_LINES,
-       O_RANKS, O_MERGE_TRACES };
+       O_RANKS, O_MERGE_TRACES, O_ROOFLINE };
 
 static const struct option long_opts[] = {
     {"list", no_argument, 0, 'l'},
@@ -75,6 +77,7 @@ static const struct option long_opts[] = {
     {"color", no_argument, 0, O_COLOR},
     {"demangle", no_argument, 0, O_DEMANGLE},
     {"svg", required_argument, 0, O_SVG},
+    {"roofline", required_argument, 0, O_ROOFLINE},
     {"lines", optional_argument, 0, O_LINES},
     {"ranks", no_argument, 0, O_RANKS},
     {"merge-traces", required_argument, 0, O_MERGE_TRACES},
@@ -129,6 +132,7 @@ static int one_option(int c, char **argv, vw_args *a) {
   case O_COLOR: a->force_color = 1; return 0;
   case O_DEMANGLE: a->demangle = 1; return 0;
   case O_SVG: a->svg = optarg; return 0;
+  case O_ROOFLINE: a->roofline = optarg; return 0;
   case O_LINES: return lines_option(optarg, a);
   case O_RANKS: a->ranks = 1; return 0;
   case O_MERGE_TRACES: a->merge_traces = optarg; return 0;
@@ -156,6 +160,11 @@ static int check_choices(const vw_args *a) {
     return vw_fail("Cannot specify both include and exclude");
   if (a->svg && a->diff)
     return vw_fail("--svg draws one profile; it does not take --diff-profile");
+  if (a->roofline && (a->diff || a->n_files > 1 || a->ranks || a->list ||
+                      a->lines || a->merge_traces))
+    return vw_fail("--roofline draws one profile's kernels; it cannot be "
+                   "combined with --diff-profile, several files, --ranks, "
+                   "--list, --lines or --merge-traces");
   return 0;
 }
 

@@ -25,7 +25,7 @@ static int amd_entry(const char *arch) {
 }
 
 /* specs.max_flops(); -1 with vw_errmsg for unknown devices. */
-static int max_flops(const vw_tree *t, const cproton_device_info *d,
+int vw_peak_flops(const vw_tree *t, const cproton_device_info *d,
                      int width, double *out) {
   double w = width / 8.0, sms = d->num_sms, clk = d->clock_rate_khz;
   if (!strcmp(d->type, "HIP")) {
@@ -52,7 +52,7 @@ static int max_flops(const vw_tree *t, const cproton_device_info *d,
 }
 
 /* specs.max_bps(). */
-static int max_bps(const vw_tree *t, const cproton_device_info *d,
+int vw_peak_bps(const vw_tree *t, const cproton_device_info *d,
                    double *out) {
   if (!strcmp(d->type, "CUDA")) {
     *out = 2 * d->bus_width_bits * d->memory_clock_rate_khz * 1e3 / 8;
@@ -87,7 +87,7 @@ static int add_device(vw_tree *t, const cproton_device_info *d,
       continue;
     double peak = 0;
     int c = vw_col_get(t, name);
-    if (c < 0 || max_flops(t, d, widths[k], &peak))
+    if (c < 0 || vw_peak_flops(t, d, widths[k], &peak))
       return -1;
     for (uint32_t i = 0; i < t->n; i++) {
       const char *id = ids[i];
@@ -97,7 +97,7 @@ static int add_device(vw_tree *t, const cproton_device_info *d,
     }
   }
   double peak = 0;
-  if (max_bps(t, d, &peak))
+  if (vw_peak_bps(t, d, &peak))
     return -1;
   int c = has_column(t, "bytes") ? vw_col_get(t, "bytes") : -1;
   for (uint32_t i = 0; i < t->n; i++) {
