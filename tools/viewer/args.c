@@ -51,6 +51,8 @@ void vw_usage(FILE *f) {
       "  -o, --output K          tree (default), folded, json or csv\n"
       "      --svg OUT.svg       also draw an icicle flame graph: width = the\n"
       "                          first metric, colour = frame kind\n"
+      "      --roofline OUT.svg  also draw a roofline: each kernel's FLOP/s\n"
+      "                          against FLOP/byte, with the device's ceilings\n"
       "      --ranks             merge the FILEs as ranks (even just one)\n"
       "      --advise [--json]   ranked performance findings for the kernels of\n"
       "                          the FILEs (one program's profiles, joined by\n"
@@ -61,7 +63,7 @@ void vw_usage(FILE *f) {
 }
 
 enum { O_SORTED = 256, O_DIFF, O_NOCOLOR, O_COLOR, O_DEMANGLE, O_SVG, O_LINES,
-       O_RANKS, O_MERGE_TRACES, O_ADVISE, O_JSON };
+       O_RANKS, O_MERGE_TRACES, O_ADVISE, O_JSON, O_ROOFLINE };
 
 static const struct option long_opts[] = {
     {"list", no_argument, 0, 'l'},
@@ -78,6 +80,7 @@ static const struct option long_opts[] = {
     {"color", no_argument, 0, O_COLOR},
     {"demangle", no_argument, 0, O_DEMANGLE},
     {"svg", required_argument, 0, O_SVG},
+    {"roofline", required_argument, 0, O_ROOFLINE},
     {"lines", optional_argument, 0, O_LINES},
     {"ranks", no_argument, 0, O_RANKS},
     {"merge-traces", required_argument, 0, O_MERGE_TRACES},
@@ -134,6 +137,7 @@ static int one_option(int c, char **argv, vw_args *a) {
   case O_COLOR: a->force_color = 1; return 0;
   case O_DEMANGLE: a->demangle = 1; return 0;
   case O_SVG: a->svg = optarg; return 0;
+  case O_ROOFLINE: a->roofline = optarg; return 0;
   case O_LINES: return lines_option(optarg, a);
   case O_RANKS: a->ranks = 1; return 0;
   case O_MERGE_TRACES: a->merge_traces = optarg; return 0;
@@ -163,6 +167,11 @@ static int check_choices(const vw_args *a) {
     return vw_fail("Cannot specify both include and exclude");
   if (a->svg && a->diff)
     return vw_fail("--svg draws one profile; it does not take --diff-profile");
+  if (a->roofline && (a->diff || a->n_files > 1 || a->ranks || a->list ||
+                      a->lines || a->merge_traces))
+    return vw_fail("--roofline draws one profile's kernels; it cannot be "
+                   "combined with --diff-profile, several files, --ranks, "
+                   "--list, --lines or --merge-traces");
   return 0;
 }
 
@@ -198,10 +207,10 @@ int vw_parse_args(int argc, char **argv, vw_args *a) {
                    "--merge-traces");
   if (a->json && !a->advise)
     return vw_fail("--json is the --advise output's form; give --advise too");
-  if (a->advise && (a->list || a->lines || a->svg || a->diff || a->ranks ||
-                    a->merge_traces || a->metrics || a->output))
+  if (a->advise && (a->list || a->lines || a->svg || a->roofline || a->diff ||
+                    a->ranks || a->merge_traces || a->metrics || a->output))
     return vw_fail("--advise reads the profiles whole; it cannot be combined "
-                   "with -l, -m, -o, --lines, --svg, --diff-profile, --ranks "
-                   "or --merge-traces");
+                   "with -l, -m, -o, --lines, --svg, --roofline, --diff-profile, "
+                   "--ranks or --merge-traces");
   return check_choices(a);
 }

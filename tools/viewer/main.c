@@ -124,6 +124,21 @@ static int open_svg(const vw_args *a, cproton_output **out) {
   return 0;
 }
 
+/* --roofline OUT: written after the tree is derived (the same peaks and
+ * time columns as -m util); committed only when complete. */
+static int write_roofline(const vw_args *a, vw_tree *t) {
+  const char *inputs[] = {a->file, a->diff};
+  cproton_output *o;
+  if (!a->roofline)
+    return 0;
+  if (cproton_output_open(a->roofline, inputs, 2, &o) != CPROTON_OK)
+    return vw_fail("--roofline: %s", cproton_last_error());
+  int rc = vw_roofline(t, cproton_output_stream(o));
+  if (cproton_output_close(o, rc != 0) != CPROTON_OK && rc == 0)
+    rc = vw_fail("--roofline: %s", cproton_last_error());
+  return rc;
+}
+
 /* Writes the SVG into `svg` (when asked) and commits it; discards it when
  * `rc` already says the run failed. */
 static int finish_svg(cproton_output *svg, int rc, vw_tree *t, int col,
@@ -172,6 +187,8 @@ static int run(vw_args *a) {
                       a->demangle, a->output};
   rc = vw_render(&t, cols, n, &o, stdout);
   rc = finish_svg(svg, rc, &t, cols[0], &o);
+  if (rc == 0)
+    rc = write_roofline(a, &t);
   svg = NULL;
   warn_negative_bytes(&t, cols, n);
 out:

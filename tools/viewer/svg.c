@@ -118,7 +118,7 @@ static void place(layout *L) {
 /* XML text: markup characters escaped, control bytes (invalid in XML 1.0)
  * shown as '?'. At most max_chars code points, the last one an ellipsis
  * when the text is cut. */
-static void put_text(FILE *f, const char *s, size_t max_chars) {
+void vw_svg_text(FILE *f, const char *s, size_t max_chars) {
   size_t chars = 0, len = strlen(s);
   for (size_t k = 0; k < len; k++)
     chars += ((unsigned char)s[k] & 0xC0) != 0x80;
@@ -165,7 +165,7 @@ static void frame(FILE *f, const layout *L, uint32_t i, const char *name,
   char fill[8];
   colour(L->kind[i], name, fill);
   fprintf(f, "<g class=\"f %s\"><title>", kinds[L->kind[i]].cls);
-  put_text(f, name, SIZE_MAX);
+  vw_svg_text(f, name, SIZE_MAX);
   fprintf(f, "\n%.6g %s (%.2f%%)", L->w[i], label,
           L->total > 0 ? 100 * L->w[i] / L->total : 0);
   if (!isfinite(L->v[i]) || L->v[i] <= 0)
@@ -178,7 +178,7 @@ static void frame(FILE *f, const layout *L, uint32_t i, const char *name,
   double room = (pw - 6) / CHAR_PX;
   if (room >= 3) {
     fprintf(f, "<text x=\"%.3f\" y=\"%.1f\">", px + 3, py + ROW_PX - 5);
-    put_text(f, name, (size_t)room);
+    vw_svg_text(f, name, (size_t)room);
     fputs("</text>", f);
   }
   fputs("</g>\n", f);
@@ -195,11 +195,11 @@ static void header(FILE *f, const layout *L, const char *label, double h) {
           "fill=\"#f8f8f8\"/>\n<text x=\"%.0f\" y=\"20\" "
           "text-anchor=\"middle\" font-size=\"15\">",
           WIDTH_PX, h, WIDTH_PX, h, WIDTH_PX, h, WIDTH_PX / 2);
-  put_text(f, L->t->file, 120);
+  vw_svg_text(f, L->t->file, 120);
   fprintf(f, "</text>\n<text x=\"%.0f\" y=\"36\" text-anchor=\"middle\" "
              "fill=\"#555555\">width: ",
           WIDTH_PX / 2);
-  put_text(f, label, 60);
+  vw_svg_text(f, label, 60);
   fprintf(f, ", total %.6g; %u frames", L->total, L->t->n - L->hidden);
   if (L->hidden)
     fprintf(f, " (%u under %.1f px wide not drawn)", L->hidden, MIN_PX);

@@ -26,7 +26,7 @@ static int amd_entry(const char *arch) {
 }
 
 /* specs.max_flops(); -1 with vw_errmsg for unknown devices. */
-static int max_flops(const char *file, const cproton_device_info *d,
+int vw_peak_flops(const char *file, const cproton_device_info *d,
                      int width, double *out) {
   double w = width / 8.0, sms = d->num_sms, clk = d->clock_rate_khz;
   if (!strcmp(d->type, "HIP")) {
@@ -53,7 +53,7 @@ static int max_flops(const char *file, const cproton_device_info *d,
 }
 
 /* specs.max_bps(). */
-static int max_bps(const char *file, const cproton_device_info *d,
+int vw_peak_bps(const char *file, const cproton_device_info *d,
                    double *out) {
   if (!strcmp(d->type, "CUDA")) {
     *out = 2 * d->bus_width_bits * d->memory_clock_rate_khz * 1e3 / 8;
@@ -69,7 +69,7 @@ static int max_bps(const char *file, const cproton_device_info *d,
 
 int vw_device_peaks(const char *file, const cproton_device_info *d, int width,
                     double *flops, double *bps) {
-  return max_flops(file, d, width, flops) || max_bps(file, d, bps) ? -1 : 0;
+  return vw_peak_flops(file, d, width, flops) || vw_peak_bps(file, d, bps) ? -1 : 0;
 }
 
 static int has_column(const vw_tree *t, const char *name) {
@@ -93,7 +93,7 @@ static int add_device(vw_tree *t, const cproton_device_info *d,
       continue;
     double peak = 0;
     int c = vw_col_get(t, name);
-    if (c < 0 || max_flops(t->file, d, widths[k], &peak))
+    if (c < 0 || vw_peak_flops(t->file, d, widths[k], &peak))
       return -1;
     for (uint32_t i = 0; i < t->n; i++) {
       const char *id = ids[i];
@@ -103,7 +103,7 @@ static int add_device(vw_tree *t, const cproton_device_info *d,
     }
   }
   double peak = 0;
-  if (max_bps(t->file, d, &peak))
+  if (vw_peak_bps(t->file, d, &peak))
     return -1;
   int c = has_column(t, "bytes") ? vw_col_get(t, "bytes") : -1;
   for (uint32_t i = 0; i < t->n; i++) {

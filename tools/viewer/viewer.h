@@ -47,6 +47,7 @@ typedef struct vw_args {
   int lines; /* --lines[=N]: the N hottest source lines (0: off) */
   char *metrics, *include, *exclude, *format, *diff, *output, *file;
   char *svg; /* --svg FILE: also write an icicle flame graph there */
+  char *roofline; /* --roofline FILE: also write a roofline chart there */
   double threshold;
   char **files;        /* every positional FILE (files[0] == file) */
   int n_files, ranks;  /* ranks: merge even one file (--ranks) */
@@ -83,8 +84,19 @@ const char **vw_node_strs(const vw_tree *t, const char *metric, char **store);
 int vw_derive(vw_tree *t, char **metrics, int n, int *out);
 /* Inclusive "time" in seconds per node (get_time_seconds). */
 int vw_derive_time_seconds(vw_tree *t, double *out);
-/* util.c: the util column. */
+/* util.c: the util column; the device peaks it uses (specs.py): FLOP/s at
+ * an operand width (8, 16, 32, 64 bits) and bytes/s. 0, or -1 with vw_errmsg
+ * naming the file and the unsupported device. */
 int vw_util(vw_tree *t);
+int vw_peak_flops(const char *file, const cproton_device_info *d, int width,
+                  double *out);
+int vw_peak_bps(const char *file, const cproton_device_info *d, double *out);
+
+/* roofline.c: writes a roofline chart of the kernel frames (achieved FLOP/s
+ * against FLOP per byte, log-log) with the first device's ceilings to `f`.
+ * 0, or -1 (vw_errmsg) when no kernel frame has FLOPs, bytes and time, or
+ * the device's peaks are unknown. */
+int vw_roofline(vw_tree *t, FILE *f);
 
 /* filter.c */
 int vw_filter(vw_tree *t, const char *include, const char *exclude,
@@ -135,5 +147,8 @@ int vw_render(vw_tree *t, const int *cols, int n_cols,
  * read and commits), frame widths from column `col`; o->depth and
  * o->demangle apply. 0 or -1. */
 int vw_svg(const vw_tree *t, int col, const vw_render_opts *o, FILE *f);
+/* svg.c: `s` as XML text (markup escaped, control bytes as '?'), cut to
+ * max_chars code points with an ellipsis. */
+void vw_svg_text(FILE *f, const char *s, size_t max_chars);
 
 #endif
