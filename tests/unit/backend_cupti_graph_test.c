@@ -18,6 +18,7 @@
 #include "backend/cupti/config.h"
 #include "backend/cupti/features.h"
 #include "backend/cupti/graphtime.h"
+#include "backend/cupti/lazy.h"
 #include "backend/cupti/records.h"
 #include "backend/cupti/stats.h"
 #include "core/compat.h"
@@ -926,7 +927,10 @@ static uint64_t graph_drain(void) {
 }
 
 /* cuGraphLaunch (or _ptsz) on `stream`, returning `result`. */
+static int graph_cb_off; /* lazy mode switched cuGraphLaunch's callback off */
 static void graph_launch(CUpti_CallbackId cbid, void *stream, CUresult result) {
+  if (graph_cb_off)
+    return; /* CUPTI calls nothing */
   struct {
     void *exec, *stream;
   } params = {(void *)0x99, stream};
@@ -1091,6 +1095,34 @@ Test(backend_cupti_graph, graph_level_mode_subscribes_no_node_callbacks,
      .init = setup, .fini = teardown) {
   cr_assert_eq(node_callbacks_at(0), 3, "per node: created, cloned, destroy");
   cr_assert_eq(node_callbacks_at(1), 0, "graph level: none");
+}
+
+static int toggle_graph_cb(uint32_t cbid, int on) {
+  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch)
+    graph_cb_off = !on;
+  return 0;
+}
+
+/* Lazy mode (the default) switches launch callbacks off over a stable run
+ * of launches; a timed graph launch is not part of that scheme, so every
+ * one keeps its enter and exit and is timed. */
+Test(backend_cupti_graph, graph_level_mode_keeps_graph_callbacks_under_lazy,
+     .init = setup, .fini = teardown) {
+  graph_level_on();
+  graph_cb_off = 0;
+  st.hooks.launch_callbacks = toggle_graph_cb;
+  int sid = start(cpt_tmp_path("cupti_graph_level_lazy"));
+  cr_assert_eq(cp_lazy_start(&st), CPROTON_OK);
+  cproton_scope_enter("step", NULL);
+  for (int i = 0; i < 200; i++)
+    graph_launch(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, (void *)0x7,
+                 CUDA_SUCCESS);
+  cproton_scope_exit("step");
+  cr_assert_eq(graph_cb_off, 0, "cuGraphLaunch's callback stays on");
+  cr_assert_eq(graph_drain(), 200);
+  cproton_session_finalize(sid, NULL);
+  cp_lazy_stop(&st);
+  graph_level_off();
 }
 
 /* In graph-level mode a graph launch's record is its events': it puts no

@@ -107,11 +107,15 @@ static void on_launch(cp_cupti_state *st, CUpti_CallbackId cbid,
    * entry: CUPTI's records of its kernels are dropped) */
   unsigned flags = (capturing ? CP_CORR_CAPTURED : 0) |
                    (is_graph_launch(cbid) ? CP_CORR_GRAPH : 0);
-  if (!graph_timed(st, cbid, d, &site) &&
-      cp_corr_put(st->corr, d->correlationId, &site, flags) ==
-          CP_CORR_COLLISION)
-    atomic_fetch_add_explicit(&st->stats.collisions, 1, memory_order_relaxed);
-  cp_lazy_launched(st, cbid, d->correlationId, gen, &site);
+  if (!graph_timed(st, cbid, d, &site)) {
+    if (cp_corr_put(st->corr, d->correlationId, &site, flags) ==
+        CP_CORR_COLLISION)
+      atomic_fetch_add_explicit(&st->stats.collisions, 1,
+                                memory_order_relaxed);
+    /* not for a timed graph launch: lazy mode would switch its callback
+     * off, and its events need every enter and exit */
+    cp_lazy_launched(st, cbid, d->correlationId, gen, &site);
+  }
   /* PC sampling: one relaxed load per launch when off */
   void (*ctx_hook)(void *) =
       atomic_load_explicit(&st->hooks.launch_context, memory_order_relaxed);
