@@ -20,6 +20,8 @@ workload asked for, one session per workload):
                   graph launch, timed by CUDA events: docs/cupti.md,
                   "Graph-level mode"; target <= 1.01x none)
   cproton-eager   cproton with CPROTON_CUPTI_LAZY=0
+  cproton-graphonly  CPROTON_CUPTI_GRAPHS=graph-only: graph launches timed by
+                  events, no kernel records at all (the <= 1.01x candidate)
   cproton-graph-eager  graph-level mode with CPROTON_CUPTI_LAZY=0
   floor-act       the floor without its launch callback (activity only)
   floor-graph     the floor plus CUPTI's graph trace (FLOOR_GRAPH_TRACE=1;
@@ -70,6 +72,7 @@ import workloads  # noqa: E402
 
 VARIANTS = ["none", "floor", "proton", "cproton", "cproton-graph"]
 ENV = {"cproton-graph": {"CPROTON_CUPTI_GRAPHS": "graph"},
+       "cproton-graphonly": {"CPROTON_CUPTI_GRAPHS": "graph-only"},
        "cproton-graph-eager": {"CPROTON_CUPTI_GRAPHS": "graph", "CPROTON_CUPTI_LAZY": "0"},
        "cproton-eager": {"CPROTON_CUPTI_LAZY": "0"},
        "floor-act": {"FLOOR_NO_CALLBACK": "1"},

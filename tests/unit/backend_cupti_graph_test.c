@@ -1063,8 +1063,15 @@ static CUptiResult f_enable_cb(uint32_t on, CUpti_SubscriberHandle s,
       node_cb_on[i] = (int)on;
   return CUPTI_SUCCESS;
 }
+static int kernels_enabled; /* CONCURRENT_KERNEL enables */
 static CUptiResult f_activity(CUpti_ActivityKind k) {
   (void)k;
+  return CUPTI_SUCCESS;
+}
+static CUptiResult f_activity_on(CUpti_ActivityKind k) {
+  kernels_enabled += k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  cr_assert_neq(k, CUPTI_ACTIVITY_KIND_GRAPH_TRACE,
+                "CUPTI's graph trace crashed (docs/cupti.md)");
   return CUPTI_SUCCESS;
 }
 static CUptiResult f_flush(uint32_t flag) {
@@ -1074,9 +1081,10 @@ static CUptiResult f_flush(uint32_t flag) {
 
 static int node_callbacks_at(int graph_level) {
   cp_loader_api fake = {.cuptiEnableCallback = f_enable_cb,
-                        .cuptiActivityEnable = f_activity,
+                        .cuptiActivityEnable = f_activity_on,
                         .cuptiActivityDisable = f_activity,
                         .cuptiActivityFlushAll = f_flush};
+  kernels_enabled = 0;
   cp_cupti_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.graph_level = graph_level;
@@ -1095,6 +1103,18 @@ Test(backend_cupti_graph, graph_level_mode_subscribes_no_node_callbacks,
      .init = setup, .fini = teardown) {
   cr_assert_eq(node_callbacks_at(0), 3, "per node: created, cloned, destroy");
   cr_assert_eq(node_callbacks_at(1), 0, "graph level: none");
+  cr_assert_eq(node_callbacks_at(2), 0, "graph only: none");
+}
+
+/* "graph": kernel records stay on (kernels outside graphs are recorded);
+ * "graph-only": CUPTI makes no kernel record; neither asks for CUPTI's
+ * graph trace. */
+Test(backend_cupti_graph, graph_only_mode_enables_no_kernel_records,
+     .init = setup, .fini = teardown) {
+  node_callbacks_at(1);
+  cr_assert_eq(kernels_enabled, 1);
+  node_callbacks_at(2);
+  cr_assert_eq(kernels_enabled, 0);
 }
 
 static int toggle_graph_cb(uint32_t cbid, int on) {
@@ -1193,6 +1213,9 @@ Test(backend_cupti_graph, graph_variables_are_read_and_checked) {
   cp_cupti_config_graphs_from_env(&c);
   cr_assert_eq(c.graph_level, 1);
   cr_assert_eq(c.graph_op_names, 0);
+  setenv("CPROTON_CUPTI_GRAPHS", "graph-only", 1);
+  cp_cupti_config_graphs_from_env(&c);
+  cr_assert_eq(c.graph_level, 2);
   setenv("CPROTON_CUPTI_GRAPHS", "graphs", 1);
   setenv("CPROTON_GRAPH_KERNEL_NAMES", "Hook", 1);
   cp_cupti_config_graphs_from_env(&c);

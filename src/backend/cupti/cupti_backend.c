@@ -223,13 +223,13 @@ static int start_locked(const cp_pcs_options *mode) {
                         "cupti: %s must be %s",
                         config.graph_level < 0 ? "CPROTON_CUPTI_GRAPHS"
                                                : "CPROTON_GRAPH_KERNEL_NAMES",
-                        config.graph_level < 0 ? "\"node\" or \"graph\""
+                        config.graph_level < 0 ? "\"node\", \"graph\" or \"graph-only\""
                                                : "\"hook\" or \"kernel\"");
   cp_corr_clear(state.corr);
   cp_graph_clear(state.graphs);
   cp_graph_set_op_names(state.graphs, config.graph_op_names);
   state.graph_level = config.graph_level;
-  rc = graph_timing(config.graph_level == 1);
+  rc = graph_timing(config.graph_level > 0);
   if (rc)
     return rc;
   for (int i = 0; i < CP_WARNED_GRAPHS; i++)

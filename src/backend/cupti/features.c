@@ -60,7 +60,9 @@ static int kernels_on(cp_features_env *e) {
   unsigned ablate = e->config->ablate;
   int rc = ablate & CP_ABLATE_NO_CALLBACK ? 0 : callbacks(e, CP_CB_KERNELS, 1);
   CUptiResult r;
-  if (ablate & CP_ABLATE_NO_ACTIVITY)
+  /* graph-only: graph launches are timed by events, nothing else is
+   * recorded, so CUPTI makes no kernel record (docs/cupti.md) */
+  if ((ablate & CP_ABLATE_NO_ACTIVITY) || e->config->graph_level == 2)
     return rc;
   if (!rc && (r = e->api->cuptiActivityEnable(kernel_kind(e))) != CUPTI_SUCCESS)
     rc = cp_features_fail(e->api, r, "cuptiActivityEnable(kernel records)");
@@ -92,7 +94,7 @@ static int graphs_on(cp_features_env *e) {
   if (e->config->ablate & CP_ABLATE_NO_GRAPH_CB)
     return CPROTON_OK; /* measurement: no graph-node or capture callbacks */
   int rc = callbacks(e, CP_CB_GRAPHS, 1);
-  if (!rc && e->config->graph_level != 1)
+  if (!rc && !e->config->graph_level)
     rc = callbacks(e, CP_CB_NODES, 1);
   return rc;
 }
