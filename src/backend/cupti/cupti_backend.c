@@ -185,6 +185,8 @@ static int subscribe(void) {
 /* Graph-level mode's event pairs (graphtime.c), kept across sessions;
  * the driver is loaded only for this mode. */
 static int graph_timing(int on) {
+  if (on && state.gtime)
+    cp_graphtime_stats_reset(state.gtime);
   if (!on || state.gtime)
     return CPROTON_OK;
   const cp_cudadrv *d;

@@ -211,3 +211,9 @@ void cp_graphtime_stats_get(const cp_graphtime *g, cp_graphtime_stats *out) {
   *out = g->stats;
   pthread_mutex_unlock((pthread_mutex_t *)&g->mu);
 }
+
+void cp_graphtime_stats_reset(cp_graphtime *g) {
+  pthread_mutex_lock(&g->mu);
+  g->stats = (cp_graphtime_stats){0};
+  pthread_mutex_unlock(&g->mu);
+}

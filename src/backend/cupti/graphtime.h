@@ -48,5 +48,7 @@ void cp_graphtime_exit(cp_graphtime *g, void *stream, int launched);
 uint64_t cp_graphtime_drain(cp_graphtime *g, cp_graphtime_deliver_fn fn,
                             void *user);
 void cp_graphtime_stats_get(const cp_graphtime *g, cp_graphtime_stats *out);
+/* At a start: the counts are per run, as the backend's other stats. */
+void cp_graphtime_stats_reset(cp_graphtime *g);
 
 #endif
