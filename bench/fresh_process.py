@@ -17,12 +17,15 @@ workload asked for, one session per workload):
   proton          triton.profiler (Proton 3.6), cupti backend
   cproton         import cproton as proton (defaults)
   cproton-graph   cproton with CPROTON_CUPTI_GRAPHS=graph (one record per
-                  graph launch: docs/cupti.md, "Graph-level mode")
+                  graph launch, timed by CUDA events: docs/cupti.md,
+                  "Graph-level mode"; target <= 1.01x none)
   cproton-eager   cproton with CPROTON_CUPTI_LAZY=0
+  cproton-graphonly  CPROTON_CUPTI_GRAPHS=graph-only: graph launches timed by
+                  events, no kernel records at all (the <= 1.01x candidate)
   cproton-graph-eager  graph-level mode with CPROTON_CUPTI_LAZY=0
   floor-act       the floor without its launch callback (activity only)
-  floor-graph     the floor plus CUPTI's graph trace (FLOOR_GRAPH_TRACE=1):
-                  graph-level mode's floor
+  floor-graph     the floor plus CUPTI's graph trace (FLOOR_GRAPH_TRACE=1;
+                  crashes on the compiled GPT: bench/graph_crash.py)
   floor-graphonly CUPTI's graph trace alone (no kernel records, no callback;
                   bench/graph_crash.py)
   abl-<name>      cproton with CPROTON_CUPTI_ABLATE=<name>: notimestamp
@@ -69,6 +72,7 @@ import workloads  # noqa: E402
 
 VARIANTS = ["none", "floor", "proton", "cproton", "cproton-graph"]
 ENV = {"cproton-graph": {"CPROTON_CUPTI_GRAPHS": "graph"},
+       "cproton-graphonly": {"CPROTON_CUPTI_GRAPHS": "graph-only"},
        "cproton-graph-eager": {"CPROTON_CUPTI_GRAPHS": "graph", "CPROTON_CUPTI_LAZY": "0"},
        "cproton-eager": {"CPROTON_CUPTI_LAZY": "0"},
        "floor-act": {"FLOOR_NO_CALLBACK": "1"},

@@ -14,11 +14,14 @@ replayed kernel lands, cproton against Proton 3.6, and memory over time.
           its paths are compared there. cproton's end-of-run warning (lost
           records, lost correlation entries, lost capture contexts) fails
           the check too.
-  level   graph-level mode (CPROTON_CUPTI_GRAPHS=graph) on a small captured
-          graph replayed 50 times under a scope: exactly 50 "<cuda graph>"
-          records there, none of the graph's kernels; says whether kernels
-          launched outside graphs were recorded beside it (CUPTI may refuse
-          kernel records together with graph trace: docs/cupti.md)
+  level   graph-level mode (CPROTON_CUPTI_GRAPHS=graph), one child each:
+          a small captured graph replayed 50 times under a scope: exactly
+          50 "<cuda graph>" records there, none of the graph's kernels, and
+          the kernel launched outside the graph recorded; then the
+          torch.compile(mode="reduce-overhead") GPT (whose replays crashed
+          inside CUPTI's graph trace), 20 steps: no crash, a whole multiple
+          of 20 graph records, no node record, no launch left untimed.
+          GRAPH_LEVEL=graph-only checks that value (eager kernel unrecorded)
   rss     cproton profiling gpt_graph replays for --seconds: the process's
           resident memory every second; PASS when the last sample is within
           5% of the sample at 10% of the run (after warm-up growth).
@@ -169,36 +172,14 @@ def place(args):
     return 0 if ok else 1
 
 
-def level(args):
-    """Graph-level mode in a child process (the variable is read at start)."""
-    if not args.child:
-        env = dict(os.environ, CPROTON_CUPTI_GRAPHS="graph")
-        res, p = run([sys.executable, os.path.abspath(__file__), "level", "--child", "cproton",
-                      "--out", args.out], env)
-        with open(os.path.join(args.out, "level.err"), "w") as f:
-            f.write(p.stderr)
-        if not res:
-            print(f"FAIL graph_level: exit {p.returncode}: {p.stderr[-800:]}")
-            return 1
-        with open(res["profile"]) as f:
-            paths = kernel_paths(json.load(f))
-        graphs = paths.get(("replay", "<cuda graph>"), 0)
-        nodes = sum(n for pth, n in paths.items() if pth[:1] == ("replay",) and pth[-1] != "<cuda graph>")
-        eager = sum(n for pth, n in paths.items() if pth[:1] == ("eager",))
-        print(f"RESULT graph_level graph_records={graphs} node_records={nodes} "
-              f"eager_kernels_recorded={eager}")
-        ok = graphs == 50 and nodes == 0
-        print(("PASS" if ok else "FAIL") + f" graph_level: {graphs} graph records (50 expected), "
-              f"{nodes} node records (0 expected)")
-        return 0 if ok else 1
+def level_child_small(mod, name):
+    """50 replays of a small captured graph beside an eager kernel."""
     import torch
-    import cproton as mod
     x = torch.ones(1 << 16, device="cuda")
     for _ in range(3):  # warm up the kernels outside the capture
         y = (x * 2 + 1).relu()
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
-    name = os.path.join(args.out, "level")
     mod.start(name, backend="cupti")
     with torch.cuda.graph(g):
         y = (x * 2 + 1).relu()
@@ -209,6 +190,74 @@ def level(args):
             g.replay()
     torch.cuda.synchronize()
     mod.finalize()
+
+
+GPT_STEPS = 20
+
+
+def level_child_gpt(mod, name):
+    """The torch.compile(mode="reduce-overhead") GPT (the workload whose
+    replays crashed inside CUPTI's graph trace): warmed up, compiled and
+    captured before the session, then GPT_STEPS steps under "replay"."""
+    import types
+    unprofiled = types.SimpleNamespace(scope=graph_workloads.NoScope)
+    step, sync = graph_workloads.make_gpt_graph(unprofiled)
+    for _ in range(graph_workloads.WARMUP["gpt_graph"]):
+        step()
+    sync()
+    mod.start(name, backend="cupti")
+    with mod.scope("replay"):
+        for _ in range(GPT_STEPS):
+            step()
+    sync()
+    mod.finalize()
+
+
+def level_check(args, which):
+    """One child per workload; 'small': exactly 50 graph records, no node
+    record, the eager kernel recorded; 'gpt': no crash, whole multiples of
+    GPT_STEPS graph records (one per launch), no node record under replay."""
+    env = dict(os.environ, CPROTON_CUPTI_GRAPHS=os.environ.get("GRAPH_LEVEL", "graph"))
+    res, p = run([sys.executable, os.path.abspath(__file__), "level", "--child", which,
+                  "--out", args.out], env)
+    with open(os.path.join(args.out, f"level_{which}.err"), "w") as f:
+        f.write(p.stderr)
+    tag = ("graph_level" if which == "small" else f"graph_level_{which}") + (
+        "_only" if env["CPROTON_CUPTI_GRAPHS"] == "graph-only" else "")
+    if not res:
+        print(f"FAIL {tag}: exit {p.returncode}: {p.stderr[-800:]}")
+        return False
+    with open(res["profile"]) as f:
+        paths = kernel_paths(json.load(f))
+    graphs = sum(n for pth, n in paths.items() if pth[:1] == ("replay",) and pth[-1] == "<cuda graph>")
+    nodes = sum(n for pth, n in paths.items() if pth[:1] == ("replay",) and pth[-1] != "<cuda graph>")
+    eager = sum(n for pth, n in paths.items() if pth[:1] == ("eager",))
+    print(f"RESULT {tag} graph_records={graphs} node_records={nodes} eager_kernels_recorded={eager}")
+    if which == "small":
+        only = env["CPROTON_CUPTI_GRAPHS"] == "graph-only"  # no kernel records
+        ok = graphs == 50 and nodes == 0 and (eager == 0 if only else eager >= 1)
+        want = "50 graph records, 0 node records, the eager kernel " + (
+            "not recorded (graph-only)" if only else "recorded")
+    else:
+        ok = graphs >= GPT_STEPS and graphs % GPT_STEPS == 0 and nodes == 0
+        want = f"a multiple of {GPT_STEPS} graph records, 0 node records"
+    if "graph-level mode:" in p.stderr:  # launches not timed (docs/cupti.md)
+        ok = False
+        print(f"FAIL {tag}_untimed: " + p.stderr[p.stderr.index("graph-level mode:"):][:300])
+    print(("PASS" if ok else "FAIL") + f" {tag}: {graphs} graph records, {nodes} node records, "
+          f"{eager} eager ({want} expected)")
+    return ok
+
+
+def level(args):
+    """Graph-level mode in child processes (the variable is read at start)."""
+    if not args.child:
+        ok = level_check(args, "small")
+        ok = level_check(args, "gpt") and ok
+        return 0 if ok else 1
+    import cproton as mod
+    name = os.path.join(args.out, f"level_{args.child}")
+    (level_child_gpt if args.child == "gpt" else level_child_small)(mod, name)
     print("RESULT " + json.dumps({"profile": name + ".hatchet"}), flush=True)
     return 0
 

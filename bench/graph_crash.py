@@ -201,10 +201,11 @@ def verdict(crashed, ran):
         return "no variant crashed"
     if any(v.startswith("floor-graph") for v in crashed):
         return ("CUPTI's graph trace crashes without cproton (" + ",".join(crashed) +
-                "): graph-level mode cannot be made safe by cproton on this driver")
+                "): a mode on CUPTI's graph trace cannot be made safe by cproton on this "
+                "driver (graph-level mode now times launches with CUDA events instead)")
     if "cproton-graph" in crashed and "cproton-graph-eager" in ran and \
             "cproton-graph-eager" not in crashed:
-        return "only with lazy launch callbacks: lazy mode's switching under graph trace"
+        return "only with lazy launch callbacks: lazy mode's switching"
     if graph:
         return "cproton's graph-level mode crashes where bare CUPTI does not: see its backtrace"
     return "crashed: " + ",".join(crashed)

@@ -46,6 +46,9 @@ typedef void *cp_cufunction;
   X(cuEventQuery, "cuEventQuery", (cp_cuevent e))                              \
   X(cuEventSynchronize, "cuEventSynchronize", (cp_cuevent e))                  \
   X(cuEventDestroy, "cuEventDestroy_v2", (cp_cuevent e))                       \
+  X(cuStreamIsCapturing, "cuStreamIsCapturing", (cp_custream s, int *status))  \
+  X(cuEventElapsedTime, "cuEventElapsedTime",                                  \
+    (float *ms, cp_cuevent start, cp_cuevent end))                             \
   X(cuModuleLoadData, "cuModuleLoadData",                                     \
     (cp_cumodule * m, const void *image))                                      \
   X(cuModuleGetFunction, "cuModuleGetFunction",                               \

@@ -17,6 +17,8 @@
 #include "backend/cupti/callbacks.h"
 #include "backend/cupti/config.h"
 #include "backend/cupti/features.h"
+#include "backend/cupti/graphtime.h"
+#include "backend/cupti/lazy.h"
 #include "backend/cupti/records.h"
 #include "backend/cupti/stats.h"
 #include "core/compat.h"
@@ -859,70 +861,189 @@ Test(backend_cupti_graph, captured_tensor_metrics_keep_capture_node_as_36,
 
 /* ---- graph-level mode --------------------------------------------------------- */
 
-/* CPROTON_CUPTI_GRAPHS=graph: one CUPTI graph-trace record per launch,
- * delivered as "<cuda graph>" under the launch context; per-node kernel
- * records, if CUPTI still sends them, are not counted twice. */
+/* CPROTON_CUPTI_GRAPHS=graph times each graph launch with a pair of CUDA
+ * events (graphtime.c) on a fake driver: the events' stream, their elapsed
+ * time (40 ns a launch), whether they are finished and whether the stream
+ * is being captured are the test's. */
+static struct {
+  int created, recorded, queried, synced;
+  void *streams[8]; /* the stream of the last records */
+  int not_ready;    /* cuEventQuery answers CUDA_ERROR_NOT_READY */
+  int capturing;    /* cuStreamIsCapturing's status */
+} ev;
+static cp_curesult f_ev_create(cp_cuevent *e, unsigned flags) {
+  cr_assert_eq(flags, 0, "CU_EVENT_DEFAULT: timing on");
+  *e = (cp_cuevent)(uintptr_t)(++ev.created);
+  return 0;
+}
+static cp_curesult f_ev_record(cp_cuevent e, cp_custream s) {
+  (void)e;
+  ev.streams[ev.recorded++ % 8] = s;
+  return 0;
+}
+static cp_curesult f_ev_query(cp_cuevent e) {
+  (void)e;
+  ev.queried++;
+  return ev.not_ready ? 600 : 0;
+}
+static cp_curesult f_ev_sync(cp_cuevent e) {
+  (void)e;
+  ev.synced++;
+  return 0;
+}
+static cp_curesult f_ev_destroy(cp_cuevent e) { return (void)e, 0; }
+static cp_curesult f_ev_elapsed(float *ms, cp_cuevent a, cp_cuevent b) {
+  cr_assert_neq(a, b);
+  *ms = 0.00004f;
+  return 0;
+}
+static cp_curesult f_ctx_device(cp_cudevice *dev) { return *dev = 1, 0; }
+static cp_curesult f_is_capturing(cp_custream s, int *status) {
+  (void)s;
+  *status = ev.capturing;
+  return 0;
+}
+
+static cp_cudadrv fake_drv;
+
+static void graph_level_on(void) {
+  memset(&ev, 0, sizeof ev);
+  fake_drv.cuEventCreate = f_ev_create;
+  fake_drv.cuEventRecord = f_ev_record;
+  fake_drv.cuEventQuery = f_ev_query;
+  fake_drv.cuEventSynchronize = f_ev_sync;
+  fake_drv.cuEventDestroy = f_ev_destroy;
+  fake_drv.cuEventElapsedTime = f_ev_elapsed;
+  fake_drv.cuCtxGetDevice = f_ctx_device;
+  fake_drv.cuStreamIsCapturing = f_is_capturing;
+  st.graph_level = 1;
+  st.gtime = cp_graphtime_new(&fake_drv);
+  cr_assert_not_null(st.gtime);
+}
+
+/* The flush's part: every timed launch delivered. */
+static uint64_t graph_drain(void) {
+  return cp_graphtime_drain(st.gtime, cp_records_graph_launch, &st);
+}
+
+/* cuGraphLaunch (or _ptsz) on `stream`, returning `result`. */
+static int graph_cb_off; /* lazy mode switched cuGraphLaunch's callback off */
+static void graph_launch(CUpti_CallbackId cbid, void *stream, CUresult result) {
+  if (graph_cb_off)
+    return; /* CUPTI calls nothing */
+  struct {
+    void *exec, *stream;
+  } params = {(void *)0x99, stream};
+  CUpti_CallbackData d = {.callbackSite = CUPTI_API_ENTER,
+                          .functionName = "cuGraphLaunch",
+                          .functionParams = &params,
+                          .functionReturnValue = &result,
+                          .correlationId = next_corr++};
+  cp_callbacks_dispatch(&st, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
+  d.callbackSite = CUPTI_API_EXIT;
+  cp_callbacks_dispatch(&st, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
+}
+
+static void graph_level_off(void) {
+  cp_graphtime_free(st.gtime, cp_records_graph_launch, &st);
+  st.gtime = NULL;
+}
+
+/* One "<cuda graph>" node per launch under the launch's context, its time
+ * the events'; CUPTI's records of the graph's kernels are dropped. */
 Test(backend_cupti_graph, graph_level_mode_one_record_per_launch,
      .init = setup, .fini = teardown) {
-  st.graph_level = 1;
+  graph_level_on();
   const char *path = cpt_tmp_path("cupti_graph_level");
   int sid = start(path);
   graph g = {0};
+  capture_begin();
   capture_launches(&g, 50);
+  capture_end();
   instantiate(&g, 1);
   cproton_scope_enter("step", NULL);
   for (int r = 0; r < 3; r++) {
-    uint32_t corr = next_corr;
-    replay(&g, "k", 9);
-    CUpti_ActivityGraphTrace2 t = {.kind = CUPTI_ACTIVITY_KIND_GRAPH_TRACE,
-                                   .correlationId = corr,
-                                   .start = 100u * (uint64_t)r,
-                                   .end = 100u * (uint64_t)r + 40,
-                                   .graphId = 9,
-                                   .streamId = 7};
-    cp_records_handle(&st, (const CUpti_Activity *)&t);
+    graph_launch(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, (void *)0x7,
+                 CUDA_SUCCESS);
+    for (size_t i = 0; i < g.n; i++) /* CUPTI's per-node records */
+      add_record("k", next_corr - 1, g.first_exec + i, 9);
   }
   cproton_scope_exit("step");
-  deliver_all(); /* the per-node records: skipped */
+  cr_assert_eq(ev.recorded, 6, "a start and an end event per launch");
+  for (int i = 0; i < 6; i++)
+    cr_assert_eq(ev.streams[i], (void *)0x7, "on the launch's stream");
+  deliver_all(); /* the per-node records: dropped */
+  cr_assert_eq(graph_drain(), 3);
+  cr_assert_eq(ev.synced, 3, "a flush waits for the launches");
   json_t *p = finalize(sid, path);
   cr_assert_eq(count_at(p, PATH("step", "<cuda graph>")), 3);
   json_t *n = node_at(p, PATH("step", "<cuda graph>"));
   cr_assert_eq(json_integer_value(json_object_get(
                    json_object_get(n, "metrics"), "time (ns)")),
                120);
-  cr_assert_null(node_at(p, PATH("step", "<captured_at>")));
-  json_decref(p);
-  cr_assert_eq(atomic_load(&st.stats.graph_records), 3);
-  free_pending();
-}
-
-/* CUPTI reports a graph that opens with a host node with deviceId INT_MAX
- * ("the start is on the host"): the record lands on the device of the
- * graph's last node, not on a device 2147483647. */
-Test(backend_cupti_graph, graph_level_host_first_graph_takes_its_end_device,
-     .init = setup, .fini = teardown) {
-  st.graph_level = 1;
-  const char *path = cpt_tmp_path("cupti_graph_level_host");
-  int sid = start(path);
-  cproton_scope_enter("step", NULL);
-  uint32_t corr = next_corr++;
-  api(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, corr);
-  CUpti_ActivityGraphTrace2 t = {.kind = CUPTI_ACTIVITY_KIND_GRAPH_TRACE,
-                                 .correlationId = corr,
-                                 .start = 10,
-                                 .end = 50,
-                                 .deviceId = (uint32_t)INT_MAX,
-                                 .endDeviceId = 1,
-                                 .graphId = 4};
-  cp_records_handle(&st, (const CUpti_Activity *)&t);
-  cproton_scope_exit("step");
-  json_t *p = finalize(sid, path);
-  json_t *n = node_at(p, PATH("step", "<cuda graph>"));
-  cr_assert_not_null(n);
   cr_assert_str_eq(json_string_value(json_object_get(
                        json_object_get(n, "metrics"), "device_id")),
                    "1");
+  cr_assert_null(node_at(p, PATH("step", "k")));
   json_decref(p);
+  cr_assert_eq(atomic_load(&st.stats.graph_records), 3);
+  graph_level_off();
+  free_pending();
+}
+
+/* A launch that is captured (on a capturing thread, or into a stream some
+ * thread captures) runs nothing and gets no event; a failed launch gets
+ * no record; a _ptsz launch's NULL stream is the per-thread stream. */
+Test(backend_cupti_graph, graph_level_mode_skips_captured_and_failed_launches,
+     .init = setup, .fini = teardown) {
+  graph_level_on();
+  const char *path = cpt_tmp_path("cupti_graph_level_skip");
+  int sid = start(path);
+  capture_begin();
+  graph_launch(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, (void *)0x7,
+               CUDA_SUCCESS);
+  capture_end();
+  ev.capturing = 1;
+  graph_launch(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, (void *)0x7,
+               CUDA_SUCCESS);
+  ev.capturing = 0;
+  cr_assert_eq(ev.recorded, 0, "captured launches: no event");
+  graph_launch(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, (void *)0x7,
+               CUDA_ERROR_INVALID_VALUE);
+  cr_assert_eq(ev.recorded, 1, "a failed launch: no end event");
+  graph_launch(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz, NULL,
+               CUDA_SUCCESS);
+  cr_assert_eq(ev.streams[1], (void *)0x2, "CU_STREAM_PER_THREAD");
+  cr_assert_eq(graph_drain(), 1);
+  cproton_session_finalize(sid, NULL);
+  graph_level_off();
+}
+
+/* Every pair in flight and none finished: a launch is counted, not timed,
+ * and never waits; a finished oldest pair is read back and reused. */
+Test(backend_cupti_graph, graph_level_mode_dry_pool_counts_and_reclaims,
+     .init = setup, .fini = teardown) {
+  graph_level_on();
+  int sid = start(cpt_tmp_path("cupti_graph_level_dry"));
+  ev.not_ready = 1;
+  for (int i = 0; i < CP_GRAPHTIME_PAIRS + 5; i++)
+    graph_launch(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, (void *)0x7,
+                 CUDA_SUCCESS);
+  cp_graphtime_stats s;
+  cp_graphtime_stats_get(st.gtime, &s);
+  cr_assert_eq(s.dry, 5);
+  cr_assert_eq(ev.synced, 0, "the launch path never waits");
+  ev.not_ready = 0;
+  for (int i = 0; i < 10; i++) /* each reclaims the oldest */
+    graph_launch(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, (void *)0x7,
+                 CUDA_SUCCESS);
+  cp_graphtime_stats_get(st.gtime, &s);
+  cr_assert_eq(s.dry, 5);
+  cr_assert_eq(s.timed, 10);
+  cr_assert_eq(ev.created, 2 * CP_GRAPHTIME_PAIRS, "pairs are reused");
+  cr_assert_eq(graph_drain(), CP_GRAPHTIME_PAIRS + 10);
+  cproton_session_finalize(sid, NULL);
+  graph_level_off();
 }
 
 /* Graph-level mode reads no node's capture context, so it subscribes to no
@@ -942,8 +1063,15 @@ static CUptiResult f_enable_cb(uint32_t on, CUpti_SubscriberHandle s,
       node_cb_on[i] = (int)on;
   return CUPTI_SUCCESS;
 }
+static int kernels_enabled; /* CONCURRENT_KERNEL enables */
 static CUptiResult f_activity(CUpti_ActivityKind k) {
   (void)k;
+  return CUPTI_SUCCESS;
+}
+static CUptiResult f_activity_on(CUpti_ActivityKind k) {
+  kernels_enabled += k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  cr_assert_neq(k, CUPTI_ACTIVITY_KIND_GRAPH_TRACE,
+                "CUPTI's graph trace crashed (docs/cupti.md)");
   return CUPTI_SUCCESS;
 }
 static CUptiResult f_flush(uint32_t flag) {
@@ -953,9 +1081,10 @@ static CUptiResult f_flush(uint32_t flag) {
 
 static int node_callbacks_at(int graph_level) {
   cp_loader_api fake = {.cuptiEnableCallback = f_enable_cb,
-                        .cuptiActivityEnable = f_activity,
+                        .cuptiActivityEnable = f_activity_on,
                         .cuptiActivityDisable = f_activity,
                         .cuptiActivityFlushAll = f_flush};
+  kernels_enabled = 0;
   cp_cupti_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.graph_level = graph_level;
@@ -974,34 +1103,66 @@ Test(backend_cupti_graph, graph_level_mode_subscribes_no_node_callbacks,
      .init = setup, .fini = teardown) {
   cr_assert_eq(node_callbacks_at(0), 3, "per node: created, cloned, destroy");
   cr_assert_eq(node_callbacks_at(1), 0, "graph level: none");
+  cr_assert_eq(node_callbacks_at(2), 0, "graph only: none");
 }
 
-/* In graph-level mode a graph launch gets one record, so its correlation
- * entry is an ordinary one: read once, then its slot is reused without a
- * spill. (Per node, every kernel of the launch reads it, so it is kept.) */
+/* "graph": kernel records stay on (kernels outside graphs are recorded);
+ * "graph-only": CUPTI makes no kernel record; neither asks for CUPTI's
+ * graph trace. */
+Test(backend_cupti_graph, graph_only_mode_enables_no_kernel_records,
+     .init = setup, .fini = teardown) {
+  node_callbacks_at(1);
+  cr_assert_eq(kernels_enabled, 1);
+  node_callbacks_at(2);
+  cr_assert_eq(kernels_enabled, 0);
+}
+
+static int toggle_graph_cb(uint32_t cbid, int on) {
+  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch)
+    graph_cb_off = !on;
+  return 0;
+}
+
+/* Lazy mode (the default) switches launch callbacks off over a stable run
+ * of launches; a timed graph launch is not part of that scheme, so every
+ * one keeps its enter and exit and is timed. */
+Test(backend_cupti_graph, graph_level_mode_keeps_graph_callbacks_under_lazy,
+     .init = setup, .fini = teardown) {
+  graph_level_on();
+  graph_cb_off = 0;
+  st.hooks.launch_callbacks = toggle_graph_cb;
+  int sid = start(cpt_tmp_path("cupti_graph_level_lazy"));
+  cr_assert_eq(cp_lazy_start(&st), CPROTON_OK);
+  cproton_scope_enter("step", NULL);
+  for (int i = 0; i < 200; i++)
+    graph_launch(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, (void *)0x7,
+                 CUDA_SUCCESS);
+  cproton_scope_exit("step");
+  cr_assert_eq(graph_cb_off, 0, "cuGraphLaunch's callback stays on");
+  cr_assert_eq(graph_drain(), 200);
+  cproton_session_finalize(sid, NULL);
+  cp_lazy_stop(&st);
+  graph_level_off();
+}
+
+/* In graph-level mode a graph launch's record is its events': it puts no
+ * entry in the correlation ring (per node, every kernel of the launch reads
+ * one, so it is kept and spilled). */
 Test(backend_cupti_graph, graph_level_mode_keeps_no_read_launch_entry,
      .init = setup, .fini = teardown) {
   cp_corr_free(st.corr);
   st.corr = cp_corr_new(64);
-  st.graph_level = 1;
+  graph_level_on();
   int sid = start(cpt_tmp_path("cupti_graph_level_ring"));
-  for (int i = 0; i < 64; i++) {
-    uint32_t corr = next_corr++;
-    api(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, corr);
-    CUpti_ActivityGraphTrace2 t = {.kind = CUPTI_ACTIVITY_KIND_GRAPH_TRACE,
-                                   .correlationId = corr,
-                                   .start = 10,
-                                   .end = 20,
-                                   .graphId = 3};
-    cp_records_handle(&st, (const CUpti_Activity *)&t);
-  }
-  for (int i = 0; i < 64; i++) /* every slot reused */
-    api(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, next_corr++);
-  cr_assert_eq(cp_corr_spilled(st.corr), 0,
-               "read graph-launch entries are not kept");
-  cr_assert_eq(atomic_load(&st.stats.graph_records), 64);
+  for (int i = 0; i < 128; i++) /* every slot reused */
+    graph_launch(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, (void *)0x7,
+                 CUDA_SUCCESS);
+  cr_assert_eq(cp_corr_spilled(st.corr), 0, "no graph-launch entries");
+  cr_assert_eq(graph_drain(), 128);
+  cr_assert_eq(atomic_load(&st.stats.graph_records), 128);
   cr_assert_eq(atomic_load(&st.stats.unattributed), 0);
   cproton_session_finalize(sid, NULL);
+  graph_level_off();
 }
 
 /* A launch on a capturing thread gets no record, so its ring entry may be
@@ -1052,6 +1213,9 @@ Test(backend_cupti_graph, graph_variables_are_read_and_checked) {
   cp_cupti_config_graphs_from_env(&c);
   cr_assert_eq(c.graph_level, 1);
   cr_assert_eq(c.graph_op_names, 0);
+  setenv("CPROTON_CUPTI_GRAPHS", "graph-only", 1);
+  cp_cupti_config_graphs_from_env(&c);
+  cr_assert_eq(c.graph_level, 2);
   setenv("CPROTON_CUPTI_GRAPHS", "graphs", 1);
   setenv("CPROTON_GRAPH_KERNEL_NAMES", "Hook", 1);
   cp_cupti_config_graphs_from_env(&c);

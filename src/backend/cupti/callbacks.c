@@ -13,6 +13,7 @@
 
 #include "backend/cupti/callbacks.h"
 #include "backend/cupti/config.h"
+#include "backend/cupti/graphtime.h"
 #include "backend/cupti/lazy.h"
 #include "core/context.h"
 #include "core/log.h"
@@ -42,6 +43,43 @@ static int is_graph_launch(CUpti_CallbackId cbid) {
          cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
 }
 
+/* Graph-level mode: the launch's stream, as the driver resolves it (a
+ * _ptsz launch's NULL stream is the thread's default stream). */
+/* cuGraphLaunch's (and _ptsz's) parameters as CUPTI hands them, laid out
+ * as cuGraphLaunch_params of generated_cuda_meta.h (which does not build
+ * beside cuda.h's current names). */
+typedef struct graph_launch_params {
+  CUgraphExec exec;
+  CUstream stream;
+} graph_launch_params;
+
+static void *graph_stream(CUpti_CallbackId cbid, const CUpti_CallbackData *d) {
+  const graph_launch_params *p = d->functionParams;
+  void *s = p ? (void *)p->stream : NULL;
+  return !s && cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz
+             ? (void *)0x2 /* CU_STREAM_PER_THREAD */
+             : s;
+}
+
+/* Graph-level mode's events around a graph launch (graphtime.c): a launch
+ * on a capturing thread is captured, not run, and gets none. */
+static int graph_timed(cp_cupti_state *st, CUpti_CallbackId cbid,
+                       const CUpti_CallbackData *d,
+                       const cp_launch_site *site) {
+  if (!st->graph_level || !st->gtime || !is_graph_launch(cbid))
+    return 0;
+  if (d->callbackSite == CUPTI_API_ENTER) {
+    if (!capturing)
+      cp_graphtime_enter(st->gtime, d->context, graph_stream(cbid, d), site,
+                         d->correlationId);
+  } else {
+    const CUresult *ret = d->functionReturnValue;
+    cp_graphtime_exit(st->gtime, graph_stream(cbid, d),
+                      !ret || *ret == CUDA_SUCCESS);
+  }
+  return 1;
+}
+
 static void on_launch(cp_cupti_state *st, CUpti_CallbackId cbid,
                       const void *data) {
   const CUpti_CallbackData *d = data;
@@ -49,6 +87,7 @@ static void on_launch(cp_cupti_state *st, CUpti_CallbackId cbid,
                   int) =
       atomic_load_explicit(&st->hooks.launch_bracket, memory_order_relaxed);
   if (d->callbackSite != CUPTI_API_ENTER) {
+    graph_timed(st, cbid, d, NULL);
     if (bracket)
       bracket(d->context, d->correlationId, d->symbolName, NULL, 0);
     cp_lazy_exited(st, d->correlationId); /* lazy mode switches off here */
@@ -65,14 +104,19 @@ static void on_launch(cp_cupti_state *st, CUpti_CallbackId cbid,
   uint64_t gen = cp_context_generation();
   cp_launch_site site;
   cp_session_capture(&site);
-  /* graph-level mode: a graph launch gets one record, read once */
+  /* graph-level mode: a graph launch's record is its events' (no ring
+   * entry: CUPTI's records of its kernels are dropped) */
   unsigned flags = (capturing ? CP_CORR_CAPTURED : 0) |
-                   (is_graph_launch(cbid) && !st->graph_level ? CP_CORR_GRAPH
-                                                              : 0);
-  if (cp_corr_put(st->corr, d->correlationId, &site, flags) ==
-      CP_CORR_COLLISION)
-    atomic_fetch_add_explicit(&st->stats.collisions, 1, memory_order_relaxed);
-  cp_lazy_launched(st, cbid, d->correlationId, gen, &site);
+                   (is_graph_launch(cbid) ? CP_CORR_GRAPH : 0);
+  if (!graph_timed(st, cbid, d, &site)) {
+    if (cp_corr_put(st->corr, d->correlationId, &site, flags) ==
+        CP_CORR_COLLISION)
+      atomic_fetch_add_explicit(&st->stats.collisions, 1,
+                                memory_order_relaxed);
+    /* not for a timed graph launch: lazy mode would switch its callback
+     * off, and its events need every enter and exit */
+    cp_lazy_launched(st, cbid, d->correlationId, gen, &site);
+  }
   /* PC sampling: one relaxed load per launch when off */
   void (*ctx_hook)(void *) =
       atomic_load_explicit(&st->hooks.launch_context, memory_order_relaxed);

@@ -120,7 +120,7 @@ static int choice_env(const char *var, const char *const *names, int dflt) {
 }
 
 void cp_cupti_config_graphs_from_env(cp_cupti_config *c) {
-  static const char *const levels[] = {"node", "graph", NULL};
+  static const char *const levels[] = {"node", "graph", "graph-only", NULL};
   static const char *const names[] = {"kernel", "hook", NULL};
   c->graph_level = choice_env("CPROTON_CUPTI_GRAPHS", levels, 0);
   c->graph_op_names = choice_env("CPROTON_GRAPH_KERNEL_NAMES", names, 1);

@@ -32,8 +32,10 @@ typedef struct cp_cupti_config {
   int graph_op_names; /* inside graphs, kernels under an op take its name
                          (1, Proton 3.9) or keep theirs (0, Proton 3.6):
                          CPROTON_GRAPH_KERNEL_NAMES, read at each start */
-  int graph_level;    /* CPROTON_CUPTI_GRAPHS=graph: one record per graph
-                         launch (CUPTI's graph trace), not per node */
+  int graph_level;    /* CPROTON_CUPTI_GRAPHS: 0 "node"; 1 "graph", one
+                         record per graph launch (CUDA events, graphtime.c)
+                         beside kernel records of kernels outside graphs;
+                         2 "graph-only", no kernel records at all */
   size_t buffer_size; /* bytes per activity buffer */
   size_t n_buffers;   /* buffers allocated at start */
   size_t max_buffers; /* the pool's limit */
@@ -86,8 +88,8 @@ void cp_cupti_config_from_env(cp_cupti_config *c);
  * CPROTON_NVTX=0. Read at every backend start, as Proton does. */
 int cp_cupti_config_nvtx_from_env(void);
 
-/* Reads, at every start, CPROTON_CUPTI_GRAPHS ("node", the default, or
- * "graph": graph_level) and CPROTON_GRAPH_KERNEL_NAMES ("hook", the
+/* Reads, at every start, CPROTON_CUPTI_GRAPHS ("node", the default,
+ * "graph" or "graph-only": graph_level 0, 1, 2) and CPROTON_GRAPH_KERNEL_NAMES ("hook", the
  * default, or "kernel": graph_op_names); an unknown value sets the field to
  * -1, and the backend's start fails naming the variable. */
 void cp_cupti_config_graphs_from_env(cp_cupti_config *c);

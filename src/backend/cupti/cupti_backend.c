@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backend/cudadrv.h"
+#include "backend/cupti/graphtime.h"
 #include "backend/cupti/callbacks.h"
 #include "backend/cupti/pcs_mode.h"
 #include "backend/cupti/config.h"
@@ -181,6 +182,36 @@ static int subscribe(void) {
   return rc;
 }
 
+/* Graph-level mode's event pairs (graphtime.c), kept across sessions;
+ * the driver is loaded only for this mode. */
+static int graph_timing(int on) {
+  if (on && state.gtime)
+    cp_graphtime_stats_reset(state.gtime);
+  if (!on || state.gtime)
+    return CPROTON_OK;
+  const cp_cudadrv *d;
+  int rc = cp_cudadrv_get(&d);
+  if (rc)
+    return cp_error_set(rc, "cupti: graph-level mode needs the CUDA driver: %s",
+                        cproton_last_error());
+  state.gtime = cp_graphtime_new(d);
+  return state.gtime ? CPROTON_OK : CPROTON_ENOMEM;
+}
+
+/* Launches graph-level mode could not time, at stop. */
+static void graph_timing_report(void) {
+  cp_graphtime_stats s;
+  if (!state.gtime || !state.graph_level)
+    return;
+  cp_graphtime_stats_get(state.gtime, &s);
+  if (s.dry || s.errors)
+    cp_warn("cupti: graph-level mode: %llu graph launches timed; %llu not "
+            "timed because all %d event pairs were in flight, %llu because "
+            "a CUDA event call failed",
+            (unsigned long long)s.timed, (unsigned long long)s.dry,
+            CP_GRAPHTIME_PAIRS, (unsigned long long)s.errors);
+}
+
 static int start_locked(const cp_pcs_options *mode) {
   int rc = alloc_state();
   if (rc)
@@ -194,17 +225,15 @@ static int start_locked(const cp_pcs_options *mode) {
                         "cupti: %s must be %s",
                         config.graph_level < 0 ? "CPROTON_CUPTI_GRAPHS"
                                                : "CPROTON_GRAPH_KERNEL_NAMES",
-                        config.graph_level < 0 ? "\"node\" or \"graph\""
+                        config.graph_level < 0 ? "\"node\", \"graph\" or \"graph-only\""
                                                : "\"hook\" or \"kernel\"");
   cp_corr_clear(state.corr);
   cp_graph_clear(state.graphs);
   cp_graph_set_op_names(state.graphs, config.graph_op_names);
   state.graph_level = config.graph_level;
-  if (config.graph_level == 1) /* docs/cupti.md, "Graph-level mode" */
-    cp_warn("cupti: graph-level mode (CPROTON_CUPTI_GRAPHS=graph) is "
-            "experimental: a torch.compile(mode=\"reduce-overhead\") "
-            "program crashed with SIGSEGV under it (H100, 2026-11-26; "
-            "cause not established, docs/cupti.md); a plain graph ran");
+  rc = graph_timing(config.graph_level > 0);
+  if (rc)
+    return rc;
   for (int i = 0; i < CP_WARNED_GRAPHS; i++)
     atomic_store(&state.warned_graphs[i], 0);
   cp_stats_reset(&state.stats);
@@ -288,6 +317,7 @@ static void cupti_stop(void) {
             cp_corr_capacity(state.corr),
             (unsigned long long)cp_corr_expired(state.corr));
   cp_stats_report(&state.stats, cp_corr_capacity(state.corr));
+  graph_timing_report();
 }
 
 void cp_cupti_backend_teardown(void) { atomic_store(&torn_down, 1); }

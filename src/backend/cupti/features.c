@@ -8,6 +8,7 @@
 #include "backend/cupti/callbacks.h"
 #include "backend/cupti/features.h"
 #include "backend/cupti/pcsampling.h"
+#include "backend/cupti/records.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -44,21 +45,6 @@ static int always(const cp_features_env *e) { return (void)e, 1; }
 static int nvtx_wanted(const cp_features_env *e) { return e->config->nvtx; }
 static int pcs_wanted(const cp_features_env *e) { return e->mode.enabled; }
 
-/* Graph-level mode: CUPTI's graph trace gives one record per graph launch
- * instead of one per node. CUPTI may refuse kernel records beside it; then
- * kernels launched outside graphs are not recorded (said once, at info). */
-static int graph_level_on(cp_features_env *e) {
-  CUptiResult r = e->api->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
-  if (r != CUPTI_SUCCESS)
-    return cp_features_fail(e->api, r, "cuptiActivityEnable(GRAPH_TRACE)");
-  r = e->api->cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  if (r != CUPTI_SUCCESS)
-    cp_info("cupti: graph-level mode: CUPTI records graphs only (%s): "
-            "kernels launched outside graphs are not recorded",
-            cp_loader_cupti_error(e->api, r));
-  return CPROTON_OK;
-}
-
 /* The kernel records' kind. Under PC sampling, serialized kernel records
  * (KIND_KERNEL), as Proton enables them: CUPTI's continuous PC sampling is
  * not meant to run beside concurrent-kernel tracing, and on an H100 a
@@ -74,26 +60,30 @@ static int kernels_on(cp_features_env *e) {
   unsigned ablate = e->config->ablate;
   int rc = ablate & CP_ABLATE_NO_CALLBACK ? 0 : callbacks(e, CP_CB_KERNELS, 1);
   CUptiResult r;
-  if (ablate & CP_ABLATE_NO_ACTIVITY)
+  /* graph-only: graph launches are timed by events, nothing else is
+   * recorded, so CUPTI makes no kernel record (docs/cupti.md) */
+  if ((ablate & CP_ABLATE_NO_ACTIVITY) || e->config->graph_level == 2)
     return rc;
-  if (!rc && e->config->graph_level == 1)
-    return graph_level_on(e);
   if (!rc && (r = e->api->cuptiActivityEnable(kernel_kind(e))) != CUPTI_SUCCESS)
     rc = cp_features_fail(e->api, r, "cuptiActivityEnable(kernel records)");
   return rc;
 }
+/* Graph-level mode's launches are read here too: a flush waits for the
+ * graphs launched before it (graphtime.c). */
 static int kernels_flush(cp_features_env *e) {
   CUptiResult r =
       e->api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (e->state->gtime)
+    cp_graphtime_drain(e->state->gtime, cp_records_graph_launch, e->state);
   return r == CUPTI_SUCCESS ? CPROTON_OK
                             : cp_features_fail(e->api, r, "cuptiActivityFlushAll");
 }
 static void kernels_off(cp_features_env *e) {
   e->api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   e->api->cuptiActivityDisable(kernel_kind(e));
-  if (e->config->graph_level == 1)
-    e->api->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
   callbacks(e, CP_CB_KERNELS, 0);
+  if (e->state->gtime) /* no launch is timed past here: read the rest */
+    cp_graphtime_drain(e->state->gtime, cp_records_graph_launch, e->state);
 }
 
 /* Graph-node callbacks only per node: graph-level mode's one record per
@@ -104,7 +94,7 @@ static int graphs_on(cp_features_env *e) {
   if (e->config->ablate & CP_ABLATE_NO_GRAPH_CB)
     return CPROTON_OK; /* measurement: no graph-node or capture callbacks */
   int rc = callbacks(e, CP_CB_GRAPHS, 1);
-  if (!rc && e->config->graph_level != 1)
+  if (!rc && !e->config->graph_level)
     rc = callbacks(e, CP_CB_NODES, 1);
   return rc;
 }

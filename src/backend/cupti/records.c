@@ -205,33 +205,20 @@ static void on_kernel(cp_cupti_state *st, const CUpti_Activity *rec) {
   atomic_fetch_add_explicit(&st->stats.kernels, 1, memory_order_relaxed);
 }
 
-/* A graph's device: where its first node ran, or, when that was on the
- * host (CUPTI says INT_MAX: a graph opening with a host node), where its
- * last node ran. */
-static uint32_t graph_device(const CUpti_ActivityGraphTrace2 *g) {
-  return g->deviceId == (uint32_t)INT_MAX ? g->endDeviceId : g->deviceId;
-}
-
-/* Graph-level mode (CPROTON_CUPTI_GRAPHS=graph): one record per graph
- * launch, delivered as a kernel named CP_RECORDS_GRAPH_NAME under the
- * launch's context. */
-static void on_graph(cp_cupti_state *st, const CUpti_Activity *rec) {
-  const CUpti_ActivityGraphTrace2 *g = (const CUpti_ActivityGraphTrace2 *)rec;
-  cp_launch_site site;
-  uint32_t device = graph_device(g);
-  if (device < 64)
-    cp_records_note_device(st, device);
-  if (!launch_site(st, g->correlationId, &site))
-    return;
+/* Graph-level mode (CPROTON_CUPTI_GRAPHS=graph): one timed graph launch
+ * (graphtime.c), delivered as a kernel named CP_RECORDS_GRAPH_NAME under
+ * the launch's context. */
+void cp_records_graph_launch(void *state, const cp_graph_launch *l) {
+  cp_cupti_state *st = state;
+  if (l->device < 64)
+    cp_records_note_device(st, l->device);
   cp_kernel_record r = {.name = CP_RECORDS_GRAPH_NAME,
-                        .start_ns = g->start,
-                        .end_ns = g->end,
-                        .device_id = device,
-                        .stream_id = g->streamId,
-                        .correlation_id = g->correlationId,
-                        .graph_id = g->graphId,
+                        .start_ns = l->start_ns,
+                        .end_ns = l->end_ns,
+                        .device_id = l->device,
+                        .correlation_id = l->corr,
                         .device_type = CP_DEVICE_CUDA};
-  if (cp_session_deliver_kernel(&site, &r) != 0)
+  if (cp_session_deliver_kernel(&l->site, &r) != 0)
     atomic_fetch_add_explicit(&st->stats.deliver_errors, 1,
                               memory_order_relaxed);
   atomic_fetch_add_explicit(&st->stats.graph_records, 1, memory_order_relaxed);
@@ -245,7 +232,6 @@ static const struct {
 } handlers[] = {
     {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, on_kernel},
     {CUPTI_ACTIVITY_KIND_KERNEL, on_kernel},
-    {CUPTI_ACTIVITY_KIND_GRAPH_TRACE, on_graph},
 };
 
 void cp_records_handle(cp_cupti_state *st, const CUpti_Activity *rec) {

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/cupti/graphtime.h"
 #include "backend/cupti/state.h"
 
 /* The kernel name a graph launch's record takes in graph-level mode. */
@@ -28,6 +29,10 @@ size_t cp_records_process(cp_cupti_state *st, uint8_t *buf, size_t valid,
 
 /* Handles one record; kinds without a handler are ignored. */
 void cp_records_handle(cp_cupti_state *st, const CUpti_Activity *rec);
+
+/* Graph-level mode: delivers one timed graph launch (`state` is the
+ * cp_cupti_state; a cp_graphtime_deliver_fn). */
+void cp_records_graph_launch(void *state, const cp_graph_launch *l);
 
 /* Registers device `id` with the core the first time it is seen (ids
  * below 64; larger ids are described every time they appear, which never

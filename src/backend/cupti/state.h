@@ -77,6 +77,7 @@ typedef struct cp_cupti_state {
   cp_cupti_stats stats;
   unsigned ablate; /* cp_cupti_ablate bits (config.h): measurements only */
   int graph_level; /* one record per graph launch (CPROTON_CUPTI_GRAPHS) */
+  struct cp_graphtime *gtime; /* graph-level mode's event pairs, or NULL */
   _Atomic uint32_t warned_graphs[CP_WARNED_GRAPHS]; /* graph id + 1 */
 } cp_cupti_state;
 
