@@ -61,7 +61,7 @@ ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 for clocks in base none; do
   if [ -z "$ncu" ]; then echo "FAIL pm_ncu $clocks: no ncu"; fails=$((fails + 1)); continue; fi
   if (cd "$out" && timeout -k 5 80 "$ncu" --metrics "$metrics" --clock-control "$clocks" \
-      -k 'regex:pm_matmul_kernel|pm_add_kernel|gemm|xmma|nvjet|cutlass' --csv --page raw \
+      -k 'regex:matmul_kernel|pm_add_kernel|gemm|xmma|nvjet|cutlass' --csv --page raw \
       "$py" "$here/python/pm_kernels.py") >"$out/ncu_$clocks.csv" 2>"$out/ncu_$clocks.err"; then
     "$py" "$here/python/pm_ncu_table.py" "$out/ncu_$clocks.csv" "$clocks" || fails=$((fails + 1))
   else

@@ -1,30 +1,20 @@
-"""The kernels of the PM-sampling comparison (issue 27): a Triton matmul, a
+"""The kernels of the PM-sampling comparison (issue 27): a Triton matmul (bench/kernels/pcs_kernels.py), a
 cuBLAS matmul (torch.mm) and a Triton vector add, each sized to run >= 50 us
 on an H100, each launched REPEAT times after one warm-up. Run under ncu by
 tests/gpu/pmsampling.sh; prints its kernels' mean times so the sizes can be
 checked (RESULT lines)."""
+import os
 import sys
 
 import torch
 import triton
 import triton.language as tl
 
+# The Triton matmul is the PC-sampling benchmarks' (Proton's reference kernel).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench", "kernels"))
+from pcs_kernels import matmul_kernel  # noqa: E402
+
 REPEAT = 3
-
-
-@triton.jit
-def pm_matmul_kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    pm = tl.program_id(0)
-    pn = tl.program_id(1)
-    rm = pm * BM + tl.arange(0, BM)
-    rn = pn * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        x = tl.load(a + rm[:, None] * K + (k + rk)[None, :])
-        y = tl.load(b + (k + rk)[:, None] * N + rn[None, :])
-        acc += tl.dot(x, y)
-    tl.store(c + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
 
 
 @triton.jit
@@ -52,7 +42,7 @@ def main():
     b = torch.randn(n, n, device="cuda", dtype=torch.float16)
     c = torch.empty_like(a)
     grid = (n // 128, n // 128)
-    timed("triton_matmul", lambda: pm_matmul_kernel[grid](a, b, c, n, n, n, BM=128, BN=128, BK=64))
+    timed("triton_matmul", lambda: matmul_kernel[grid](a, b, c, n, n, n, BM=128, BN=128, BK=64))
     timed("cublas_matmul", lambda: torch.mm(a, b, out=c))
     v = 64 * 1024 * 1024
     x = torch.randn(v, device="cuda")

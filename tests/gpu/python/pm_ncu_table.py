@@ -1,6 +1,6 @@
 """Reads ncu's --csv --page raw output (argv[1]) and prints one RESULT line
 per kernel class and metric: the mean over its launches. Kernel classes:
-triton_matmul (pm_matmul_kernel), vector_add (pm_add_kernel), cublas_matmul
+triton_matmul (matmul_kernel), vector_add (pm_add_kernel), cublas_matmul
 (any other kernel whose name says gemm/xmma/nvjet/cutlass). argv[2] labels
 the clock setting."""
 import csv
@@ -9,7 +9,7 @@ from collections import defaultdict
 
 
 def klass(name):
-    if "pm_matmul_kernel" in name:
+    if "matmul_kernel" in name:
         return "triton_matmul"
     if "pm_add_kernel" in name:
         return "vector_add"
