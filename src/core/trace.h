@@ -29,8 +29,14 @@ typedef struct cp_event {
   uint8_t kind;         /* cp_event_kind */
   uint8_t reserved[3];  /* named so that an initializer zeroes them: the
                            spill file gets no uninitialized bytes (MSan) */
+  /* regions: their CTA's %globaltimer ns at init, when the finalize began
+   * and after the copy-out, raw (not moved like start_ns/end_ns): Proton
+   * 3.9's trace writes them in every region's args; 0 for other kinds */
+  uint64_t cta_init_ns;
+  uint64_t cta_pre_final_ns;
+  uint64_t cta_post_final_ns;
 } cp_event;
-_Static_assert(sizeof(cp_event) == 56, "cp_event has no hidden padding");
+_Static_assert(sizeof(cp_event) == 80, "cp_event has no hidden padding");
 
 typedef struct cp_trace cp_trace;
 

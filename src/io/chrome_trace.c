@@ -8,6 +8,7 @@
  * "f" with "bp": "e" at the kernel) share the correlation id. Events are
  * streamed one by one; only the set of lanes is kept in memory.
  * Not a hot path (finalize). */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,15 @@ static void put_flow(state *st, const cp_event *e) {
 /* One warp's scope occurrence, laid out as Proton does: a process per
  * (kernel, SM, CTA), a thread per (warp, line) so overlapping scopes of a
  * warp stack up. */
+/* Proton 3.9 writes its CTA's times in every region's args (its key
+ * order; the frequency is that of the ns clock the times are in). */
+static void put_cta_times(cp_sink *s, const cp_event *e) {
+  uint64_t fin = e->cta_post_final_ns > e->cta_pre_final_ns ? e->cta_post_final_ns - e->cta_pre_final_ns : 0;
+  cp_sink_printf(s, "\"Finalization Time (ns)\":%" PRIu64 ",\"Frequency (MHz)\":1000.0,"
+                    "\"Init Time (ns)\":%" PRIu64 ",\"Post Final Time (ns)\":%" PRIu64 ",",
+                 fin, e->cta_init_ns, e->cta_post_final_ns);
+}
+
 static void put_region(state *st, const cp_event *e) {
   const char *kernel = cp_strtab_str(e->group);
   sep(st);
@@ -137,6 +147,8 @@ static void put_region(state *st, const cp_event *e) {
   cp_sink_puts(st->s, ",");
   put_us(st->s, "dur", e->end_ns > e->start_ns ? e->end_ns - e->start_ns : 0);
   cp_sink_puts(st->s, ",\"args\":{");
+  if (cp_compat_is_39())
+    put_cta_times(st->s, e);
   cp_chrome_put_stack(st->s, e->node);
   cp_sink_puts(st->s, "}}");
 }

@@ -249,6 +249,37 @@ Test(instr_runtime, trace_regions_per_warp_and_line, .init = reset) {
   json_decref(j);
 }
 
+/* Proton 3.9 writes its CTA's times in every region's args (test_event_args):
+ * init 1000000, finalize 1000050, copy-out done 1000060 (fill). Proton 3.6
+ * writes the call stack alone. */
+Test(instr_runtime, trace_regions_carry_cta_times_under_39, .init = reset) {
+  for (int v39 = 0; v39 < 2; v39++) {
+    cproton_set_proton_compat(v39 ? CPROTON_PROTON_3_9 : CPROTON_PROTON_3_6);
+    const char *name = trace_one_buffer(v39 ? "instr_args39" : "instr_args36", NULL);
+    cproton_set_proton_compat(CPROTON_PROTON_3_6);
+    char path[512];
+    snprintf(path, sizeof path, "%s.chrome_trace", name);
+    json_t *j = cpt_load_json(path);
+    cr_assert_not_null(j);
+    json_t *events = json_object_get(j, "traceEvents"), *e;
+    size_t i;
+    cr_assert_eq(json_array_size(events), 4);
+    json_array_foreach(events, i, e) {
+      json_t *args = json_object_get(e, "args");
+      cr_assert_not_null(json_object_get(args, "call_stack"));
+      if (!v39) {
+        cr_assert_eq(json_object_size(args), 1, "Proton 3.6: the call stack alone");
+        continue;
+      }
+      cr_assert_eq(json_integer_value(json_object_get(args, "Init Time (ns)")), 1000000);
+      cr_assert_eq(json_integer_value(json_object_get(args, "Post Final Time (ns)")), 1000060);
+      cr_assert_eq(json_integer_value(json_object_get(args, "Finalization Time (ns)")), 10);
+      cr_assert_float_eq(json_number_value(json_object_get(args, "Frequency (MHz)")), 1000.0, 1e-9);
+    }
+    json_decref(j);
+  }
+}
+
 /* Bytes `needle` occur in `hay` (binary-safe). */
 static int contains(const char *hay, size_t n, const char *needle) {
   size_t k = strlen(needle);
