@@ -306,6 +306,12 @@ typedef struct cproton_decoded_event {
   uint32_t depth;
   int64_t start;
   int64_t end;
+  /* the warp (first warp of its unit) that recorded the end: the holding
+   * warp's own for scope occurrences; for a pl.start_event/end_event pair
+   * the end's, which differs when another warp ended it (added after
+   * cproton 0.1.0: the struct grew, so rebuild code that indexes events) */
+  uint32_t end_warp;
+  uint32_t reserved; /* 0 */
 } cproton_decoded_event;
 
 /* One recording unit of one CTA. */

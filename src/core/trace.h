@@ -27,10 +27,22 @@ typedef struct cp_event {
   uint32_t group;       /* regions: the kernel's name (strtab id);
                            kernels: the CUDA graph id (0: not a replay) */
   uint8_t kind;         /* cp_event_kind */
-  uint8_t reserved[3];  /* named so that an initializer zeroes them: the
+  uint8_t is_event;     /* regions: a pl.start_event/end_event pair, not a
+                           scope occurrence (end_lane says who ended it) */
+  uint8_t reserved[2];  /* named so that an initializer zeroes them: the
                            spill file gets no uninitialized bytes (MSan) */
+  /* regions: their CTA's %globaltimer ns at init, when the finalize began
+   * and after the copy-out, raw (not moved like start_ns/end_ns): Proton
+   * 3.9's trace writes them in every region's args; 0 for other kinds */
+  uint64_t cta_init_ns;
+  uint64_t cta_pre_final_ns;
+  uint64_t cta_post_final_ns;
+  uint32_t end_lane;    /* regions: the warp that recorded the end (lane,
+                           the start's warp, but for an event another warp
+                           ended); 0 for other kinds */
+  uint32_t reserved2;   /* 0 (as reserved) */
 } cp_event;
-_Static_assert(sizeof(cp_event) == 56, "cp_event has no hidden padding");
+_Static_assert(sizeof(cp_event) == 88, "cp_event has no hidden padding");
 
 typedef struct cp_trace cp_trace;
 

@@ -8,6 +8,7 @@
  * "f" with "bp": "e" at the kernel) share the correlation id. Events are
  * streamed one by one; only the set of lanes is kept in memory.
  * Not a hot path (finalize). */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@ typedef struct state {
   int timeline; /* CPU scopes, flows and lane names too */
   lane lanes[MAX_LANES];
   size_t n_lanes;
+  uint64_t next_flow; /* Proton 3.9's bind_id of cross-warp event links */
 } state;
 
 static int find_t0(void *user, const cp_event *e) {
@@ -118,11 +120,22 @@ static void put_flow(state *st, const cp_event *e) {
 /* One warp's scope occurrence, laid out as Proton does: a process per
  * (kernel, SM, CTA), a thread per (warp, line) so overlapping scopes of a
  * warp stack up. */
-static void put_region(state *st, const cp_event *e) {
+/* Proton 3.9 writes its CTA's times in every region's args (its key
+ * order; the frequency is that of the ns clock the times are in). */
+static void put_cta_times(cp_sink *s, const cp_event *e) {
+  uint64_t fin = e->cta_post_final_ns > e->cta_pre_final_ns ? e->cta_post_final_ns - e->cta_pre_final_ns : 0;
+  cp_sink_printf(s, "\"Finalization Time (ns)\":%" PRIu64 ",\"Frequency (MHz)\":1000.0,"
+                    "\"Init Time (ns)\":%" PRIu64 ",\"Post Final Time (ns)\":%" PRIu64 ",",
+                 fin, e->cta_init_ns, e->cta_post_final_ns);
+}
+
+/* `{"ph":"X","cat":<cat>,"name":..,"pid":"<kernel> Core<SM> CTA<id>"` of
+ * region `e` (its kernel's name when `cat` is NULL). */
+static void put_region_head(state *st, const cp_event *e, const char *cat) {
   const char *kernel = cp_strtab_str(e->group);
   sep(st);
   cp_sink_puts(st->s, "{\"ph\":\"X\",\"cat\":");
-  cp_sink_json_string(st->s, kernel ? kernel : "?");
+  cp_sink_json_string(st->s, cat ? cat : kernel ? kernel : "?");
   cp_sink_puts(st->s, ",\"name\":");
   const char *name = cp_strtab_str(e->name);
   cp_sink_json_string(st->s, name ? name : "?");
@@ -131,14 +144,38 @@ static void put_region(state *st, const cp_event *e) {
            e->device, e->correlation);
   cp_sink_puts(st->s, ",\"pid\":");
   cp_sink_json_string(st->s, pid);
+}
+
+/* A region as one slice; Proton 3.9 writes an event ended by its own warp
+ * with cat "async" and no CTA times, a scope with them. */
+static void put_region(state *st, const cp_event *e) {
+  int v39 = cp_compat_is_39();
+  put_region_head(st, e, v39 && e->is_event ? "async" : NULL);
   cp_sink_printf(st->s, ",\"tid\":\"warp %u (line %u)\",", e->lane,
                  e->launch_lane);
   put_us(st->s, "ts", e->start_ns - st->t0);
   cp_sink_puts(st->s, ",");
   put_us(st->s, "dur", e->end_ns > e->start_ns ? e->end_ns - e->start_ns : 0);
   cp_sink_puts(st->s, ",\"args\":{");
+  if (v39 && !e->is_event)
+    put_cta_times(st->s, e);
   cp_chrome_put_stack(st->s, e->node);
   cp_sink_puts(st->s, "}}");
+}
+
+/* Proton 3.9's link of an event that one warp started and another ended:
+ * an instant on each warp's line 0, bound by a flow (bind_id). */
+static void put_event_link(state *st, const cp_event *e) {
+  uint64_t id = st->next_flow++;
+  for (int end = 0; end < 2; end++) {
+    put_region_head(st, e, "flow");
+    cp_sink_printf(st->s, ",\"tid\":\"warp %u (line 0)\",\"dur\":0,\"bind_id\":%" PRIu64 ",\"%s\":true,",
+                   end ? e->end_lane : e->lane, id, end ? "flow_in" : "flow_out");
+    put_us(st->s, "ts", (end ? e->end_ns : e->start_ns) - st->t0);
+    cp_sink_puts(st->s, ",\"args\":{");
+    cp_chrome_put_stack(st->s, e->node);
+    cp_sink_puts(st->s, "}}");
+  }
 }
 
 static int put_event(void *user, const cp_event *e) {
@@ -151,6 +188,8 @@ static int put_event(void *user, const cp_event *e) {
     add_lane(st, e->device + 1, e->lane);
     if (st->timeline)
       put_flow(st, e);
+  } else if (e->kind == CP_EVENT_REGION && e->is_event && e->end_lane != e->lane && cp_compat_is_39()) {
+    put_event_link(st, e);
   } else if (e->kind == CP_EVENT_REGION) {
     put_region(st, e);
   }

@@ -151,6 +151,56 @@ def test_hook_instruments_the_ptx_stage(mode, data, sums):
     assert isinstance(hook.handles[1234], int)
 
 
+@triton.jit
+def plain_add(x, y, z, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(z + offs, tl.load(x + offs, mask=mask) + tl.load(y + offs, mask=mask), mask=mask)
+
+
+@pytest.mark.parametrize("version", [(3, 6), (3, 9)], ids=["proton36", "proton39"])
+def test_host_buffer_of_a_kernel_without_scopes(version):
+    """A kernel with no pl.scope gets no profile scratch, so the allocator is
+    never called. Proton 3.9 (test_no_scope_zero_scratch) still fills the
+    host buffer with the header alone; Proton 3.6 fails on it, and cproton
+    3.6 leaves it None."""
+    import struct
+    import types
+    from cproton import _compat
+    before = _compat.PROTON_VERSION
+    _compat.apply(version)
+    hook = instr.InstrumentationHook("default")
+    instr.InstrumentationHook.enable_host_buffer = True
+    try:
+        hook.activate()
+        try:
+            import triton.knobs as knobs
+            k = compile_kernel(plain_add, VADD_SIG, {"BLOCK": 256}, knobs.compilation.instrumentation_mode)
+        finally:
+            hook.deactivate()
+        assert not getattr(k.metadata, "profile_scratch_size", 0)
+        hook.init_handle(None, 4321, "plain_add", k.metadata_group, k.hash)
+        launch = types.SimpleNamespace(data={"function": 4321})
+        hook.enter(launch)
+        hook.exit(launch)
+        buf = instr.InstrumentationHook.host_buffer
+    finally:
+        instr.InstrumentationHook.enable_host_buffer = False
+        instr.InstrumentationHook.host_buffer = None
+        _compat.apply(before)
+    if version < (3, 9):
+        assert buf is None
+        return
+    assert buf is not None, "Proton 3.9 builds the header with no payload"
+    raw = bytes(buf.numpy()) if hasattr(buf, "numpy") else bytes(buf)
+    warps = k.metadata.num_warps
+    assert len(raw) == 40 + 4 * warps
+    fields = struct.unpack(f"<{10 + warps}I", raw)
+    # version, header offset/size, payload offset/size, CUDA, blocks, warps, scratch, uids
+    assert fields[:10] == (1, 4, len(raw), len(raw), 0, 1, 0, warps, 0, warps)
+    assert list(fields[10:]) == list(range(warps))
+
+
 def test_flush_strategy_writes_a_global_buffer():
     """buffer_strategy=flush (Proton's spelling, through the dataclass and its
     str) reaches the pass: records go to the global buffer, sized to keep

@@ -506,6 +506,17 @@ Test(backend_decode, events_pair_across_units) {
       cproton_decoded_get_warp(d, 2, &w);
       cr_assert_eq(w.n_events, 2);
       cr_assert_eq(w.events[1].start, 200);
+      /* the warp that recorded each end: the consumer's for "handoff",
+       * the holding warp's own for a scope and for "gap" */
+      cproton_decoded_warp w0, w1;
+      cproton_decoded_get_warp(d, 0, &w0);
+      cproton_decoded_get_warp(d, 1, &w1);
+      cr_assert_neq(w0.warp, w1.warp);
+      cr_assert_eq(w0.events[0].end_warp, w0.warp);
+      for (size_t e = 1; e < 4; e++)
+        cr_assert_eq(w0.events[e].end_warp, w1.warp, "event %zu", e);
+      cr_assert_eq(w.events[0].end_warp, w.warp);
+      cr_assert_eq(w.events[1].end_warp, w.warp);
     }
     cproton_decoded_free(d);
   }

@@ -249,6 +249,118 @@ Test(instr_runtime, trace_regions_per_warp_and_line, .init = reset) {
   json_decref(j);
 }
 
+/* Proton 3.9 writes its CTA's times in every region's args (test_event_args):
+ * init 1000000, finalize 1000050, copy-out done 1000060 (fill). Proton 3.6
+ * writes the call stack alone. */
+Test(instr_runtime, trace_regions_carry_cta_times_under_39, .init = reset) {
+  for (int v39 = 0; v39 < 2; v39++) {
+    cproton_set_proton_compat(v39 ? CPROTON_PROTON_3_9 : CPROTON_PROTON_3_6);
+    const char *name = trace_one_buffer(v39 ? "instr_args39" : "instr_args36", NULL);
+    cproton_set_proton_compat(CPROTON_PROTON_3_6);
+    char path[512];
+    snprintf(path, sizeof path, "%s.chrome_trace", name);
+    json_t *j = cpt_load_json(path);
+    cr_assert_not_null(j);
+    json_t *events = json_object_get(j, "traceEvents"), *e;
+    size_t i;
+    cr_assert_eq(json_array_size(events), 4);
+    json_array_foreach(events, i, e) {
+      json_t *args = json_object_get(e, "args");
+      cr_assert_not_null(json_object_get(args, "call_stack"));
+      if (!v39) {
+        cr_assert_eq(json_object_size(args), 1, "Proton 3.6: the call stack alone");
+        continue;
+      }
+      cr_assert_eq(json_integer_value(json_object_get(args, "Init Time (ns)")), 1000000);
+      cr_assert_eq(json_integer_value(json_object_get(args, "Post Final Time (ns)")), 1000060);
+      cr_assert_eq(json_integer_value(json_object_get(args, "Finalization Time (ns)")), 10);
+      cr_assert_float_eq(json_number_value(json_object_get(args, "Frequency (MHz)")), 1000.0, 1e-9);
+    }
+    json_decref(j);
+  }
+}
+
+/* fill's CTA with an event "ev" besides "outer" on unit 0: unit 0 starts ev
+ * at 10, unit 1 ends it at 30 (a cross-warp pair), then starts and ends
+ * it itself at 60 and 70. */
+static void fill_events(unsigned char *buf, const cproton_buffer_layout *l) {
+  fill(buf, l);
+  const uint64_t at[2][3] = {{0, 10, 100}, {30, 60, 70}};
+  const uint32_t tag[2][3] = {{cp_layout_tag(0, 0), cp_layout_tag(1, 0), cp_layout_tag(0, 1)},
+                              {cp_layout_tag(1, 1), cp_layout_tag(1, 0), cp_layout_tag(1, 1)}};
+  for (uint32_t u = 0; u < 2; u++) {
+    put32(buf + CP_HDR_COUNTS + 4 * u, 3);
+    for (int r = 0; r < 3; r++)
+      put64(buf + l->header_bytes + u * 64 + 8 * r, ((uint64_t)tag[u][r] << 48) | (5000 + at[u][r]));
+  }
+}
+
+/* Proton 3.9 writes an event that two warps recorded as two flow instants
+ * bound by a bind_id, each on its warp's line 0, and one that a single
+ * warp recorded as a slice of cat "async" (test_gluon_warp_specialized_event);
+ * Proton 3.6's layout writes both as slices of the kernel's cat. */
+Test(instr_runtime, cross_warp_events_are_flow_links_under_39, .init = reset) {
+  static const char *const ev_names[] = {"outer", "ev"};
+  static const int32_t ev_parents[] = {-1, CPROTON_SCOPE_PARENT_EVENT};
+  for (int v39 = 0; v39 < 2; v39++) {
+    cproton_buffer_layout l = layout();
+    l.scope_names = ev_names;
+    l.scope_parents = ev_parents;
+    cproton_instr_kernel *k;
+    cr_assert_eq(cproton_instr_kernel_new("mm_kernel", &l, &k), CPROTON_OK);
+    unsigned char buf[512];
+    fill_events(buf, &l);
+    cproton_set_proton_compat(v39 ? CPROTON_PROTON_3_9 : CPROTON_PROTON_3_6);
+    const char *name = cpt_tmp_path(v39 ? "instr_flow39" : "instr_flow36");
+    int sid = cpt_start_session(name, "none", "trace", NULL);
+    cr_assert_geq(sid, 0, "%s", cproton_last_error());
+    cr_assert_eq(cproton_instr_record_host(k, buf, l.per_cta_bytes, 0), CPROTON_OK);
+    cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK, "%s", cproton_last_error());
+    cproton_set_proton_compat(CPROTON_PROTON_3_6);
+    cproton_instr_kernel_free(k);
+    char path[512];
+    snprintf(path, sizeof path, "%s.chrome_trace", name);
+    json_t *j = cpt_load_json(path), *e;
+    cr_assert_not_null(j);
+    json_t *events = json_object_get(j, "traceEvents");
+    size_t i;
+    int flows = 0, async = 0, scopes = 0;
+    json_int_t bind[2] = {-1, -1};
+    json_array_foreach(events, i, e) {
+      const char *cat = json_string_value(json_object_get(e, "cat"));
+      const char *tid = json_string_value(json_object_get(e, "tid"));
+      json_t *args = json_object_get(e, "args");
+      if (!strcmp(cat, "flow")) {
+        int in = json_is_true(json_object_get(e, "flow_in"));
+        cr_assert(in != json_is_true(json_object_get(e, "flow_out")));
+        cr_assert_str_eq(tid, in ? "warp 1 (line 0)" : "warp 0 (line 0)");
+        cr_assert_float_eq(json_number_value(json_object_get(e, "dur")), 0.0, 1e-12);
+        bind[in] = json_integer_value(json_object_get(e, "bind_id"));
+        cr_assert_null(json_object_get(args, "Init Time (ns)"));
+        flows++;
+      } else if (!strcmp(cat, "async")) {
+        cr_assert(strstr(tid, "warp 1 ") == tid, "%s", tid);
+        cr_assert_float_eq(json_real_value(json_object_get(e, "dur")), 0.005, 1e-9, "10 cycles at 2/ns");
+        cr_assert_null(json_object_get(args, "Init Time (ns)"), "Proton 3.9 writes the call stack alone");
+        async++;
+      } else {
+        cr_assert_str_eq(cat, "mm_kernel");
+        scopes++;
+      }
+    }
+    if (v39) {
+      cr_assert_eq(flows, 2);
+      cr_assert_eq(async, 1);
+      cr_assert_eq(scopes, 1);
+      cr_assert_eq(bind[0], bind[1], "the two ends share one bind_id");
+    } else {
+      cr_assert_eq(flows + async, 0);
+      cr_assert_eq(scopes, 3, "outer and two ev slices");
+    }
+    json_decref(j);
+  }
+}
+
 /* Bytes `needle` occur in `hay` (binary-safe). */
 static int contains(const char *hay, size_t n, const char *needle) {
   size_t k = strlen(needle);

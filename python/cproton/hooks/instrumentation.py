@@ -45,11 +45,12 @@ import functools
 import hashlib
 import json
 import re
+import struct
 import threading
 import warnings
 from typing import Any, Dict, Optional, Union
 
-from .. import _cproton
+from .. import _compat, _cproton
 from .. import mode as _mode
 from .._log import CprotonWarning
 from ..flags import flags
@@ -67,6 +68,10 @@ _exclude: Optional[str] = None
 _handles: Dict[Any, int] = {}
 # CUfunction -> (layout dict, warps per CTA), for the host buffer.
 _layouts: Dict[Any, tuple] = {}
+# CUfunction -> warps per CTA, for kernels selected for instrumentation that
+# record nothing (no pl.scope, so no profile scratch): Proton 3.9 still builds
+# a host buffer for them, the header alone.
+_unscoped: Dict[Any, int] = {}
 
 
 def set_filter(include: Optional[str] = None, exclude: Optional[str] = None) -> None:
@@ -139,6 +144,20 @@ def host_buffer_bytes(layout: Dict[str, Any], data: bytes, num_warps: int) -> by
     Proton's host-buffer layout: what ``InstrumentationHook.host_buffer``
     holds."""
     return _cproton.buffer_to_proton(layout, data, int(num_warps))
+
+
+def header_only_host_buffer(mode: _mode.InstrumentationMode, num_warps: int) -> bytes:
+    """Proton 3.9's host buffer of a launch with no profile scratch: the
+    header of ``host_buffer_bytes``'s layout with no blocks (payload_size,
+    block_num and scratch_mem_size 0); the unit ids are the sampled warps,
+    or every warp when the mode samples none."""
+    if mode.sampling_strategy == _mode.SAMPLING_STRATEGY.NONE:
+        uids = list(range(int(num_warps)))
+    else:
+        uids = [int(w) for w in mode.sampling_options.split(",") if w.strip()]
+    header = 40 + 4 * len(uids)
+    fields = [1, 4, header, header, 0, 1, 0, int(num_warps), 0, len(uids), *uids]
+    return struct.pack(f"<{len(fields)}I", *fields)
 
 
 def _as_tensor(data: bytes):
@@ -292,6 +311,7 @@ class InstrumentationHook(Hook):
                                    "or exclude the kernel with cproton.hooks.instrumentation.set_filter"
                                    ) from e
             if not layouts:
+                metadata["cproton_unscoped"] = True
                 return ptx
             layout = layouts[0]
             if layout.get("warning"):
@@ -314,6 +334,8 @@ class InstrumentationHook(Hook):
         with open(path) as f:
             meta = json.load(f)
         layout = meta.get("cproton_layout")
+        if not layout and meta.get("cproton_unscoped"):
+            _unscoped[function] = int(meta.get("num_warps") or 0)
         if layout:
             self.handles[function] = _cproton.instr_register(name, layout)
             _layouts[function] = (layout, int(meta.get("num_warps") or 0))
@@ -333,6 +355,7 @@ class InstrumentationHook(Hook):
     def exit(self, metadata) -> None:
         pending = getattr(self.local, "pending", None)
         if pending is None:
+            self._header_only_host_buffer(metadata)
             return
         self.local.pending = None
         ptr, size, stream = pending
@@ -349,6 +372,16 @@ class InstrumentationHook(Hook):
                 raw = _cproton.instr_read(ptr, size, stream)
                 InstrumentationHook.host_buffer = _as_tensor(host_buffer_bytes(layout, raw, num_warps))
         _cproton.instr_launch(handle, ptr, size, stream)
+
+    def _header_only_host_buffer(self, metadata) -> None:
+        """Proton 3.9 fills the host buffer of a kernel with no profile
+        scratch with the header alone; Proton 3.6 fails on it (a division
+        by zero), so cproton 3.6 leaves it None."""
+        if not (InstrumentationHook.enable_host_buffer and _compat.is_39()):
+            return
+        function = metadata.data.get("function") if metadata is not None else None
+        if function in _unscoped:
+            InstrumentationHook.host_buffer = _as_tensor(header_only_host_buffer(self.mode, _unscoped[function]))
 
     def _warn_no_records(self, kernel: str) -> None:
         if not self._warned_host_buffer:

@@ -170,12 +170,12 @@ static inline __attribute__((always_inline)) int append_event(cproton_decoded *d
 
 /* Inlined: it is on the per-record path of close_scope. */
 static inline __attribute__((always_inline)) int add_event(cproton_decoded *d, uint32_t scope, uint32_t depth,
-                                                           int64_t start, int64_t end) {
+                                                           int64_t start, int64_t end, uint32_t end_warp) {
   d->cycles[scope] += end > start ? (uint64_t)(end - start) : 0;
   d->counts[scope]++;
   if (d->flags & CPROTON_DECODE_NO_EVENTS)
     return 0;
-  return append_event(d, (cproton_decoded_event){scope, depth, start, end});
+  return append_event(d, (cproton_decoded_event){scope, depth, start, end, end_warp, 0});
 }
 
 /* A surviving record of `scope` without a partner. */
@@ -201,7 +201,7 @@ static inline __attribute__((always_inline)) int close_scope(cproton_decoded *d,
   *depth = j - 1;
   if (d->shift && t < st[j - 1].t) /* shorter than the shift: Proton's rule */
     t = st[j - 1].t + d->shift / 2;
-  return add_event(d, scope, (uint32_t)(j - 1), st[j - 1].t, t);
+  return add_event(d, scope, (uint32_t)(j - 1), st[j - 1].t, t, w->warp);
 }
 
 /* ---- events: collected per CTA, paired across its units ------------------ */
@@ -243,7 +243,8 @@ static int place_events(cproton_decoded *d, size_t w0, const uint32_t *unit_warp
     for (size_t i = 0; !rc && i < n_pairs; i++) {
       const cp_ev_pair *p = &d->ev_pairs[i];
       if (unit_warp[p->owner] == w)
-        rc = add_event(d, p->scope, CP_DECODE_EVENT_DEPTH, p->start, p->end);
+        rc = add_event(d, p->scope, CP_DECODE_EVENT_DEPTH, p->start, p->end,
+                       d->warps[unit_warp[p->end_owner]].warp);
     }
   }
   free(old);
@@ -257,7 +258,8 @@ static int finish_events(cproton_decoded *d, size_t w0, const uint32_t *unit_war
   int rc = cp_events_pair(d->ev, d->n_ev, d->ev_pairs, &n_pairs, &n_left);
   int keep = !(d->flags & CPROTON_DECODE_NO_EVENTS);
   for (size_t i = 0; !rc && !keep && i < n_pairs; i++)
-    rc = add_event(d, d->ev_pairs[i].scope, CP_DECODE_EVENT_DEPTH, d->ev_pairs[i].start, d->ev_pairs[i].end);
+    rc = add_event(d, d->ev_pairs[i].scope, CP_DECODE_EVENT_DEPTH, d->ev_pairs[i].start, d->ev_pairs[i].end,
+                   0); /* no event list: the warp is not kept */
   for (size_t i = 0; !rc && i < n_left; i++) {
     d->unpaired_by_scope[d->ev[i].scope]++;
     d->unpaired++;

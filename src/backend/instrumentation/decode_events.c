@@ -46,7 +46,7 @@ static void match(const cp_ev_rec *r, size_t n, int same_owner, uint8_t *used, s
     } else if (head < tail) {
       const cp_ev_rec *s = &r[q[head++]];
       used[q[head - 1]] = used[i] = 1;
-      pairs[(*n_pairs)++] = (cp_ev_pair){s->scope, s->owner, s->t, r[i].t};
+      pairs[(*n_pairs)++] = (cp_ev_pair){s->scope, s->owner, r[i].owner, s->t, r[i].t};
     }
   }
 }

@@ -25,7 +25,8 @@ typedef struct cp_ev_rec {
 
 typedef struct cp_ev_pair {
   uint32_t scope;
-  uint32_t owner; /* the unit that recorded the start */
+  uint32_t owner;     /* the unit that recorded the start */
+  uint32_t end_owner; /* the unit that recorded the end */
   int64_t start, end;
 } cp_ev_pair;
 

@@ -234,6 +234,11 @@ static int deliver_regions(const cproton_instr_kernel *k,
                     .name = k->name_ids[ev->scope], .lane = wp.warp,
                     .device = wp.sm_id, .launch_lane = ev->depth,
                     .correlation = wp.cta_id, .group = group,
+                    .cta_init_ns = cta.start_time,
+                    .cta_pre_final_ns = cta.finalize_time,
+                    .cta_post_final_ns = cta.end_time,
+                    .is_event = ev->depth == CP_DECODE_EVENT_DEPTH,
+                    .end_lane = ev->end_warp,
                     /* the anchor of these times: the trace writer moves
                      * them onto the kernel's CUPTI start when it is known
                      * (core/kernel_times.h) */
