@@ -31,6 +31,11 @@ typedef struct dw_api {
   Dwfl_Line *(*getsrc)(Dwfl_Module *, Dwarf_Addr);
   const char *(*lineinfo)(Dwfl_Line *, Dwarf_Addr *, int *, int *, Dwarf_Word *,
                           Dwarf_Word *);
+  Dwarf_Die *(*nextcu)(Dwfl_Module *, Dwarf_Die *, Dwarf_Addr *);
+  int (*haspc)(Dwarf_Die *, Dwarf_Addr);
+  Dwarf_Line *(*getsrc_die)(Dwarf_Die *, Dwarf_Addr);
+  int (*lineno)(Dwarf_Line *, int *);
+  const char *(*linesrc)(Dwarf_Line *, Dwarf_Word *, Dwarf_Word *);
   Dwfl_Callbacks callbacks;
 } dw_api;
 
@@ -58,6 +63,9 @@ static const dw_api *dw_load(void) {
       DW_SYM(addrname, "dwfl_module_addrname") &&
       DW_SYM(getsrc, "dwfl_module_getsrc") &&
       DW_SYM(lineinfo, "dwfl_lineinfo") &&
+      DW_SYM(nextcu, "dwfl_module_nextcu") && DW_SYM(haspc, "dwarf_haspc") &&
+      DW_SYM(getsrc_die, "dwarf_getsrc_die") && DW_SYM(lineno, "dwarf_lineno") &&
+      DW_SYM(linesrc, "dwarf_linesrc") &&
       DW_SYM(callbacks.find_elf, "dwfl_linux_proc_find_elf") &&
       DW_SYM(callbacks.find_debuginfo, "dwfl_standard_find_debuginfo")) {
     dw_why = NULL;
@@ -91,6 +99,23 @@ void cp_native_sym_close(cp_native_sym *r) {
   free(r);
 }
 
+/* The source line of `pc` by walking the module's compile units: libdw
+ * before 0.191 finds lines through .debug_aranges only, which clang does not
+ * emit, so clang-built code would have no file:line (CI's clang job). */
+static const char *dw_line_by_cu(const dw_api *dw, Dwfl_Module *m,
+                                 uintptr_t pc, int *line) {
+  Dwarf_Addr bias = 0;
+  for (Dwarf_Die *cu = dw->nextcu(m, NULL, &bias); cu;
+       cu = dw->nextcu(m, cu, &bias)) {
+    if (dw->haspc(cu, pc - bias) <= 0)
+      continue;
+    Dwarf_Line *l = dw->getsrc_die(cu, pc - bias);
+    if (l && dw->lineno(l, line) == 0)
+      return dw->linesrc(l, NULL, NULL);
+  }
+  return NULL;
+}
+
 /* The function and source line of `pc` from libdw; 0 when it has none. */
 static int dw_lookup(cp_native_sym *r, uintptr_t pc, const char **fn,
                      const char **file, int *line) {
@@ -99,7 +124,8 @@ static int dw_lookup(cp_native_sym *r, uintptr_t pc, const char **fn,
     return 0;
   *fn = r->dw->addrname(m, pc);
   Dwfl_Line *l = r->dw->getsrc(m, pc);
-  *file = l ? r->dw->lineinfo(l, NULL, line, NULL, NULL, NULL) : NULL;
+  *file = l ? r->dw->lineinfo(l, NULL, line, NULL, NULL, NULL)
+            : dw_line_by_cu(r->dw, m, pc, line);
   return *fn || *file;
 }
 
