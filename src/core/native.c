@@ -27,6 +27,18 @@
 #include "core/native_addr.h"
 #include "core/strtab.h"
 
+/* MemorySanitizer cannot see the unwinder (libunwind, loaded at run time,
+ * uninstrumented) write the addresses: they are marked written. */
+#if defined(__has_feature)
+#if __has_feature(memory_sanitizer)
+#include <sanitizer/msan_interface.h>
+#define MSAN_WRITTEN(p, n) __msan_unpoison((p), (n))
+#endif
+#endif
+#ifndef MSAN_WRITTEN
+#define MSAN_WRITTEN(p, n) ((void)0)
+#endif
+
 #define MAX_RAW 128          /* frames unwound before the profiler's drop */
 #define STACK_SLOTS CP_NATIVE_MAX_STACKS
 
@@ -91,6 +103,8 @@ int cp_native_set_unwinder(const char *name) {
  * the first kept address in `buf`. */
 static uint32_t unwind(uintptr_t *buf, uint32_t *first) {
   int n = pick_unwinder()((void **)buf, MAX_RAW);
+  if (n > 0)
+    MSAN_WRITTEN(buf, (size_t)n * sizeof *buf);
   uint32_t i = 0;
   while (floor_ra && i < (uint32_t)n && buf[i] != floor_ra)
     i++;

@@ -51,6 +51,13 @@ static const dw_api *dw_load(void) {
   if (tried)
     return ok;
   tried = 1;
+#if defined(__has_feature)
+#if __has_feature(memory_sanitizer)
+  /* MemorySanitizer flags every value an uninstrumented libdw computes. */
+  dw_why = "libdw is not used in a MemorySanitizer build";
+  return NULL;
+#endif
+#endif
   void *h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     dw_why = "libdw.so.1 is not installed (Debian: libdw1)";
