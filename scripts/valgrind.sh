@@ -8,7 +8,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 data=$root/tests/data
 out=$(mktemp -d)
 vg=(valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect
-    --error-exitcode=9)
+    --error-exitcode=9 --suppressions="$root/scripts/valgrind.supp")
 pass=0; fail=0
 # check NAME CMD...: CMD must exit 0 with no memcheck error.
 # check_bad NAME CMD...: CMD must reject its input (exit 1..8) cleanly.
