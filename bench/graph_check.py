@@ -20,7 +20,12 @@ replayed kernel lands, cproton against Proton 3.6, and memory over time.
           the kernel launched outside the graph recorded; then the
           torch.compile(mode="reduce-overhead") GPT (whose replays crashed
           inside CUPTI's graph trace), 20 steps: no crash, a whole multiple
-          of 20 graph records, no node record, no launch left untimed.
+          of 20 graph records, no launch left untimed, and under "replay"
+          exactly the kernels launched outside the graphs (CUDA-graph trees
+          copy their inputs with an eager kernel before each replay): their
+          names and counts are taken from a third child at node level with
+          data="trace", whose kernel events carry "graph" only when replayed
+          from a graph; any graph node's kernel in graph mode fails.
           GRAPH_LEVEL=graph-only checks that value (eager kernel unrecorded)
   rss     cproton profiling gpt_graph replays for --seconds: the process's
           resident memory every second; PASS when the last sample is within
@@ -195,7 +200,7 @@ def level_child_small(mod, name):
 GPT_STEPS = 20
 
 
-def level_child_gpt(mod, name):
+def level_child_gpt(mod, name, data="tree"):
     """The torch.compile(mode="reduce-overhead") GPT (the workload whose
     replays crashed inside CUPTI's graph trace): warmed up, compiled and
     captured before the session, then GPT_STEPS steps under "replay"."""
@@ -205,12 +210,32 @@ def level_child_gpt(mod, name):
     for _ in range(graph_workloads.WARMUP["gpt_graph"]):
         step()
     sync()
-    mod.start(name, backend="cupti")
+    mod.start(name, backend="cupti", data=data)
     with mod.scope("replay"):
         for _ in range(GPT_STEPS):
             step()
     sync()
     mod.finalize()
+
+
+def eager_reference(args):
+    """{kernel name: count} of the GPT child's kernels launched outside any
+    graph, from a node-level trace (kernel events replayed from a graph
+    carry args.graph); None when that child failed."""
+    env = {k: v for k, v in os.environ.items() if k != "CPROTON_CUPTI_GRAPHS"}
+    res, p = run([sys.executable, os.path.abspath(__file__), "level", "--child", "gpt-trace",
+                  "--out", args.out], env)
+    if not res:
+        print(f"FAIL graph_level_gpt_reference: exit {p.returncode}: {p.stderr[-800:]}")
+        return None
+    with open(res["profile"]) as f:
+        trace = json.load(f)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    out = {}
+    for e in events:
+        if e.get("cat") == "kernel" and "graph" not in e.get("args", {}):
+            out[e["name"]] = out.get(e["name"], 0) + 1
+    return out
 
 
 def level_check(args, which):
@@ -239,8 +264,19 @@ def level_check(args, which):
         want = "50 graph records, 0 node records, the eager kernel " + (
             "not recorded (graph-only)" if only else "recorded")
     else:
-        ok = graphs >= GPT_STEPS and graphs % GPT_STEPS == 0 and nodes == 0
-        want = f"a multiple of {GPT_STEPS} graph records, 0 node records"
+        # kernels under replay other than the graph records: by name
+        got = {}
+        for pth, n in paths.items():
+            if pth[:1] == ("replay",) and pth[-1] != "<cuda graph>":
+                got[pth[-1]] = got.get(pth[-1], 0) + n
+        ref = eager_reference(args)
+        if ref is not None:
+            print(f"RESULT {tag}_eager_reference {json.dumps(ref)}")
+        ok = (ref is not None and graphs >= GPT_STEPS and graphs % GPT_STEPS == 0
+              and got == (ref if env["CPROTON_CUPTI_GRAPHS"] != "graph-only" else {}))
+        want = (f"a multiple of {GPT_STEPS} graph records, and outside them exactly the "
+                "eager kernels of the node-level trace" + (
+                    " (none: graph-only)" if env["CPROTON_CUPTI_GRAPHS"] == "graph-only" else ""))
     if "graph-level mode:" in p.stderr:  # launches not timed (docs/cupti.md)
         ok = False
         print(f"FAIL {tag}_untimed: " + p.stderr[p.stderr.index("graph-level mode:"):][:300])
@@ -257,6 +293,10 @@ def level(args):
         return 0 if ok else 1
     import cproton as mod
     name = os.path.join(args.out, f"level_{args.child}")
+    if args.child == "gpt-trace":
+        level_child_gpt(mod, name, data="trace")
+        print("RESULT " + json.dumps({"profile": name + ".chrome_trace"}), flush=True)
+        return 0
     (level_child_gpt if args.child == "gpt" else level_child_small)(mod, name)
     print("RESULT " + json.dumps({"profile": name + ".hatchet"}), flush=True)
     return 0
