@@ -326,6 +326,8 @@ def rss(args):
         if now - last >= 1.0:
             sync()
             samples.append((now, rss_kib()))
+            if int(now) // 60 != int(last) // 60:  # a minute's line: a soak cut short still tells
+                print(f"RESULT graph_rss_progress t={now:.0f}s rss_kib={samples[-1][1]}", flush=True)
             last = now
     sync()
     mod.finalize()
