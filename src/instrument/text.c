@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/check.h"
 #include "instrument/text.h"
 
 static int grow(cp_text *t, size_t need) {
@@ -33,6 +34,7 @@ static int grow(cp_text *t, size_t need) {
 }
 
 int cp_text_append(cp_text *t, const char *s, size_t n) {
+  CP_ASSERT(!t->data || t->data[t->len] == '\0');
   if (grow(t, n))
     return CPROTON_ENOMEM;
   if (n)
