@@ -54,23 +54,21 @@ static const ktime *find(uint64_t hash, uint64_t launch_ns) {
   return best;
 }
 
-void cp_ktimes_align(cp_event *e) {
-  if (e->kind != CP_EVENT_REGION || !e->launch_ns)
-    return;
+int64_t cp_ktimes_shift(uint32_t kernel_name, uint64_t launch_ns) {
+  if (!launch_ns)
+    return 0;
   pthread_mutex_lock(&lock);
-  if (!cache.valid || cache.group != e->group || cache.launch_ns != e->launch_ns || cache.n_put != n_put) {
-    const char *name = cp_strtab_str(e->group);
-    const ktime *k = name ? find(hash_str(name), e->launch_ns) : NULL;
-    cache.group = e->group;
-    cache.launch_ns = e->launch_ns;
+  if (!cache.valid || cache.group != kernel_name || cache.launch_ns != launch_ns || cache.n_put != n_put) {
+    const char *name = cp_strtab_str(kernel_name);
+    const ktime *k = name ? find(hash_str(name), launch_ns) : NULL;
+    cache.group = kernel_name;
+    cache.launch_ns = launch_ns;
     cache.n_put = n_put;
     cache.found = k != NULL;
-    cache.shift = k ? (int64_t)(k->start_ns - e->launch_ns) : 0;
+    cache.shift = k ? (int64_t)(k->start_ns - launch_ns) : 0;
     cache.valid = 1;
   }
   int64_t shift = cache.found ? cache.shift : 0;
   pthread_mutex_unlock(&lock);
-  e->start_ns = (uint64_t)((int64_t)e->start_ns + shift);
-  e->end_ns = (uint64_t)((int64_t)e->end_ns + shift);
-  e->launch_ns = 0;
+  return shift;
 }

@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "core/trace.h"
+#include <stdint.h>
 
 /* Kernel records kept (a ring; older ones are forgotten). */
 #define CP_KTIMES_SLOTS 8192u
@@ -26,10 +26,11 @@
  * (0: unknown, ignored), ran [start_ns, end_ns]. Thread-safe. */
 void cp_ktimes_put(const char *name, uint64_t launch_ns, uint64_t start_ns, uint64_t end_ns);
 
-/* For an intra-kernel region event whose launch_ns is its launch's host
- * time (the anchor of its CTA times): moves it by (CUPTI start - launch
- * time) when its kernel's CUPTI record is known; clears launch_ns either
- * way (regions carry none in the written trace). Thread-safe. */
-void cp_ktimes_align(cp_event *e);
+/* For an intra-kernel region of kernel `kernel_name` (strtab id) launched
+ * at host time `launch_ns` (the anchor of its CTA times): the shift
+ * (CUPTI start - launch time) that moves it onto its kernel's CUPTI
+ * record, 0 when that is not known or launch_ns is 0. Thread-safe.
+ * Knows no trace event: core/trace.c applies it (cp_event_align). */
+int64_t cp_ktimes_shift(uint32_t kernel_name, uint64_t launch_ns);
 
 #endif

@@ -22,6 +22,8 @@
 #include <stdint.h>
 
 #include "core/cct.h"
+#include "core/native_addr.h" /* cp_native_symbolize */
+#include "core/native_sym.h"  /* cp_native_lines_available */
 
 #define CP_NATIVE_MAX_DEPTH 64 /* frames kept per stack (outermost cut) */
 #define CP_NATIVE_MAX_STACKS (1u << 14) /* distinct (scope, stack) pairs */
@@ -42,10 +44,6 @@ typedef struct cp_native_stats {
  * libgcc_s and allocates), so call it before launches are profiled. */
 int cp_native_available(const char **why);
 
-/* Whether file:line comes with the frames (libdw found at build and run
- * time); when not, `*why` says why. */
-int cp_native_lines_available(const char **why);
-
 /* Marks the frames inside the backend's launch entry as the profiler's
  * own: the entry passes its return address (__builtin_return_address(0)),
  * and the stacks this thread captures start at the frame it returns to.
@@ -65,11 +63,6 @@ int cp_native_set_unwinder(const char *name);
  * kept (counted) or out of memory. Hot path: no lock or allocation for a
  * stack seen before. */
 cp_node *cp_native_path(cp_node *parent);
-
-/* Gives every address seen so far its name (once per address). Not a hot
- * path; thread-safe. Errors: none (an address that cannot be named keeps
- * module+offset). */
-void cp_native_symbolize(void);
 
 /* Forgets the known stacks (their nodes are about to be freed:
  * core/session.c's reset_tables). The caller guarantees no thread is

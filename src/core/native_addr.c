@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "core/native.h"
 #include "core/native_addr.h"
 #include "core/native_sym.h"
 #include "core/strtab.h"

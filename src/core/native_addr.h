@@ -19,4 +19,9 @@ int cp_native_addr_name(uintptr_t addr, uint32_t *id_out);
 /* Distinct addresses named so far, and how many of them are symbolized. */
 void cp_native_addr_counts(uint64_t *named, uint64_t *symbolized);
 
+/* Gives every address seen so far its name (once per address). Not a hot
+ * path; thread-safe. Errors: none (an address that cannot be named keeps
+ * module+offset). */
+void cp_native_symbolize(void);
+
 #endif

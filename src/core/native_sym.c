@@ -13,7 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/native.h"
 #include "core/native_sym.h"
 
 #ifdef CPROTON_HAVE_LIBDW

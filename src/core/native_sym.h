@@ -11,6 +11,10 @@
 
 typedef struct cp_native_sym cp_native_sym;
 
+/* Whether file:line comes with the frames (libdw found at build and run
+ * time); when not, `*why` says why. */
+int cp_native_lines_available(const char **why);
+
 /* A resolver for this process's modules as loaded now; NULL when out of
  * memory (then cp_native_sym_label still works with dladdr alone). */
 cp_native_sym *cp_native_sym_open(void);

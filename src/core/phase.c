@@ -11,16 +11,14 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/grow.h"
 #include "core/phase.h"
 
 static int grow(cp_phase **arr, size_t *cap, size_t need) {
-  if (need <= *cap)
-    return CPROTON_OK;
-  size_t n = *cap ? *cap * 2 : 4;
-  cp_phase *a = realloc(*arr, n * sizeof *a);
-  if (!a)
+  void *a;
+  if (cp_grow(*arr, cap, need, sizeof **arr, 4, &a))
     return cp_error_set(CPROTON_ENOMEM, "out of memory for a phase");
-  *arr = a, *cap = n;
+  *arr = a;
   return CPROTON_OK;
 }
 

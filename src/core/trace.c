@@ -50,6 +50,15 @@ struct cp_trace {
   char *spill_dir;
 };
 
+void cp_event_align(cp_event *e) {
+  if (e->kind != CP_EVENT_REGION || !e->launch_ns)
+    return;
+  int64_t shift = cp_ktimes_shift(e->group, e->launch_ns);
+  e->start_ns = (uint64_t)((int64_t)e->start_ns + shift);
+  e->end_ns = (uint64_t)((int64_t)e->end_ns + shift);
+  e->launch_ns = 0;
+}
+
 cp_trace *cp_trace_new(void) {
   cp_trace *t = calloc(1, sizeof *t);
   if (t) {
@@ -237,7 +246,7 @@ int cp_trace_each(const cp_trace *ct, int (*fn)(void *, const cp_event *),
     if (n <= 0)
       break;
     for (long i = 0; i < n && !rc; i++) {
-      cp_ktimes_align(&buf[i]); /* regions move onto their CUPTI kernel */
+      cp_event_align(&buf[i]); /* regions move onto their CUPTI kernel */
       rc = fn(user, &buf[i]);
     }
     at += (size_t)n;

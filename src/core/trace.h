@@ -46,6 +46,12 @@ _Static_assert(sizeof(cp_event) == 88, "cp_event has no hidden padding");
 
 typedef struct cp_trace cp_trace;
 
+/* For an intra-kernel region event whose launch_ns is its launch's host
+ * time: moves it by cp_ktimes_shift (onto its kernel's CUPTI record, when
+ * known); clears launch_ns either way (regions carry none in the written
+ * trace). Other kinds are left as they are. Thread-safe. */
+void cp_event_align(cp_event *e);
+
 /* A new empty trace; NULL when out of memory. */
 cp_trace *cp_trace_new(void);
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/grow.h"
 #include "instrument/flow.h"
 
 static int is_ident(int c) {
@@ -23,13 +24,8 @@ static int is_ident(int c) {
 /* `arr` with room for element n (cap doubled when full), NULL when out of
  * memory (arr is then unchanged). */
 static void *reserve(void *arr, size_t n, size_t *cap, size_t elem) {
-  if (n < *cap)
-    return arr;
-  size_t c = *cap ? *cap * 2 : 16;
-  void *a = realloc(arr, c * elem);
-  if (a)
-    *cap = c;
-  return a;
+  void *a;
+  return cp_grow(arr, cap, n + 1, elem, 16, &a) ? NULL : a;
 }
 
 static int push(cp_flow *f, cp_flow_event e) {

@@ -4,35 +4,28 @@
  * callers may check once at the end. Not a hot path; called by the pass. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/check.h"
+#include "core/grow.h"
 #include "instrument/text.h"
 
 static int grow(cp_text *t, size_t need) {
   if (t->failed)
     return CPROTON_ENOMEM;
-  if (t->len + need + 1 <= t->cap)
-    return 0;
-  size_t cap = t->cap ? t->cap : 256;
-  while (cap < t->len + need + 1) {
-    if (cap > ((size_t)-1) / 2) {
-      t->failed = 1;
-      return CPROTON_ENOMEM;
-    }
-    cap *= 2;
-  }
-  char *p = realloc(t->data, cap);
-  if (!p) {
+  void *p;
+  if (need > SIZE_MAX - 1 - t->len || cp_grow(t->data, &t->cap, t->len + need + 1, 1, 256, &p)) {
     t->failed = 1;
     return CPROTON_ENOMEM;
   }
   t->data = p;
-  t->cap = cap;
   return 0;
 }
 
 int cp_text_append(cp_text *t, const char *s, size_t n) {
+  CP_ASSERT(!t->data || t->data[t->len] == '\0');
   if (grow(t, n))
     return CPROTON_ENOMEM;
   if (n)

@@ -6,9 +6,11 @@
  * moved right by the length's varint size (bodies are small: one packet).
  * Not a hot path (finalize, the merge tool). */
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/grow.h"
 #include "io/pb.h"
 
 void cp_pb_free(cp_pb *p) {
@@ -24,18 +26,12 @@ void cp_pb_reset(cp_pb *p) {
 static int reserve(cp_pb *p, size_t more) {
   if (p->oom)
     return 0;
-  if (p->n + more <= p->cap)
-    return 1;
-  size_t cap = p->cap ? p->cap : 256;
-  while (cap < p->n + more)
-    cap *= 2;
-  unsigned char *b = realloc(p->b, cap);
-  if (!b) {
+  void *b;
+  if (more > SIZE_MAX - p->n || cp_grow(p->b, &p->cap, p->n + more, 1, 256, &b)) {
     p->oom = 1;
     return 0;
   }
   p->b = b;
-  p->cap = cap;
   return 1;
 }
 

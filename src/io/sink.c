@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include <zlib.h>
 
 #include "core/error.h"
+#include "core/grow.h"
 #include "core/log.h"
 #include "io/output.h"
 #include "io/sink.h"
@@ -80,18 +82,12 @@ static void drain(cp_sink *s) {
 void cp_sink_write(cp_sink *s, const void *p, size_t n) {
   if (s->error || n == 0) /* an empty field may come as (NULL, 0) */
     return;
-  if (s->len + n + 1 > s->cap) {
-    size_t cap = s->cap ? s->cap : 4096;
-    while (cap < s->len + n + 1)
-      cap *= 2;
-    char *grown = realloc(s->buf, cap);
-    if (!grown) {
-      s->error = cp_error_set(CPROTON_ENOMEM, "out of memory for output");
-      return;
-    }
-    s->buf = grown;
-    s->cap = cap;
+  void *grown;
+  if (n > SIZE_MAX - 1 - s->len || cp_grow(s->buf, &s->cap, s->len + n + 1, 1, 4096, &grown)) {
+    s->error = cp_error_set(CPROTON_ENOMEM, "out of memory for output");
+    return;
   }
+  s->buf = grown;
   memcpy(s->buf + s->len, p, n);
   s->len += n;
   if (s->len >= FLUSH_AT)

@@ -23,15 +23,15 @@ Test(core_kernel_times, regions_move_to_their_cupti_kernel) {
   cp_ktimes_put("ktA", 5000, 12000, 12900);
   /* the hook registers a launch just after the driver call CUPTI saw */
   cp_event e = region("ktA", 1010, 1010 + 30, 1010 + 400);
-  cp_ktimes_align(&e);
+  cp_event_align(&e);
   cr_assert_eq(e.start_ns, 9000 + 30);
   cr_assert_eq(e.end_ns, 9000 + 400);
   cr_assert_eq(e.launch_ns, 0);
   e = region("ktA", 5002, 5002 + 7, 5002 + 8);
-  cp_ktimes_align(&e);
+  cp_event_align(&e);
   cr_assert_eq(e.start_ns, 12000 + 7);
   e = region("ktB", 3001, 3001, 3002);
-  cp_ktimes_align(&e);
+  cp_event_align(&e);
   cr_assert_eq(e.start_ns, 11000);
 }
 
@@ -40,18 +40,18 @@ Test(core_kernel_times, unmatched_regions_stay) {
   /* a launch before any CUPTI record of its kernel, another kernel's name,
    * and one long after the record: no match, times kept */
   cp_event e = region("ktC", 50, 60, 70);
-  cp_ktimes_align(&e);
+  cp_event_align(&e);
   cr_assert_eq(e.start_ns, 60);
   cr_assert_eq(e.launch_ns, 0);
   e = region("ktD", 200, 210, 220);
-  cp_ktimes_align(&e);
+  cp_event_align(&e);
   cr_assert_eq(e.start_ns, 210);
   e = region("ktC", 100 + CP_KTIMES_MAX_GAP_NS + 1, 7, 8);
-  cp_ktimes_align(&e);
+  cp_event_align(&e);
   cr_assert_eq(e.start_ns, 7);
   /* scopes and kernels are left alone */
   cp_event k = {.kind = CP_EVENT_KERNEL, .start_ns = 1, .end_ns = 2, .launch_ns = 100};
-  cp_ktimes_align(&k);
+  cp_event_align(&k);
   cr_assert_eq(k.launch_ns, 100);
   cr_assert_eq(k.start_ns, 1);
 }

@@ -33,69 +33,9 @@ static const factor factors[] = {
     RATES("32"), RATES("64"), TIMES("time", 1), TIMES("avg_time", 2),
     TIMES("cpu_time", 3), TIMES("avg_cpu_time", 4)};
 
-static const struct { const char *unit; double f; } time_units[] = {
-    {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
-
-/* match_available_metrics(): case-insensitive, ignoring the unit. Writes the
- * DataFrame column name ("time (ns) (inc)") into out. */
-static int match(vw_tree *t, const char *metric, char *out, size_t cap) {
-  char low[512];
-  size_t n = 0;
-  for (; metric[n] && n + 1 < sizeof low; n++)
-    low[n] = (char)tolower((unsigned char)metric[n]);
-  low[n] = '\0';
-  for (int pass = 0; pass < 2; pass++) {
-    char **list = pass ? t->exc_raw : t->inc_raw;
-    int count = pass ? t->n_exc_raw : t->n_inc_raw;
-    for (int i = 0; i < count; i++) {
-      char bare[512];
-      snprintf(bare, sizeof bare, "%s", list[i]);
-      char *paren = strchr(bare, '(');
-      if (paren)
-        *paren = '\0';
-      size_t l = strlen(bare);
-      while (l && isspace((unsigned char)bare[l - 1]))
-        bare[--l] = '\0';
-      char *b = bare;
-      while (isspace((unsigned char)*b))
-        b++;
-      for (char *c = b; *c; c++)
-        *c = (char)tolower((unsigned char)*c);
-      if (!strcmp(low, list[i]) || !strcmp(low, b)) {
-        snprintf(out, cap, "%s%s", list[i], pass ? "" : " (inc)");
-        return 0;
-      }
-    }
-  }
-  return vw_fail("%s: Metric %s is not found. Use the --list flag to list "
-                 "available metrics", t->file, metric);
-}
-
 static int matched_col(vw_tree *t, const char *metric) {
   char col[600];
-  return match(t, metric, col, sizeof col) ? -1 : vw_col_get(t, col);
-}
-
-/* get_time_seconds(): the matched time column times its unit's factor. */
-static int time_seconds(vw_tree *t, const char *metric, double *out) {
-  char col[600];
-  if (match(t, metric, col, sizeof col))
-    return -1;
-  int c = vw_col_get(t, col);
-  if (c < 0)
-    return -1;
-  const char *open = strchr(col, '('), *close = open ? strchr(open, ')') : 0;
-  double f = 0;
-  for (size_t k = 0; close && k < 4; k++)
-    if ((size_t)(close - open - 1) == strlen(time_units[k].unit) &&
-        !strncmp(open + 1, time_units[k].unit, (size_t)(close - open - 1)))
-      f = time_units[k].f;
-  if (f == 0)
-    return vw_fail("%s: metric \"%s\" has no time unit (s, ms, us, ns)",
-                   t->file, col);
-  for (uint32_t i = 0; i < t->n; i++)
-    out[i] = t->cols[c].v[i] * f;
-  return 0;
+  return vw_match_metric(t, metric, col, sizeof col) ? -1 : vw_col_get(t, col);
 }
 
 static int derive_factor(vw_tree *t, const factor *f) {
@@ -106,7 +46,7 @@ static int derive_factor(vw_tree *t, const factor *f) {
     return c;
   double *sec = calloc(t->n ? t->n : 1, sizeof *sec);
   int is_cpu = f->kind >= 3, rc = -1, src = -1;
-  if (!sec || time_seconds(t, is_cpu ? "cpu_time" : "time", sec))
+  if (!sec || vw_time_seconds(t, is_cpu ? "cpu_time" : "time", sec))
     goto out;
   if (f->kind == 0 && (src = matched_col(t, f->base)) < 0)
     goto out;
@@ -134,7 +74,7 @@ static int derive_percent(vw_tree *t, const char *metric) {
   *slash = '\0';
   if (strcmp(slash + 1, "%") != 0)
     return vw_fail("%s: Unsupported unit %s", t->file, slash + 1);
-  if (match(t, base, col, sizeof col))
+  if (vw_match_metric(t, base, col, sizeof col))
     return -1;
   int src = vw_col_get(t, col);
   if (src < 0)
@@ -154,10 +94,6 @@ static int derive_percent(vw_tree *t, const char *metric) {
   for (uint32_t i = 0; i < t->n; i++)
     t->cols[c].v[i] = t->cols[src].v[i] / total * 100.0;
   return c;
-}
-
-int vw_derive_time_seconds(vw_tree *t, double *out) {
-  return time_seconds(t, "time", out);
 }
 
 int vw_derive(vw_tree *t, char **metrics, int n, int *out) {

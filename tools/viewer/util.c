@@ -4,7 +4,7 @@
  *
  * Invariant: one table per vendor (CUDA by arch, AMD by gfx name); a missing
  * entry is an error naming the file and the arch, never a guess.
- * Called by derive.c. */
+ * Called by derive.c; uses timecol.c, never derive.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -82,7 +82,12 @@ const char **vw_node_strs(const vw_tree *t, const char *metric, char **store);
 /* derive.c: Proton's derive_metrics. Fills out[i] with column indexes of the
  * metrics to show; returns 0 or -1 (vw_errmsg). */
 int vw_derive(vw_tree *t, char **metrics, int n, int *out);
-/* Inclusive "time" in seconds per node (get_time_seconds). */
+/* timecol.c: the column name matching `metric` (case-insensitive, unit
+ * ignored; "(inc)" appended for inclusive ones) into out, or -1
+ * (vw_errmsg); the matched time column in seconds per node; and the
+ * inclusive "time" in seconds per node (get_time_seconds). */
+int vw_match_metric(vw_tree *t, const char *metric, char *out, size_t cap);
+int vw_time_seconds(vw_tree *t, const char *metric, double *out);
 int vw_derive_time_seconds(vw_tree *t, double *out);
 /* util.c: the util column; the device peaks it uses (specs.py): FLOP/s at
  * an operand width (8, 16, 32, 64 bits) and bytes/s. 0, or -1 with vw_errmsg

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "backend/cupti/pool.h"
+#include "core/check.h"
 #include "core/error.h"
 
 struct cp_pool {
@@ -69,6 +70,7 @@ uint8_t *cp_pool_take(cp_pool *p) {
   } else if (p->n_allocated < p->n_max && (b = alloc_buffer(p->size))) {
     p->n_allocated++;
   }
+  CP_ASSERT(p->n_free <= p->n_allocated && p->n_allocated <= p->n_max);
   pthread_mutex_unlock(&p->lock);
   return b;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "backend/cupti/sitemap.h"
+#include "core/check.h"
 #include "core/error.h"
 
 typedef struct entry {
@@ -105,6 +106,8 @@ int cp_sitemap_put_locked(cp_sitemap *m, uint64_t key,
     m->count++;
     m->e[i].key = key;
   }
+  CP_ASSERT(((m->mask + 1) & m->mask) == 0);
+  CP_ASSERT(m->count * 4 <= (m->mask + 1) * 3);
   m->e[i].v = *v;
   return 1;
 }

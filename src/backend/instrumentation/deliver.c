@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "backend/instrumentation/decode.h"
+#include "backend/instrumentation/deliver.h"
 #include "backend/instrumentation/reduce.h"
-#include "backend/instrumentation/runtime.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -250,8 +250,9 @@ static int deliver_regions(const cproton_instr_kernel *k,
 }
 
 int cp_instr_decode(const cproton_instr_kernel *k, const cp_launch_site *site,
-                    const void *data, size_t size, cproton_decoded **out) {
-  unsigned flags = CPROTON_DECODE_SKIP_BAD_CTAS | cp_instr_mode_decode_flags();
+                    const void *data, size_t size, unsigned mode_flags,
+                    cproton_decoded **out) {
+  unsigned flags = CPROTON_DECODE_SKIP_BAD_CTAS | mode_flags;
   if (!cp_session_site_traces(site))
     flags |= CPROTON_DECODE_NO_EVENTS;
   int rc = cproton_buffer_decode(data, size, &k->layout, flags, out);
@@ -261,13 +262,14 @@ int cp_instr_decode(const cproton_instr_kernel *k, const cp_launch_site *site,
 
 /* The host decode of CPROTON_INSTR_REDUCE_CHECK, diffed with the device's
  * words: the host decoder is the reference. */
-static void check_reduced(const cproton_instr_kernel *k, const uint64_t *words, const void *data, size_t size) {
+static void check_reduced(const cproton_instr_kernel *k, const uint64_t *words, const void *data, size_t size,
+                          unsigned mode_flags) {
   cproton_decoded *h = NULL;
   size_t n = cp_reduce_n_words(k->layout.n_scopes), bad;
   uint64_t *hw = malloc(n * sizeof *hw);
   char msg[256];
   int rc = hw ? cproton_buffer_decode(data, size, &k->layout, CPROTON_DECODE_SKIP_BAD_CTAS |
-                                      CPROTON_DECODE_NO_EVENTS | cp_instr_mode_decode_flags(), &h)
+                                      CPROTON_DECODE_NO_EVENTS | mode_flags, &h)
               : cp_error_set(CPROTON_ENOMEM, "out of memory checking the device reduction");
   if (rc) {
     cp_warn("kernel %s: device reduction check: %s", k->name, cp_error_message());
@@ -287,9 +289,9 @@ static void check_reduced(const cproton_instr_kernel *k, const uint64_t *words, 
 }
 
 int cp_instr_take_reduced(const cproton_instr_kernel *k, const uint64_t *words, const void *check_data, size_t size,
-                          cproton_decoded **out) {
+                          unsigned mode_flags, cproton_decoded **out) {
   if (check_data)
-    check_reduced(k, words, check_data, size);
+    check_reduced(k, words, check_data, size, mode_flags);
   int rc = cp_decoded_from_reduce(words, &k->layout, out);
   atomic_fetch_add(rc ? &stats.failed : &stats.decoded, 1);
   if (!rc)
@@ -314,8 +316,9 @@ int cp_instr_deliver_decoded(const cproton_instr_kernel *k,
 }
 
 int cp_instr_deliver(const cproton_instr_kernel *k, const cp_launch_site *site,
-                     const void *data, size_t size, uint32_t device) {
+                     const void *data, size_t size, uint32_t device,
+                     unsigned mode_flags) {
   cproton_decoded *d = NULL;
-  int rc = cp_instr_decode(k, site, data, size, &d);
+  int rc = cp_instr_decode(k, site, data, size, mode_flags, &d);
   return rc ? rc : cp_instr_deliver_decoded(k, site, d, device);
 }

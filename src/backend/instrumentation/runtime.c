@@ -376,8 +376,10 @@ static void finish(const cp_cudadrv *d, pending *p) {
       cp_warn("%s", cp_error_message());
     cp_instr_count_summed(!rc);
   } else if (p->reduced ? cp_instr_take_reduced(p->kernel, p->buf->sum_host,
-                                                 p->checked ? p->buf->host : NULL, p->size, &p->dec)
-                         : cp_instr_decode(p->kernel, &p->site, p->buf->host, p->size, &p->dec)) {
+                                                 p->checked ? p->buf->host : NULL, p->size,
+                                                 cp_instr_mode_decode_flags(), &p->dec)
+                         : cp_instr_decode(p->kernel, &p->site, p->buf->host, p->size,
+                                           cp_instr_mode_decode_flags(), &p->dec)) {
     cp_warn("kernel %s: %s", p->kernel->name, cp_error_message());
     p->dec = NULL;
   }
@@ -625,7 +627,7 @@ int cproton_instr_record_host(const cproton_instr_kernel *k, const void *data,
   cp_launch_site site;
   cp_session_capture(&site);
   cp_instr_count_launch();
-  return cp_instr_deliver(k, &site, data, size, device_id);
+  return cp_instr_deliver(k, &site, data, size, device_id, cp_instr_mode_decode_flags());
 }
 
 int cproton_instr_read(uint64_t dptr, size_t size, uint64_t stream,
