@@ -1,5 +1,5 @@
 /* backend/registry.c -- the table of compiled-in backends; the one place
- * that knows which exist. Not a hot path. Called by core/session.c. */
+ * that knows which exist. Not a hot path. Called by the session layer (session/start.c). */
 #include <stddef.h>
 #include <string.h>
 
