@@ -32,11 +32,9 @@
 
 static _Thread_local const cp_io_format *finalize_format;
 
-/* Kernel-timing sessions (every backend but instrumentation) write zeroed
- * kernel metrics on ROOT, as Proton does. */
-static int kernel_root(const session *s) {
-  return strcmp(s->backend->name, "instrumentation") != 0;
-}
+/* Kernel-timing sessions write zeroed kernel metrics on ROOT, as Proton
+ * does (the backend's times_kernels flag). */
+static int kernel_root(const session *s) { return s->backend->times_kernels; }
 
 /* The format `name` names for sessions recording `kind` (the default one
  * when `name` is NULL or empty); NULL with EINVAL listing the valid names. */

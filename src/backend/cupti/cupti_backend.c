@@ -335,6 +335,7 @@ const cp_backend_ops cp_cupti_backend = {
     .flush = cupti_flush,
     .stop = cupti_stop,
     .is_default_candidate = 1,
+    .times_kernels = 1,
     .mode_compatible = cp_pcs_mode_same,
     .check_mode = cp_pcs_mode_check,
 };
