@@ -3,7 +3,9 @@
 # folder outside the clone, scripts/cache.sh), builds and installs this
 # tree's cproton package into it offline (pyproject.toml: CMake through
 # scikit-build-core, building in <build>/skbuild/), and runs pytest over
-# tests/python against that installed package and its tools.
+# tests/python against that installed package and its tools. The package
+# it tests has the test-only fake backend and _testing.c built in
+# (CPROTON_TEST_BACKENDS=ON); the wheel never has them.
 # usage: scripts/test-python.sh   (the C build folder argument of old is ignored)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,7 +19,8 @@ else
 fi
 echo "cproton: building the Python package (log: $root/build/pip-install.log)"
 mkdir -p "$root/build"
-if ! "$venv/bin/pip" install --no-build-isolation --no-deps "$root" \
+if ! "$venv/bin/pip" install --no-build-isolation --no-deps \
+    --config-settings=cmake.define.CPROTON_TEST_BACKENDS=ON "$root" \
     > "$root/build/pip-install.log" 2>&1; then
   tail -40 "$root/build/pip-install.log"
   exit 1

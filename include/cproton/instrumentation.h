@@ -91,6 +91,15 @@ CPROTON_API int cproton_instr_mode_reduce_kind(const char *mode, cproton_reduce_
  * Errors: those of cproton_instr_mode_options. */
 CPROTON_API int cproton_instr_mode_reduce(const char *mode, int *on_device);
 
+/* Whether kernels compiled for `mode` sum per-scope totals in the kernel
+ * (*out 1) rather than store records: `reduce` unset or `kernel`, a tree
+ * profile (is_trace 0), no host buffer (host_buffer 0) and no
+ * `optimizations=time_shift`. The one copy of the AUTO rule above; the
+ * Python hook asks it too. Errors: those of cproton_instr_mode_options
+ * (`*out` is then 0). */
+CPROTON_API int cproton_instr_mode_sums_in_kernel(const char *mode, int is_trace,
+                                                  int host_buffer, int *out);
+
 /* A registered instrumented kernel: its name and buffer layout (copied). */
 typedef struct cproton_instr_kernel cproton_instr_kernel;
 

@@ -255,6 +255,19 @@ static PyObject *py_instr_check_mode(PyObject *m, PyObject *args) {
   return PyUnicode_FromString(kinds[kind]);
 }
 
+/* The in-kernel-sums rule is C's (cproton_instr_mode_sums_in_kernel). */
+static PyObject *py_instr_sums_in_kernel(PyObject *m, PyObject *args) {
+  const char *mode;
+  int is_trace, host_buffer, out;
+  if (!PyArg_ParseTuple(args, "zpp:instr_sums_in_kernel", &mode, &is_trace,
+                        &host_buffer))
+    return NULL;
+  int rc = cproton_instr_mode_sums_in_kernel(mode, is_trace, host_buffer, &out);
+  if (rc)
+    return fail(rc);
+  return PyBool_FromLong(out);
+}
+
 /* The C parser is the authority on mode strings: Python parses only the
  * canonical form it returns (cproton.mode.parse_instrumentation_mode). */
 static PyObject *py_instr_mode_normalize(PyObject *m, PyObject *args) {
@@ -345,6 +358,9 @@ static PyMethodDef instrument_methods[] = {
     {"instr_mode_normalize", py_instr_mode_normalize, METH_VARARGS,
      "instr_mode_normalize(mode) -> the canonical form of a valid mode string "
      "(ValueError with the parser's message otherwise)"},
+    {"instr_sums_in_kernel", py_instr_sums_in_kernel, METH_VARARGS,
+     "instr_sums_in_kernel(mode, is_trace, host_buffer) -> whether kernels "
+     "compiled for the mode sum in the kernel (C's rule)"},
     {"instr_check_mode", py_instr_check_mode, METH_VARARGS,
      "instr_check_mode(mode) -> the mode's reduce ('auto', 'kernel', "
      "'device', 'host'); ValueError for a mode cproton cannot run"},

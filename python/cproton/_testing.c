@@ -6,8 +6,9 @@
  * This file is the one exception to "the extension uses only the public
  * header": it declares the fake backend's two entry points
  * (src/backend/fake/fake.h), which are compiled into the same module. It
- * adds `_fake_launch` and `_fake_add_device` to cproton._cproton; user code
- * must not rely on them. Not a hot path. */
+ * adds `_fake_launch` and `_fake_add_device` to cproton._cproton, only in
+ * builds with CPROTON_TEST_BACKENDS (the tests'; the wheel has neither this
+ * file nor the fake backend). Not a hot path. */
 #include "_testing.h"
 
 #include <stdint.h>

@@ -28,6 +28,11 @@ typedef struct cp_backend_ops {
    * writes the phase that just ended at its advance_phase instead of at the
    * next one, when a record of a later phase shows the GPU caught up. */
   int flush_is_complete;
+  /* Non-zero for backends that time whole kernels (CUPTI, the CPU-only and
+   * test backends): their sessions write zeroed kernel metrics on ROOT, as
+   * Proton does. Zero for intra-kernel backends (instrumentation). A flag,
+   * so the session layer never compares a backend's name. */
+  int times_kernels;
   /* Whether a session with mode `b` can join the running mode `a` (NULL:
    * the strings must be equal; NULL == ""). `start` runs for the first
    * session only, so later sessions are checked here and refused with a

@@ -23,5 +23,6 @@ const cp_backend_ops cp_none_backend = {
     .flush = none_flush,
     .stop = none_stop,
     .check_mode = none_check_mode,
+    .times_kernels = 1,
     .flush_is_complete = 1, /* CPU scopes and metrics land as they happen */
 };

@@ -1,5 +1,5 @@
 /* backend/registry.c -- the table of compiled-in backends; the one place
- * that knows which exist. Not a hot path. Called by core/session.c. */
+ * that knows which exist. Not a hot path. Called by the session layer (session/start.c). */
 #include <stddef.h>
 #include <string.h>
 
@@ -7,7 +7,10 @@
 #include "core/error.h"
 
 extern const cp_backend_ops cp_none_backend;
+#ifdef CPROTON_TEST_BACKENDS
 extern const cp_backend_ops cp_fake_backend;
+extern const cp_backend_ops cp_skeleton_backend;
+#endif
 extern const cp_backend_ops cp_instrumentation_backend;
 #ifdef CPROTON_HAVE_CUPTI
 extern const cp_backend_ops cp_cupti_backend;
@@ -19,7 +22,10 @@ static const cp_backend_ops *const backends[] = {
 #endif
     &cp_instrumentation_backend,
     &cp_none_backend,
+#ifdef CPROTON_TEST_BACKENDS /* test doubles: never in the wheel */
     &cp_fake_backend,
+    &cp_skeleton_backend,
+#endif
 };
 #define N_BACKENDS (sizeof backends / sizeof *backends)
 

@@ -3,7 +3,7 @@
  *
  * Invariant: `formats` is the only list of format names in the library;
  * messages that list valid names are built from it. Not a hot path
- * (finalize, periodic flushes, data queries). Called by core/session.c. */
+ * (finalize, periodic flushes, data queries). Called by the session layer (session/finalize.c). */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>

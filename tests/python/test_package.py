@@ -51,3 +51,10 @@ def test_pip_wheel_offline(tmp_path):
     assert not any(n.endswith((".c", ".h")) for n in names)
     entry = [n for n in names if n.endswith("entry_points.txt")]
     assert b"cproton = cproton.proton:main" in zipfile.ZipFile(wheel).read(entry[0])
+    # test code stays out of the product (issue 25): no fake backend in the
+    # library, no _testing.c bindings in the extension
+    z = zipfile.ZipFile(wheel)
+    ext = next(n for n in names if n.startswith("cproton/_cproton.") and n.endswith(".so"))
+    assert b"_fake_launch" not in z.read(ext)
+    assert b"cp_fake_launch" not in z.read("cproton/libcproton.so")
+    assert b"cp_fake_backend" not in z.read(ext)

@@ -168,6 +168,32 @@ Test(instrument_sums, mode_string_reduce_kernel) {
   cr_assert_eq(kind, CPROTON_REDUCE_AUTO);
 }
 
+/* The in-kernel-sums default is C's (issue 25), the same for C front ends
+ * and the Python hook: sums only for a tree profile with reduce unset or
+ * kernel and nothing that needs records. */
+Test(instrument_sums, sums_in_kernel_rule) {
+  int out = -1;
+  cr_assert_eq(cproton_instr_mode_sums_in_kernel("default", 0, 0, &out), CPROTON_OK);
+  cr_assert_eq(out, 1, "tree profile, reduce unset: sums in the kernel");
+  cr_assert_eq(cproton_instr_mode_sums_in_kernel("default:reduce=kernel", 0, 0, &out), CPROTON_OK);
+  cr_assert_eq(out, 1);
+  cr_assert_eq(cproton_instr_mode_sums_in_kernel("default", 1, 0, &out), CPROTON_OK);
+  cr_assert_eq(out, 0, "traces need records");
+  cr_assert_eq(cproton_instr_mode_sums_in_kernel("default", 0, 1, &out), CPROTON_OK);
+  cr_assert_eq(out, 0, "the host buffer needs records");
+  cr_assert_eq(cproton_instr_mode_sums_in_kernel("default:optimizations=time_shift", 0, 0, &out),
+               CPROTON_OK);
+  cr_assert_eq(out, 0, "time_shift needs records");
+  cr_assert_eq(cproton_instr_mode_sums_in_kernel("default:reduce=device", 0, 0, &out), CPROTON_OK);
+  cr_assert_eq(out, 0);
+  cr_assert_eq(cproton_instr_mode_sums_in_kernel("default:reduce=host", 0, 0, &out), CPROTON_OK);
+  cr_assert_eq(out, 0);
+  cr_assert_eq(cproton_instr_mode_sums_in_kernel("default:reduce=warp", 0, 0, &out), CPROTON_EINVAL);
+  cr_assert(strstr(cproton_last_error(), "kernel, device, host"), "%s", cproton_last_error());
+  cr_assert_eq(out, 0);
+  cr_assert_eq(cproton_instr_mode_sums_in_kernel("default", 0, 0, NULL), CPROTON_EINVAL);
+}
+
 /* Nesting checked along control flow gives the lean form (no open flags);
  * a kernel whose flow the pass cannot follow (a brx.idx without a
  * .branchtargets list) keeps the open-flag form. */

@@ -206,7 +206,8 @@ class InstrumentationHook(Hook):
         self.mode_str = str(self.mode)
         self.data = data or "tree"
         # the reduce key lives only in mode strings (str(self.mode) drops it)
-        self.reduce = check_mode(mode_obj if isinstance(mode_obj, str) else self.mode_str, self.data)
+        self._mode_for_c = mode_obj if isinstance(mode_obj, str) else self.mode_str
+        self.reduce = check_mode(self._mode_for_c, self.data)
         self._warned_host_buffer = False
         self.handles = _handles
         self.local = threading.local()
@@ -217,8 +218,8 @@ class InstrumentationHook(Hook):
         """Whether kernels compiled now sum in the kernel (no records): a
         tree profile, reduce unset or ``kernel``, and nothing that needs
         records (the host buffer, time_shift)."""
-        return (self.reduce in ("auto", "kernel") and self.data != "trace"
-                and not InstrumentationHook.enable_host_buffer and not _time_shift(self.mode_str))
+        return _cproton.instr_sums_in_kernel(self._mode_for_c, self.data == "trace",
+                                             bool(InstrumentationHook.enable_host_buffer))
 
     # ---- activation -----------------------------------------------------
 

@@ -5,7 +5,7 @@
  * Invariant: after cp_cupti_backend_teardown() no vendor function is called;
  * every vendor call goes through the loader's table.
  * Hot path: none here (buffer callbacks run once per filled buffer).
- * Called by core/session.c through cp_cupti_backend, and by inject.c. */
+ * Called by the session layer (session/start.c) through cp_cupti_backend, and by inject.c. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -36,7 +36,7 @@ static cp_loader_api api;
 static cp_cupti_state state; /* tables live until exit: CUPTI may call late */
 static cp_pool *pool;
 static atomic_int running, torn_down;
-/* Set while stopping: the last session is gone (and core/session.c holds
+/* Set while stopping: the last session is gone (and the session layer holds
  * its slot lock while calling stop), so completed buffers are recycled
  * without delivering anything. */
 static atomic_int discarding;
@@ -248,7 +248,7 @@ static int start_locked(const cp_pcs_options *mode) {
 }
 
 /* Called for every session: the first one starts the features its mode
- * wants; core/session.c refuses later sessions whose mode differs. */
+ * wants; session/start.c refuses later sessions whose mode differs. */
 static int cupti_start(const char *mode) {
   cp_pcs_options o;
   int rc = cp_pcs_mode_parse(mode, &o);
@@ -335,6 +335,7 @@ const cp_backend_ops cp_cupti_backend = {
     .flush = cupti_flush,
     .stop = cupti_stop,
     .is_default_candidate = 1,
+    .times_kernels = 1,
     .mode_compatible = cp_pcs_mode_same,
     .check_mode = cp_pcs_mode_check,
 };

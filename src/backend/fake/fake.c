@@ -95,4 +95,5 @@ const cp_backend_ops cp_fake_backend = {
     .start = fake_start,
     .flush = fake_flush,
     .stop = fake_stop,
+    .times_kernels = 1,
 };

@@ -348,3 +348,23 @@ int cproton_instr_mode_reduce_kind(const char *mode, cproton_reduce_kind *out) {
   *out = rc ? CPROTON_REDUCE_AUTO : (cproton_reduce_kind)ps.reduce;
   return rc;
 }
+
+/* The one copy of the rule (the AUTO choice at cproton_reduce_kind), so
+ * that C front ends get the default the Python hook uses: in-kernel sums
+ * need reduce unset or `kernel`, a tree profile, and nothing that needs
+ * records (the host buffer, time_shift). */
+int cproton_instr_mode_sums_in_kernel(const char *mode, int is_trace,
+                                      int host_buffer, int *out) {
+  if (!out)
+    return cp_error_set(CPROTON_EINVAL, "instrumentation mode: out is NULL");
+  *out = 0;
+  cproton_ptx_options o;
+  parsed ps;
+  int rc = parse_mode(mode, &o, &ps);
+  if (rc)
+    return rc;
+  int reduce_ok = ps.reduce == CPROTON_REDUCE_AUTO ||
+                  ps.reduce == CPROTON_REDUCE_KERNEL;
+  *out = reduce_ok && !is_trace && !host_buffer && !(ps.opts & OPT_TIME_SHIFT);
+  return CPROTON_OK;
+}
