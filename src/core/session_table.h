@@ -11,9 +11,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "core/context.h"
 #include "core/data.h"
 #include "core/phase.h"
-#include "core/session.h"
 #include "core/trace.h"
 
 struct cp_backend_ops;
