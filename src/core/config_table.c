@@ -143,3 +143,14 @@ int cp_config_bool(const char *name, int *out) {
 const char *cp_config_source(const char *name) {
   return getenv(name) ? "environment" : "default";
 }
+
+int cproton_config_row(size_t i, const char *fields[6]) {
+  static const char *const types[] = {"string", "int", "bool", "path"};
+  const cp_config_row *r = cp_config_at(i);
+  if (!r)
+    return cp_error_set(CPROTON_ENOTFOUND, "no configuration row %zu", i);
+  const char *f[6] = {r->name, types[r->type], r->def, r->knob ? r->knob : "",
+                      r->reader, r->doc};
+  memcpy(fields, f, sizeof f);
+  return CPROTON_OK;
+}
