@@ -412,9 +412,10 @@ CPROTON_API int cproton_context_register(const char *name, cproton_unwind_fn fn,
                                          void *user);
 
 /* The configuration table (docs/configuration.md): row `i`'s fields
- * {name, type, default, knob or "", reader, documentation} into `fields`,
- * NULL entries left out. Errors: ENOTFOUND past the last row. */
-CPROTON_API int cproton_config_row(size_t i, const char *fields[6]);
+ * {name, type, default, knob or "", reader, documentation, rank role: "",
+ * "rank", "local_rank" or "rank,local_rank"} into `fields`. Errors:
+ * ENOTFOUND past the last row. */
+CPROTON_API int cproton_config_row(size_t i, const char *fields[7]);
 
 #ifdef __cplusplus
 }

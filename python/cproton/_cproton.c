@@ -1091,13 +1091,14 @@ static PyObject *py_launch_admits(PyObject *m, PyObject *name) {
   return ok < 0 ? NULL : PyBool_FromLong(ok);
 }
 
-/* config_table() -> [(name, type, default, knob, reader, doc)]: the C
+/* config_table() -> [(name, type, default, knob, reader, doc, role)]: the C
  * configuration table, the one list of environment variables and knobs. */
 static PyObject *py_config_table(PyObject *m, PyObject *unused) {
   PyObject *rows = PyList_New(0);
-  const char *f[6];
+  const char *f[7];
   for (size_t i = 0; rows && cproton_config_row(i, f) == CPROTON_OK; i++) {
-    PyObject *t = Py_BuildValue("(ssssss)", f[0], f[1], f[2], f[3], f[4], f[5]);
+    PyObject *t = Py_BuildValue("(sssssss)", f[0], f[1], f[2], f[3], f[4], f[5],
+                                f[6]);
     if (!t || PyList_Append(rows, t) < 0) {
       Py_XDECREF(t);
       Py_DECREF(rows);
@@ -1390,7 +1391,7 @@ static PyMethodDef methods[] = {
     {"set_proton_compat", py_set_proton_compat, METH_O,
      "set_proton_compat(306 or 309)"},
     {"config_table", py_config_table, METH_NOARGS,
-     "config_table() -> [(name, type, default, knob, reader, doc)]"},
+     "config_table() -> [(name, type, default, knob, reader, doc, role)]"},
     {"proton_compat", py_proton_compat, METH_NOARGS, "proton_compat() -> 306 or 309"},
     {"launch_admits", py_launch_admits, METH_O, "launch_admits(name) -> bool"},
     {"set_launch_filter", py_set_launch_filter, METH_O,

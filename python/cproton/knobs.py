@@ -39,7 +39,7 @@ def _default(kind: str, text: str):
 # knob attribute -> (environment variable, default without Triton): the rows
 # of the C configuration table (src/core/config_table.c) that name a knob.
 KNOBS = {knob: (name, _default(kind, default))
-         for name, kind, default, knob, _reader, _doc in _cproton.config_table() if knob}
+         for name, kind, default, knob, _reader, _doc, _role in _cproton.config_table() if knob}
 
 # knobs whose Triton default is not exported (see the module docstring)
 _EXPORT_ONLY_IF_SET = {"cupti_lib_dir"}

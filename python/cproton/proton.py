@@ -186,7 +186,7 @@ def print_config(out=sys.stdout) -> None:
     """The C configuration table (src/core/config_table.c) with each
     variable's current value and where it comes from."""
     from . import _cproton
-    for name, kind, default, knob, reader, doc in _cproton.config_table():
+    for name, kind, default, knob, reader, doc, _role in _cproton.config_table():
         value = os.environ.get(name)
         source = "environment" if value is not None else "default"
         shown = value if value is not None else default

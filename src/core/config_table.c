@@ -12,6 +12,8 @@
 #include "cproton/cproton.h"
 
 #define CUPTI CP_CFG_DOC_CUPTI
+#define R (CUPTI | CP_CFG_RANK)
+#define L (CUPTI | CP_CFG_LOCAL_RANK)
 static const cp_config_row rows[] = {
   {"CPROTON_NAME", CP_CFG_PATH, "proton", NULL, "inject", CUPTI,
    "output path without extension; {pid}, {rank}, {local_rank} replaced"},
@@ -27,18 +29,18 @@ static const cp_config_row rows[] = {
    "output format; empty: the data kind's default"},
   {"CPROTON_GZIP", CP_CFG_INT, "0", NULL, "inject", CUPTI,
    "non-zero: gzip the output"},
-  {"RANK", CP_CFG_INT, "0", NULL, "cupti/config.c", CUPTI, "{rank}"},
-  {"OMPI_COMM_WORLD_RANK", CP_CFG_INT, "0", NULL, "cupti/config.c", CUPTI,
+  {"RANK", CP_CFG_INT, "0", NULL, "cupti/config.c", R, "{rank}"},
+  {"OMPI_COMM_WORLD_RANK", CP_CFG_INT, "0", NULL, "cupti/config.c", R,
    "{rank}"},
-  {"SLURM_PROCID", CP_CFG_INT, "0", NULL, "cupti/config.c", CUPTI, "{rank}"},
-  {"PMI_RANK", CP_CFG_INT, "0", NULL, "cupti/config.c", CUPTI, "{rank}"},
-  {"LOCAL_RANK", CP_CFG_INT, "0", NULL, "cupti/config.c", CUPTI,
+  {"SLURM_PROCID", CP_CFG_INT, "0", NULL, "cupti/config.c", R, "{rank}"},
+  {"PMI_RANK", CP_CFG_INT, "0", NULL, "cupti/config.c", R, "{rank}"},
+  {"LOCAL_RANK", CP_CFG_INT, "0", NULL, "cupti/config.c", R | L,
    "{rank} and {local_rank}"},
   {"OMPI_COMM_WORLD_LOCAL_RANK", CP_CFG_INT, "0", NULL, "cupti/config.c",
-   CUPTI, "{local_rank}"},
-  {"SLURM_LOCALID", CP_CFG_INT, "0", NULL, "cupti/config.c", CUPTI,
+   L, "{local_rank}"},
+  {"SLURM_LOCALID", CP_CFG_INT, "0", NULL, "cupti/config.c", L,
    "{local_rank}"},
-  {"MPI_LOCALRANKID", CP_CFG_INT, "0", NULL, "cupti/config.c", CUPTI,
+  {"MPI_LOCALRANKID", CP_CFG_INT, "0", NULL, "cupti/config.c", L,
    "{local_rank}"},
   {"CPROTON_NVTX", CP_CFG_BOOL, "1", NULL, "cupti/config.c", CUPTI,
    "0: NVTX ranges do not become scopes"},
@@ -92,6 +94,8 @@ static const cp_config_row rows[] = {
    "set: the viewer prints no colour"},
 };
 #undef CUPTI
+#undef R
+#undef L
 
 size_t cp_config_count(void) { return sizeof rows / sizeof rows[0]; }
 
@@ -144,13 +148,19 @@ const char *cp_config_source(const char *name) {
   return getenv(name) ? "environment" : "default";
 }
 
-int cproton_config_row(size_t i, const char *fields[6]) {
+static const char *roles(unsigned docs) {
+  static const char *const names[] = {"", "rank", "local_rank",
+                                      "rank,local_rank"};
+  return names[(docs / CP_CFG_RANK) & 3];
+}
+
+int cproton_config_row(size_t i, const char *fields[7]) {
   static const char *const types[] = {"string", "int", "bool", "path"};
   const cp_config_row *r = cp_config_at(i);
   if (!r)
     return cp_error_set(CPROTON_ENOTFOUND, "no configuration row %zu", i);
-  const char *f[6] = {r->name, types[r->type], r->def, r->knob ? r->knob : "",
-                      r->reader, r->doc};
+  const char *f[7] = {r->name, types[r->type], r->def, r->knob ? r->knob : "",
+                      r->reader, r->doc, roles(r->docs)};
   memcpy(fields, f, sizeof f);
   return CPROTON_OK;
 }

@@ -14,6 +14,9 @@ typedef enum {
 
 /* Which table of the documentation lists the row (checked by a test). */
 enum { CP_CFG_DOC_CUPTI = 1 };
+/* Rank variables: "{rank}" and "{local_rank}" take the first one set, in
+ * table order (C injection and Python sessions alike). */
+enum { CP_CFG_RANK = 2, CP_CFG_LOCAL_RANK = 4 };
 
 typedef struct {
   const char *name;    /* the environment variable */
@@ -21,7 +24,7 @@ typedef struct {
   const char *def;     /* default, as documented ("" when none) */
   const char *knob;    /* triton.knobs.proton attribute, or NULL */
   const char *reader;  /* the file that reads it */
-  unsigned docs;       /* CP_CFG_DOC_* bits */
+  unsigned docs;       /* CP_CFG_DOC_* and CP_CFG_*RANK bits */
   const char *doc;     /* one line */
 } cp_config_row;
 

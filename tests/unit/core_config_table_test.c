@@ -74,3 +74,22 @@ Test(core_config_table, cupti_doc_table_matches) {
       cr_assert(seen[i], "%s is missing from docs/cupti.md", r->name);
   }
 }
+
+/* The rank rows in table order are the lists "{rank}" and "{local_rank}"
+ * read (docs/cupti.md); Python and the injection both take them from here. */
+Test(core_config_table, rank_rows_in_order) {
+  const char *want_rank[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID",
+                             "PMI_RANK", "LOCAL_RANK"};
+  const char *want_local[] = {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                              "SLURM_LOCALID", "MPI_LOCALRANKID"};
+  size_t nr = 0, nl = 0;
+  for (size_t i = 0; i < cp_config_count(); i++) {
+    const cp_config_row *r = cp_config_at(i);
+    if (r->docs & CP_CFG_RANK)
+      cr_assert_str_eq(r->name, want_rank[nr++]);
+    if (r->docs & CP_CFG_LOCAL_RANK)
+      cr_assert_str_eq(r->name, want_local[nl++]);
+  }
+  cr_assert_eq(nr, 5);
+  cr_assert_eq(nl, 4);
+}

@@ -258,17 +258,13 @@ static int switch_env(const char *var, int *out) {
 /* Where launchers put a process's rank, most specific first: torchrun and
  * torch.distributed, Open MPI, Slurm, MPICH/Intel MPI (PMI). A lone
  * LOCAL_RANK is a rank too (one node). */
-static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK",
-                                        "SLURM_PROCID", "PMI_RANK",
-                                        "LOCAL_RANK", NULL};
-static const char *const local_rank_vars[] = {
-    "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
-    "MPI_LOCALRANKID", NULL};
-
-/* The value of the first variable of `vars` that holds a rank. */
-static int first_env(const char *const *vars, int fallback) {
-  for (; *vars; vars++) {
-    int v = int_env(*vars, -1);
+/* The value of the first variable with the rank `role` bit that holds a
+ * rank, in the configuration table's order (the Python layer reads the same
+ * rows). */
+static int first_env(unsigned role, int fallback) {
+  for (size_t i = 0; i < cp_config_count(); i++) {
+    const cp_config_row *r = cp_config_at(i);
+    int v = r->docs & role ? int_env(r->name, -1) : -1;
     if (v >= 0)
       return v;
   }
@@ -322,8 +318,8 @@ int cp_inject_config_from_env(cp_inject_config *c) {
   int log_rc = log_env(c); /* the message is the last failure's */
   if (log_rc || off_rc)
     return log_rc ? log_rc : off_rc;
-  c->rank = first_env(rank_vars, -1);
-  c->local_rank = first_env(local_rank_vars, -1);
+  c->rank = first_env(CP_CFG_RANK, -1);
+  c->local_rank = first_env(CP_CFG_LOCAL_RANK, -1);
   int rc = switch_env("CPROTON_GZIP", &c->gzip);
   return rc ? rc : strings_env(c);
 }
