@@ -411,6 +411,12 @@ typedef size_t (*cproton_unwind_fn)(void *user, uint32_t *ids, size_t max);
 CPROTON_API int cproton_context_register(const char *name, cproton_unwind_fn fn,
                                          void *user);
 
+/* The configuration table (docs/configuration.md): row `i`'s fields
+ * {name, type, default, knob or "", reader, documentation, rank role: "",
+ * "rank", "local_rank" or "rank,local_rank"} into `fields`. Errors:
+ * ENOTFOUND past the last row. */
+CPROTON_API int cproton_config_row(size_t i, const char *fields[7]);
+
 #ifdef __cplusplus
 }
 #endif

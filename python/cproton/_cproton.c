@@ -1091,6 +1091,24 @@ static PyObject *py_launch_admits(PyObject *m, PyObject *name) {
   return ok < 0 ? NULL : PyBool_FromLong(ok);
 }
 
+/* config_table() -> [(name, type, default, knob, reader, doc, role)]: the C
+ * configuration table, the one list of environment variables and knobs. */
+static PyObject *py_config_table(PyObject *m, PyObject *unused) {
+  PyObject *rows = PyList_New(0);
+  const char *f[7];
+  for (size_t i = 0; rows && cproton_config_row(i, f) == CPROTON_OK; i++) {
+    PyObject *t = Py_BuildValue("(sssssss)", f[0], f[1], f[2], f[3], f[4], f[5],
+                                f[6]);
+    if (!t || PyList_Append(rows, t) < 0) {
+      Py_XDECREF(t);
+      Py_DECREF(rows);
+      return NULL;
+    }
+    Py_DECREF(t);
+  }
+  return rows;
+}
+
 static PyObject *py_proton_compat(PyObject *m, PyObject *unused) {
   return PyLong_FromLong(cproton_proton_compat());
 }
@@ -1372,6 +1390,8 @@ static PyMethodDef methods[] = {
     {"launch_exit", py_launch_exit, METH_O, "Triton launch-exit hook"},
     {"set_proton_compat", py_set_proton_compat, METH_O,
      "set_proton_compat(306 or 309)"},
+    {"config_table", py_config_table, METH_NOARGS,
+     "config_table() -> [(name, type, default, knob, reader, doc, role)]"},
     {"proton_compat", py_proton_compat, METH_NOARGS, "proton_compat() -> 306 or 309"},
     {"launch_admits", py_launch_admits, METH_O, "launch_admits(name) -> bool"},
     {"set_launch_filter", py_set_launch_filter, METH_O,

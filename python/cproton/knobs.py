@@ -27,12 +27,19 @@ each backend start) when unset, from :func:`graph_kernel_names`.
 import os
 from typing import Any, Optional
 
-# knob attribute -> (environment variable, default without Triton)
-KNOBS = {
-    "disable": ("TRITON_PROTON_DISABLE", False),
-    "enable_nvtx": ("TRITON_ENABLE_NVTX", True),
-    "cupti_lib_dir": ("TRITON_CUPTI_LIB_PATH", None),
-}
+from . import _cproton
+
+
+def _default(kind: str, text: str):
+    if kind == "bool":
+        return text == "1"
+    return text or None
+
+
+# knob attribute -> (environment variable, default without Triton): the rows
+# of the C configuration table (src/core/config_table.c) that name a knob.
+KNOBS = {knob: (name, _default(kind, default))
+         for name, kind, default, knob, _reader, _doc, _role in _cproton.config_table() if knob}
 
 # knobs whose Triton default is not exported (see the module docstring)
 _EXPORT_ONLY_IF_SET = {"cupti_lib_dir"}

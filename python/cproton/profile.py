@@ -110,11 +110,15 @@ def _check_str(what: str, value, allow_none: bool = True) -> None:
 
 
 # Where launchers put a process's rank, most specific first (torchrun, Open
-# MPI, Slurm, MPICH/PMI; a lone LOCAL_RANK is a rank too): the same lists as
-# the injection's (src/backend/cupti/config.c). They fill "{rank}" and
-# "{local_rank}" in session names.
-_RANK_VARS = ("RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK", "LOCAL_RANK")
-_LOCAL_RANK_VARS = ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID")
+# MPI, Slurm, MPICH/PMI; a lone LOCAL_RANK is a rank too): the rows of the C
+# configuration table (src/core/config_table.c) that the injection reads too.
+# They fill "{rank}" and "{local_rank}" in session names.
+def _rank_rows(role):
+    return tuple(row[0] for row in _cproton.config_table() if role in row[6].split(","))
+
+
+_RANK_VARS = _rank_rows("rank")
+_LOCAL_RANK_VARS = _rank_rows("local_rank")
 
 
 def _first_rank(names) -> int:

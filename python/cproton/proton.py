@@ -44,6 +44,9 @@ def _parser():
                         help="with -k triton: only kernels whose name matches this regular expression")
     parser.add_argument("--exclude", type=str, default=None,
                         help="with -k triton: skip kernels whose name matches this regular expression")
+    parser.add_argument("--config", action="store_true",
+                        help="print every environment variable and knob cproton reads, "
+                             "with its current value and source, then exit")
     parser.add_argument("target_args", nargs=argparse.REMAINDER, help="Subcommand and its arguments")
     return parser
 
@@ -54,7 +57,7 @@ def parse_arguments(argv=None):
     args.native = bool(target) and target[0] == "--"
     if args.native:
         target = target[1:]
-    if not target:
+    if not target and not args.config:
         _parser().error("no script, pytest or program to run")
     return args, target
 
@@ -179,8 +182,23 @@ def run_profiling(args, target_args):
     return code
 
 
+def print_config(out=sys.stdout) -> None:
+    """The C configuration table (src/core/config_table.c) with each
+    variable's current value and where it comes from."""
+    from . import _cproton
+    for name, kind, default, knob, reader, doc, _role in _cproton.config_table():
+        value = os.environ.get(name)
+        source = "environment" if value is not None else "default"
+        shown = value if value is not None else default
+        extra = f" (knob triton.knobs.proton.{knob})" if knob else ""
+        print(f"{name}={shown!r} [{source}; {kind}; read by {reader}]{extra}: {doc}", file=out)
+
+
 def main(argv=None):
     args, target = parse_arguments(argv)
+    if args.config:
+        print_config()
+        sys.exit(0)
     problem = preflight(args, target)
     if problem:
         print(f"cproton: error: {problem}", file=sys.stderr)

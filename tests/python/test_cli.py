@@ -177,3 +177,20 @@ def test_a_run_that_did_not_happen_replaces_no_profile(tmp_path):
     assert r.returncode == 2 and "no such script: nosuch.py" in r.stderr
     assert (tmp_path / "proton.hatchet").read_text() == "last run"
     assert [p.name for p in tmp_path.iterdir()] == ["proton.hatchet"]
+
+
+def test_config_prints_the_c_table(tmp_path, monkeypatch):
+    """`cproton --config` prints every row of the C configuration table with
+    its value and source (issue 25)."""
+    from cproton import _cproton, knobs
+    rows = _cproton.config_table()
+    monkeypatch.setenv("CPROTON_DATA", "trace")
+    monkeypatch.delenv("CPROTON_NAME", raising=False)
+    r = run_python(["-m", "cproton", "--config"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert [line.split("=", 1)[0] for line in lines] == [row[0] for row in rows]
+    assert "CPROTON_DATA='trace' [environment;" in r.stdout
+    assert "CPROTON_NAME='proton' [default;" in r.stdout
+    # the knobs are the table's rows with a knob column
+    assert {k: v[0] for k, v in knobs.KNOBS.items()} == {row[3]: row[0] for row in rows if row[3]}

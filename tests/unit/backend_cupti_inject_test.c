@@ -19,7 +19,7 @@
 static const char *const vars[] = {
     "CPROTON_NAME", "CPROTON_DATA", "CPROTON_FORMAT", "CPROTON_CONTEXT",
     "CPROTON_MODE", "CPROTON_GZIP", "CPROTON_DISABLE", "CPROTON_LOG",
-    "TRITON_PROTON_DISABLE", NULL};
+    "TRITON_PROTON_DISABLE", "CPROTON_BACKEND", NULL};
 
 static void clear_env(void) {
   for (const char *const *v = vars; *v; v++)
@@ -123,6 +123,15 @@ Test(backend_cupti_inject, unknown_format_refused_at_start,
   setenv("CPROTON_NAME", cpt_tmp_path("inject"), 1);
   setenv("CPROTON_FORMAT", "bogus", 1);
   assert_refused_at_start("CPROTON_FORMAT: unknown output format 'bogus'");
+}
+
+/* The launcher exports CPROTON_BACKEND (`cproton --backend`); the injection
+ * ignored it before issue 25 and profiled with CUPTI whatever it said. */
+Test(backend_cupti_inject, backend_variable_is_honoured,
+     .init = clear_and_capture) {
+  setenv("CPROTON_NAME", cpt_tmp_path("inject_backend"), 1);
+  setenv("CPROTON_BACKEND", "bogus", 1);
+  assert_refused_at_start("bogus");
 }
 
 Test(backend_cupti_inject, missing_directory_refused_at_start,

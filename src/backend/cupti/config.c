@@ -1,7 +1,8 @@
 /* backend/cupti/config.c -- defaults, the library search order, and the one
  * place the CUPTI backend and the injection entry point read environment
  * variables (see config.h and docs/cupti.md for the list).
- * Invariant: nothing else under src/backend/cupti calls getenv.
+ * Invariant: nothing else under src/backend/cupti reads the environment, and
+ * every read goes through the configuration table (core/config_table.c).
  * Not a hot path: called at backend start and at injection. */
 #include <dlfcn.h>
 #include <glob.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/config_table.h"
 #include "backend/cupti/config.h"
 #include "core/error.h"
 #include "core/session.h"
@@ -85,7 +87,7 @@ static void self_dir(char *out, size_t size) {
 /* Proton's boolean environment values: "on", "true", "1" (any case) are
  * true, anything else false, unset gives `fallback`. */
 static int bool_env(const char *var, int fallback) {
-  const char *v = getenv(var);
+  const char *v = cp_config_get(var);
   if (!v)
     return fallback;
   return strcasecmp(v, "on") == 0 || strcasecmp(v, "true") == 0 ||
@@ -103,14 +105,14 @@ static void prepend_dir(cp_cupti_config *c, const char *dir) {
 }
 
 int cp_cupti_config_nvtx_from_env(void) {
-  const char *v = getenv("CPROTON_NVTX");
+  const char *v = cp_config_get("CPROTON_NVTX");
   return bool_env("TRITON_ENABLE_NVTX", 1) && !(v && strcmp(v, "0") == 0);
 }
 
 /* "" or unset: the default; anything not in the list: -1 (the start fails
  * naming the variable). */
 static int choice_env(const char *var, const char *const *names, int dflt) {
-  const char *v = getenv(var);
+  const char *v = cp_config_get(var);
   if (!v || !*v)
     return dflt;
   for (int i = 0; names[i]; i++)
@@ -173,7 +175,7 @@ static int bad_ablation(const char *list, char *bad, size_t size) {
  * any case); 1 if `var` is set to something else. */
 static int bad_bool(const char *var, char *bad, size_t size) {
   static const char *const ok[] = {"on", "true", "1", "off", "false", "0"};
-  const char *v = getenv(var);
+  const char *v = cp_config_get(var);
   if (!v || !*v)
     return 0;
   for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
@@ -188,19 +190,19 @@ static int int_env(const char *var, int fallback);
 void cp_cupti_config_from_env(cp_cupti_config *c) {
   char self[PATH_MAX];
   self_dir(self, sizeof self);
-  cp_cupti_config_build(c, getenv("CPROTON_CUPTI_LIB"), getenv("CUDA_HOME"),
-                        self, getenv("VIRTUAL_ENV"), getenv("CONDA_PREFIX"));
-  prepend_dir(c, getenv("TRITON_CUPTI_LIB_PATH"));
+  cp_cupti_config_build(c, cp_config_get("CPROTON_CUPTI_LIB"), cp_config_get("CUDA_HOME"),
+                        self, cp_config_get("VIRTUAL_ENV"), cp_config_get("CONDA_PREFIX"));
+  prepend_dir(c, cp_config_get("TRITON_CUPTI_LIB_PATH"));
   c->nvtx = cp_cupti_config_nvtx_from_env();
   cp_cupti_config_graphs_from_env(c);
   c->lazy = bool_env("CPROTON_CUPTI_LAZY", 1); /* the default since 2026-11-26 (docs/cupti.md) */
   /* 0 or 1: off; not a number or above CP_ADAPTIVE_MAX (adaptive.h): the
    * backend's start fails with a message naming the variable */
   int n = int_env("CPROTON_CUPTI_ADAPTIVE", -1);
-  const char *a = getenv("CPROTON_CUPTI_ADAPTIVE");
+  const char *a = cp_config_get("CPROTON_CUPTI_ADAPTIVE");
   c->adaptive = n >= 2 ? (unsigned)n : n < 0 && a && *a ? UINT32_MAX : 0;
-  c->ablate = cp_cupti_config_ablate(getenv("CPROTON_CUPTI_ABLATE"));
-  const char *kb_text = getenv("CPROTON_CUPTI_BUFFER_KB");
+  c->ablate = cp_cupti_config_ablate(cp_config_get("CPROTON_CUPTI_ABLATE"));
+  const char *kb_text = cp_config_get("CPROTON_CUPTI_BUFFER_KB");
   int kb = int_env("CPROTON_CUPTI_BUFFER_KB", 0);
   if (kb >= 64 && kb <= 65536)
     c->buffer_size = (size_t)kb << 10;
@@ -208,14 +210,14 @@ void cp_cupti_config_from_env(cp_cupti_config *c) {
     snprintf(c->bad, sizeof c->bad, "CPROTON_CUPTI_BUFFER_KB='%.40s' is not "
              "a number of KiB in 64..65536", kb_text);
   if (!c->bad[0] && !bad_bool("CPROTON_CUPTI_LAZY", c->bad, sizeof c->bad))
-    bad_ablation(getenv("CPROTON_CUPTI_ABLATE"), c->bad, sizeof c->bad);
+    bad_ablation(cp_config_get("CPROTON_CUPTI_ABLATE"), c->bad, sizeof c->bad);
 }
 
 /* Copies $var (or `fallback` when unset or empty) into out[size]; a value
  * that does not fit is refused, never cut. */
 static int copy_env(char *out, size_t size, const char *var,
                     const char *fallback) {
-  const char *v = getenv(var);
+  const char *v = cp_config_get(var);
   v = v && *v ? v : fallback;
   if (strlen(v) >= size)
     return cp_error_set(CPROTON_EINVAL, "%s is %zu bytes long; at most %zu "
@@ -235,14 +237,14 @@ static int parse_count(const char *v) {
 }
 
 static int int_env(const char *var, int fallback) {
-  int v = parse_count(getenv(var));
+  int v = parse_count(cp_config_get(var));
   return v >= 0 ? v : fallback;
 }
 
 /* A 0/1 switch: unset or empty is `*out` = 0; a number sets it (non-zero:
  * on); anything else is refused. */
 static int switch_env(const char *var, int *out) {
-  const char *v = getenv(var);
+  const char *v = cp_config_get(var);
   *out = 0;
   if (!v || !*v)
     return CPROTON_OK;
@@ -256,17 +258,13 @@ static int switch_env(const char *var, int *out) {
 /* Where launchers put a process's rank, most specific first: torchrun and
  * torch.distributed, Open MPI, Slurm, MPICH/Intel MPI (PMI). A lone
  * LOCAL_RANK is a rank too (one node). */
-static const char *const rank_vars[] = {"RANK", "OMPI_COMM_WORLD_RANK",
-                                        "SLURM_PROCID", "PMI_RANK",
-                                        "LOCAL_RANK", NULL};
-static const char *const local_rank_vars[] = {
-    "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
-    "MPI_LOCALRANKID", NULL};
-
-/* The value of the first variable of `vars` that holds a rank. */
-static int first_env(const char *const *vars, int fallback) {
-  for (; *vars; vars++) {
-    int v = int_env(*vars, -1);
+/* The value of the first variable with the rank `role` bit that holds a
+ * rank, in the configuration table's order (the Python layer reads the same
+ * rows). */
+static int first_env(unsigned role, int fallback) {
+  for (size_t i = 0; i < cp_config_count(); i++) {
+    const cp_config_row *r = cp_config_at(i);
+    int v = r->docs & role ? int_env(r->name, -1) : -1;
     if (v >= 0)
       return v;
   }
@@ -276,7 +274,7 @@ static int first_env(const char *const *vars, int fallback) {
 /* CPROTON_LOG into c->log_level: warning when unset. */
 static int log_env(cp_inject_config *c) {
   static const char *levels[] = {"debug", "info", "warning", "error"};
-  const char *log = getenv("CPROTON_LOG");
+  const char *log = cp_config_get("CPROTON_LOG");
   c->log_level = CPROTON_LOG_WARN;
   for (int i = 0; log && *log && i < 4; i++)
     if (strcmp(log, levels[i]) == 0)
@@ -297,6 +295,8 @@ static int strings_env(cp_inject_config *c) {
     rc = copy_env(c->context, sizeof c->context, "CPROTON_CONTEXT", "shadow");
   if (!rc)
     rc = copy_env(c->mode, sizeof c->mode, "CPROTON_MODE", "");
+  if (!rc)
+    rc = copy_env(c->backend, sizeof c->backend, "CPROTON_BACKEND", "cupti");
   if (rc)
     return rc;
   int trace = strcmp(c->data, "trace") == 0;
@@ -318,8 +318,8 @@ int cp_inject_config_from_env(cp_inject_config *c) {
   int log_rc = log_env(c); /* the message is the last failure's */
   if (log_rc || off_rc)
     return log_rc ? log_rc : off_rc;
-  c->rank = first_env(rank_vars, -1);
-  c->local_rank = first_env(local_rank_vars, -1);
+  c->rank = first_env(CP_CFG_RANK, -1);
+  c->local_rank = first_env(CP_CFG_LOCAL_RANK, -1);
   int rc = switch_env("CPROTON_GZIP", &c->gzip);
   return rc ? rc : strings_env(c);
 }

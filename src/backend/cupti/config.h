@@ -100,6 +100,7 @@ typedef struct cp_inject_config {
   char data[16];       /* CPROTON_DATA: tree | trace */
   char format[32];     /* CPROTON_FORMAT: "" (the data's default), perfetto... */
   char context[16];    /* CPROTON_CONTEXT: shadow */
+  char backend[32];    /* CPROTON_BACKEND: cupti (the launcher exports it) */
   char mode[1025];     /* CPROTON_MODE: "" or pcsampling[:options]; the
                           mode parser's limit is 1 KiB */
   int gzip;            /* CPROTON_GZIP=1 */

@@ -71,7 +71,7 @@ int InitializeInjection(void) {
   o.data = c.data;
   memcpy(format, c.format, sizeof format);
   o.context = c.context;
-  o.backend = "cupti";
+  o.backend = c.backend; /* CPROTON_BACKEND, from `cproton --backend` */
   o.mode = c.mode[0] ? c.mode : NULL;
   o.gzip = c.gzip;
   o.rank = c.rank;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config_table.h"
 #include "backend/cupti/callbacks.h"
 #include "backend/cupti/pcs_attr.h"
 #include "backend/cupti/pcs_lines.h"
@@ -224,7 +225,7 @@ typedef CUpti_PCSamplingConfigurationInfo attr;
 
 /* Tuning knobs (docs/cupti.md): a positive integer from the environment. */
 static size_t knob(const char *name, size_t dflt) {
-  const char *v = getenv(name);
+  const char *v = cp_config_get(name);
   char *end;
   unsigned long long n = v ? strtoull(v, &end, 10) : 0;
   return v && *v && !*end && n ? (size_t)n : dflt;
@@ -670,7 +671,7 @@ int cp_pcsampling_enable(const cp_loader_api *a, cp_cupti_state *st,
   n_threads = 0;
   slot_epoch++;
   pthread_mutex_unlock(&lock);
-  const char *w = getenv("CPROTON_PCS_WEIGHT");
+  const char *w = cp_config_get("CPROTON_PCS_WEIGHT");
   time_rule = w && !strcmp(w, "time");
   for (int i = 0; i < 64; i++)
     atomic_store(&device_sms[i], 0);

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/config_table.h"
 #include "backend/backend.h"
 #include "backend/cudadrv.h"
 #include "backend/instrumentation/decode.h"
@@ -712,7 +713,7 @@ static int instr_start(const char *mode) {
   have_current = 1;
   mode_decode_flags = flags;
   mode_reduce_device = on_device;
-  const char *check = getenv("CPROTON_INSTR_REDUCE_CHECK");
+  const char *check = cp_config_get("CPROTON_INSTR_REDUCE_CHECK");
   reduce_check = check && *check && strcmp(check, "0") != 0;
   pthread_mutex_unlock(&lock);
   return CPROTON_OK;
