@@ -369,7 +369,37 @@ def apply_diff_profile(gf, derived_metrics, diff_file, metrics, include, exclude
     exclusive = [m for m in derived_metrics if not m.endswith("(inc)")]
     for frame in (gf, other):
         frame.inc_metrics, frame.exc_metrics = list(inclusive), list(exclusive)
-    return gf.sub(other)
+    graphframe = _require("hatchet.graphframe")
+    cython_helpers = graphframe._gfm_cy
+    graphframe._gfm_cy = _MissingMarks(cython_helpers)
+    try:
+        return gf.sub(other)
+    finally:
+        graphframe._gfm_cy = cython_helpers
+
+
+class _MissingMarks:
+    """Hatchet's Cython helpers, with `insert_one_for_self_nodes` able to
+    mark a read-only array (issue 22). Hatchet's `unify` (behind `sub`)
+    passes `dataframe["_missing_node"].values` to that helper, which writes
+    1 at the rows of `self` missing from `other`; its typed memoryview
+    refuses the read-only view that pandas 3 (Copy-on-Write) returns, so
+    every diff of profiles whose frames differ raised ValueError. Hatchet
+    copies the marks right after the call and the frame is `sub`'s private
+    copy, so writing through that view is what pandas 2 did: the marks are
+    set the same way here, and the result is the same."""
+
+    def __init__(self, helpers):
+        self._helpers = helpers
+
+    def __getattr__(self, name):
+        return getattr(self._helpers, name)
+
+    @staticmethod
+    def insert_one_for_self_nodes(count, marks, indices):
+        if not marks.flags.writeable:
+            marks.flags.writeable = True  # a view of the private copy's writable column
+        marks[indices[:count]] = 1
 
 
 def emit_warnings(gf, metrics):

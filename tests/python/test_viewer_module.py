@@ -8,6 +8,7 @@ and the results must agree: metric lists, device tables, dataframe columns
 requests the exception type and message. No GPU is involved. Skips when
 Hatchet, pandas or triton is missing.
 """
+import contextlib
 import json
 import subprocess
 import sys
@@ -217,6 +218,31 @@ def test_apply_diff_profile(left, right, metrics, filters):
     assert ours.inc_metrics == theirs.inc_metrics and ours.exc_metrics == theirs.exc_metrics
     assert_same_frames(theirs, ours, ["name", *derived])
 
+
+def copy_on_write():
+    """Pandas' Copy-on-Write: always on from pandas 3, an option before."""
+    if int(pd.__version__.split(".")[0]) >= 3:
+        return contextlib.nullcontext()
+    return pd.option_context("mode.copy_on_write", True)
+
+
+@pytest.mark.parametrize("left,right,metrics,filters", DIFFS, ids=ids)
+def test_apply_diff_profile_copy_on_write(left, right, metrics, filters):
+    """Issue 22: under Copy-on-Write `Series.values` is read-only and
+    Hatchet's `sub` raised ValueError from its Cython helper. cproton's diff
+    works there and equals Hatchet's `sub` without Copy-on-Write (pandas 2),
+    and leaves its input frame as it was."""
+    if int(pd.__version__.split(".")[0]) >= 3:
+        pytest.skip("the reference (Hatchet's sub without Copy-on-Write) needs pandas 2")
+    gf, derived = tv.parse(metrics, str(left), *filters)
+    reference = tv.apply_diff_profile(gf, derived, str(right), metrics, *filters)
+    with copy_on_write():
+        gf, derived = cv.parse(metrics, str(left), *filters)
+        before = gf.dataframe.copy()
+        ours = cv.apply_diff_profile(gf, derived, str(right), metrics, *filters)
+        pd.testing.assert_frame_equal(gf.dataframe, before)
+    assert ours.inc_metrics == reference.inc_metrics and ours.exc_metrics == reference.exc_metrics
+    assert_same_frames(reference, ours, ["name", *derived])
 
 CLI = [
     ["-m", "time/ms", PROTON / "proton_python.hatchet"],
