@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "instrument/ptx_header.h"
 #include "instrument/ptx_read.h"
 #include "instrument/text.h"
 
@@ -42,10 +43,6 @@ typedef struct reader {
   } *files;          /* `.file` directives (Triton writes them after the code) */
   size_t n_files, cap_files;
 } reader;
-
-static int is_ident(int c) {
-  return isalnum(c) || c == '_' || c == '$' || c == '.';
-}
 
 /* Blanks comments of line [b, e) into r->code; *cmt gets the offset (from b)
  * of a line comment's "//" or -1. Strings are kept as they are. */
@@ -172,23 +169,17 @@ static int read_marker(reader *r, size_t b, size_t e, long cmt, int *found) {
   return push_site(r, &site);
 }
 
-static const char *skip_ws(const char *p) {
-  while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
-    p++;
-  return p;
-}
-
 /* Finds exits ("ret", "ret.uni", "exit", maybe predicated) on a body line. */
 static int read_exits(reader *r, size_t b) {
   const char *code = r->code;
   const char *p = code;
   while (*p) {
-    const char *st = skip_ws(p);
+    const char *st = cp_ptx_skip_ws(p);
     const char *q = st;
-    while (is_ident((unsigned char)*q))
+    while (cp_ptx_is_ident((unsigned char)*q))
       q++;
     if (q > st && *q == ':') /* a label */
-      st = skip_ws(q + 1);
+      st = cp_ptx_skip_ws(q + 1);
     const char *semi = strchr(st, ';');
     const char *op = st, *pred = NULL;
     size_t pred_len = 0;
@@ -200,13 +191,13 @@ static int read_exits(reader *r, size_t b) {
         op++;
       }
       pred = op;
-      while (is_ident((unsigned char)*op) || *op == '%')
+      while (cp_ptx_is_ident((unsigned char)*op) || *op == '%')
         op++;
       pred_len = (size_t)(op - pred);
-      op = skip_ws(op);
+      op = cp_ptx_skip_ws(op);
     }
     const char *oe = op;
-    while (is_ident((unsigned char)*oe))
+    while (cp_ptx_is_ident((unsigned char)*oe))
       oe++;
     size_t ol = (size_t)(oe - op);
     int is_exit = (ol == 3 && !memcmp(op, "ret", 3)) || (ol == 7 && !memcmp(op, "ret.uni", 7)) ||
@@ -256,96 +247,13 @@ static uint32_t shared_bytes(const char *code) {
 }
 
 static int first_word_is_decl(const char *code) {
-  const char *p = skip_ws(code);
+  const char *p = cp_ptx_skip_ws(code);
   static const char *const decls[] = {".reg", ".local", ".shared", ".param", ".const", NULL};
   for (int i = 0; decls[i]; i++) {
     size_t l = strlen(decls[i]);
-    if (!strncmp(p, decls[i], l) && !is_ident((unsigned char)p[l]))
+    if (!strncmp(p, decls[i], l) && !cp_ptx_is_ident((unsigned char)p[l]))
       return 1;
   }
-  return 0;
-}
-
-/* Parses up to three comma-separated numbers after `dir` in `h`. */
-static void read_ntid(const char *h, const char *dir, uint32_t ntid[3]) {
-  const char *p = strstr(h, dir);
-  if (!p)
-    return;
-  p += strlen(dir);
-  for (int i = 0; i < 3; i++) {
-    p = skip_ws(p);
-    if (!isdigit((unsigned char)*p))
-      break;
-    unsigned long v = strtoul(p, (char **)&p, 10);
-    ntid[i] = v > 4096 ? 4096 : (uint32_t)v;
-    p = skip_ws(p);
-    if (*p != ',')
-      break;
-    p++;
-  }
-}
-
-/* The last parameter in params text [a, e) of the blanked header `h`. */
-static void read_last_param(reader *r, const char *h, const char *a, const char *e) {
-  const char *last = a;
-  for (const char *p = a; p < e; p++)
-    if (*p == ',')
-      last = p + 1;
-  const char *t = e;
-  while (t > last && isspace((unsigned char)t[-1]))
-    t--;
-  const char *nb = t;
-  while (nb > last && (is_ident((unsigned char)nb[-1]) || nb[-1] == ']' || nb[-1] == '[' ||
-                       isdigit((unsigned char)nb[-1])))
-    nb--;
-  if (nb == t)
-    return;
-  r->cur.param_off = r->hstart + (size_t)(nb - h);
-  r->cur.param_len = (size_t)(t - nb);
-  int is64 = 0;
-  for (const char *p = last; p < nb; p++)
-    if (*p == '.' && (!strncmp(p, ".u64", 4) || !strncmp(p, ".b64", 4) || !strncmp(p, ".s64", 4)) &&
-        !is_ident((unsigned char)p[4]))
-      is64 = 1;
-  r->cur.param_is_u64 = is64 && !memchr(nb, '[', (size_t)(t - nb));
-}
-
-/* Parses the blanked header text: name, parameters, launch bounds. */
-static int read_header(reader *r) {
-  const char *h = r->header.data ? r->header.data : "";
-  const char *p = strstr(h, r->is_entry ? ".entry" : ".func");
-  p = skip_ws(p + (r->is_entry ? 6 : 5));
-  if (*p == '(') { /* .func return parameters */
-    int d = 0;
-    for (; *p; p++) {
-      d += *p == '(';
-      d -= *p == ')';
-      if (!d)
-        break;
-    }
-    if (*p)
-      p = skip_ws(p + 1);
-  }
-  const char *nm = p;
-  while (is_ident((unsigned char)*p) && *p != '.')
-    p++;
-  if (p == nm || (size_t)(p - nm) > 1024)
-    return cp_error_set(CPROTON_EPARSE, "line %u: function without a name", r->cur.line);
-  r->cur.name_off = r->hstart + (size_t)(nm - h);
-  r->cur.name_len = (size_t)(p - nm);
-  p = skip_ws(p);
-  const char *after = p;
-  if (*p == '(') {
-    const char *close = strchr(p, ')');
-    if (!close)
-      return cp_error_set(CPROTON_EPARSE, "line %u: unterminated parameter list", r->cur.line);
-    read_last_param(r, h, p + 1, close);
-    after = close + 1;
-  }
-  read_ntid(after, ".reqntid", r->cur.ntid);
-  r->cur.ntid_required = r->cur.ntid[0] != 0;
-  if (!r->cur.ntid[0])
-    read_ntid(after, ".maxntid", r->cur.ntid);
   return 0;
 }
 
@@ -396,18 +304,33 @@ static int end_kernel(reader *r) {
 /* Finds ".entry" / ".func" at brace depth 0; returns its offset or -1. */
 static long find_function(const char *code, int *is_entry) {
   for (const char *p = code; (p = strchr(p, '.')) != NULL; p++) {
-    if (p > code && is_ident((unsigned char)p[-1]))
+    if (p > code && cp_ptx_is_ident((unsigned char)p[-1]))
       continue;
-    if (!strncmp(p, ".entry", 6) && !is_ident((unsigned char)p[6])) {
+    if (!strncmp(p, ".entry", 6) && !cp_ptx_is_ident((unsigned char)p[6])) {
       *is_entry = 1;
       return p - code;
     }
-    if (!strncmp(p, ".func", 5) && !is_ident((unsigned char)p[5])) {
+    if (!strncmp(p, ".func", 5) && !cp_ptx_is_ident((unsigned char)p[5])) {
       *is_entry = 0;
       return p - code;
     }
   }
   return -1;
+}
+
+/* The header parser's findings into the current kernel. */
+static int read_header(reader *r) {
+  cp_ptx_header h = {0};
+  int rc = cp_ptx_read_header(r->header.data ? r->header.data : "", r->hstart,
+                              r->is_entry, r->cur.line, &h);
+  if (rc)
+    return rc;
+  r->cur.name_off = h.name_off, r->cur.name_len = h.name_len;
+  r->cur.param_off = h.param_off, r->cur.param_len = h.param_len;
+  r->cur.param_is_u64 = h.param_is_u64;
+  memcpy(r->cur.ntid, h.ntid, sizeof h.ntid);
+  r->cur.ntid_required = h.ntid_required;
+  return 0;
 }
 
 /* Header state: scan [from, len) of the current line for '{' or ';'. */
@@ -449,7 +372,7 @@ static int header_chars(reader *r, size_t b, size_t from, size_t len) {
 
 /* `.file N "path"` at module scope: remembers N and the path's basename. */
 static int read_file_directive(reader *r, size_t b) {
-  const char *c = skip_ws(r->code);
+  const char *c = cp_ptx_skip_ws(r->code);
   unsigned idx = 0;
   if (strncmp(c, ".file", 5) || !isspace((unsigned char)c[5]) || sscanf(c + 5, "%u", &idx) != 1)
     return 0;
@@ -503,7 +426,7 @@ static int top_line(reader *r, size_t b, size_t len) {
 static int body_line(reader *r, size_t b, size_t e, long cmt) {
   size_t len = e - b;
   int rc;
-  const char *c = skip_ws(r->code);
+  const char *c = cp_ptx_skip_ws(r->code);
   unsigned f = 0, l = 0;
   if (!strncmp(c, ".loc", 4) && isspace((unsigned char)c[4]) && sscanf(c + 4, "%u %u", &f, &l) == 2)
     r->loc_file = f, r->loc_line = l; /* where the next markers come from */
