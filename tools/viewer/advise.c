@@ -145,6 +145,23 @@ static void find_device(av_kernel *k, const cproton_profile *p, uint32_t node,
   }
 }
 
+/* Adds a node's PC samples and stall reasons to k; returns its samples (NaN
+   if none). Samples sit on the kernel frame itself when the kernel has no
+   line table (nvcc without -lineinfo), on its line frames otherwise: both
+   are the node's own (exclusive) counts, so they add. */
+static double add_samples(av_kernel *k, const cproton_profile *p,
+                          uint32_t node, const keys *ks) {
+  double s = num(p, node, ks->f[AF_SAMPLES]);
+  if (isnan(s))
+    return s;
+  for (int f = AF_SAMPLES; f < AF_N; f++) {
+    double v = num(p, node, ks->f[f]);
+    if (!isnan(v))
+      k->f[f] = (isnan(k->f[f]) ? 0 : k->f[f]) + v;
+  }
+  return s;
+}
+
 /* Takes the facts of frame `node` that k lacks (the first profile wins). */
 static void take_node(av_kernel *k, const cproton_profile *p, uint32_t node,
                       const keys *ks) {
@@ -156,19 +173,15 @@ static void take_node(av_kernel *k, const cproton_profile *p, uint32_t node,
       k->s[s] = str(p, node, ks->s[s]);
   if (!k->has_dev)
     find_device(k, p, node, ks->device_id);
+  add_samples(k, p, node, ks);
 }
 
 /* Adds a source line's samples (frames "file:line@function") to k. */
 static void take_line(av_kernel *k, const cproton_profile *p, uint32_t node,
                       const keys *ks) {
-  double s = num(p, node, ks->f[AF_SAMPLES]);
+  double s = add_samples(k, p, node, ks);
   if (isnan(s))
     return;
-  for (int f = AF_SAMPLES; f < AF_N; f++) {
-    double v = num(p, node, ks->f[f]);
-    if (!isnan(v))
-      k->f[f] = (isnan(k->f[f]) ? 0 : k->f[f]) + v;
-  }
   if (s > k->hot_samples) {
     k->hot_samples = s;
     k->hot_line = cproton_profile_node_name(p, node);
@@ -253,6 +266,8 @@ static int groups_of(const av_kernel *k) {
     g |= AG_TRITON | AG_CONF;
   if (f[AF_SAMPLES] > 0)
     g |= AG_PCS;
+  if (k->hot_samples > 0)
+    g |= AG_LINES;
   for (int i = AF_FLOPS; i <= AF_BYTES; i++)
     g |= !isnan(f[i]) ? AG_ROOF : 0;
   return g;

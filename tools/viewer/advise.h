@@ -33,7 +33,8 @@ typedef enum av_sfact { AS_MMA, AS_REMARKS, AS_CONFIG, AS_N } av_sfact;
  * all the groups of its row. */
 enum {
   AG_TIME = 1, AG_CUPTI = 2, AG_TRITON = 4, AG_CONF = 8 /* CUPTI or Triton */,
-  AG_PCS = 16, AG_ROOF = 32, AG_TRACE = 64 /* never: traces are not read */
+  AG_PCS = 16, AG_ROOF = 32, AG_TRACE = 64 /* never: traces are not read */,
+  AG_LINES = 128 /* PC samples on source-line frames */
 };
 
 /* Per-SM limits of an architecture (advise_rules.c). */

@@ -399,8 +399,9 @@ const av_rule av_rules[] = {
      TRITON_MODE " and " PCS_MODE, not_pipelined,
      "num_stages=3 (2-4) so the next iteration's loads overlap this one's math",
      "time x long-scoreboard share x 0.6"},
-    {"uncoalesced", AG_TIME | AG_PCS, "PC-sampling stall reasons per source line",
-     PCS_MODE, uncoalesced,
+    {"uncoalesced", AG_TIME | AG_PCS | AG_LINES, "PC-sampling stall reasons per source line",
+     PCS_MODE "; samples without source lines: build the kernel with line "
+     "info (nvcc -lineinfo; Triton has it)", uncoalesced,
      "contiguous accesses along the fastest axis (stride 1 per thread), "
      "tl.max_contiguous/tl.multiple_of hints and aligned strides so loads "
      "become 128-bit; in CUDA C consecutive threads read consecutive addresses",
