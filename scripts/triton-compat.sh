@@ -22,7 +22,10 @@ out=$root/build/triton-compat
 mkdir -p "$out"
 rm -f "$out"/cproton-*.whl
 echo "cproton: building the cproton wheel (log: $out/wheel.log)"
-if ! "$venv/bin/pip" wheel -q --no-build-isolation --no-deps "$root" -w "$out" > "$out/wheel.log" 2>&1; then
+# with the test backends (the tests drive backend="fake"); the wheel users get
+# is built without them (pyproject.toml)
+if ! "$venv/bin/pip" wheel -q --no-build-isolation --no-deps \
+    --config-settings=cmake.define.CPROTON_TEST_BACKENDS=ON "$root" -w "$out" > "$out/wheel.log" 2>&1; then
   tail -40 "$out/wheel.log"; exit 1
 fi
 wheel=$(ls "$out"/cproton-*.whl)
