@@ -172,16 +172,15 @@ static int bad_ablation(const char *list, char *bad, size_t size) {
 }
 
 /* Proton's boolean values, either way ("on"/"true"/"1", "off"/"false"/"0",
- * any case); 1 if `var` is set to something else. */
+ * any case: the table's boolean reader); 1 if `var` is set to something
+ * else. */
 static int bad_bool(const char *var, char *bad, size_t size) {
-  static const char *const ok[] = {"on", "true", "1", "off", "false", "0"};
-  const char *v = cp_config_get(var);
-  if (!v || !*v)
+  int on;
+  if (cp_config_bool(var, &on) == CPROTON_OK)
     return 0;
-  for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
-    if (strcasecmp(v, ok[i]) == 0)
-      return 0;
-  snprintf(bad, size, "%s='%.40s' is not on/true/1 or off/false/0", var, v);
+  const char *v = cp_config_get(var);
+  snprintf(bad, size, "%s='%.40s' is not on/true/1 or off/false/0", var,
+           v ? v : "");
   return 1;
 }
 
