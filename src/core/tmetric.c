@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/grow.h"
 #include "core/strtab.h"
 #include "core/tmetric.h"
 #include "cproton/cproton.h"
@@ -155,15 +156,10 @@ struct cp_tmetric_saved {
 };
 
 static int put(cp_tmetric_saved *sv, const void *p, size_t n) {
-  if (sv->len + n > sv->cap) {
-    size_t cap = sv->cap ? sv->cap : 4096;
-    while (cap < sv->len + n)
-      cap *= 2;
-    unsigned char *b = realloc(sv->buf, cap);
-    if (!b)
-      return CPROTON_ENOMEM;
-    sv->buf = b, sv->cap = cap;
-  }
+  void *b;
+  if (cp_grow(sv->buf, &sv->cap, sv->len + n, 1, 4096, &b))
+    return CPROTON_ENOMEM;
+  sv->buf = b;
   memcpy(sv->buf + sv->len, p, n);
   sv->len += n;
   return CPROTON_OK;

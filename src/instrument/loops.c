@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/grow.h"
 #include "instrument/loops.h"
 
 typedef struct label {
@@ -97,15 +98,12 @@ int cp_ptx_records_in_loop(const char *t, size_t size, const cp_ptx_kernel *k, i
     size_t ce = code_end(t, b, e), off = 0, len = 0;
     label l;
     if (read_label(t, b, ce, &l)) {
-      if (n == cap) {
-        cap = cap ? 2 * cap : 64;
-        label *p = realloc(labels, cap * sizeof *p);
-        if (!p) {
-          free(labels);
-          return cp_error_set(CPROTON_ENOMEM, "out of memory reading branches");
-        }
-        labels = p;
+      void *p;
+      if (cp_grow(labels, &cap, n + 1, sizeof *labels, 64, &p)) {
+        free(labels);
+        return cp_error_set(CPROTON_ENOMEM, "out of memory reading branches");
       }
+      labels = p;
       labels[n++] = l;
     }
     int br = read_branch(t, b, ce, &off, &len);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/grow.h"
 #include "instrument/ptx_header.h"
 #include "instrument/ptx_read.h"
 #include "instrument/text.h"
@@ -92,14 +93,10 @@ static int push_site(reader *r, const cp_ptx_site *site) {
   if (k->n_sites >= CP_PTX_MAX_SITES)
     return cp_error_set(CPROTON_ELIMIT, "line %u: more than %u markers/exits in one kernel",
                         r->lineno, CP_PTX_MAX_SITES);
-  if (k->n_sites == k->cap_sites) {
-    size_t cap = k->cap_sites ? k->cap_sites * 2 : 16;
-    cp_ptx_site *p = realloc(k->sites, cap * sizeof *p);
-    if (!p)
-      return cp_error_set(CPROTON_ENOMEM, "out of memory reading PTX");
-    k->sites = p;
-    k->cap_sites = cap;
-  }
+  void *p;
+  if (cp_grow(k->sites, &k->cap_sites, k->n_sites + 1, sizeof *k->sites, 16, &p))
+    return cp_error_set(CPROTON_ENOMEM, "out of memory reading PTX");
+  k->sites = p;
   k->sites[k->n_sites++] = *site;
   return 0;
 }
@@ -284,17 +281,13 @@ static int end_kernel(reader *r) {
     r->cur.sites = NULL;
     return cp_error_set(CPROTON_ELIMIT, "more than %u instrumented kernels", CP_PTX_MAX_KERNELS);
   }
-  if (m->n_kernels == m->cap_kernels) {
-    size_t cap = m->cap_kernels ? m->cap_kernels * 2 : 4;
-    cp_ptx_kernel *k = realloc(m->kernels, cap * sizeof *k);
-    if (!k) {
-      free(r->cur.sites);
-      r->cur.sites = NULL;
-      return cp_error_set(CPROTON_ENOMEM, "out of memory reading PTX");
-    }
-    m->kernels = k;
-    m->cap_kernels = cap;
+  void *k;
+  if (cp_grow(m->kernels, &m->cap_kernels, m->n_kernels + 1, sizeof *m->kernels, 4, &k)) {
+    free(r->cur.sites);
+    r->cur.sites = NULL;
+    return cp_error_set(CPROTON_ENOMEM, "out of memory reading PTX");
   }
+  m->kernels = k;
   m->kernels[m->n_kernels++] = r->cur;
   m->has_markers = 1;
   memset(&r->cur, 0, sizeof r->cur);
@@ -383,14 +376,10 @@ static int read_file_directive(reader *r, size_t b) {
   for (const char *p = base; p < q2; p++)
     if (*p == '/')
       base = p + 1;
-  if (r->n_files == r->cap_files) {
-    size_t cap = r->cap_files ? 2 * r->cap_files : 8;
-    struct src_file *nf = realloc(r->files, cap * sizeof *nf);
-    if (!nf)
-      return cp_error_set(CPROTON_ENOMEM, "out of memory reading PTX");
-    r->files = nf;
-    r->cap_files = cap;
-  }
+  void *nf;
+  if (cp_grow(r->files, &r->cap_files, r->n_files + 1, sizeof *r->files, 8, &nf))
+    return cp_error_set(CPROTON_ENOMEM, "out of memory reading PTX");
+  r->files = nf;
   r->files[r->n_files++] = (struct src_file){idx, b + (size_t)(base - r->code), (size_t)(q2 - base)};
   return 0;
 }

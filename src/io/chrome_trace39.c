@@ -40,6 +40,7 @@
 #include "core/cct.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/grow.h"
 #include "core/strtab.h"
 #include "io/chrome_trace.h"
 
@@ -132,14 +133,12 @@ static size_t graph_path(const cp_event *e, uint32_t *path) {
  * the launch itself. */
 static void index_scope(state *st, const cp_event *e) {
   if (st->n_spans == st->cap_spans) {
-    size_t cap = st->cap_spans ? 2 * st->cap_spans : 1024;
-    if (cap > MAX_INDEXED_SCOPES)
-      return;
-    scope_span *p = realloc(st->spans, cap * sizeof *p);
-    if (!p)
+    void *p;
+    if ((st->cap_spans ? 2 * st->cap_spans : 1024) > MAX_INDEXED_SCOPES ||
+        cp_grow(st->spans, &st->cap_spans, st->n_spans + 1, sizeof *st->spans,
+                1024, &p))
       return;
     st->spans = p;
-    st->cap_spans = cap;
   }
   st->spans[st->n_spans++] = (scope_span){
       .lane = e->lane, .node = e->node, .start = e->start_ns, .end = e->end_ns};

@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/grow.h"
+
 #define next(lx) cp_hatchet_read_json_next(lx)
 #define expect(lx, t, w) cp_hatchet_read_json_expect(lx, t, w)
 #define perr(lx, code, ...) cp_hatchet_read_json_error(lx, code, __VA_ARGS__)
@@ -293,14 +295,10 @@ static int push(parser *ps, uint32_t parent) {
   if (ps->sp >= CPROTON_PROFILE_MAX_DEPTH)
     return perr(ps->lx, CPROTON_ELIMIT, "nodes nested deeper than %u",
                 CPROTON_PROFILE_MAX_DEPTH);
-  if (ps->sp == ps->cap) {
-    size_t cap = ps->cap ? ps->cap * 2 : 64;
-    frame *s = realloc(ps->stack, cap * sizeof *s);
-    if (!s)
-      return perr(ps->lx, CPROTON_ENOMEM, "out of memory");
-    ps->stack = s;
-    ps->cap = cap;
-  }
+  void *s;
+  if (cp_grow(ps->stack, &ps->cap, ps->sp + 1, sizeof *ps->stack, 64, &s))
+    return perr(ps->lx, CPROTON_ENOMEM, "out of memory");
+  ps->stack = s;
   if (ps->lx->tok != CP_JSON_LBRACE)
     return perr(ps->lx, CPROTON_EPARSE, "expected a node object, found %s%s",
                 tname(ps->lx->tok),

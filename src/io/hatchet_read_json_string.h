@@ -18,19 +18,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/grow.h"
 #include "cproton/profile.h"
 #include "io/hatchet_read_json_lexer.h"
 
 static int str_push(cp_json_lexer *lx, const char *s, size_t n) {
   if (lx->buf_len + n + 1 > lx->buf_cap) {
-    size_t cap = lx->buf_cap ? lx->buf_cap : 256;
-    while (cap < lx->buf_len + n + 1)
-      cap *= 2;
-    char *p = realloc(lx->buf, cap);
-    if (!p)
+    void *p;
+    if (cp_grow(lx->buf, &lx->buf_cap, lx->buf_len + n + 1, 1, 256, &p))
       return cp_hatchet_read_json_error(lx, CPROTON_ENOMEM, "out of memory");
     lx->buf = p;
-    lx->buf_cap = cap;
   }
   memcpy(lx->buf + lx->buf_len, s, n);
   lx->buf_len += n;

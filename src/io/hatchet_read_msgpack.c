@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/grow.h"
 #include "io/hatchet_read_msgpack.h"
 
 enum { MP_NIL, MP_BOOL, MP_INT, MP_DOUBLE, MP_STR, MP_BIN, MP_ARRAY, MP_MAP,
@@ -345,13 +346,10 @@ static int push(reader *r, stack *s, uint32_t parent) {
   if (s->n >= CPROTON_PROFILE_MAX_DEPTH)
     return fail(r, m.at, CPROTON_ELIMIT, "nodes nested deeper than %u",
                 CPROTON_PROFILE_MAX_DEPTH);
-  if (s->n == s->cap) {
-    size_t cap = s->cap ? s->cap * 2 : 64;
-    frame *f = realloc(s->f, cap * sizeof *f);
-    if (!f)
-      return fail(r, m.at, CPROTON_ENOMEM, "out of memory");
-    s->f = f, s->cap = cap;
-  }
+  void *f;
+  if (cp_grow(s->f, &s->cap, s->n + 1, sizeof *s->f, 64, &f))
+    return fail(r, m.at, CPROTON_ENOMEM, "out of memory");
+  s->f = f;
   uint32_t id;
   rc = at(r, m.at, cp_profile_model_add_node(r->p, parent, &id));
   if (!rc)

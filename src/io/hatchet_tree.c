@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/grow.h"
 #include "core/strtab.h"
 #include "core/kfacts.h"
 #include "io/hatchet_tree.h"
@@ -28,13 +29,11 @@ static int collect_inclusive(cp_hatchet_tree *t, const cp_node_metrics *m,
     if (m->flex[i].rule == CP_METRIC_EXC ||
         cp_value_is_vector(m->flex[i].value.kind))
       continue;
-    if (t->n_root_zero == *cap) {
-      size_t more = *cap ? *cap * 2 : 16;
-      uint32_t *p = realloc(t->root_zero, more * sizeof *p);
-      if (!p)
-        return cp_error_set(CPROTON_ENOMEM, "out of memory writing a profile");
-      t->root_zero = p, *cap = more;
-    }
+    void *p;
+    if (cp_grow(t->root_zero, cap, t->n_root_zero + 1, sizeof *t->root_zero,
+                16, &p))
+      return cp_error_set(CPROTON_ENOMEM, "out of memory writing a profile");
+    t->root_zero = p;
     t->root_zero[t->n_root_zero++] = m->flex[i].out_name;
   }
   return CPROTON_OK;

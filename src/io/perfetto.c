@@ -44,6 +44,7 @@
 
 #include "core/cct.h"
 #include "core/error.h"
+#include "core/grow.h"
 #include "core/log.h"
 #include "core/strtab.h"
 #include "io/pb.h"
@@ -57,17 +58,14 @@ static const char *const da_names[] = {"call_stack", "correlation", "graph"};
 int cp_pf_bit_test_set(writer *w, bits *b, uint32_t i) {
   size_t word = i / 64;
   if (word >= b->n_words) {
-    size_t n = b->n_words ? b->n_words : 64;
-    while (n <= word)
-      n *= 2;
-    uint64_t *g = realloc(b->w, n * sizeof *g);
-    if (!g) {
+    size_t was = b->n_words;
+    void *g;
+    if (cp_grow(b->w, &b->n_words, word + 1, sizeof *b->w, 64, &g)) {
       w->oom = 1;
       return 1; /* claim "seen": no interned data we could not keep track of */
     }
-    memset(g + b->n_words, 0, (n - b->n_words) * sizeof *g);
     b->w = g;
-    b->n_words = n;
+    memset(b->w + was, 0, (b->n_words - was) * sizeof *b->w);
   }
   int was = (int)(b->w[word] >> (i % 64) & 1);
   b->w[word] |= 1ull << (i % 64);

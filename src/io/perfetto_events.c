@@ -10,6 +10,7 @@
 
 #include "core/cct.h"
 #include "core/error.h"
+#include "core/grow.h"
 #include "core/log.h"
 #include "core/strtab.h"
 #include "io/perfetto_writer.h"
@@ -126,16 +127,12 @@ static void end_at(writer *w, uint64_t start, uint64_t end, uint64_t uuid,
   }
   if (w->n_ends == MAX_PENDING)
     pop_end(w); /* full: the earliest goes now; later begins go absolute */
-  if (w->n_ends == w->cap_ends) {
-    size_t cap = w->cap_ends ? w->cap_ends * 2 : 1024;
-    pending *g = realloc(w->ends, cap * sizeof *g);
-    if (!g) {
-      slice_end(w, end, uuid, region); /* out of order, still correct */
-      return;
-    }
-    w->ends = g;
-    w->cap_ends = cap;
+  void *g;
+  if (cp_grow(w->ends, &w->cap_ends, w->n_ends + 1, sizeof *w->ends, 1024, &g)) {
+    slice_end(w, end, uuid, region); /* out of order, still correct */
+    return;
   }
+  w->ends = g;
   size_t i = w->n_ends++;
   w->ends[i] = (pending){end, uuid, region};
   while (i && earlier(&w->ends[i], &w->ends[(i - 1) / 2])) {

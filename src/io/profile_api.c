@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/grow.h"
 #include "cproton/cproton.h"
 #include "io/hatchet_read.h"
 #include "io/hatchet_read_msgpack.h"
@@ -53,15 +54,15 @@ static int slurp(int fd, unsigned char first, const char *name, char **buf_out,
   buf[0] = (char)first;
   for (;;) {
     if (len == cap) {
-      char *b = cap < CPROTON_PROFILE_MAX_BYTES ? realloc(buf, cap * 2) : NULL;
-      if (!b) {
+      void *b;
+      if (cap >= CPROTON_PROFILE_MAX_BYTES || cp_grow(buf, &cap, len + 1, 1, 1, &b)) {
         free(buf);
         return cap < CPROTON_PROFILE_MAX_BYTES
                    ? cp_error_set(CPROTON_ENOMEM, "%s: out of memory", name)
                    : cp_error_set(CPROTON_ELIMIT, "%s: input longer than %llu "
                                   "bytes", name, CPROTON_PROFILE_MAX_BYTES);
       }
-      buf = b, cap *= 2;
+      buf = b;
     }
     ssize_t n = read(fd, buf + len, cap - len);
     if (n < 0 && errno == EINTR)

@@ -11,21 +11,16 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/grow.h"
 
 #define MAX_ARENA 0xF0000000u
 #define MAX_DEVICES 4096u
 
 static int grow(void **ptr, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap)
-    return CPROTON_OK;
-  size_t n = *cap ? *cap : 16;
-  while (n < need)
-    n *= 2;
-  void *q = realloc(*ptr, n * elem);
-  if (!q)
+  void *q;
+  if (cp_grow(*ptr, cap, need, elem, 16, &q))
     return cp_error_set(CPROTON_ENOMEM, "out of memory");
   *ptr = q;
-  *cap = n;
   return CPROTON_OK;
 }
 

@@ -14,6 +14,7 @@
 #include "backend/cupti/graphtime.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/grow.h"
 
 #define CU_EVENT_DEFAULT 0u /* timing on: cuEventElapsedTime reads it */
 #define SCAN 64 /* free pairs searched for one of the launch's context */
@@ -79,15 +80,12 @@ static int events_in(cp_graphtime *g, slot *s, void *ctx) {
 /* Appends a read launch to the undelivered ones; a failed growth is
  * counted as an error. */
 static void keep(cp_graphtime *g, const cp_graph_launch *l) {
-  if (g->n_done == g->cap_done) {
-    size_t cap = g->cap_done ? 2 * g->cap_done : 256;
-    cp_graph_launch *p = realloc(g->done, cap * sizeof *p);
-    if (!p) {
-      g->stats.errors++;
-      return;
-    }
-    g->done = p, g->cap_done = cap;
+  void *p;
+  if (cp_grow(g->done, &g->cap_done, g->n_done + 1, sizeof *g->done, 256, &p)) {
+    g->stats.errors++;
+    return;
   }
+  g->done = p;
   g->done[g->n_done++] = *l;
 }
 

@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "core/grow.h"
 #include "core/native.h"
 #include "core/session.h"
 
@@ -36,16 +37,13 @@ int cp_fake_launch(const char *kernel, uint64_t duration_ns, uint32_t device,
   if (!(p.name = strdup(kernel)))
     return cp_error_set(CPROTON_ENOMEM, "out of memory");
   pthread_mutex_lock(&lock);
-  if (n_queue == cap_queue) {
-    size_t cap = cap_queue ? cap_queue * 2 : 64;
-    pending *grown = realloc(queue, cap * sizeof *grown);
-    if (!grown) {
-      pthread_mutex_unlock(&lock);
-      free(p.name);
-      return cp_error_set(CPROTON_ENOMEM, "out of memory");
-    }
-    queue = grown, cap_queue = cap;
+  void *grown;
+  if (cp_grow(queue, &cap_queue, n_queue + 1, sizeof *queue, 64, &grown)) {
+    pthread_mutex_unlock(&lock);
+    free(p.name);
+    return cp_error_set(CPROTON_ENOMEM, "out of memory");
   }
+  queue = grown;
   p.correlation = next_correlation++;
   queue[n_queue++] = p;
   pthread_mutex_unlock(&lock);

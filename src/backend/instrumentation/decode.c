@@ -15,6 +15,7 @@
 #include "backend/instrumentation/decode.h"
 #include "backend/instrumentation/decode_events.h"
 #include "core/error.h"
+#include "core/grow.h"
 #include "cproton/instrument.h"
 #include "instrument/layout.h"
 
@@ -157,12 +158,10 @@ static int check_cta(const unsigned char *p, size_t i, const cproton_buffer_layo
 /* Appends an occurrence to the event list (events mode only). */
 static inline __attribute__((always_inline)) int append_event(cproton_decoded *d, cproton_decoded_event ev) {
   if (d->n_events == d->cap_events) {
-    size_t cap = d->cap_events ? d->cap_events * 2 : 256;
-    cproton_decoded_event *e = realloc(d->events, cap * sizeof *e);
-    if (!e)
+    void *e;
+    if (cp_grow(d->events, &d->cap_events, d->n_events + 1, sizeof *d->events, 256, &e))
       return cp_error_set(CPROTON_ENOMEM, "out of memory decoding");
     d->events = e;
-    d->cap_events = cap;
   }
   d->events[d->n_events++] = ev;
   return 0;
@@ -208,10 +207,11 @@ static inline __attribute__((always_inline)) int close_scope(cproton_decoded *d,
 
 static int push_event(cproton_decoded *d, uint32_t scope, uint32_t unit, int64_t t, uint64_t seq, int is_end) {
   if (d->n_ev == d->cap_ev) {
-    size_t cap = d->cap_ev ? d->cap_ev * 2 : 64;
-    cp_ev_rec *e = realloc(d->ev, cap * sizeof *e);
-    cp_ev_pair *p = e ? realloc(d->ev_pairs, (cap / 2 + 1) * sizeof *p) : NULL;
-    if (e)
+    size_t cap = d->cap_ev; /* committed once the pairs fit too */
+    void *e;
+    int rc = cp_grow(d->ev, &cap, d->n_ev + 1, sizeof *d->ev, 64, &e);
+    cp_ev_pair *p = rc ? NULL : realloc(d->ev_pairs, (cap / 2 + 1) * sizeof *p);
+    if (!rc)
       d->ev = e;
     if (!p)
       return cp_error_set(CPROTON_ENOMEM, "out of memory decoding events");
