@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/cct.h"
+#include "core/check.h"
 #include "core/error.h"
 #include "core/strtab.h"
 
@@ -128,6 +129,8 @@ cp_node *cp_cct_child(cp_node *parent, uint32_t name) {
     n = insert(parent, name, hash);
   if (n)
     atomic_store_explicit(&parent->hint, n, memory_order_release);
+  CP_ASSERT(!n || (n->parent == parent && n->name == name &&
+                   n->depth == parent->depth + 1));
   return n;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/check.h"
 #include "core/compat.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -156,5 +157,6 @@ int cp_metric_fold(cp_value *acc, cp_value v, cp_metric_rule rule,
     add_saturating(&acc->u.i, v.u.i, name);
   else
     acc->u.d += v.u.d;
+  CP_ASSERT(acc->kind == v.kind);
   return CPROTON_OK;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/check.h"
 #include "core/error.h"
 #include "core/grow.h"
 #include "core/phase.h"
@@ -44,6 +45,7 @@ static void retire(cp_phases *ps, size_t i) {
   cp_data_reset(p.data);
   cp_trace_clear(p.trace);
   /* grow() cannot fail here: spare has room for every pair ever made. */
+  CP_ASSERT(ps->n_spare < ps->cap_spare);
   ps->spare[ps->n_spare++] = p;
   memmove(&ps->live[i], &ps->live[i + 1],
           (ps->n_live - i - 1) * sizeof *ps->live);
@@ -76,6 +78,7 @@ int cp_phases_begin(cp_phases *ps, uint32_t epoch) {
 }
 
 cp_phase *cp_phases_current(cp_phases *ps) {
+  CP_ASSERT(ps->n_live > 0 && ps->live[ps->n_live - 1].number == ps->current);
   return &ps->live[ps->n_live - 1];
 }
 
@@ -109,6 +112,7 @@ int cp_phases_advance(cp_phases *ps, uint32_t epoch, uint32_t *number_out) {
   if (rc)
     return rc;
   cp_phases_current(ps)->end_epoch = epoch;
+  CP_ASSERT(ps->n_live < ps->cap_live); /* grown above */
   ps->live[ps->n_live++] = p;
   ps->current = p.number;
   if (number_out)

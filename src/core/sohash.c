@@ -12,10 +12,10 @@
  * an ancestor bucket meanwhile, so no one waits.
  * Hot path: yes (scope enter, kernel attribution): no lock, no allocation
  * on lookups. Called by core/cct.c and core/strtab.c. */
-#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/check.h"
 #include "core/sohash.h"
 
 #define ITEM 3u   /* an item key's low bits */
@@ -105,7 +105,7 @@ static cp_solink *start_of(cp_sohash *h, uint64_t p) {
 static cp_solink *seek(cp_solink **prev, uint64_t key) {
   cp_solink *p = *prev, *c = next_of(p);
   while (c && key_of(c) < key) {
-    assert(key_of(c) >= key_of(p));
+    CP_ASSERT(key_of(c) >= key_of(p));
     p = c;
     c = next_of(c);
   }
@@ -121,7 +121,7 @@ static cp_solink *link_after(cp_solink *from, cp_solink *fresh,
                              cp_sohash_eq eq, const void *key) {
   uint64_t k = key_of(fresh);
   cp_solink *prev = from;
-  assert(key_of(from) < k);
+  CP_ASSERT(key_of(from) < k);
   for (;;) {
     cp_solink *c = seek(&prev, k), *at = prev;
     for (; c && key_of(c) == k; at = c, c = next_of(c))
@@ -153,7 +153,7 @@ static cp_solink *start_for_insert(cp_sohash *h, uint64_t p) {
           &m->key, &state, p, memory_order_relaxed, memory_order_relaxed))
     return parent;
   cp_solink *linked = link_after(parent, m, NULL, NULL);
-  assert(linked == m);
+  CP_ASSERT(linked == m);
   (void)linked;
   atomic_store_explicit(&m->key, p | LINKED, memory_order_release);
   return m;

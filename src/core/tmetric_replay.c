@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "core/check.h"
 #include "core/tmetric.h"
 #include "core/tmetric_replay.h"
 
@@ -56,10 +57,12 @@ int cp_tmetric_replay_push(uint32_t slot,
   pthread_mutex_lock(&lock);
   if (slot < CP_TMETRIC_MAX_SLOTS && ready_locked() && free_head) {
     uint32_t i = free_head - 1;
+    CP_ASSERT(n_queued < CP_TMETRIC_REPLAY_MAX); /* a free entry is unqueued */
     free_head = pool[i].next;
     pool[i].next = 0;
     for (int k = 0; k < CP_CONTEXT_KINDS; k++)
       pool[i].node[k] = node[k];
+    CP_ASSERT(!tail[slot] || pool[tail[slot] - 1].next == 0);
     if (tail[slot])
       pool[tail[slot] - 1].next = i + 1;
     else
@@ -79,6 +82,7 @@ int cp_tmetric_replay_pop(uint32_t slot, cp_node *out[CP_CONTEXT_KINDS]) {
   pthread_mutex_lock(&lock);
   if (pool && slot < CP_TMETRIC_MAX_SLOTS && head[slot]) {
     uint32_t i = head[slot] - 1;
+    CP_ASSERT(n_queued > 0 && tail[slot]);
     head[slot] = pool[i].next;
     if (!head[slot])
       tail[slot] = 0;

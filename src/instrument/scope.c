@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/check.h"
 #include "core/error.h"
 #include "cproton/instrument.h"
 #include "instrument/flow.h"
@@ -68,6 +69,7 @@ static int lookup(assigner *a, const cp_ptx_site *st, int32_t parent, uint32_t *
     const char *nm = t->names[a->hash[i] - 1];
     if (strlen(nm) == n && !memcmp(nm, s, n)) {
       *id = a->hash[i] - 1;
+      CP_ASSERT(*id < t->n);
       if (is_event_id(t, *id) != !!st->is_event)
         return cp_error_set(CPROTON_EPARSE, "kernel '%s': %s: '%s' is used both as a scope and as an event",
                             a->kname, where(a, st), nm);
@@ -81,6 +83,7 @@ static int lookup(assigner *a, const cp_ptx_site *st, int32_t parent, uint32_t *
     return cp_error_set(CPROTON_ENOMEM, "out of memory assigning scopes");
   memcpy(copy, s, n);
   copy[n] = '\0';
+  CP_ASSERT(t->n < a->hcap / 2); /* hcap >= 2 x sites: probes end */
   t->names[t->n] = copy;
   t->parents[t->n] = parent;
   *id = t->n++;

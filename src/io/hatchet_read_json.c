@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/check.h"
 #include "cproton/profile.h"
 #include "io/hatchet_read_json_number.h"
 #include "io/hatchet_read_json_string.h"
@@ -211,6 +212,7 @@ static int lex_token(cp_json_lexer *lx) {
     return CPROTON_OK;
   }
   cp_json_tok t = (cp_json_tok)punct[(unsigned char)d[pos]];
+  CP_ASSERT(lx->eof || end - pos >= LOOKAHEAD);
   if (t == CP_JSON_EOF)
     return lex_value(lx);
   lx->pos = pos + 1;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/check.h"
 #include "core/grow.h"
 #include "io/pb.h"
 
@@ -55,6 +56,7 @@ size_t cp_pb_varint_size(uint64_t v) {
 static void key(cp_pb *p, uint32_t field, int type) {
   if (reserve(p, 10))
     p->n += cp_pb_put_varint(p->b + p->n, (uint64_t)field << 3 | (unsigned)type);
+  CP_ASSERT(p->oom || p->n <= p->cap);
 }
 
 void cp_pb_varint(cp_pb *p, uint32_t field, uint64_t v) {
@@ -77,6 +79,7 @@ void cp_pb_bytes(cp_pb *p, uint32_t field, const void *data, size_t n) {
     memcpy(p->b + p->n, data, n);
     p->n += n;
   }
+  CP_ASSERT(p->oom || p->n <= p->cap);
 }
 
 void cp_pb_raw(cp_pb *p, const void *data, size_t n) {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/check.h"
 #include "core/error.h"
 #include "core/grow.h"
 
@@ -223,6 +224,7 @@ int cp_profile_model_set_metric(cproton_profile *p, uint32_t node,
                         CP_PROFILE_MAX_NODE_METRICS);
   if (n->n_metrics == 0)
     n->metric_off = (uint32_t)p->n_metrics;
+  CP_ASSERT(n->metric_off + n->n_metrics == p->n_metrics);
   if (p->n_metrics >= UINT32_MAX - 1)
     return cp_error_set(CPROTON_ELIMIT, "too many metric values");
   if (p->n_metrics == p->metrics_cap) {

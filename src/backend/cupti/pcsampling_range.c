@@ -14,6 +14,7 @@
 
 #include "backend/cupti/callbacks.h"
 #include "backend/cupti/pcsampling_state.h"
+#include "core/check.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/strtab.h"
@@ -143,6 +144,7 @@ static in_flight *my_flight(void) {
     my_slot = g->n_threads < MAX_THREADS ? g->n_threads++ : -1;
     my_epoch = g->slot_epoch;
   }
+  CP_ASSERT(my_slot < MAX_THREADS && g->n_threads <= MAX_THREADS);
   return my_slot < 0 ? NULL : &g->flights[my_slot];
 }
 

@@ -19,6 +19,7 @@
 #include "backend/instrumentation/runtime.h"
 #include "backend/instrumentation/runtime_state.h"
 #include "backend/instrumentation/sums.h"
+#include "core/check.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -31,6 +32,7 @@ static cp_instr_runtime *const g = &cp_instr_rt;
 static void drain(void) {
   while (!g->delivering && g->ready && g->ready->seq == g->next_delivery) {
     pending *p = g->ready;
+    CP_ASSERT(p->seq == g->next_delivery);
     g->ready = p->ready_next;
     g->delivering = 1;
     pthread_mutex_unlock(&g->lock);
@@ -77,6 +79,7 @@ static void finish(const cp_cudadrv *d, pending *p) {
     at = &(*at)->ready_next;
   p->ready_next = *at;
   *at = p;
+  CP_ASSERT(!p->ready_next || p->ready_next->seq > p->seq);
   drain();
   pthread_mutex_unlock(&g->lock);
 }
