@@ -83,7 +83,7 @@ static int size_units(const cp_ptx_kernel *k, const cproton_ptx_options *o, cons
                       cproton_buffer_layout *lay, uint32_t *mask_out) {
   uint32_t warps = o->num_warps;
   if (!warps) {
-    uint64_t threads = (uint64_t)k->ntid[0] * (k->ntid[1] ? k->ntid[1] : 1) * (k->ntid[2] ? k->ntid[2] : 1);
+    uint64_t threads = (uint64_t)k->h.ntid[0] * (k->h.ntid[1] ? k->h.ntid[1] : 1) * (k->h.ntid[2] ? k->h.ntid[2] : 1);
     warps = (uint32_t)((threads + 31) / 32);
   }
   if (!warps)
@@ -118,8 +118,8 @@ static int size_units(const cp_ptx_kernel *k, const cproton_ptx_options *o, cons
 static int note_partitioned_events(const char *text, const cp_ptx_kernel *k, const cproton_ptx_options *o,
                                    const char *kname, cp_scope_table *t) {
   uint32_t wpu = cp_layout_unit_warps((uint32_t)o->granularity);
-  size_t len = k->body_end > k->name_off ? k->body_end - k->name_off : 0;
-  if (!cp_scope_has_events(t) || (wpu == 1 && !o->sample_mask) || !memmem(text + k->name_off, len, "setmaxnreg", 10))
+  size_t len = k->body_end > k->h.name_off ? k->body_end - k->h.name_off : 0;
+  if (!cp_scope_has_events(t) || (wpu == 1 && !o->sample_mask) || !memmem(text + k->h.name_off, len, "setmaxnreg", 10))
     return 0;
   char why[512];
   snprintf(why, sizeof why, "kernel '%s': events in a warp-specialized kernel with %u warps per unit%s: "
@@ -212,12 +212,12 @@ static int plan_kernel(const char *text, size_t size, const cp_ptx_module *m, co
   if (eff.strategy == CPROTON_STRATEGY_FLUSH)
     eff.buffer = CPROTON_BUFFER_GLOBAL;
   o = &eff;
-  ko->name = malloc(k->name_len + 1);
+  ko->name = malloc(k->h.name_len + 1);
   if (!ko->name)
     return cp_error_set(CPROTON_ENOMEM, "out of memory");
-  memcpy(ko->name, text + k->name_off, k->name_len);
-  ko->name[k->name_len] = '\0';
-  if (!k->param_len || !k->param_is_u64)
+  memcpy(ko->name, text + k->h.name_off, k->h.name_len);
+  ko->name[k->h.name_len] = '\0';
+  if (!k->h.param_len || !k->h.param_is_u64)
     return cp_error_set(CPROTON_EUNSUPPORTED,
                         "kernel '%s' (line %u): the last .param must be a 64-bit pointer to the profile "
                         "buffer (Triton >= 3.5 passes profile_scratch there; CUDA C kernels end their "
@@ -250,8 +250,8 @@ static int plan_kernel(const char *text, size_t size, const cp_ptx_module *m, co
                         .header_bytes = lay->header_bytes, .per_cta_bytes = lay->per_cta_bytes,
                         .sample_mask = mask, .n_scopes = ko->scopes.n, .aggregate = agg,
                         .flow_verified = ko->scopes.flow_verified,
-                        .param = text + k->param_off, .param_len = k->param_len,
-                        .one_dim = k->ntid_required && k->ntid[1] <= 1 && k->ntid[2] <= 1 && !o->num_warps};
+                        .param = text + k->h.param_off, .param_len = k->h.param_len,
+                        .one_dim = k->h.ntid_required && k->h.ntid[1] <= 1 && k->h.ntid[2] <= 1 && !o->num_warps};
   return 0;
 }
 

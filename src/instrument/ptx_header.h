@@ -1,7 +1,9 @@
 /* instrument/ptx_header.h -- the PTX reader's parser of a function header
- * (ptx_header.c) and the two lexical helpers the reader's files share: what
- * an identifier character is, blank skipping. Private to the reader
- * (ptx_read.c, ptx_header.c). */
+ * (ptx_header.c), what it finds (cp_ptx_header, which every read kernel
+ * holds: ptx_read.h's cp_ptx_kernel.h) and the two lexical helpers the
+ * reader's files share: what an identifier character is, blank skipping.
+ * The parser and the helpers are the reader's own (ptx_read.c,
+ * ptx_header.c). */
 #ifndef CP_INSTRUMENT_PTX_HEADER_H
 #define CP_INSTRUMENT_PTX_HEADER_H
 

@@ -313,17 +313,9 @@ static long find_function(const char *code, int *is_entry) {
 
 /* The header parser's findings into the current kernel. */
 static int read_header(reader *r) {
-  cp_ptx_header h = {0};
-  int rc = cp_ptx_read_header(r->header.data ? r->header.data : "", r->hstart,
-                              r->is_entry, r->cur.line, &h);
-  if (rc)
-    return rc;
-  r->cur.name_off = h.name_off, r->cur.name_len = h.name_len;
-  r->cur.param_off = h.param_off, r->cur.param_len = h.param_len;
-  r->cur.param_is_u64 = h.param_is_u64;
-  memcpy(r->cur.ntid, h.ntid, sizeof h.ntid);
-  r->cur.ntid_required = h.ntid_required;
-  return 0;
+  r->cur.h = (cp_ptx_header){0};
+  return cp_ptx_read_header(r->header.data ? r->header.data : "", r->hstart,
+                            r->is_entry, r->cur.line, &r->cur.h);
 }
 
 /* Header state: scan [from, len) of the current line for '{' or ';'. */

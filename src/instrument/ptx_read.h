@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "instrument/ptx_header.h"
+
 /* Limits on untrusted input. */
 #define CP_PTX_MAX_BYTES (512u << 20)
 #define CP_PTX_MAX_KERNELS 4096u
@@ -39,14 +41,10 @@ typedef struct cp_ptx_site {
 } cp_ptx_site;
 
 typedef struct cp_ptx_kernel {
-  size_t name_off, name_len;
+  cp_ptx_header h;       /* name, last parameter, launch bounds */
   uint32_t line;         /* line of the .entry directive */
   size_t prologue_at;    /* insert declarations + prologue here */
   size_t body_end;       /* offset of the body's closing '}' */
-  size_t param_off, param_len; /* last .param's name; 0 length if none */
-  int param_is_u64;      /* the last .param is a 64-bit scalar */
-  uint32_t ntid[3];      /* from .reqntid / .maxntid; 0 if absent */
-  int ntid_required;     /* .reqntid (exact) rather than .maxntid */
   uint32_t static_shared; /* bytes of .shared declared in the body */
   cp_ptx_site *sites;
   size_t n_sites, cap_sites;

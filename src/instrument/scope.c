@@ -377,8 +377,8 @@ int cp_scope_assign(const char *text, const cp_ptx_kernel *k, cp_scope_table *t)
   a.hcap = 16;
   while (a.hcap < 2 * nr)
     a.hcap *= 2;
-  size_t nlen = k->name_len < sizeof a.kname ? k->name_len : sizeof a.kname - 1;
-  memcpy(a.kname, text + k->name_off, nlen);
+  size_t nlen = k->h.name_len < sizeof a.kname ? k->h.name_len : sizeof a.kname - 1;
+  memcpy(a.kname, text + k->h.name_off, nlen);
   a.kname[nlen] = '\0';
   a.hash = calloc(a.hcap, sizeof *a.hash);
   a.stack = malloc(nr * sizeof *a.stack);

@@ -55,7 +55,7 @@ static const char *const da_names[] = {"call_stack", "correlation", "graph"};
 
 /* ---- small tables ------------------------------------------------------ */
 
-int cp_pf_bit_test_set(writer *w, bits *b, uint32_t i) {
+int cp_perfetto_bit_test_set(writer *w, bits *b, uint32_t i) {
   size_t word = i / 64;
   if (word >= b->n_words) {
     size_t was = b->n_words;
@@ -111,7 +111,7 @@ static track_slot *track_slot_of(writer *w, const track_key *k) {
 
 /* ---- packets ---------------------------------------------------------- */
 
-void cp_pf_emit(writer *w, cp_pb *p) {
+void cp_perfetto_emit(writer *w, cp_pb *p) {
   if (p->oom) {
     w->oom = 1;
     return;
@@ -124,8 +124,8 @@ void cp_pf_emit(writer *w, cp_pb *p) {
   w->st.bytes += n + p->n;
 }
 
-void cp_pf_put_interned(cp_pb *p, uint32_t field, uint64_t iid,
-                         uint32_t str_field, const char *s) {
+void cp_perfetto_put_interned(cp_pb *p, uint32_t field, uint64_t iid,
+                              uint32_t str_field, const char *s) {
   cp_pb_begin(p, field);
   cp_pb_varint(p, IN_IID, iid);
   cp_pb_string(p, str_field, s);
@@ -142,9 +142,9 @@ static void put_head(writer *w) {
   cp_pb_end(p);
   cp_pb_begin(p, PKT_INTERNED);
   for (size_t i = 0; i < sizeof da_names / sizeof *da_names; i++)
-    cp_pf_put_interned(p, IN_DA_NAMES, i + 1, IN_NAME, da_names[i]);
+    cp_perfetto_put_interned(p, IN_DA_NAMES, i + 1, IN_NAME, da_names[i]);
   cp_pb_end(p);
-  cp_pf_emit(w, p);
+  cp_perfetto_emit(w, p);
 }
 
 static uint64_t clock_ns(clockid_t id) {
@@ -177,7 +177,7 @@ static void put_clock_snapshot(writer *w) {
   put_clock(p, CLOCK_BOOTTIME_ID, w->t0 + (boot - raw), 0);
   put_clock(p, CLOCK_REALTIME_ID, w->t0 + (real - raw), 0);
   cp_pb_end(p);
-  cp_pf_emit(w, p);
+  cp_perfetto_emit(w, p);
 }
 
 static void put_process(writer *w) {
@@ -197,14 +197,14 @@ static void put_process(writer *w) {
   cp_pb_string(p, PROC_NAME, name);
   cp_pb_end(p);
   cp_pb_end(p);
-  cp_pf_emit(w, p);
+  cp_perfetto_emit(w, p);
   w->st.tracks++;
 }
 
 /* ---- tracks ------------------------------------------------------------- */
 
 
-const char *cp_pf_str_or(uint32_t id, const char *fallback) {
+const char *cp_perfetto_str_or(uint32_t id, const char *fallback) {
   const char *s = cp_strtab_str(id);
   return s && *s ? s : fallback;
 }
@@ -225,24 +225,24 @@ static uint64_t describe(writer *w, const track_key *k, char *name,
   case TK_STREAM:
     snprintf(name, size, "stream %u", k->b);
     *rank = k->b;
-    return cp_pf_track(w, TK_GPU, k->a, 0, 0, 0);
+    return cp_perfetto_track(w, TK_GPU, k->a, 0, 0, 0);
   case TK_GRAPHS:
     snprintf(name, size, "graph replays");
     *rank = -1;
-    return cp_pf_track(w, TK_GPU, k->a, 0, 0, 0);
+    return cp_perfetto_track(w, TK_GPU, k->a, 0, 0, 0);
   case TK_KERNEL:
-    snprintf(name, size, "%s (warps)", cp_pf_str_or(k->a, "?"));
+    snprintf(name, size, "%s (warps)", cp_perfetto_str_or(k->a, "?"));
     *ordered = 1;
     return 1;
   case TK_CTA:
     snprintf(name, size, "CTA %u (SM %u)", k->c, k->b);
     *rank = k->c;
     *ordered = 1;
-    return cp_pf_track(w, TK_KERNEL, k->a, 0, 0, 0);
+    return cp_perfetto_track(w, TK_KERNEL, k->a, 0, 0, 0);
   case TK_WARP:
     snprintf(name, size, "warp %u", k->d);
     *rank = k->d;
-    return cp_pf_track(w, TK_CTA, k->a, k->b, k->c, 0);
+    return cp_perfetto_track(w, TK_CTA, k->a, k->b, k->c, 0);
   }
   return 1;
 }
@@ -272,13 +272,13 @@ static void put_track(writer *w, const track_key *k, uint64_t uuid) {
   if (rank != INT64_MIN) /* int32: negative ranks are 10-byte varints */
     cp_pb_varint(p, TD_SIBLING_RANK, (uint64_t)(int64_t)(int32_t)rank);
   cp_pb_end(p);
-  cp_pf_emit(w, p);
+  cp_perfetto_emit(w, p);
   w->st.tracks++;
 }
 
 /* The uuid of a track, describing it first when it is new. 0: no memory. */
-uint64_t cp_pf_track(writer *w, track_kind kind, uint32_t a, uint32_t b,
-                     uint32_t c, uint32_t d) {
+uint64_t cp_perfetto_track(writer *w, track_kind kind, uint32_t a, uint32_t b,
+                           uint32_t c, uint32_t d) {
   track_key k = {kind, a, b, c, d};
   track_slot *slot = track_slot_of(w, &k);
   if (!slot) {
@@ -304,7 +304,7 @@ static int scan(void *user, const cp_event *e) {
   if (e->launch_ns && e->launch_ns < w->t0)
     w->t0 = e->launch_ns;
   if (e->kind == CP_EVENT_KERNEL && e->group)
-    cp_pf_note_replay(w, e);
+    cp_perfetto_events_note_replay(w, e);
   return w->oom ? CPROTON_ENOMEM : 0;
 }
 
@@ -352,12 +352,12 @@ int cp_perfetto_write(cp_sink *s, const cp_trace *t,
     put_head(w);
     put_clock_snapshot(w);
     put_process(w);
-    rc = cp_trace_each(t, cp_pf_collect, w);
+    rc = cp_trace_each(t, cp_perfetto_events_collect, w);
   }
   if (!rc) {
-    cp_pf_flush_window(w);
-    cp_pf_drain_ends(w, UINT64_MAX);
-    cp_pf_put_replays(w);
+    cp_perfetto_events_flush_window(w);
+    cp_perfetto_events_drain_ends(w, UINT64_MAX);
+    cp_perfetto_events_put_replays(w);
   }
   if (w->oom)
     rc = cp_error_set(CPROTON_ENOMEM, "out of memory writing a trace");

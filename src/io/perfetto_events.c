@@ -47,7 +47,8 @@ static void stack_string(uint32_t node, char *out, size_t size) {
     path[n++] = c;
   out[0] = '\0';
   while (n-- && len + 1 < size) {
-    const char *s = path[n]->id ? cp_pf_str_or(path[n]->name, "?") : "ROOT";
+    const char *s =
+        path[n]->id ? cp_perfetto_str_or(path[n]->name, "?") : "ROOT";
     int k = snprintf(out + len, size - len, "%s%s", len ? ";" : "", s);
     len += k > 0 ? (size_t)k : 0;
   }
@@ -59,21 +60,21 @@ static void event_close(writer *w, uint32_t name, int has_stack,
   cp_pb *p = &w->pkt;
   cp_pb_end(p);
   int new_name = name != UINT32_MAX &&
-                 !cp_pf_bit_test_set(w, &w->names, cp_strtab_index(name));
-  int new_stack = has_stack && !cp_pf_bit_test_set(w, &w->stacks, node);
+                 !cp_perfetto_bit_test_set(w, &w->names, cp_strtab_index(name));
+  int new_stack = has_stack && !cp_perfetto_bit_test_set(w, &w->stacks, node);
   if (new_name || new_stack) {
     cp_pb_begin(p, PKT_INTERNED);
     if (new_name)
-      cp_pf_put_interned(p, IN_EVENT_NAMES, (uint64_t)name + 1, IN_NAME,
-                   cp_pf_str_or(name, "?"));
+      cp_perfetto_put_interned(p, IN_EVENT_NAMES, (uint64_t)name + 1, IN_NAME,
+                   cp_perfetto_str_or(name, "?"));
     if (new_stack) {
       stack_string(node, w->stack_buf, sizeof w->stack_buf);
-      cp_pf_put_interned(p, IN_DA_STRINGS, (uint64_t)node + 1, IN_NAME,
+      cp_perfetto_put_interned(p, IN_DA_STRINGS, (uint64_t)node + 1, IN_NAME,
                    w->stack_buf);
     }
     cp_pb_end(p);
   }
-  cp_pf_emit(w, p);
+  cp_perfetto_emit(w, p);
 }
 
 static void annotate(cp_pb *p, uint32_t name_iid, uint32_t field,
@@ -113,7 +114,7 @@ static void pop_end(writer *w) {
 
 /* Writes every pending end at or before `ts` (ends before begins at equal
  * times: back-to-back slices stay siblings). */
-void cp_pf_drain_ends(writer *w, uint64_t ts) {
+void cp_perfetto_events_drain_ends(writer *w, uint64_t ts) {
   while (w->n_ends && w->ends[0].ts <= ts)
     pop_end(w);
 }
@@ -147,7 +148,7 @@ static uint64_t end_of(const cp_event *e) {
 }
 
 static void put_scope(writer *w, const cp_event *e) {
-  uint64_t uuid = cp_pf_track(w, TK_THREAD, e->lane, 0, 0, 0);
+  uint64_t uuid = cp_perfetto_track(w, TK_THREAD, e->lane, 0, 0, 0);
   event_open(w, e->start_ns, 1, SLICE_BEGIN, uuid);
   cp_pb_varint(&w->pkt, TE_NAME_IID, (uint64_t)e->name + 1);
   annotate(&w->pkt, DA_CALL_STACK, DA_STRING_IID, (uint64_t)e->node + 1);
@@ -157,21 +158,23 @@ static void put_scope(writer *w, const cp_event *e) {
 
 /* A "launch" instant on the launching thread that starts flow `id`. */
 static void put_launch(writer *w, uint64_t ts, uint32_t thread, uint64_t id) {
-  event_open(w, ts, 1, INSTANT, cp_pf_track(w, TK_THREAD, thread, 0, 0, 0));
+  event_open(w, ts, 1, INSTANT,
+             cp_perfetto_track(w, TK_THREAD, thread, 0, 0, 0));
   cp_pb_varint(&w->pkt, TE_NAME_IID, (uint64_t)w->launch_name + 1);
   cp_pb_fixed64(&w->pkt, TE_FLOW, id);
   event_close(w, w->launch_name, 0, 0);
 }
 
 /* Whether a kernel's launch gets its own flow: graph replays' kernels do
- * not (the launch's flow ends on the replay slice, cp_pf_put_replays). */
+ * not (the launch's flow ends on the replay slice,
+ * cp_perfetto_events_put_replays). */
 static int kernel_flow(const cp_event *e) {
   return e->kind == CP_EVENT_KERNEL && e->launch_ns &&
          e->launch_ns <= e->start_ns && !e->group;
 }
 
 static void put_kernel(writer *w, const cp_event *e) {
-  uint64_t uuid = cp_pf_track(w, TK_STREAM, e->device, e->lane, 0, 0);
+  uint64_t uuid = cp_perfetto_track(w, TK_STREAM, e->device, e->lane, 0, 0);
   event_open(w, e->start_ns, 1, SLICE_BEGIN, uuid);
   cp_pb *p = &w->pkt;
   cp_pb_varint(p, TE_NAME_IID, (uint64_t)e->name + 1);
@@ -186,8 +189,8 @@ static void put_kernel(writer *w, const cp_event *e) {
 }
 
 static void put_region(writer *w, const cp_event *e) {
-  uint64_t uuid = cp_pf_track(w, TK_WARP, e->group, e->device, e->correlation,
-                        e->lane);
+  uint64_t uuid = cp_perfetto_track(w, TK_WARP, e->group, e->device,
+                                    e->correlation, e->lane);
   size_t before = w->st.bytes;
   event_open(w, e->start_ns, 1, SLICE_BEGIN, uuid);
   cp_pb_varint(&w->pkt, TE_NAME_IID, (uint64_t)e->name + 1);
@@ -201,7 +204,7 @@ static void put_region(writer *w, const cp_event *e) {
 #define KIND_LAUNCH 0x80
 
 static void put_event(writer *w, const cp_event *e) {
-  cp_pf_drain_ends(w, e->start_ns);
+  cp_perfetto_events_drain_ends(w, e->start_ns);
   if (e->kind == KIND_LAUNCH) {
     put_launch(w, e->start_ns, e->launch_lane, e->correlation);
     return;
@@ -237,7 +240,7 @@ static int by_time(const void *pa, const void *pb) {
   return da < db ? -1 : da > db;
 }
 
-void cp_pf_flush_window(writer *w) {
+void cp_perfetto_events_flush_window(writer *w) {
   qsort(w->win, w->n_win, sizeof *w->win, by_time);
   for (size_t i = 0; i < w->n_win; i++)
     put_event(w, &w->win[i]);
@@ -247,10 +250,10 @@ void cp_pf_flush_window(writer *w) {
 static void add_to_window(writer *w, const cp_event *e) {
   w->win[w->n_win++] = *e;
   if (w->n_win == w->cap_win)
-    cp_pf_flush_window(w);
+    cp_perfetto_events_flush_window(w);
 }
 
-int cp_pf_collect(void *user, const cp_event *e) {
+int cp_perfetto_events_collect(void *user, const cp_event *e) {
   writer *w = user;
   add_to_window(w, e);
   if (kernel_flow(e)) {
@@ -291,7 +294,7 @@ static replay *replay_slot(writer *w, uint32_t corr) {
   return &w->replays[j];
 }
 
-void cp_pf_note_replay(writer *w, const cp_event *e) {
+void cp_perfetto_events_note_replay(writer *w, const cp_event *e) {
   replay *r = replay_slot(w, e->correlation);
   if (!r) {
     w->st.replays_skipped++;
@@ -311,12 +314,12 @@ void cp_pf_note_replay(writer *w, const cp_event *e) {
     r->end = end_of(e);
 }
 
-void cp_pf_put_replays(writer *w) {
+void cp_perfetto_events_put_replays(writer *w) {
   for (size_t i = 0; i < w->cap_replays; i++) {
     const replay *r = &w->replays[i];
     if (!r->n_kernels)
       continue;
-    uint64_t uuid = cp_pf_track(w, TK_GRAPHS, r->device, 0, 0, 0);
+    uint64_t uuid = cp_perfetto_track(w, TK_GRAPHS, r->device, 0, 0, 0);
     int flow = r->launch_ns && r->launch_ns <= r->start;
     event_open(w, r->start, 1, SLICE_BEGIN, uuid);
     cp_pb *p = &w->pkt;

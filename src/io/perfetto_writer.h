@@ -100,27 +100,28 @@ typedef struct writer {
 /* perfetto.c: tables, packets, tracks */
 /* Sets bit `i` of `b`; returns whether it was set before (1 when out of
  * memory, with w->oom set: nothing is interned that cannot be tracked). */
-int cp_pf_bit_test_set(writer *w, bits *b, uint32_t i);
+int cp_perfetto_bit_test_set(writer *w, bits *b, uint32_t i);
 /* Frames packet `p` into the output as one TracePacket. */
-void cp_pf_emit(writer *w, cp_pb *p);
+void cp_perfetto_emit(writer *w, cp_pb *p);
 /* An interned-data entry {iid, name} in field `field` of `p`. */
-void cp_pf_put_interned(cp_pb *p, uint32_t field, uint64_t iid, uint32_t str_field, const char *s);
+void cp_perfetto_put_interned(cp_pb *p, uint32_t field, uint64_t iid,
+                              uint32_t str_field, const char *s);
 /* The string of strtab id `id`, or `fallback`. */
-const char *cp_pf_str_or(uint32_t id, const char *fallback);
+const char *cp_perfetto_str_or(uint32_t id, const char *fallback);
 /* The uuid of a track, described on first use; 0 when out of memory. */
-uint64_t cp_pf_track(writer *w, track_kind kind, uint32_t a, uint32_t b,
-                     uint32_t c, uint32_t d);
+uint64_t cp_perfetto_track(writer *w, track_kind kind, uint32_t a, uint32_t b,
+                           uint32_t c, uint32_t d);
 
 /* perfetto_events.c: events, the window, graph replays */
 /* cp_trace_each's callback of the second pass: one event into the window. */
-int cp_pf_collect(void *user, const cp_event *e);
+int cp_perfetto_events_collect(void *user, const cp_event *e);
 /* Writes the slice ends due at or before `ts`. */
-void cp_pf_drain_ends(writer *w, uint64_t ts);
+void cp_perfetto_events_drain_ends(writer *w, uint64_t ts);
 /* Sorts and writes the events in the window. */
-void cp_pf_flush_window(writer *w);
+void cp_perfetto_events_flush_window(writer *w);
 /* First pass: a kernel replayed from a CUDA graph joins its launch's slice. */
-void cp_pf_note_replay(writer *w, const cp_event *e);
+void cp_perfetto_events_note_replay(writer *w, const cp_event *e);
 /* One slice per graph launch, after every event. */
-void cp_pf_put_replays(writer *w);
+void cp_perfetto_events_put_replays(writer *w);
 
 #endif
