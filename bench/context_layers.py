@@ -10,17 +10,18 @@ unprofiled and ≤ 1/3 of torch.profiler's added time; profile size ≤ 2× a
 shadow profile of the same steps."""
 import json
 import os
-import statistics
-import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels"))
+from fresh_worker import interleaved, median_of  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VARIANTS = ("none", "python", "python_aten", "torch_profiler", "proton36", "shadow")
 STEPS = 20
 
 
-def child(kind, variant, out):
+def child(variant, kind, out):
     sys.path.insert(0, HERE)
     import contextlib
     import workloads
@@ -55,7 +56,7 @@ def child(kind, variant, out):
     dt = (time.perf_counter() - t) / STEPS
     stop()
     size = os.path.getsize(path + ".hatchet") if path and os.path.exists(path + ".hatchet") else None
-    print(json.dumps({"variant": variant, "step_s": dt, "bytes": size}))
+    print("JSON " + json.dumps({"variant": variant, "step_s": dt, "bytes": size}))
 
 
 def main():
@@ -63,20 +64,9 @@ def main():
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     out = os.path.abspath(sys.argv[3] if len(sys.argv) > 3 else "out/context_layers")
     os.makedirs(out, exist_ok=True)
-    got = {v: [] for v in VARIANTS}
-    size = {}
-    for r in range(rounds):
-        for v in VARIANTS:
-            p = subprocess.run([sys.executable, __file__, "--child", kind, v, out],
-                               capture_output=True, text=True, timeout=600)
-            lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
-            if p.returncode or not lines:
-                print(f"FAIL {v} round {r}: rc={p.returncode} {p.stderr[-400:]}")
-                continue
-            res = json.loads(lines[-1])
-            got[v].append(res["step_s"])
-            size[v] = res["bytes"]
-    med = {v: statistics.median(t) for v, t in got.items() if t}
+    got = interleaved(__file__, VARIANTS, [kind, out], rounds, timeout=600)
+    size = {v: rs[-1]["bytes"] for v, rs in got.items() if rs}
+    med = median_of(got, "step_s")
     for v, m in med.items():
         print(f"RESULT {kind} {v}: {m * 1e3:.3f} ms/step ({m / med['none']:.3f}x), bytes={size.get(v)}")
     base, tp = med["none"], med.get("torch_profiler")
@@ -97,6 +87,6 @@ def main():
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child(*sys.argv[2:5])
+        child(*sys.argv[2:5])  # VARIANT KIND OUT
     else:
         sys.exit(main())

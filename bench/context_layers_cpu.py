@@ -9,10 +9,12 @@ usage: context_layers_cpu.py [ROUNDS] [lines|loop]
 Prints RESULT lines: microseconds per forward operation (its backward
 included) for none, shadow, python, python,aten, torch.profiler(with_stack)."""
 import json
-import statistics
-import subprocess
+import os
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels"))
+from fresh_worker import interleaved, median_of  # noqa: E402
 
 VARIANTS = ("none", "shadow", "python", "python,aten", "torch_profiler")
 
@@ -57,26 +59,16 @@ def child(variant, shape):
             step()
         best = min(best, (time.perf_counter() - t) / 20 / 100)
     stop()
-    print(json.dumps({"us_per_op": best * 1e6}))  # 100 forward operations a step
+    print("JSON " + json.dumps({"us_per_op": best * 1e6}))  # 100 forward operations a step
 
 
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     shape = sys.argv[2] if len(sys.argv) > 2 else "lines"
-    got = {v: [] for v in VARIANTS}
-    for _ in range(rounds):
-        for v in VARIANTS:
-            p = subprocess.run([sys.executable, __file__, "--child", v, shape], capture_output=True, text=True)
-            lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
-            if p.returncode or not lines:
-                print(f"FAIL {v}: {p.stderr[-300:]}")
-                continue
-            got[v].append(json.loads(lines[-1])["us_per_op"])
-    base = statistics.median(got["none"])
-    for v, t in got.items():
-        if t:
-            m = statistics.median(t)
-            print(f"RESULT cpu {shape} {v}: {m:.2f} us per forward op (+{m - base:.2f})")
+    med = median_of(interleaved(__file__, VARIANTS, [shape], rounds), "us_per_op")
+    base = med["none"]
+    for v, m in med.items():
+        print(f"RESULT cpu {shape} {v}: {m:.2f} us per forward op (+{m - base:.2f})")
 
 
 if __name__ == "__main__":

@@ -5,14 +5,17 @@ variant and round, rounds interleaved, medians of the best of 5 loops.
 
 usage: context_python_cpu.py [ROUNDS] [DEPTH]
 Prints RESULT lines: microseconds per launch and the excess over shadow."""
-import statistics
-import subprocess
+import json
+import os
 import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels"))
+from fresh_worker import interleaved, median_of  # noqa: E402
+
 VARIANTS = ("none", "shadow", "python")
-N = int(__import__("os").environ.get("CPY_BENCH_N", "20000"))
+N = int(os.environ.get("CPY_BENCH_N", "20000"))
 
 
 def child(variant, depth):
@@ -37,22 +40,13 @@ def child(variant, depth):
         best = min(best, (time.perf_counter() - t) / N)
     if variant != "none":
         proton.finalize()
-    print(f"US {best * 1e6:.4f}")
+    print("JSON " + json.dumps({"us_per_launch": best * 1e6}))
 
 
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     depth = sys.argv[2] if len(sys.argv) > 2 else "30"
-    got = {v: [] for v in VARIANTS}
-    for _ in range(rounds):
-        for v in VARIANTS:
-            p = subprocess.run([sys.executable, __file__, "--child", v, depth], capture_output=True, text=True)
-            lines = [ln for ln in p.stdout.splitlines() if ln.startswith("US ")]
-            if p.returncode or not lines:
-                print(f"FAIL {v}: {p.stderr[-300:]}")
-                continue
-            got[v].append(float(lines[-1].split()[1]))
-    med = {v: statistics.median(t) for v, t in got.items() if t}
+    med = median_of(interleaved(__file__, VARIANTS, [depth], rounds), "us_per_launch")
     for v, m in med.items():
         extra = f" (+{m - med['shadow']:.3f} over shadow)" if v == "python" and "shadow" in med else ""
         print(f"RESULT cpu depth {depth} {v}: {m:.3f} us per launch{extra}")

@@ -17,7 +17,7 @@ the median call times in ms."""
 import json, os, statistics, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels"))
-from pcs_worker import dispatch, run_worker  # noqa: E402
+from fresh_worker import dispatch, run_worker  # noqa: E402
 
 MODES = {  # name -> (profiler, mode, environment)
     "plain": (None, None, {}),

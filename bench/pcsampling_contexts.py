@@ -23,7 +23,7 @@ import json, os, statistics, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels"))
 import pcs_kernels  # noqa: E402
-from pcs_worker import dispatch, run_worker  # noqa: E402
+from fresh_worker import dispatch, run_worker  # noqa: E402
 
 MODES = {
     "exact": ("pcsampling:exact", {}),

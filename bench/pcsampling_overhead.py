@@ -41,7 +41,7 @@ DEFAULT_MODES = "plain,kernels,proton_kernels,cproton,sparse,exact,proton"
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels"))
 import pcs_kernels  # noqa: E402  (the kernels; lines found by marker)
-from pcs_worker import dispatch, run_worker  # noqa: E402
+from fresh_worker import dispatch, run_worker  # noqa: E402
 
 LOAD_LINE = pcs_kernels.line_of("load")  # the chase kernel's dependent-load loop
 FMA_LINE = pcs_kernels.line_of("fma")    # its FMA loop
