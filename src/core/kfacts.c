@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/check.h"
 #include "core/error.h"
 #include "cproton/cproton.h"
 #include "core/kfacts.h"
@@ -108,6 +109,7 @@ static kernel *find_or_add(const char *name) {
 }
 
 static void put(kernel *k, int f, int64_t v) {
+  CP_ASSERT(f >= 0 && f < N_FACTS);
   if (!(k->set >> f & 1))
     k->v[f] = v, k->set |= 1u << f;
 }

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/check.h"
 #include "core/error.h"
 #include "core/kernel_times.h"
 #include "core/trace.h"
@@ -187,6 +188,7 @@ int cp_trace_append(cp_trace *t, const cp_event *e) {
   else if (!t->tail || t->tail->n == BUF_EVENTS)
     rc = make_room(t);
   if (rc == CPROTON_OK) {
+    CP_ASSERT(t->tail && t->tail->n < BUF_EVENTS); /* make_room made room */
     t->tail->events[t->tail->n++] = *e;
     t->count++;
   } else {
