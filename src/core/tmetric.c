@@ -157,9 +157,11 @@ struct cp_tmetric_saved {
 
 static int put(cp_tmetric_saved *sv, const void *p, size_t n) {
   void *b;
-  if (cp_grow(sv->buf, &sv->cap, sv->len + n, 1, 4096, &b))
-    return CPROTON_ENOMEM;
-  sv->buf = b;
+  if (sv->len + n > sv->cap) {
+    if (cp_grow(sv->buf, &sv->cap, sv->len + n, 1, 4096, &b))
+      return CPROTON_ENOMEM;
+    sv->buf = b;
+  }
   memcpy(sv->buf + sv->len, p, n);
   sv->len += n;
   return CPROTON_OK;

@@ -99,11 +99,13 @@ int cp_ptx_records_in_loop(const char *t, size_t size, const cp_ptx_kernel *k, i
     label l;
     if (read_label(t, b, ce, &l)) {
       void *p;
-      if (cp_grow(labels, &cap, n + 1, sizeof *labels, 64, &p)) {
-        free(labels);
-        return cp_error_set(CPROTON_ENOMEM, "out of memory reading branches");
+      if (n == cap) {
+        if (cp_grow(labels, &cap, n + 1, sizeof *labels, 64, &p)) {
+          free(labels);
+          return cp_error_set(CPROTON_ENOMEM, "out of memory reading branches");
+        }
+        labels = p;
       }
-      labels = p;
       labels[n++] = l;
     }
     int br = read_branch(t, b, ce, &off, &len);

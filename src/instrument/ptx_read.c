@@ -94,9 +94,11 @@ static int push_site(reader *r, const cp_ptx_site *site) {
     return cp_error_set(CPROTON_ELIMIT, "line %u: more than %u markers/exits in one kernel",
                         r->lineno, CP_PTX_MAX_SITES);
   void *p;
-  if (cp_grow(k->sites, &k->cap_sites, k->n_sites + 1, sizeof *k->sites, 16, &p))
-    return cp_error_set(CPROTON_ENOMEM, "out of memory reading PTX");
-  k->sites = p;
+  if (k->n_sites == k->cap_sites) {
+    if (cp_grow(k->sites, &k->cap_sites, k->n_sites + 1, sizeof *k->sites, 16, &p))
+      return cp_error_set(CPROTON_ENOMEM, "out of memory reading PTX");
+    k->sites = p;
+  }
   k->sites[k->n_sites++] = *site;
   return 0;
 }

@@ -296,9 +296,11 @@ static int push(parser *ps, uint32_t parent) {
     return perr(ps->lx, CPROTON_ELIMIT, "nodes nested deeper than %u",
                 CPROTON_PROFILE_MAX_DEPTH);
   void *s;
-  if (cp_grow(ps->stack, &ps->cap, ps->sp + 1, sizeof *ps->stack, 64, &s))
-    return perr(ps->lx, CPROTON_ENOMEM, "out of memory");
-  ps->stack = s;
+  if (ps->sp == ps->cap) {
+    if (cp_grow(ps->stack, &ps->cap, ps->sp + 1, sizeof *ps->stack, 64, &s))
+      return perr(ps->lx, CPROTON_ENOMEM, "out of memory");
+    ps->stack = s;
+  }
   if (ps->lx->tok != CP_JSON_LBRACE)
     return perr(ps->lx, CPROTON_EPARSE, "expected a node object, found %s%s",
                 tname(ps->lx->tok),

@@ -347,9 +347,11 @@ static int push(reader *r, stack *s, uint32_t parent) {
     return fail(r, m.at, CPROTON_ELIMIT, "nodes nested deeper than %u",
                 CPROTON_PROFILE_MAX_DEPTH);
   void *f;
-  if (cp_grow(s->f, &s->cap, s->n + 1, sizeof *s->f, 64, &f))
-    return fail(r, m.at, CPROTON_ENOMEM, "out of memory");
-  s->f = f;
+  if (s->n == s->cap) {
+    if (cp_grow(s->f, &s->cap, s->n + 1, sizeof *s->f, 64, &f))
+      return fail(r, m.at, CPROTON_ENOMEM, "out of memory");
+    s->f = f;
+  }
   uint32_t id;
   rc = at(r, m.at, cp_profile_model_add_node(r->p, parent, &id));
   if (!rc)

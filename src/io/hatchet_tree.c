@@ -30,10 +30,12 @@ static int collect_inclusive(cp_hatchet_tree *t, const cp_node_metrics *m,
         cp_value_is_vector(m->flex[i].value.kind))
       continue;
     void *p;
-    if (cp_grow(t->root_zero, cap, t->n_root_zero + 1, sizeof *t->root_zero,
-                16, &p))
-      return cp_error_set(CPROTON_ENOMEM, "out of memory writing a profile");
-    t->root_zero = p;
+    if (t->n_root_zero == *cap) {
+      if (cp_grow(t->root_zero, cap, t->n_root_zero + 1, sizeof *t->root_zero,
+                  16, &p))
+        return cp_error_set(CPROTON_ENOMEM, "out of memory writing a profile");
+      t->root_zero = p;
+    }
     t->root_zero[t->n_root_zero++] = m->flex[i].out_name;
   }
   return CPROTON_OK;

@@ -129,11 +129,14 @@ static void end_at(writer *w, uint64_t start, uint64_t end, uint64_t uuid,
   if (w->n_ends == MAX_PENDING)
     pop_end(w); /* full: the earliest goes now; later begins go absolute */
   void *g;
-  if (cp_grow(w->ends, &w->cap_ends, w->n_ends + 1, sizeof *w->ends, 1024, &g)) {
-    slice_end(w, end, uuid, region); /* out of order, still correct */
-    return;
+  if (w->n_ends == w->cap_ends) {
+    if (cp_grow(w->ends, &w->cap_ends, w->n_ends + 1, sizeof *w->ends, 1024,
+                &g)) {
+      slice_end(w, end, uuid, region); /* out of order, still correct */
+      return;
+    }
+    w->ends = g;
   }
-  w->ends = g;
   size_t i = w->n_ends++;
   w->ends[i] = (pending){end, uuid, region};
   while (i && earlier(&w->ends[i], &w->ends[(i - 1) / 2])) {

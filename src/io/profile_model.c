@@ -19,6 +19,8 @@
 
 static int grow(void **ptr, size_t *cap, size_t need, size_t elem) {
   void *q;
+  if (need <= *cap) /* the common case, without a call */
+    return CPROTON_OK;
   if (cp_grow(*ptr, cap, need, elem, 16, &q))
     return cp_error_set(CPROTON_ENOMEM, "out of memory");
   *ptr = q;

@@ -81,11 +81,14 @@ static int events_in(cp_graphtime *g, slot *s, void *ctx) {
  * counted as an error. */
 static void keep(cp_graphtime *g, const cp_graph_launch *l) {
   void *p;
-  if (cp_grow(g->done, &g->cap_done, g->n_done + 1, sizeof *g->done, 256, &p)) {
-    g->stats.errors++;
-    return;
+  if (g->n_done == g->cap_done) {
+    if (cp_grow(g->done, &g->cap_done, g->n_done + 1, sizeof *g->done, 256,
+                &p)) {
+      g->stats.errors++;
+      return;
+    }
+    g->done = p;
   }
-  g->done = p;
   g->done[g->n_done++] = *l;
 }
 

@@ -38,12 +38,14 @@ int cp_fake_launch(const char *kernel, uint64_t duration_ns, uint32_t device,
     return cp_error_set(CPROTON_ENOMEM, "out of memory");
   pthread_mutex_lock(&lock);
   void *grown;
-  if (cp_grow(queue, &cap_queue, n_queue + 1, sizeof *queue, 64, &grown)) {
-    pthread_mutex_unlock(&lock);
-    free(p.name);
-    return cp_error_set(CPROTON_ENOMEM, "out of memory");
+  if (n_queue == cap_queue) {
+    if (cp_grow(queue, &cap_queue, n_queue + 1, sizeof *queue, 64, &grown)) {
+      pthread_mutex_unlock(&lock);
+      free(p.name);
+      return cp_error_set(CPROTON_ENOMEM, "out of memory");
+    }
+    queue = grown;
   }
-  queue = grown;
   p.correlation = next_correlation++;
   queue[n_queue++] = p;
   pthread_mutex_unlock(&lock);
