@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/check.h"
 #include "core/error.h"
 #include "core/sohash.h"
 #include "core/strtab.h"
@@ -138,12 +139,15 @@ static int insert(tier *t, uint64_t hash, const char *s, size_t len,
     return CPROTON_ELIMIT;
   }
   name_key key = {s, len};
+  /* in the id table before the hash set can hand it out */
+  CP_ASSERT(atomic_load_explicit(id_slot(t, e->id), memory_order_relaxed) == e);
   entry *won = entry_of(cp_sohash_insert(&t->names, hash, &e->link,
                                          same_name, &key));
   if (won != e) { /* another thread won the race: e's id was never given */
     atomic_store_explicit(id_slot(t, e->id), NULL, memory_order_relaxed);
     free(e);
   }
+  CP_ASSERT(won->id != 0 && won->len == len && !memcmp(won->str, s, len));
   *id_out = won->id;
   return CPROTON_OK;
 }

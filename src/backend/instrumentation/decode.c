@@ -14,6 +14,7 @@
 
 #include "backend/instrumentation/decode.h"
 #include "backend/instrumentation/decode_events.h"
+#include "core/check.h"
 #include "core/error.h"
 #include "core/grow.h"
 #include "cproton/instrument.h"
@@ -289,6 +290,7 @@ static inline __attribute__((always_inline)) int pair_records(cproton_decoded *d
   int64_t t = 0;
   uint64_t prev = start_ctr & mask, first = w->n_written - kept;
   uint64_t slot = cap - 1; /* segments are powers of two: k mod cap */
+  CP_ASSERT(cap && (cap & slot) == 0); /* check_layout refused others */
   w->n_dropped = first;
   for (uint64_t k = first; k < w->n_written; k++) {
     uint64_t v = rd64(seg + (k & slot) * CP_LAYOUT_RECORD_BYTES);
