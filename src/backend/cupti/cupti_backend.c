@@ -15,6 +15,7 @@
 #include "backend/cupti/graphtime.h"
 #include "backend/cupti/callbacks.h"
 #include "backend/cupti/pcs_mode.h"
+#include "backend/cupti/pm_mode.h"
 #include "backend/cupti/config.h"
 #include "backend/cupti/features.h"
 #include "backend/cupti/cupti_backend.h"
@@ -212,7 +213,7 @@ static void graph_timing_report(void) {
             CP_GRAPHTIME_PAIRS, (unsigned long long)s.errors);
 }
 
-static int start_locked(const cp_pcs_options *mode) {
+static int start_locked(const cp_pcs_options *mode, const cp_pm_options *pm) {
   int rc = alloc_state();
   if (rc)
     return rc;
@@ -240,6 +241,7 @@ static int start_locked(const cp_pcs_options *mode) {
   atomic_store(&state.devices_seen, 0);
   atomic_store(&discarding, 0);
   env.mode = *mode;
+  env.pm = *pm;
   /* Read at every start, as Proton reads its knob (TRITON_ENABLE_NVTX). */
   config.nvtx = cp_cupti_config_nvtx_from_env();
   if (config.nvtx)
@@ -247,11 +249,44 @@ static int start_locked(const cp_pcs_options *mode) {
   return subscribe();
 }
 
+/* The backend's mode families: "" and pcsampling[...] (pcs_mode.c),
+ * pmsampling[...] (pm_mode.c); one parse per string. */
+static int parse_mode(const char *mode, cp_pcs_options *pcs,
+                      cp_pm_options *pm) {
+  if (!cp_pm_mode_is(mode)) {
+    memset(pm, 0, sizeof *pm);
+    return cp_pcs_mode_parse(mode, pcs);
+  }
+  cp_pcs_mode_parse(NULL, pcs);
+  int rc = cp_pm_mode_parse(mode, pm);
+  if (!rc && pm->exact)
+    rc = cp_error_set(CPROTON_EINVAL, "cupti mode '%s': exact (the range "
+                      "profiler) is not available yet; use pmsampling",
+                      mode);
+  return rc;
+}
+
+static int check_mode(const char *mode) {
+  cp_pcs_options pcs;
+  cp_pm_options pm;
+  return parse_mode(mode, &pcs, &pm);
+}
+
+static int mode_same(const char *a, const char *b) {
+  cp_pm_options x, y;
+  int pa = cp_pm_mode_is(a), pb = cp_pm_mode_is(b);
+  if (!pa && !pb)
+    return cp_pcs_mode_same(a, b);
+  return pa && pb && !cp_pm_mode_parse(a, &x) && !cp_pm_mode_parse(b, &y) &&
+         cp_pm_options_same(&x, &y);
+}
+
 /* Called for every session: the first one starts the features its mode
  * wants; session/start.c refuses later sessions whose mode differs. */
 static int cupti_start(const char *mode) {
   cp_pcs_options o;
-  int rc = cp_pcs_mode_parse(mode, &o);
+  cp_pm_options pm;
+  int rc = parse_mode(mode, &o, &pm);
   if (rc)
     return rc;
   pthread_mutex_lock(&lock);
@@ -259,7 +294,7 @@ static int cupti_start(const char *mode) {
            ? cp_error_set(CPROTON_ESTATE, "cupti: process is exiting")
            : load_locked();
   if (!rc && !atomic_load(&running)) {
-    rc = start_locked(&o);
+    rc = start_locked(&o, &pm);
     if (!rc)
       atomic_store(&running, 1);
   }
@@ -336,6 +371,6 @@ const cp_backend_ops cp_cupti_backend = {
     .stop = cupti_stop,
     .is_default_candidate = 1,
     .times_kernels = 1,
-    .mode_compatible = cp_pcs_mode_same,
-    .check_mode = cp_pcs_mode_check,
+    .mode_compatible = mode_same,
+    .check_mode = check_mode,
 };

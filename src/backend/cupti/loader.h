@@ -8,14 +8,19 @@
 #include <cuda.h>
 #include <cupti.h>
 #include <cupti_pcsampling.h>
+#include <cupti_pmsampling.h>
+#include <cupti_profiler_target.h>
+#include <cupti_target.h>
 #include <limits.h>
 
 #include "backend/cupti/config.h"
+#include "backend/cupti/pm_host_abi.h"
 
 /* X(function) for every vendor function cproton calls. Versioned driver
  * entry points (cuFoo_v2 macros) must not be listed under their macro
  * name: the name is dlsym'd as written, so list the _v2 symbol itself. */
 #define CP_LOADER_CUDA_FUNCS(X)                                                \
+  X(cuInit)                                                                    \
   X(cuDriverGetVersion)                                                        \
   X(cuDeviceGet)                                                               \
   X(cuDeviceGetCount)                                                          \
@@ -56,6 +61,31 @@
   X(cuptiGetSassToSourceCorrelation)                                           \
   X(cuptiGetCubinCrc)
 
+/* PM sampling (CUDA 12.6+; pmsampling mode, pm_sampler.c): resolved when
+ * present; the mode warns and stays off when any is missing. */
+#define CP_LOADER_CUPTI_PM(X)                                                  \
+  X(cuptiProfilerInitialize)                                                   \
+  X(cuptiDeviceGetChipName)                                                    \
+  X(cuptiPmSamplingGetCounterAvailability)                                     \
+  X(cuptiPmSamplingEnable)                                                     \
+  X(cuptiPmSamplingDisable)                                                    \
+  X(cuptiPmSamplingSetConfig)                                                  \
+  X(cuptiPmSamplingStart)                                                      \
+  X(cuptiPmSamplingStop)                                                       \
+  X(cuptiPmSamplingDecodeData)                                                 \
+  X(cuptiPmSamplingGetCounterDataSize)                                         \
+  X(cuptiPmSamplingCounterDataImageInitialize)                                 \
+  X(cuptiPmSamplingGetCounterDataInfo)                                         \
+  X(cuptiPmSamplingCounterDataGetSampleInfo)                                   \
+  X(cuptiProfilerHostInitialize)                                               \
+  X(cuptiProfilerHostDeinitialize)                                             \
+  X(cuptiProfilerHostGetBaseMetrics)                                           \
+  X(cuptiProfilerHostConfigAddMetrics)                                         \
+  X(cuptiProfilerHostGetConfigImageSize)                                       \
+  X(cuptiProfilerHostGetConfigImage)                                           \
+  X(cuptiProfilerHostGetNumOfPasses)                                           \
+  X(cuptiProfilerHostEvaluateToGpuValues)
+
 typedef struct cp_loader_api {
   void *cuda_handle, *cupti_handle;
   char cupti_path[PATH_MAX]; /* the file that loaded */
@@ -63,6 +93,7 @@ typedef struct cp_loader_api {
   CP_LOADER_CUDA_FUNCS(CP_LOADER_MEMBER)
   CP_LOADER_CUPTI_FUNCS(CP_LOADER_MEMBER)
   CP_LOADER_CUPTI_OPTIONAL(CP_LOADER_MEMBER)
+  CP_LOADER_CUPTI_PM(CP_LOADER_MEMBER)
 #undef CP_LOADER_MEMBER
 } cp_loader_api;
 
