@@ -271,10 +271,12 @@ static cp_phase *site_phase(const cp_launch_site *site, int i) {
 static void trace_kernel(cp_trace *t, const cp_launch_site *site,
                          const cp_kernel_record *r, const cp_node *n) {
   cp_event e = {.kind = CP_EVENT_KERNEL, .start_ns = r->start_ns,
-                .end_ns = r->end_ns, .launch_ns = site->launch_ns,
-                .name = n->name, .node = n->id, .lane = r->stream_id,
-                .device = r->device_id, .launch_lane = site->thread,
-                .correlation = r->correlation_id, .group = r->graph_id};
+                .end_ns = r->end_ns, .name = n->name, .node = n->id,
+                .u.kernel = {.launch_ns = site->launch_ns,
+                             .stream = r->stream_id, .device = r->device_id,
+                             .launch_thread = site->thread,
+                             .correlation = r->correlation_id,
+                             .graph_id = r->graph_id}};
   cp_trace_append(t, &e);
 }
 

@@ -303,9 +303,10 @@ static int scan(void *user, const cp_event *e) {
   writer *w = user;
   if (e->start_ns && e->start_ns < w->t0)
     w->t0 = e->start_ns;
-  if (e->launch_ns && e->launch_ns < w->t0)
-    w->t0 = e->launch_ns;
-  if (e->kind == CP_EVENT_KERNEL && e->group)
+  uint64_t launch = cp_event_launch_ns(e);
+  if (launch && launch < w->t0)
+    w->t0 = launch;
+  if (e->kind == CP_EVENT_KERNEL && e->u.kernel.graph_id)
     cp_pf_note_replay(w, e);
   return w->oom ? CPROTON_ENOMEM : 0;
 }

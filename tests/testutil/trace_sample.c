@@ -23,18 +23,18 @@ static size_t scopes(cp_trace *t, uint64_t base) {
   size_t n = 0;
   n += add(t, (cp_event){.kind = CP_EVENT_SCOPE, .start_ns = base + 1000,
                          .end_ns = base + 5000, .name = fwd->name,
-                         .node = fwd->id, .lane = 1});
+                         .node = fwd->id, .u.scope.thread = 1});
   n += add(t, (cp_event){.kind = CP_EVENT_SCOPE, .start_ns = base + 1000,
                          .end_ns = base + 9000, .name = step->name,
-                         .node = step->id, .lane = 1});
+                         .node = step->id, .u.scope.thread = 1});
   n += add(t, (cp_event){.kind = CP_EVENT_SCOPE, .start_ns = base + 1200,
                          .end_ns = base + 1300, .name = step->name,
-                         .node = step->id, .lane = 2});
+                         .node = step->id, .u.scope.thread = 2});
   /* 3 s earlier: event times are then 3e9 ns past the trace's start, as in
    * a real run, which sizes the timestamps honestly */
   n += add(t, (cp_event){.kind = CP_EVENT_SCOPE, .start_ns = base - 3000000000ull,
                          .end_ns = base - 2999999000ull, .name = fwd->name,
-                         .node = fwd->id, .lane = 2});
+                         .node = fwd->id, .u.scope.thread = 2});
   return n;
 }
 
@@ -45,10 +45,11 @@ static size_t kernel(cp_trace *t, const char *name, uint64_t start,
                                   "fwd");
   cp_node *k = cp_cct_child_str(fwd, name);
   return add(t, (cp_event){.kind = CP_EVENT_KERNEL, .start_ns = start,
-                           .end_ns = end, .launch_ns = launch,
-                           .name = k->name, .node = k->id, .lane = stream,
-                           .device = dev, .launch_lane = 1,
-                           .correlation = corr, .group = graph});
+                           .end_ns = end, .name = k->name, .node = k->id,
+                           .u.kernel = {.launch_ns = launch, .stream = stream,
+                                        .device = dev, .launch_thread = 1,
+                                        .correlation = corr,
+                                        .graph_id = graph}});
 }
 
 static size_t regions(cp_trace *t, uint64_t base, const cpt_sample_shape *s) {
@@ -59,13 +60,14 @@ static size_t regions(cp_trace *t, uint64_t base, const cpt_sample_shape *s) {
     for (uint32_t w = 0; w < s->warps; w++)
       for (uint32_t r = 0; r < s->reps; r++) {
         uint64_t t0 = base + 2000 + r * 150 + w * 3;
-        cp_event e = {.kind = CP_EVENT_REGION, .lane = w, .device = 10 + c,
-                      .correlation = c, .group = kname};
+        cp_event e = {.kind = CP_EVENT_REGION,
+                      .u.region = {.warp = w, .sm = 10 + c, .cta = c,
+                                   .kernel_name = kname}};
         e.start_ns = t0 + 10, e.end_ns = t0 + 30, e.name = inner;
-        e.launch_lane = 1;
+        e.u.region.line = 1;
         n += add(t, e);
         e.start_ns = t0, e.end_ns = t0 + 100, e.name = outer;
-        e.launch_lane = 0;
+        e.u.region.line = 0;
         n += add(t, e);
       }
   return n;
