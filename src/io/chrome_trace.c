@@ -4,7 +4,9 @@
  * 3.9's layout is io/chrome_trace39.c, chosen here.
  *
  * Lanes: pid 0 is the host ("CPU"), tid the cproton thread id; pid 1+d is
- * GPU d, tid its stream. Flow events ("s" at the launch on the CPU lane,
+ * GPU d, tid its stream; its hardware-counter samples are "C" events named
+ * after the counter on that pid (one counter track each, in every layout
+ * of this file). Flow events ("s" at the launch on the CPU lane,
  * "f" with "bp": "e" at the kernel) share the correlation id. Events are
  * streamed one by one; only the set of lanes is kept in memory.
  * Not a hot path (finalize). */
@@ -20,6 +22,8 @@
 #include "io/chrome_trace.h"
 
 #define MAX_LANES 4096
+
+#define NO_THREAD UINT32_MAX /* a lane that names only its process */
 
 typedef struct lane {
   uint32_t pid, tid;
@@ -76,6 +80,24 @@ void cp_chrome_put_stack(cp_sink *s, uint32_t node_id) {
       cp_sink_puts(s, ",");
   }
   cp_sink_puts(s, "]");
+}
+
+void cp_chrome_put_counter(cp_sink *s, const cp_event *e, uint32_t pid,
+                           int with_device, uint64_t t0) {
+  const char *counter = cp_strtab_str(e->name);
+  char name[600];
+  if (with_device)
+    snprintf(name, sizeof name, "GPU %u %.500s", e->u.counter.device,
+             counter ? counter : "?");
+  else
+    snprintf(name, sizeof name, "%.500s", counter ? counter : "?");
+  cp_sink_puts(s, "{\"ph\":\"C\",\"cat\":\"counter\",\"name\":");
+  cp_sink_json_string(s, name);
+  cp_sink_printf(s, ",\"pid\":%u,", pid);
+  put_us(s, "ts", e->start_ns - t0);
+  cp_sink_puts(s, ",\"args\":{\"value\":");
+  cp_sink_json_double(s, e->u.counter.value);
+  cp_sink_puts(s, "}}");
 }
 
 static void put_complete(state *st, const cp_event *e, uint32_t pid,
@@ -200,6 +222,10 @@ static int put_event(void *user, const cp_event *e) {
     put_event_link(st, e);
   } else if (e->kind == CP_EVENT_REGION) {
     put_region(st, e);
+  } else if (e->kind == CP_EVENT_COUNTER) {
+    sep(st);
+    cp_chrome_put_counter(st->s, e, e->u.counter.device + 1, 0, st->t0);
+    add_lane(st, e->u.counter.device + 1, NO_THREAD);
   }
   return 0;
 }
@@ -223,6 +249,8 @@ static void put_metadata(state *st) {
                               "\"pid\":%u,\"args\":{\"name\":\"GPU %u\"}}",
                        l->pid, l->pid - 1);
     }
+    if (l->tid == NO_THREAD) /* a GPU with counters only */
+      continue;
     sep(st);
     cp_sink_printf(st->s, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,"
                           "\"tid\":%u,\"args\":{\"name\":\"%s %u\"}}",

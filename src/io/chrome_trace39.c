@@ -18,7 +18,9 @@
  *        a scope, one per graph launch,
  *      one "X" per kernel: "cat" "kernel", tid 200000 + <stream>,
  *        args.call_stack ["ROOT", ..., kernel], args.metrics when its node
- *        has metrics (launch metadata)]}
+ *        has metrics (launch metadata),
+ *      one "C" per hardware-counter sample (cproton's, Proton has none):
+ *        name "GPU <d> <counter>", args.value, at the sample's start]}
  *
  * Everything is in pid 0. Times are microseconds from the earliest event;
  * baseTimeNanoseconds is that event's time on the wall clock (the timebase
@@ -189,11 +191,14 @@ static const scope_span *launch_scope(const state *st, const cp_event *e) {
 
 static int scan(void *user, const cp_event *e) {
   state *st = user;
-  if (e->kind != CP_EVENT_SCOPE && e->kind != CP_EVENT_KERNEL)
+  if (e->kind != CP_EVENT_SCOPE && e->kind != CP_EVENT_KERNEL &&
+      e->kind != CP_EVENT_COUNTER)
     return 0;
   st->n_events++;
   if (e->start_ns < st->t0)
     st->t0 = e->start_ns;
+  if (e->kind == CP_EVENT_COUNTER)
+    return 0;
   if (e->kind == CP_EVENT_SCOPE) {
     add_lane(st->cpu, &st->n_cpu, e->u.scope.thread);
     index_scope(st, e);
@@ -505,6 +510,17 @@ static int put_kernel(void *user, const cp_event *e) {
   return 0;
 }
 
+/* A hardware-counter sample: a counter track "GPU <d> <counter>" in pid 0
+ * (cproton's addition; Proton 3.9 records no counters). */
+static int put_counter(void *user, const cp_event *e) {
+  state *st = user;
+  if (e->kind != CP_EVENT_COUNTER)
+    return 0;
+  sep(st);
+  cp_chrome_put_counter(st->s, e, 0, 1, st->t0);
+  return 0;
+}
+
 /* The wall-clock time of `t` (a CLOCK_MONOTONIC_RAW time, core/clock.h). */
 static uint64_t wall_ns(uint64_t t) {
   struct timespec w;
@@ -536,6 +552,7 @@ int cp_chrome_trace39_write(cp_sink *s, const cp_trace *t, cp_data *d) {
     rc = rc ? rc : put_graph_scopes(st, t);
     rc = rc ? rc : cp_trace_each(t, put_flow, st);
     rc = rc ? rc : cp_trace_each(t, put_kernel, st);
+    rc = rc ? rc : cp_trace_each(t, put_counter, st);
     cp_sink_puts(s, "\n]}\n");
     if (d)
       cp_data_unlock(d);

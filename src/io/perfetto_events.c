@@ -203,6 +203,19 @@ static void put_region(writer *w, const cp_event *e) {
   end_at(w, e->start_ns, end_of(e), uuid, 1);
 }
 
+/* A hardware-counter sample: its value from its start on, on the track of
+ * (device, counter). Uses no interned state. */
+static void put_counter(writer *w, const cp_event *e) {
+  uint64_t uuid = cp_pf_track(w, TK_COUNTER, e->u.counter.device, e->name,
+                              0, 0);
+  uint64_t raw;
+  memcpy(&raw, &e->u.counter.value, sizeof raw); /* its IEEE 754 bits */
+  event_open(w, e->start_ns, 0, COUNTER, uuid);
+  cp_pb_fixed64(&w->pkt, TE_DOUBLE_COUNTER_VALUE, raw);
+  event_close(w, UINT32_MAX, 0, 0);
+  w->st.counters++;
+}
+
 /* Window entries of this kind are a kernel's launch, at its launch time. */
 #define KIND_LAUNCH 0x80
 
@@ -219,6 +232,8 @@ static void put_event(writer *w, const cp_event *e) {
     put_kernel(w, e);
   else if (e->kind == CP_EVENT_REGION)
     put_region(w, e);
+  else if (e->kind == CP_EVENT_COUNTER)
+    put_counter(w, e);
   else
     return;
   w->st.events++;

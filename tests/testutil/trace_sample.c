@@ -73,6 +73,29 @@ static size_t regions(cp_trace *t, uint64_t base, const cpt_sample_shape *s) {
   return n;
 }
 
+/* Hardware-counter samples: three of sm_throughput% on GPU 0 across the
+ * kernels there, one of dram_throughput% on GPU 1. */
+static size_t counters(cp_trace *t, uint64_t base) {
+  static const struct {
+    uint32_t device;
+    const char *name;
+    uint64_t t0, t1;
+    double value;
+  } rows[] = {{0, "sm_throughput%", 1800, 2300, 40.0},
+              {0, "sm_throughput%", 2300, 2800, 75.5},
+              {0, "sm_throughput%", 2800, 3300, 10.25},
+              {1, "dram_throughput%", 2400, 2700, 12.5}};
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+    n += add(t, (cp_event){.kind = CP_EVENT_COUNTER,
+                           .start_ns = base + rows[i].t0,
+                           .end_ns = base + rows[i].t1,
+                           .name = sid(rows[i].name),
+                           .u.counter = {.value = rows[i].value,
+                                         .device = rows[i].device}});
+  return n;
+}
+
 size_t cpt_trace_sample(cp_trace *t, const cpt_sample_shape *shape) {
   const uint64_t base = 5000000000ull; /* 5 s of uptime */
   size_t n = scopes(t, base);
@@ -84,5 +107,6 @@ size_t cpt_trace_sample(cp_trace *t, const cpt_sample_shape *shape) {
   n += kernel(t, "g2", base + 6100, base + 6300, 0, 7, 20, base + 5500, 5);
   n += kernel(t, "g3", base + 6300, base + 6400, 0, 7, 20, base + 5500, 5);
   n += regions(t, base, shape);
+  n += counters(t, base);
   return n;
 }
