@@ -353,7 +353,8 @@ VIEWER = BUILD / "tools" / "viewer" / "cproton-viewer"
 
 def test_merged_ranks_keep_one_process_group_each(tmp_path):
     """`cproton-viewer --merge-traces`: two ranks' traces as one, each with
-    its own sequence, process track group, uuids and flow ids."""
+    its own sequence, process track group, uuids and flow ids; counter
+    tracks keep their descriptor and values."""
     ranks = [tmp_path / "r0.pftrace", tmp_path / "r1.pftrace"]
     for rank, path in enumerate(ranks):
         sample(path, 1, 2, 2, rank)
@@ -379,6 +380,11 @@ def test_merged_ranks_keep_one_process_group_each(tmp_path):
         ends = {f for *_, bp in d.slices(stream) for f in bp.track_event.terminating_flow_ids}
         assert ends == {2 * 11 + rank}
         assert len(d.slices(d.track_named("graph replays", parent=gpu))) == 1
+        sm = d.track_named("sm_throughput%", parent=gpu)  # counter tracks survive
+        assert d.tracks[sm].counter.unit_name == "%"
+        points = sorted(d.points[sm], key=lambda x: (x[0], x[1]))
+        assert [(ts - BASE, p.track_event.double_counter_value) for ts, _, p in points] == \
+            [(1800, 40.0), (2300, 75.5), (2800, 10.25)]
 
 
 def test_merge_refuses_what_is_not_a_trace(tmp_path):
