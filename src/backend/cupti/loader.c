@@ -82,6 +82,11 @@ int cp_loader_open(const cp_cupti_config *c, cp_loader_api *api) {
 #undef RESOLVE
 #define RESOLVE(f) api->f = (__typeof__(api->f))dlsym(api->cupti_handle, #f);
   CP_LOADER_CUPTI_OPTIONAL(RESOLVE)
+  CP_LOADER_CUPTI_RANGE(RESOLVE)
+#undef RESOLVE
+#define RESOLVE(f, params)                                                     \
+  api->f = (CUptiResult(*)(params *))dlsym(api->cupti_handle, #f);
+  CP_PM_HOST_FUNCS(RESOLVE)
 #undef RESOLVE
   return rc;
 }

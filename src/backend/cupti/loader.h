@@ -8,9 +8,12 @@
 #include <cuda.h>
 #include <cupti.h>
 #include <cupti_pcsampling.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
 #include <limits.h>
 
 #include "backend/cupti/config.h"
+#include "backend/cupti/pm_host_abi.h"
 
 /* X(function) for every vendor function cproton calls. Versioned driver
  * entry points (cuFoo_v2 macros) must not be listed under their macro
@@ -56,6 +59,26 @@
   X(cuptiGetSassToSourceCorrelation)                                           \
   X(cuptiGetCubinCrc)
 
+/* Resolved when present (NULL otherwise): the range profiler behind
+ * `pmsampling:exact` (pm_exact.c; CUPTI 12.6 and later) and the profiler
+ * target calls it needs first (chip name, counter availability). */
+#define CP_LOADER_CUPTI_RANGE(X)                                               \
+  X(cuptiGetDeviceId)                                                          \
+  X(cuptiProfilerInitialize)                                                   \
+  X(cuptiProfilerDeInitialize)                                                 \
+  X(cuptiDeviceGetChipName)                                                    \
+  X(cuptiProfilerGetCounterAvailability)                                       \
+  X(cuptiRangeProfilerEnable)                                                  \
+  X(cuptiRangeProfilerDisable)                                                 \
+  X(cuptiRangeProfilerSetConfig)                                               \
+  X(cuptiRangeProfilerStart)                                                   \
+  X(cuptiRangeProfilerStop)                                                    \
+  X(cuptiRangeProfilerDecodeData)                                              \
+  X(cuptiRangeProfilerGetCounterDataSize)                                      \
+  X(cuptiRangeProfilerCounterDataImageInitialize)                              \
+  X(cuptiRangeProfilerGetCounterDataInfo)                                      \
+  X(cuptiRangeProfilerCounterDataGetRangeInfo)
+
 typedef struct cp_loader_api {
   void *cuda_handle, *cupti_handle;
   char cupti_path[PATH_MAX]; /* the file that loaded */
@@ -63,7 +86,13 @@ typedef struct cp_loader_api {
   CP_LOADER_CUDA_FUNCS(CP_LOADER_MEMBER)
   CP_LOADER_CUPTI_FUNCS(CP_LOADER_MEMBER)
   CP_LOADER_CUPTI_OPTIONAL(CP_LOADER_MEMBER)
+  CP_LOADER_CUPTI_RANGE(CP_LOADER_MEMBER)
 #undef CP_LOADER_MEMBER
+  /* optional; cupti_profiler_host.h is C++ only, so these are typed by
+   * pm_host_abi.h's parameter structs, not by a prototype */
+#define CP_LOADER_HOST_MEMBER(f, params) CUptiResult (*f)(params *);
+  CP_PM_HOST_FUNCS(CP_LOADER_HOST_MEMBER)
+#undef CP_LOADER_HOST_MEMBER
 } cp_loader_api;
 
 /* Opens the driver and CUPTI along `c`'s search order and resolves every
