@@ -52,14 +52,17 @@ static void warn_once(const char *what) {
     cp_warn("%s; profiling kernels only there", what);
 }
 
-/* Whether this CUPTI has every call the mode makes. */
+/* Whether this CUPTI has every call the mode makes: the range list and
+ * the host calls pm_exact_ctx.c makes (not all of CP_PM_HOST_FUNCS). */
 static int supported(const cp_loader_api *a) {
-  int all = 1;
+  int all = a->cuptiProfilerHostInitialize && a->cuptiProfilerHostDeinitialize &&
+            a->cuptiProfilerHostConfigAddMetrics &&
+            a->cuptiProfilerHostGetConfigImageSize &&
+            a->cuptiProfilerHostGetConfigImage &&
+            a->cuptiProfilerHostGetNumOfPasses &&
+            a->cuptiProfilerHostEvaluateToGpuValues;
 #define HAVE(f) all = all && a->f;
   CP_LOADER_CUPTI_RANGE(HAVE)
-#undef HAVE
-#define HAVE(f, params) all = all && a->f;
-  CP_PM_HOST_FUNCS(HAVE)
 #undef HAVE
   return all;
 }
