@@ -1,0 +1,85 @@
+"""pmsampling:exact's values per kernel class, and Nsight Compute's beside
+them (tests/gpu/pmexact.sh). argv: the cproton profile (.hatchet), the
+metric table (src/backend/cupti/pm_metrics.c: stored name -> Perfworks name),
+and the log of pm_ncu_table.py for the same kernels (its RESULT pm_ncu
+lines; may be missing). For each kernel class (pm_ncu_table.klass) and
+default metric prints cproton's duration-weighted mean
+(<name>*ns / pm_sampled_ns, the storage contract), ncu's mean over the same
+launches, and the difference in percentage points; PASS when every pair is
+within TOLERANCE points (issue 27's target), FAIL otherwise."""
+import json
+import os
+import re
+import sys
+from collections import defaultdict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pm_ncu_table import klass  # noqa: E402
+
+TOLERANCE = 5.0
+
+
+def metric_names(pm_metrics_c):
+    text = open(pm_metrics_c).read()
+    return dict(re.findall(r'\{\s*"([^"]+)",\s*"([^"]+)"\s*\}', text))
+
+
+def walk(node, sums, problems):
+    m = node.get("metrics", {})
+    name = node.get("frame", {}).get("name", "")
+    if "pm_samples" in m:
+        k = klass(name) or "other"
+        s = sums[k]
+        s["samples"] += m["pm_samples"]
+        s["ns"] += m.get("pm_sampled_ns", 0)
+        for key, v in m.items():
+            if key.endswith("*ns"):
+                s[key[:-3]] += v
+        if "time (ns)" not in m:
+            problems.append(f"{name}: pm_samples on a node without time (ns)")
+    for c in node.get("children", []):
+        walk(c, sums, problems)
+
+
+def ncu_values(log):
+    vals = {}
+    if not os.path.exists(log):
+        return vals
+    for line in open(log):
+        g = re.match(r"RESULT pm_ncu clocks=\S+ kernel=(\S+) metric=(\S+) value=(\S+)", line)
+        if g:
+            vals[(g.group(1), g.group(2))] = float(g.group(3))
+    return vals
+
+
+def main(profile, pm_metrics_c, ncu_log):
+    names = metric_names(pm_metrics_c)
+    sums, problems = defaultdict(lambda: defaultdict(float)), []
+    walk(json.load(open(profile))[0], sums, problems)
+    ncu = ncu_values(ncu_log)
+    worst = 0.0
+    for k, s in sorted(sums.items()):
+        for short, perf in names.items():
+            if s["ns"] <= 0 or short not in s:
+                continue
+            ours = s[short] / s["ns"]
+            line = (f"RESULT pm_exact kernel={k} metric={short} cproton={ours:.2f} "
+                    f"ranges={int(s['samples'])} ns={int(s['ns'])}")
+            if (k, perf) in ncu:
+                diff = ours - ncu[(k, perf)]
+                worst = max(worst, abs(diff)) if k != "other" else worst
+                line += f" ncu={ncu[(k, perf)]:.2f} diff_pp={diff:+.2f}"
+            print(line)
+    for p in problems:
+        print(f"FAIL pm_exact_node {p}")
+    if not sums:
+        print("FAIL pm_exact: no kernel node has pm_samples")
+        return 1
+    print(f"RESULT pm_exact worst_diff_pp={worst:.2f} tolerance={TOLERANCE}")
+    ok = not problems and worst <= TOLERANCE and bool(ncu)
+    print(f"{'PASS' if ok else 'FAIL'} pm_exact_vs_ncu")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:4]))
