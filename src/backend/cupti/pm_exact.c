@@ -55,7 +55,8 @@ static void warn_once(const char *what) {
 /* Whether this CUPTI has every call the mode makes: the range list and
  * the host calls pm_exact_ctx.c makes (not all of CP_PM_HOST_FUNCS). */
 static int supported(const cp_loader_api *a) {
-  int all = a->cuptiProfilerHostInitialize && a->cuptiProfilerHostDeinitialize &&
+  int all = a->cuptiProfilerHostInitialize &&
+            a->cuptiProfilerHostDeinitialize &&
             a->cuptiProfilerHostConfigAddMetrics &&
             a->cuptiProfilerHostGetConfigImageSize &&
             a->cuptiProfilerHostGetConfigImage &&
@@ -99,8 +100,9 @@ static void decode(cp_pm_exact_ctx *x, int graph, int last) {
  * capturing stream run nothing and get no range. */
 static void bracket(void *c, uint32_t corr, const char *name,
                     const cp_launch_site *site, int enter) {
+  int graph_exit = !enter && graph_corr && graph_corr == corr;
   if (!c || !atomic_load_explicit(&on, memory_order_relaxed) ||
-      cp_callbacks_capturing() || (!enter && (!graph_corr || graph_corr != corr)))
+      cp_callbacks_capturing() || (!enter && !graph_exit))
     return;
   pthread_mutex_lock(&lock);
   cp_pm_exact_ctx *x = ctx_of(c);
@@ -122,7 +124,7 @@ static void bracket(void *c, uint32_t corr, const char *name,
   pthread_mutex_unlock(&lock);
 }
 
-/* ---- start / flush / stop ------------------------------------------------- */
+/* ---- start / flush / stop ------------------------------------------------ */
 
 /* Sets up the active primary contexts now (made current in turn): a
  * refusal there refuses the session; a lack of support is warned. */
@@ -186,6 +188,7 @@ int cp_pm_exact_flush(void) {
                 : CPROTON_OK;
 }
 
+/* Caller holds `lock`. */
 static void report(void) {
   const cp_pm_exact_counts *c = &counts;
   cp_info("pmsampling:exact: %llu ranges decoded, %llu delivered to kernels",
@@ -229,7 +232,9 @@ void cp_pm_exact_stop(void) {
   if (!atomic_exchange(&on, 0))
     return;
   release();
+  pthread_mutex_lock(&lock);
   report();
+  pthread_mutex_unlock(&lock);
 }
 
 void cp_pm_exact_counts_get(cp_pm_exact_counts *out) {

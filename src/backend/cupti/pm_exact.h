@@ -47,7 +47,8 @@ void cp_pm_exact_options_init(cp_pm_exact_options *o);
  * EBACKEND when CUPTI refuses the counters on an existing context, with
  * a message that says why: another tool or the driver holds the GPU's
  * performance counters, or (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) the
- * driver restricts them to administrators (NVreg_RestrictProfilingToAdminUsers);
+ * driver restricts them to administrators
+ * (NVreg_RestrictProfilingToAdminUsers);
  * an unknown counter names the counter. Not thread-safe against itself. */
 int cp_pm_exact_start(const cp_loader_api *api, cp_cupti_state *state,
                       const cp_pm_metric *metrics, size_t n,

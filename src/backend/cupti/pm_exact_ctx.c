@@ -92,7 +92,8 @@ static int chip_of(const cp_loader_api *api, CUcontext ctx, const char **chip,
       .structSize = CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE,
       .ctx = ctx};
   CALL(cuptiProfilerGetCounterAvailability, ap);
-  if (!(*avail = malloc(ap.counterAvailabilityImageSize ? ap.counterAvailabilityImageSize : 1)))
+  size_t size = ap.counterAvailabilityImageSize;
+  if (!(*avail = malloc(size ? size : 1)))
     return cp_error_set(CPROTON_ENOMEM, "pmsampling:exact: no memory");
   ap.pCounterAvailabilityImage = *avail;
   CALL(cuptiProfilerGetCounterAvailability, ap);
@@ -123,7 +124,8 @@ static void host_free(const cp_loader_api *api, cp_pm_host_object *h) {
 static CUptiResult add_metrics(const cp_loader_api *api, cp_pm_host_object *h,
                                const char **names, size_t n) {
   cp_pm_host_add_metrics_params p = {
-      .structSize = CP_PM_STRUCT_SIZE(cp_pm_host_add_metrics_params, numMetrics),
+      .structSize =
+          CP_PM_STRUCT_SIZE(cp_pm_host_add_metrics_params, numMetrics),
       .pHostObject = h, .ppMetricNames = names, .numMetrics = n};
   return api->cuptiProfilerHostConfigAddMetrics(&p);
 }
@@ -262,7 +264,7 @@ int cp_pm_exact_ctx_setup(const cp_loader_api *api, CUcontext ctx,
   return CPROTON_OK;
 }
 
-/* ---- decode ---------------------------------------------------------------- */
+/* ---- decode ------------------------------------------------------------- */
 
 typedef struct reading {
   const cp_loader_api *api;
