@@ -116,8 +116,16 @@ static CUptiResult f_setconfig(CUpti_RangeProfiler_SetConfig_Params *p) {
   return CUPTI_SUCCESS;
 }
 static CUptiResult f_start(CUpti_RangeProfiler_Start_Params *p) { (void)p; started = 1; return CUPTI_SUCCESS; }
+/* Set: Stop launches a kernel through the driver, as CUPTI or the driver
+ * might from inside a decode (the launch hook is called again). */
+static _Atomic(void *) reenter;
 static CUptiResult f_stop(CUpti_RangeProfiler_Stop_Params *p) {
-  (void)p;
+  void (*b)(void *, uint32_t, const char *, const cp_launch_site *, int) = atomic_load(&reenter);
+  if (b) {
+    cp_launch_site site = {0};
+    b(CTX, 999, "internal", &site, 1);
+    b(CTX, 999, "internal", NULL, 0);
+  }
   started = 0;
   n_stops++;
   p->isAllPassSubmitted = 1;
@@ -216,6 +224,7 @@ static void setup(void) {
   range_mode = replay_mode = nesting = 0;
   enable_result = add_result = CUPTI_SUCCESS;
   refused_metric = NULL;
+  atomic_store(&reenter, NULL);
   current = CTX;
   primary_active = 1;
   n_warnings = 0;
@@ -431,6 +440,27 @@ Test(pmexact, graph_launch_ranges_counted, .init = setup, .fini = teardown) {
   cr_assert_float_eq(num(kernel_metrics(root, "before", "k"), "sm_throughput%*ns"), 1000.0, 1e-9);
   cr_assert_float_eq(num(kernel_metrics(root, "after", "k"), "sm_throughput%*ns"), 3000.0, 1e-9);
   json_decref(j);
+}
+
+/* A launch made from inside a decode (here by the fake's Stop, on the
+ * decoding thread) neither waits on the mode's lock nor is queued: the
+ * decode at the flush, at a full image and at stop all return. */
+Test(pmexact, launch_inside_decode_does_not_deadlock, .init = setup, .fini = teardown,
+     .timeout = 10) {
+  const char *path = cpt_tmp_path("pmx_reenter");
+  int sid;
+  bracket_fn b = start(path, &sid, 1);
+  atomic_store(&reenter, (void *)b);
+  launch(b, "k", "s", 1, 10.0, 100);
+  launch(b, "k", "s", 2, 20.0, 100); /* full: decoded from inside the hook */
+  cr_assert_eq(cp_pm_exact_flush(), CPROTON_OK);
+  cp_pm_exact_counts c;
+  cp_pm_exact_counts_get(&c);
+  cr_assert_eq(c.delivered, 2);
+  cr_assert_eq(c.unmeasured, 0, "the internal launches were not queued");
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  cp_pm_exact_stop();
+  cr_assert_eq(n_warnings, 0, "%s", last_warning);
 }
 
 /* The driver restricts the counters to administrators: start refuses with

@@ -42,6 +42,9 @@ static cp_pm_exact_counts counts;  /* guarded by `lock` */
 static uint64_t decode_errors, contexts_lost; /* guarded by `lock` */
 /* The graph launch this thread has in flight (its correlation id). */
 static _Thread_local uint32_t graph_corr;
+/* Set while this thread is inside the hook: a launch CUPTI or the driver
+ * made from inside a decode would otherwise wait on `lock` forever. */
+static _Thread_local int in_hook;
 
 void cp_pm_exact_options_init(cp_pm_exact_options *o) {
   o->ranges = CP_PM_EXACT_RANGES;
@@ -102,8 +105,9 @@ static void bracket(void *c, uint32_t corr, const char *name,
                     const cp_launch_site *site, int enter) {
   int graph_exit = !enter && graph_corr && graph_corr == corr;
   if (!c || !atomic_load_explicit(&on, memory_order_relaxed) ||
-      cp_callbacks_capturing() || (!enter && !graph_exit))
+      cp_callbacks_capturing() || (!enter && !graph_exit) || in_hook)
     return;
+  in_hook = 1;
   pthread_mutex_lock(&lock);
   cp_pm_exact_ctx *x = ctx_of(c);
   if (x && x->ok) {
@@ -122,6 +126,7 @@ static void bracket(void *c, uint32_t corr, const char *name,
     }
   }
   pthread_mutex_unlock(&lock);
+  in_hook = 0;
 }
 
 /* ---- start / flush / stop ------------------------------------------------ */
@@ -145,11 +150,13 @@ static int adopt_contexts(void) {
         !active || api->cuDevicePrimaryCtxRetain(&c, d) != CUDA_SUCCESS)
       continue;
     api->cuCtxSetCurrent(c);
+    in_hook = 1;
     pthread_mutex_lock(&lock);
     cp_pm_exact_ctx *x = ctx_of(c);
     if (x && !x->ok && x->refuse)
       rc = CPROTON_EBACKEND; /* the message is the setup's */
     pthread_mutex_unlock(&lock);
+    in_hook = 0;
     api->cuCtxSetCurrent(mine);
     api->cuDevicePrimaryCtxRelease_v2(d);
   }
@@ -160,6 +167,7 @@ static int adopt_contexts(void) {
  * holds `lock`. Returns the number of failed decodes. */
 static uint64_t decode_all(int last) {
   uint64_t before = decode_errors;
+  in_hook = 1;
   CUcontext mine = NULL;
   if (api->cuCtxGetCurrent(&mine) != CUDA_SUCCESS)
     mine = NULL;
@@ -173,6 +181,7 @@ static uint64_t decode_all(int last) {
   api->cuCtxSetCurrent(mine);
   if (last)
     n_ctx = 0;
+  in_hook = 0;
   return decode_errors - before;
 }
 
