@@ -6,7 +6,12 @@ lines; may be missing). For each kernel class (pm_ncu_table.klass) and
 default metric prints cproton's duration-weighted mean
 (<name>*ns / pm_sampled_ns, the storage contract), ncu's mean over the same
 launches, and the difference in percentage points; PASS when every pair is
-within TOLERANCE points (issue 27's target), FAIL otherwise."""
+within TOLERANCE points (issue 27's target), FAIL otherwise. Two checks of
+the range -> kernel mapping: every kernel node holds one range per launch
+(pm_samples == count), and the memory-bound vector add shows a higher DRAM
+throughput than the compute-bound Triton matmul. The comparison with ncu is
+the sensitive one: a mapping shifted by one launch gives each class one of
+its neighbour's 4 ranges, a quarter of a gap of tens of points."""
 import json
 import os
 import re
@@ -37,6 +42,8 @@ def walk(node, sums, problems):
                 s[key[:-3]] += v
         if "time (ns)" not in m:
             problems.append(f"{name}: pm_samples on a node without time (ns)")
+        if m.get("count") != m["pm_samples"]:
+            problems.append(f"{name}: {m['pm_samples']} ranges for {m.get('count')} launches")
     for c in node.get("children", []):
         walk(c, sums, problems)
 
@@ -72,6 +79,13 @@ def main(profile, pm_metrics_c, ncu_log):
             print(line)
     for p in problems:
         print(f"FAIL pm_exact_node {p}")
+    dram = {k: s["dram_throughput%"] / s["ns"] for k, s in sums.items() if s["ns"] > 0}
+    if "vector_add" in dram and "triton_matmul" in dram:
+        ok = dram["vector_add"] > dram["triton_matmul"]
+        print(f"{'PASS' if ok else 'FAIL'} pm_exact_mapping dram_throughput% "
+              f"vector_add={dram['vector_add']:.2f} triton_matmul={dram['triton_matmul']:.2f}")
+        if not ok:
+            problems.append("mapping")
     if not sums:
         print("FAIL pm_exact: no kernel node has pm_samples")
         return 1
