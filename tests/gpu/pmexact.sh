@@ -17,6 +17,7 @@ root=$(cd "$here/../.." && pwd)
 out=${1:-${OUT:-out/gpu-pmexact}}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+build=${2:-${BUILD:-$root/build}}
 py=${PYTHON:-python3}
 runs=${RUNS:-3}
 fails=0
@@ -24,6 +25,25 @@ metrics=$(grep -oE '"[a-z0-9_]+__[a-z0-9_.]+"' "$root/src/backend/cupti/pm_metri
 echo "RESULT pmexact metrics=$metrics"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv,noheader 2>/dev/null |
   sed 's/^/RESULT pmexact gpu=/'
+
+# 0. The mode's range-profiler side alone (tests/gpu/pm_exact_probe.c, linked
+# with the build's libcproton.a): no CUPTI backend, no mode string; the
+# real range profiler on a compute-bound and a memory-bound kernel, a
+# 4-range image (decoded when full), per-node values, the launches' wall
+# time with the mode on and off.
+cuda_inc=$(dirname "$(ls /usr/local/cuda*/include/cupti.h /usr/local/cuda*/extras/CUPTI/include/cupti.h 2>/dev/null | head -1)")
+if [ -f "$build/libcproton.a" ] &&
+   gcc -std=gnu11 -O1 -I"$cuda_inc" -I/usr/local/cuda/include -I"$root/src" -I"$root/include" \
+     "$here/pm_exact_probe.c" "$build/libcproton.a" -lz -lpthread -ldl -lm \
+     -o "$out/pm_exact_probe" >"$out/probe_build.log" 2>&1; then
+  timeout -k 5 60 "$out/pm_exact_probe" "$out/probe" >"$out/probe.log" 2>&1
+  grep -E "^(RESULT|PASS|FAIL)|pmsampling:exact" "$out/probe.log"
+  grep -q "^PASS pm_exact_probe$" "$out/probe.log" || fails=$((fails + 1))
+  [ -s "$out/probe.hatchet" ] && { "$py" "$here/python/pm_exact_table.py" --probe "$out/probe.hatchet" 10 ||
+    fails=$((fails + 1)); }
+else
+  echo "FAIL pm_exact_probe: not built (see $out/probe_build.log)"; tail -5 "$out/probe_build.log"; fails=$((fails + 1))
+fi
 
 # 1. cproton, pmsampling:exact (its info lines: passes, range names, counts).
 if (cd "$out" && timeout -k 5 60 "$py" "$here/python/pm_exact_run.py" exact "$out/exact") \

@@ -11,7 +11,10 @@ the range -> kernel mapping: every kernel node holds one range per launch
 (pm_samples == count), and the memory-bound vector add shows a higher DRAM
 throughput than the compute-bound Triton matmul. The comparison with ncu is
 the sensitive one: a mapping shifted by one launch gives each class one of
-its neighbour's 4 ranges, a quarter of a gap of tens of points."""
+its neighbour's 4 ranges, a quarter of a gap of tens of points.
+With --probe PROFILE LAUNCHES it reads tests/gpu/pm_exact_probe.c's profile
+instead: per node (compute/pmx_spin, memory/pmx_copy) each metric's mean,
+LAUNCHES ranges on each, and the copy's DRAM throughput above the spin's."""
 import json
 import os
 import re
@@ -101,5 +104,25 @@ def main(profile, pm_metrics_c, ncu_log):
     return 0 if ok else 1
 
 
+def probe(profile, launches):
+    root = json.load(open(profile))[0]
+    means, ok = {}, True
+    for scope in root.get("children", []):
+        for k in scope.get("children", []):
+            m, where = k["metrics"], f'{scope["frame"]["name"]}/{k["frame"]["name"]}'
+            ns = m.get("pm_sampled_ns", 0)
+            vals = {key[:-3]: v / ns for key, v in m.items() if key.endswith("*ns") and ns > 0}
+            means[k["frame"]["name"]] = vals
+            print(f"RESULT pm_exact_probe node={where} ranges={m.get('pm_samples')} ns={ns} "
+                  + " ".join(f"{key}={v:.2f}" for key, v in sorted(vals.items())))
+            ok = ok and m.get("pm_samples") == int(launches)
+    spin, cp = means.get("pmx_spin", {}), means.get("pmx_copy", {})
+    ok = ok and cp.get("dram_throughput%", 0) > spin.get("dram_throughput%", 0)
+    print(f"{'PASS' if ok else 'FAIL'} pm_exact_probe_values")
+    return 0 if ok else 1
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "--probe":
+        sys.exit(probe(sys.argv[2], sys.argv[3]))
     sys.exit(main(*sys.argv[1:4]))
