@@ -59,7 +59,7 @@ if [ -z "$ncu" ]; then
   echo "FAIL pm_ncu none: no ncu"; fails=$((fails + 1))
 elif (cd "$out" && timeout -k 5 80 "$ncu" --metrics "$metrics" --clock-control none \
       -k 'regex:matmul_kernel|pm_add_kernel|gemm|xmma|nvjet|cutlass' --csv --page raw \
-      "$py" "$here/python/pm_kernels.py") >"$out/ncu_none.csv" 2>"$out/ncu_none.err"; then
+      "$py" "$here/python/pm_exact_run.py" none "$out/ncu") >"$out/ncu_none.csv" 2>"$out/ncu_none.err"; then
   "$py" "$here/python/pm_ncu_table.py" "$out/ncu_none.csv" none >"$out/ncu_none.log" 2>&1 ||
     fails=$((fails + 1))
   grep -E "^(PASS|FAIL)" "$out/ncu_none.log"
@@ -79,7 +79,7 @@ for mode in none kernel exact; do
   n=$runs; [ "$mode" = kernel ] && n=1
   : >"$out/wall_$mode.txt"
   for i in $(seq "$n"); do
-    (cd "$out" && timeout -k 5 45 "$py" "$here/python/pm_exact_run.py" "$mode" "$out/cost_${mode}_$i") \
+    (cd "$out" && timeout -k 5 30 "$py" "$here/python/pm_exact_run.py" "$mode" "$out/cost_${mode}_$i") \
       >"$out/cost_${mode}_$i.log" 2>&1 &&
       grep -oE "mode=$mode s=[0-9.]+" "$out/cost_${mode}_$i.log" | cut -d= -f3 >>"$out/wall_$mode.txt"
   done
