@@ -513,8 +513,10 @@ Test(pmexact, later_context_unsupported_warns_once, .init = setup, .fini = teard
   cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
 }
 
-/* An unknown counter is named. */
+/* An unknown counter is named; refused at start even before any context
+ * exists (the host API checks it against the chip's name alone). */
 Test(pmexact, unknown_counter_named, .init = setup, .fini = teardown) {
+  primary_active = 0;
   refused_metric = "bogus__counter.sum";
   cp_pm_metric m[] = {{"sm_throughput%", "sm__throughput.avg.pct_of_peak_sustained_elapsed"},
                       {"bogus__counter.sum", "bogus__counter.sum"}};
@@ -523,6 +525,10 @@ Test(pmexact, unknown_counter_named, .init = setup, .fini = teardown) {
   cr_assert_eq(cp_pm_exact_start(&api, &st, m, 2, &o), CPROTON_EBACKEND);
   cr_assert(strstr(cproton_last_error(), "no counter 'bogus__counter.sum' on chip GH100"),
             "%s", cproton_last_error());
+  cr_assert_null(atomic_load(&st.hooks.launch_bracket));
+  cr_assert_eq(n_enables, 0);
+  refused_metric = NULL;
+  cr_assert_eq(cp_pm_exact_start(&api, &st, m, 1, &o), CPROTON_OK, "%s", cproton_last_error());
 }
 
 /* No range profiler in this CUPTI: one warning, start succeeds (kernels

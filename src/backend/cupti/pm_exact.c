@@ -272,6 +272,16 @@ static int names_of(const cp_pm_metric *metrics, size_t n, size_t ranges) {
   return rc;
 }
 
+/* Every counter known on device 0's chip, before any context exists (the
+ * devices of one process are of one kind in the cases this mode serves;
+ * each context's setup checks its own chip again). */
+static int check_counters(const cp_loader_api *a) {
+  int n = 0;
+  if (a->cuDeviceGetCount(&n) != CUDA_SUCCESS || n < 1)
+    return CPROTON_OK;
+  return cp_pm_exact_ctx_check(a, 0, &setup);
+}
+
 static int check_args(const cp_loader_api *a, cp_cupti_state *st,
                       const cp_pm_metric *metrics, size_t n,
                       const cp_pm_exact_options *opt) {
@@ -309,8 +319,13 @@ int cp_pm_exact_start(const cp_loader_api *a, cp_cupti_state *st,
     return cp_error_set(CPROTON_EBACKEND,
                         "pmsampling:exact: cuptiProfilerInitialize failed: %s",
                         cp_loader_cupti_error(a, r));
-  if ((rc = names_of(metrics, n, opt->ranges)))
+  if ((rc = names_of(metrics, n, opt->ranges)) ||
+      (rc = check_counters(a))) {
+    cp_pm_exact_map_names_free(&stored);
+    free(setup.names);
+    memset(&setup, 0, sizeof setup);
     return rc;
+  }
   api = a;
   state = st;
   memset(&counts, 0, sizeof counts);

@@ -149,6 +149,26 @@ static int name_refused(const cp_loader_api *api, const char *chip,
   return fail(api, "cuptiProfilerHostConfigAddMetrics", r);
 }
 
+int cp_pm_exact_ctx_check(const cp_loader_api *api, uint32_t device,
+                          const cp_pm_exact_setup *s) {
+  CUpti_Device_GetChipName_Params cp = {
+      .structSize = CUpti_Device_GetChipName_Params_STRUCT_SIZE,
+      .deviceIndex = device};
+  cp_pm_host_object *h = NULL;
+  CUptiResult r = api->cuptiDeviceGetChipName(&cp);
+  if (r != CUPTI_SUCCESS || !cp.pChipName) {
+    cp_debug("pmsampling:exact: no chip name for device %u (%s): counters "
+             "checked at the first context",
+             device, cp_loader_cupti_error(api, r));
+    return CPROTON_OK;
+  }
+  int rc = host_new(api, cp.pChipName, NULL, &h);
+  if (!rc && (r = add_metrics(api, h, s->names, s->n_names)))
+    rc = name_refused(api, cp.pChipName, NULL, s, r);
+  host_free(api, h);
+  return rc;
+}
+
 /* The config image of x's host object (metrics added) and its passes. */
 static int config_of(const cp_loader_api *api, cp_pm_exact_ctx *x) {
   cp_pm_host_image_size_params sp = {

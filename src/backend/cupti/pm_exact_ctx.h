@@ -47,6 +47,14 @@ typedef struct cp_pm_exact_setup {
 int cp_pm_exact_ctx_setup(const cp_loader_api *api, CUcontext ctx,
                           const cp_pm_exact_setup *s, cp_pm_exact_ctx *x);
 
+/* Checks that CUPTI knows every counter of `s` on device `device`'s chip,
+ * without a context (the host API needs only the chip's name), so that a
+ * session is refused at start even when no context exists yet. Returns
+ * CPROTON_OK also when the chip's name is not available (nothing to check
+ * against); EBACKEND naming the first counter CUPTI refuses. */
+int cp_pm_exact_ctx_check(const cp_loader_api *api, uint32_t device,
+                          const cp_pm_exact_setup *s);
+
 /* Stops, decodes and delivers x's ranges (`graph`: counted, not
  * attributed), then re-arms unless `last`. Errors: EBACKEND (the queue's
  * launches counted as unmeasured). */
