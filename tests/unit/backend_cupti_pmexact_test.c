@@ -543,6 +543,8 @@ Test(pmexact, refusals_and_missing_api, .init = setup, .fini = teardown) {
   cr_assert(strstr(cproton_last_error(), "ranges=0"), "%s", cproton_last_error());
   cp_pm_exact_options_init(&o);
   cr_assert_eq(cp_pm_exact_start(&api, &st, m, 0, &o), CPROTON_EINVAL);
+  cr_assert_eq(cp_pm_exact_start(&api, &st, m, CP_PM_EXACT_MAX_METRICS + 1, &o), CPROTON_EINVAL);
+  cr_assert(strstr(cproton_last_error(), "at most 256"), "%s", cproton_last_error());
   atomic_store(&st.hooks.launch_bracket, (bracket_fn)0x1);
   cr_assert_eq(cp_pm_exact_start(&api, &st, m, n, &o), CPROTON_ESTATE);
   cr_assert(strstr(cproton_last_error(), "pcsampling:exact"), "%s", cproton_last_error());

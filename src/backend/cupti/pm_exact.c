@@ -289,6 +289,10 @@ static int check_args(const cp_loader_api *a, cp_cupti_state *st,
     return cp_error_set(CPROTON_ESTATE, "pmsampling:exact is already on");
   if (!a || !st || !metrics || !n || !opt)
     return cp_error_set(CPROTON_EINVAL, "pmsampling:exact: no counters");
+  if (n > CP_PM_EXACT_MAX_METRICS)
+    return cp_error_set(CPROTON_EINVAL,
+                        "pmsampling:exact: %zu counters, at most %d", n,
+                        CP_PM_EXACT_MAX_METRICS);
   if (!opt->ranges || opt->ranges > CP_PM_EXACT_MAX_RANGES)
     return cp_error_set(CPROTON_EINVAL,
                         "pmsampling:exact: ranges=%zu out of range 1..%u",

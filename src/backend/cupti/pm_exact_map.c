@@ -15,8 +15,6 @@
 #include "core/strtab.h"
 #include "cproton/cproton.h"
 
-/* Metrics a range can carry: the default set and a user's list fit. */
-#define MAX_VALUES 256
 
 int cp_pm_exact_map_queue_init(cp_pm_exact_queue *q, size_t cap) {
   memset(q, 0, sizeof *q);
@@ -109,14 +107,14 @@ static int deliver_one(const cp_pm_exact_launch *l, const double *values,
 static int one_range(const cp_pm_exact_ranges *r, size_t i,
                      const cp_pm_exact_launch *l,
                      const cp_pm_exact_names *names, cp_pm_exact_counts *c) {
-  double values[MAX_VALUES + 1];
+  double values[CP_PM_EXACT_MAX_METRICS + 1];
   if (!l) {
     c->unmatched++;
     return 0;
   }
   if (contradicts(r->name ? r->name(r->u, i) : NULL, l->kernel))
     c->name_mismatch++;
-  if (names->n > MAX_VALUES || r->evaluate(r->u, i, values) != 0 ||
+  if (names->n > CP_PM_EXACT_MAX_METRICS || r->evaluate(r->u, i, values) != 0 ||
       !isfinite(values[names->n]) || values[names->n] <= 0 || !l->kernel) {
     c->eval_errors++;
     return 0;

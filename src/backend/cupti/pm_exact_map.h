@@ -22,6 +22,9 @@
 #include "backend/cupti/pm_metrics.h"
 #include "core/session.h"
 
+/* Counters per range (the duration aside); cp_pm_exact_start refuses more. */
+#define CP_PM_EXACT_MAX_METRICS 256
+
 /* One launch waiting for its range. */
 typedef struct cp_pm_exact_launch {
   cp_launch_site site;
