@@ -131,7 +131,10 @@ static CUptiResult f_stop(CUpti_RangeProfiler_Stop_Params *p) {
   p->isAllPassSubmitted = 1;
   return CUPTI_SUCCESS;
 }
+static int decode_fails; /* DecodeData fails this many more times */
 static CUptiResult f_decode(CUpti_RangeProfiler_DecodeData_Params *p) {
+  if (decode_fails > 0 && decode_fails--)
+    return CUPTI_ERROR_UNKNOWN;
   p->numOfRangeDropped = n_dropped;
   return CUPTI_SUCCESS;
 }
@@ -225,6 +228,7 @@ static void setup(void) {
   enable_result = add_result = CUPTI_SUCCESS;
   refused_metric = NULL;
   atomic_store(&reenter, NULL);
+  decode_fails = 0;
   current = CTX;
   primary_active = 1;
   n_warnings = 0;
@@ -413,6 +417,37 @@ Test(pmexact, unmeasured_and_unevaluated, .init = setup, .fini = teardown) {
   cp_pm_exact_stop();
   cr_assert(strstr(last_warning, "1 launches with no range"), "%s", last_warning);
   cr_assert(strstr(last_warning, "1 ranges not evaluated"), "%s", last_warning);
+}
+
+/* A decode CUPTI fails: the flush says so, the queued launches are counted
+ * as unmeasured (one warning), and the context is re-armed: the next
+ * launches are measured. */
+Test(pmexact, failed_decode_counted_and_rearmed, .init = setup, .fini = teardown) {
+  const char *path = cpt_tmp_path("pmx_decode_fail");
+  int sid;
+  bracket_fn b = start(path, &sid, 8);
+  launch(b, "k", "lost", 1, 10.0, 100);
+  launch(b, "k", "lost", 2, 10.0, 100);
+  decode_fails = 1;
+  cr_assert_eq(cp_pm_exact_flush(), CPROTON_EBACKEND);
+  cr_assert(strstr(cproton_last_error(), "1 context(s) not decoded"), "%s", cproton_last_error());
+  cr_assert_eq(n_warnings, 1);
+  cr_assert(strstr(last_warning, "cuptiRangeProfilerDecodeData failed"), "%s", last_warning);
+  cr_assert(strstr(last_warning, "counted as unmeasured"), "%s", last_warning);
+  cr_assert(started, "re-armed");
+  launch(b, "k", "kept", 3, 30.0, 100);
+  cr_assert_eq(cp_pm_exact_flush(), CPROTON_OK);
+  cp_pm_exact_counts c;
+  cp_pm_exact_counts_get(&c);
+  cr_assert_eq(c.unmeasured, 2);
+  cr_assert_eq(c.delivered, 1);
+  json_t *j = finish(sid, path), *root = json_array_get(j, 0);
+  cr_assert_eq(num(kernel_metrics(root, "kept", "k"), "pm_samples"), 1);
+  cr_assert_null(child(child(root, "lost"), "k"), "nothing invented for the lost launches");
+  json_decref(j);
+  cp_pm_exact_stop();
+  cr_assert(strstr(last_warning, "2 launches with no range") && strstr(last_warning, "1 failed decodes"),
+            "%s", last_warning);
 }
 
 /* A graph launch names no kernel: what ran before it is decoded at its

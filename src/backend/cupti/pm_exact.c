@@ -50,9 +50,10 @@ void cp_pm_exact_options_init(cp_pm_exact_options *o) {
   o->ranges = CP_PM_EXACT_RANGES;
 }
 
-static void warn_once(const char *what) {
+/* One warning per run: `what` (CUPTI's refusal, with why) and `then`. */
+static void warn_once(const char *what, const char *then) {
   if (!atomic_exchange(&warned, 1))
-    cp_warn("%s; profiling kernels only there", what);
+    cp_warn("%s; %s", what, then);
 }
 
 /* Whether this CUPTI has every call the mode makes: the range list and
@@ -85,7 +86,7 @@ static cp_pm_exact_ctx *ctx_of(CUcontext c) {
   }
   cp_pm_exact_ctx *x = &ctxs[n_ctx++];
   if (cp_pm_exact_ctx_setup(api, c, &setup, x))
-    warn_once(cp_error_message());
+    warn_once(cp_error_message(), "profiling kernels only in that context");
   return x;
 }
 
@@ -94,7 +95,9 @@ static cp_pm_exact_ctx *ctx_of(CUcontext c) {
 static void decode(cp_pm_exact_ctx *x, int graph, int last) {
   if (cp_pm_exact_ctx_decode(api, x, &setup, graph, last, &counts)) {
     decode_errors++;
-    warn_once(cp_error_message());
+    warn_once(cp_error_message(),
+              x->ok ? "its launches are counted as unmeasured"
+                    : "profiling kernels only in that context from now on");
   }
 }
 
