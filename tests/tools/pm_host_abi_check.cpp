@@ -1,66 +1,43 @@
-// pm_host_abi_check.cpp -- pm_host_abi.h's C declarations of CUPTI's
-// profiler host parameter structs against CUDA's own C++-only
-// cupti_profiler_host.h: same offset of every field, same struct size
-// CUPTI checks (offset of the last field + its size). A compile-time
-// test: building this file is the check; running it prints one line.
+// pm_host_abi_check.cpp -- src/backend/cupti/pm_host_abi.h's C declarations
+// of CUPTI's profiler host parameter structs against CUDA's own C++-only
+// cupti_profiler_host.h: the same offset for every field, the same struct
+// size CUPTI checks (offset of the last field + its size), the same
+// profiler-type values. Our half is pm_host_abi_ours.c (our header declares
+// the host functions with our struct types, so both cannot share one
+// translation unit). Prints each difference; exits 1 on any.
 #include <cstddef>
 #include <cstdio>
 
 #include <cupti_profiler_host.h>
 
-extern "C" {
-#include "backend/cupti/pm_host_abi.h"
-}
+#include "pm_host_abi_fields.h"
 
-#define SAME(ours, theirs, field)                                              \
-  static_assert(offsetof(ours, field) == offsetof(theirs, field),             \
-                #ours "." #field)
-#define SAME_SIZE(ours, theirs, last)                                          \
-  static_assert(CP_PM_STRUCT_SIZE(ours, last) ==                               \
-                    theirs##_STRUCT_SIZE,                                      \
-                #ours " size")
+extern "C" const size_t pm_host_abi_ours[PM_HOST_ABI_N];
 
-SAME(cp_pm_host_init_params, CUpti_Profiler_Host_Initialize_Params, pPriv);
-SAME(cp_pm_host_init_params, CUpti_Profiler_Host_Initialize_Params, profilerType);
-SAME(cp_pm_host_init_params, CUpti_Profiler_Host_Initialize_Params, pChipName);
-SAME(cp_pm_host_init_params, CUpti_Profiler_Host_Initialize_Params, pCounterAvailabilityImage);
-SAME(cp_pm_host_init_params, CUpti_Profiler_Host_Initialize_Params, pHostObject);
-SAME_SIZE(cp_pm_host_init_params, CUpti_Profiler_Host_Initialize_Params, pHostObject);
-SAME(cp_pm_host_deinit_params, CUpti_Profiler_Host_Deinitialize_Params, pHostObject);
-SAME_SIZE(cp_pm_host_deinit_params, CUpti_Profiler_Host_Deinitialize_Params, pHostObject);
-SAME(cp_pm_host_base_metrics_params, CUpti_Profiler_Host_GetBaseMetrics_Params, pHostObject);
-SAME(cp_pm_host_base_metrics_params, CUpti_Profiler_Host_GetBaseMetrics_Params, metricType);
-SAME(cp_pm_host_base_metrics_params, CUpti_Profiler_Host_GetBaseMetrics_Params, ppMetricNames);
-SAME(cp_pm_host_base_metrics_params, CUpti_Profiler_Host_GetBaseMetrics_Params, numMetrics);
-SAME_SIZE(cp_pm_host_base_metrics_params, CUpti_Profiler_Host_GetBaseMetrics_Params, numMetrics);
-SAME(cp_pm_host_add_metrics_params, CUpti_Profiler_Host_ConfigAddMetrics_Params, pHostObject);
-SAME(cp_pm_host_add_metrics_params, CUpti_Profiler_Host_ConfigAddMetrics_Params, ppMetricNames);
-SAME(cp_pm_host_add_metrics_params, CUpti_Profiler_Host_ConfigAddMetrics_Params, numMetrics);
-SAME_SIZE(cp_pm_host_add_metrics_params, CUpti_Profiler_Host_ConfigAddMetrics_Params, numMetrics);
-SAME(cp_pm_host_image_size_params, CUpti_Profiler_Host_GetConfigImageSize_Params, pHostObject);
-SAME(cp_pm_host_image_size_params, CUpti_Profiler_Host_GetConfigImageSize_Params, configImageSize);
-SAME_SIZE(cp_pm_host_image_size_params, CUpti_Profiler_Host_GetConfigImageSize_Params, configImageSize);
-SAME(cp_pm_host_image_params, CUpti_Profiler_Host_GetConfigImage_Params, pHostObject);
-SAME(cp_pm_host_image_params, CUpti_Profiler_Host_GetConfigImage_Params, configImageSize);
-SAME(cp_pm_host_image_params, CUpti_Profiler_Host_GetConfigImage_Params, pConfigImage);
-SAME_SIZE(cp_pm_host_image_params, CUpti_Profiler_Host_GetConfigImage_Params, pConfigImage);
-SAME(cp_pm_host_passes_params, CUpti_Profiler_Host_GetNumOfPasses_Params, configImageSize);
-SAME(cp_pm_host_passes_params, CUpti_Profiler_Host_GetNumOfPasses_Params, pConfigImage);
-SAME(cp_pm_host_passes_params, CUpti_Profiler_Host_GetNumOfPasses_Params, numOfPasses);
-SAME_SIZE(cp_pm_host_passes_params, CUpti_Profiler_Host_GetNumOfPasses_Params, numOfPasses);
-SAME(cp_pm_host_evaluate_params, CUpti_Profiler_Host_EvaluateToGpuValues_Params, pHostObject);
-SAME(cp_pm_host_evaluate_params, CUpti_Profiler_Host_EvaluateToGpuValues_Params, pCounterDataImage);
-SAME(cp_pm_host_evaluate_params, CUpti_Profiler_Host_EvaluateToGpuValues_Params, counterDataImageSize);
-SAME(cp_pm_host_evaluate_params, CUpti_Profiler_Host_EvaluateToGpuValues_Params, rangeIndex);
-SAME(cp_pm_host_evaluate_params, CUpti_Profiler_Host_EvaluateToGpuValues_Params, ppMetricNames);
-SAME(cp_pm_host_evaluate_params, CUpti_Profiler_Host_EvaluateToGpuValues_Params, numMetrics);
-SAME(cp_pm_host_evaluate_params, CUpti_Profiler_Host_EvaluateToGpuValues_Params, pMetricValues);
-SAME_SIZE(cp_pm_host_evaluate_params, CUpti_Profiler_Host_EvaluateToGpuValues_Params, pMetricValues);
-static_assert((int)CP_PM_PROFILER_RANGE == (int)CUPTI_PROFILER_TYPE_RANGE_PROFILER, "profiler type");
-static_assert((int)CP_PM_PROFILER_PM_SAMPLING == (int)CUPTI_PROFILER_TYPE_PM_SAMPLING, "profiler type");
+#define OFF(ours, theirs, field) offsetof(theirs, field),
+#define SIZE(ours, theirs, last) theirs##_STRUCT_SIZE,
+static const size_t cuda[] = {
+    PM_HOST_ABI_FIELDS(OFF) PM_HOST_ABI_SIZES(SIZE) CUPTI_PROFILER_TYPE_RANGE_PROFILER,
+    CUPTI_PROFILER_TYPE_PM_SAMPLING};
+
+#define NAME(ours, theirs, field) #ours "." #field,
+#define SNAME(ours, theirs, last) "sizeof " #ours,
+static const char *const names[PM_HOST_ABI_N] = {
+    PM_HOST_ABI_FIELDS(NAME) PM_HOST_ABI_SIZES(SNAME) "CP_PM_PROFILER_RANGE",
+    "CP_PM_PROFILER_PM_SAMPLING"};
+
+static_assert(sizeof cuda / sizeof *cuda == PM_HOST_ABI_N, "PM_HOST_ABI_N");
+static_assert(sizeof names / sizeof *names == PM_HOST_ABI_N, "PM_HOST_ABI_N");
 static_assert(sizeof(CUpti_ProfilerType) == sizeof(int), "enum size");
 
 int main() {
-  std::puts("pm_host_abi.h: every field at CUDA's offset, every size equal");
-  return 0;
+  int bad = 0;
+  for (int i = 0; i < PM_HOST_ABI_N; i++)
+    if (pm_host_abi_ours[i] != cuda[i]) {
+      std::printf("FAIL %s: ours %zu, CUDA's %zu\n", names[i], pm_host_abi_ours[i], cuda[i]);
+      bad = 1;
+    }
+  if (!bad)
+    std::printf("pm_host_abi.h: %d offsets, sizes and values equal CUDA's\n", PM_HOST_ABI_N);
+  return bad;
 }

@@ -212,7 +212,6 @@ static void setup(void) {
   api.cuptiRangeProfilerCounterDataImageInitialize = f_image_init;
   api.cuptiRangeProfilerGetCounterDataInfo = f_info;
   api.cuptiRangeProfilerCounterDataGetRangeInfo = f_range_info;
-  api.cuptiProfilerHostGetBaseMetrics = NULL; /* not called by the mode */
   api.cuCtxGetCurrent = f_getctx;
   api.cuCtxSetCurrent = f_setctx;
   api.cuDeviceGetCount = f_count;

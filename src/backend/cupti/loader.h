@@ -60,13 +60,11 @@
   X(cuptiGetCubinCrc)
 
 /* Resolved when present (NULL otherwise): the range profiler behind
- * `pmsampling:exact` (pm_exact.c; CUPTI 12.6 and later) and the profiler
- * target calls it needs first (chip name, counter availability). */
+ * `pmsampling:exact` (pm_exact_ctx.c; CUPTI 12.6 and later) and the
+ * profiler target calls it needs first (device, counter availability). */
 #define CP_LOADER_CUPTI_RANGE(X)                                               \
   X(cuptiGetDeviceId)                                                          \
-  X(cuptiProfilerInitialize)                                                   \
   X(cuptiProfilerDeInitialize)                                                 \
-  X(cuptiDeviceGetChipName)                                                    \
   X(cuptiProfilerGetCounterAvailability)                                       \
   X(cuptiRangeProfilerEnable)                                                  \
   X(cuptiRangeProfilerDisable)                                                 \
@@ -79,6 +77,21 @@
   X(cuptiRangeProfilerGetCounterDataInfo)                                      \
   X(cuptiRangeProfilerCounterDataGetRangeInfo)
 
+/* Resolved when present: the profiler calls `pmsampling:exact` shares with
+ * the PM-sampling mode, whose loader list (CP_LOADER_CUPTI_PM) names them
+ * too: where both lists meet, this one and its two uses go. Prototyped by
+ * pm_host_abi.h (cupti_profiler_host.h is C++ only). */
+#define CP_LOADER_CUPTI_RANGE_SHARED(X)                                        \
+  X(cuptiProfilerInitialize)                                                   \
+  X(cuptiDeviceGetChipName)                                                    \
+  X(cuptiProfilerHostInitialize)                                               \
+  X(cuptiProfilerHostDeinitialize)                                             \
+  X(cuptiProfilerHostConfigAddMetrics)                                         \
+  X(cuptiProfilerHostGetConfigImageSize)                                       \
+  X(cuptiProfilerHostGetConfigImage)                                           \
+  X(cuptiProfilerHostGetNumOfPasses)                                           \
+  X(cuptiProfilerHostEvaluateToGpuValues)
+
 typedef struct cp_loader_api {
   void *cuda_handle, *cupti_handle;
   char cupti_path[PATH_MAX]; /* the file that loaded */
@@ -87,12 +100,8 @@ typedef struct cp_loader_api {
   CP_LOADER_CUPTI_FUNCS(CP_LOADER_MEMBER)
   CP_LOADER_CUPTI_OPTIONAL(CP_LOADER_MEMBER)
   CP_LOADER_CUPTI_RANGE(CP_LOADER_MEMBER)
+  CP_LOADER_CUPTI_RANGE_SHARED(CP_LOADER_MEMBER)
 #undef CP_LOADER_MEMBER
-  /* optional; cupti_profiler_host.h is C++ only, so these are typed by
-   * pm_host_abi.h's parameter structs, not by a prototype */
-#define CP_LOADER_HOST_MEMBER(f, params) CUptiResult (*f)(params *);
-  CP_PM_HOST_FUNCS(CP_LOADER_HOST_MEMBER)
-#undef CP_LOADER_HOST_MEMBER
 } cp_loader_api;
 
 /* Opens the driver and CUPTI along `c`'s search order and resolves every

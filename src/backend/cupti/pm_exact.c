@@ -56,18 +56,14 @@ static void warn_once(const char *what, const char *then) {
     cp_warn("%s; %s", what, then);
 }
 
-/* Whether this CUPTI has every call the mode makes: the range list and
- * the host calls pm_exact_ctx.c makes (not all of CP_PM_HOST_FUNCS). */
+/* Whether this CUPTI has every call the mode makes (both loader lists:
+ * after a merge of the shared one into CP_LOADER_CUPTI_PM, name here the
+ * calls pm_exact_ctx.c makes from that list). */
 static int supported(const cp_loader_api *a) {
-  int all = a->cuptiProfilerHostInitialize &&
-            a->cuptiProfilerHostDeinitialize &&
-            a->cuptiProfilerHostConfigAddMetrics &&
-            a->cuptiProfilerHostGetConfigImageSize &&
-            a->cuptiProfilerHostGetConfigImage &&
-            a->cuptiProfilerHostGetNumOfPasses &&
-            a->cuptiProfilerHostEvaluateToGpuValues;
+  int all = 1;
 #define HAVE(f) all = all && a->f;
   CP_LOADER_CUPTI_RANGE(HAVE)
+  CP_LOADER_CUPTI_RANGE_SHARED(HAVE)
 #undef HAVE
   return all;
 }

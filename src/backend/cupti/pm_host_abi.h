@@ -106,4 +106,9 @@ typedef struct cp_pm_host_evaluate_params {
   X(cuptiProfilerHostGetNumOfPasses, cp_pm_host_passes_params)                 \
   X(cuptiProfilerHostEvaluateToGpuValues, cp_pm_host_evaluate_params)
 
+/* Prototypes with these structs (the loader dlsym's them by name). */
+#define CP_PM_HOST_PROTO(f, t) CUptiResult f(t *p);
+CP_PM_HOST_FUNCS(CP_PM_HOST_PROTO)
+#undef CP_PM_HOST_PROTO
+
 #endif
