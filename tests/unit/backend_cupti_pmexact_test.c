@@ -85,6 +85,8 @@ static CUptiResult f_evaluate(cp_pm_host_evaluate_params *p) {
   if (p->rangeIndex >= n_image || p->pHostObject != HOST)
     return CUPTI_ERROR_INVALID_PARAMETER;
   cr_assert_str_eq(p->ppMetricNames[p->numMetrics - 1], "gpu__time_duration.sum");
+  if (p->numMetrics == 7) /* the default set: its first counter, intact */
+    cr_assert_str_eq(p->ppMetricNames[0], "sm__throughput.avg.pct_of_peak_sustained_elapsed");
   for (size_t i = 0; i + 1 < p->numMetrics; i++)
     p->pMetricValues[i] = image[p->rangeIndex].value + (double)i;
   p->pMetricValues[p->numMetrics - 1] = image[p->rangeIndex].ns;
@@ -243,17 +245,27 @@ static void teardown(void) {
 
 typedef void (*bracket_fn)(void *, uint32_t, const char *, const cp_launch_site *, int);
 
-/* Starts a session and the mode with the default counters and `ranges`. */
+/* Starts a session and the mode with the default counters and `ranges`,
+ * named through buffers overwritten once the mode started (it copies). */
 static bracket_fn start(const char *path, int *sid, size_t ranges) {
   *sid = cpt_start_session(path, "fake", NULL, NULL);
   cr_assert_geq(*sid, 0, "%s", cproton_last_error());
   size_t n;
-  const cp_pm_metric *m = cp_pm_metrics_defaults(&n);
+  const cp_pm_metric *d = cp_pm_metrics_defaults(&n);
+  char names[8][2][128];
+  cp_pm_metric m[8];
+  cr_assert_leq(n, 8);
+  for (size_t i = 0; i < n; i++) {
+    snprintf(names[i][0], 128, "%s", d[i].name);
+    snprintf(names[i][1], 128, "%s", d[i].cupti);
+    m[i] = (cp_pm_metric){names[i][0], names[i][1]};
+  }
   cp_pm_exact_options o;
   cp_pm_exact_options_init(&o);
   o.ranges = ranges;
   cr_assert_eq(cp_pm_exact_start(&api, &st, m, n, &o), CPROTON_OK, "%s",
                cproton_last_error());
+  memset(names, 'X', sizeof names);
   bracket_fn b = atomic_load(&st.hooks.launch_bracket);
   cr_assert_not_null(b);
   return b;

@@ -221,6 +221,34 @@ static void report(void) {
             (unsigned long long)contexts_lost, MAX_CTX);
 }
 
+/* Frees what names_of made (the duration's name is a literal). */
+static void names_free(void) {
+  for (size_t i = 0; setup.names && i + 1 < setup.n_names; i++)
+    free((char *)setup.names[i]);
+  free(setup.names);
+  memset(&setup, 0, sizeof setup);
+  cp_pm_exact_map_names_free(&stored);
+}
+
+/* The names CUPTI evaluates (copies of the metrics' Perfworks names, the
+ * duration last) and the names values are stored under. */
+static int names_of(const cp_pm_metric *metrics, size_t n, size_t ranges) {
+  setup.names = calloc(n + 1, sizeof *setup.names);
+  if (!setup.names)
+    return cp_error_set(CPROTON_ENOMEM, "pmsampling:exact: no memory");
+  setup.n_names = n + 1;
+  setup.stored = &stored;
+  setup.ranges = ranges;
+  setup.names[n] = DURATION_METRIC;
+  int rc = cp_pm_exact_map_names(metrics, n, &stored);
+  for (size_t i = 0; i < n && !rc; i++)
+    if (!(setup.names[i] = strdup(metrics[i].cupti)))
+      rc = cp_error_set(CPROTON_ENOMEM, "pmsampling:exact: no memory");
+  if (rc)
+    names_free();
+  return rc;
+}
+
 static void release(void) {
   void (*mine)(void *, uint32_t, const char *, const cp_launch_site *, int) =
       bracket;
@@ -231,9 +259,7 @@ static void release(void) {
   CUpti_Profiler_DeInitialize_Params p = {
       .structSize = CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE};
   api->cuptiProfilerDeInitialize(&p);
-  cp_pm_exact_map_names_free(&stored);
-  free(setup.names);
-  memset(&setup, 0, sizeof setup);
+  names_free();
 }
 
 void cp_pm_exact_stop(void) {
@@ -249,26 +275,6 @@ void cp_pm_exact_counts_get(cp_pm_exact_counts *out) {
   pthread_mutex_lock(&lock);
   *out = counts;
   pthread_mutex_unlock(&lock);
-}
-
-/* The names CUPTI evaluates (the metrics' Perfworks names, the duration
- * last) and the names values are stored under. */
-static int names_of(const cp_pm_metric *metrics, size_t n, size_t ranges) {
-  setup.names = calloc(n + 1, sizeof *setup.names);
-  if (!setup.names)
-    return cp_error_set(CPROTON_ENOMEM, "pmsampling:exact: no memory");
-  for (size_t i = 0; i < n; i++)
-    setup.names[i] = metrics[i].cupti;
-  setup.names[n] = DURATION_METRIC;
-  setup.n_names = n + 1;
-  setup.stored = &stored;
-  setup.ranges = ranges;
-  int rc = cp_pm_exact_map_names(metrics, n, &stored);
-  if (rc) {
-    free(setup.names);
-    memset(&setup, 0, sizeof setup);
-  }
-  return rc;
 }
 
 /* Every counter known on device 0's chip, before any context exists (the
@@ -322,11 +328,10 @@ int cp_pm_exact_start(const cp_loader_api *a, cp_cupti_state *st,
     return cp_error_set(CPROTON_EBACKEND,
                         "pmsampling:exact: cuptiProfilerInitialize failed: %s",
                         cp_loader_cupti_error(a, r));
-  if ((rc = names_of(metrics, n, opt->ranges)) ||
-      (rc = check_counters(a))) {
-    cp_pm_exact_map_names_free(&stored);
-    free(setup.names);
-    memset(&setup, 0, sizeof setup);
+  if ((rc = names_of(metrics, n, opt->ranges)))
+    return rc;
+  if ((rc = check_counters(a))) {
+    names_free();
     return rc;
   }
   api = a;

@@ -38,8 +38,7 @@ typedef struct cp_pm_exact_options {
 void cp_pm_exact_options_init(cp_pm_exact_options *o);
 
 /* Starts the mode for `metrics` (n of them, as cp_pm_metrics_resolve
- * gives them: the stored name and the Perfworks name; the pointers must
- * stay valid until stop). Contexts whose primary context is active are
+ * gives them: the stored name and the Perfworks name; both are copied). Contexts whose primary context is active are
  * set up now, later ones at their first launch.
  * Returns CPROTON_OK, also when this CUPTI has no range profiler (one
  * warning; kernels are still profiled). Errors: EINVAL (no metric, bad
