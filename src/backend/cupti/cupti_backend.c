@@ -164,9 +164,10 @@ static int subscribe(void) {
   env.state = &state;
   env.config = &config;
   int rc = cp_features_enable(&env);
-  /* lazy callbacks: not with PC sampling (it brackets or names every
-   * launch) nor with an ablation */
-  if (!rc && config.lazy && !env.mode.enabled && !config.ablate) {
+  /* lazy callbacks: not with PC sampling or the exact hardware-metric mode
+   * (they bracket or name every launch) nor with an ablation */
+  if (!rc && config.lazy && !env.mode.enabled && !env.pm.exact &&
+      !config.ablate) {
     rc = cp_lazy_start(&state);
     if (rc)
       cp_features_disable(&env);
@@ -258,12 +259,7 @@ static int parse_mode(const char *mode, cp_pcs_options *pcs,
     return cp_pcs_mode_parse(mode, pcs);
   }
   cp_pcs_mode_parse(NULL, pcs);
-  int rc = cp_pm_mode_parse(mode, pm);
-  if (!rc && pm->exact)
-    rc = cp_error_set(CPROTON_EINVAL, "cupti mode '%s': exact (the range "
-                      "profiler) is not available yet; use pmsampling",
-                      mode);
-  return rc;
+  return cp_pm_mode_parse(mode, pm);
 }
 
 static int check_mode(const char *mode) {

@@ -8,6 +8,7 @@
 #include "backend/cupti/callbacks.h"
 #include "backend/cupti/features.h"
 #include "backend/cupti/pcsampling.h"
+#include "backend/cupti/pm_exact.h"
 #include "backend/cupti/pm_sampler.h"
 #include "backend/cupti/records.h"
 #include "core/error.h"
@@ -141,6 +142,28 @@ static void pm_off(cp_features_env *e) {
   cp_pm_sampler_stop();
 }
 
+/* pmsampling:exact: the range profiler (pm_exact.c), the same counters
+ * per launch. */
+static int pmx_wanted(const cp_features_env *e) {
+  return e->pm.enabled && e->pm.exact;
+}
+static int pmx_on(cp_features_env *e) {
+  cp_pm_metric m[CP_PM_MAX_METRICS];
+  for (size_t i = 0; i < e->pm.n; i++)
+    m[i] = (cp_pm_metric){e->pm.name[i], e->pm.cupti[i], 0, e->pm.cupti[i]};
+  cp_pm_exact_options o;
+  cp_pm_exact_options_init(&o);
+  o.ranges = e->pm.ranges;
+  return cp_pm_exact_start(e->api, e->state, m, e->pm.n, &o);
+}
+static int pmx_flush(cp_features_env *e) {
+  return (void)e, cp_pm_exact_flush();
+}
+static void pmx_off(cp_features_env *e) {
+  e->api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  cp_pm_exact_stop();
+}
+
 static const struct {
   const char *name;
   int (*wanted)(const cp_features_env *);
@@ -153,6 +176,7 @@ static const struct {
     {"nvtx", nvtx_wanted, nvtx_on, NULL, nvtx_off},
     {"pcsampling", pcs_wanted, pcs_on, pcs_flush, pcs_off},
     {"pmsampling", pm_wanted, pm_on, pm_flush, pm_off},
+    {"pmexact", pmx_wanted, pmx_on, pmx_flush, pmx_off},
 };
 #define N_ROWS (sizeof rows / sizeof *rows)
 

@@ -10,6 +10,7 @@
 #include <cupti_pcsampling.h>
 #include <cupti_pmsampling.h>
 #include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
 #include <cupti_target.h>
 #include <limits.h>
 
@@ -61,6 +62,24 @@
   X(cuptiGetSassToSourceCorrelation)                                           \
   X(cuptiGetCubinCrc)
 
+/* Resolved when present (NULL otherwise): the range profiler behind
+ * `pmsampling:exact` (pm_exact_ctx.c; CUPTI 12.6 and later) and the
+ * profiler target calls it needs first (device, counter availability). */
+#define CP_LOADER_CUPTI_RANGE(X)                                               \
+  X(cuptiGetDeviceId)                                                          \
+  X(cuptiProfilerDeInitialize)                                                 \
+  X(cuptiProfilerGetCounterAvailability)                                       \
+  X(cuptiRangeProfilerEnable)                                                  \
+  X(cuptiRangeProfilerDisable)                                                 \
+  X(cuptiRangeProfilerSetConfig)                                               \
+  X(cuptiRangeProfilerStart)                                                   \
+  X(cuptiRangeProfilerStop)                                                    \
+  X(cuptiRangeProfilerDecodeData)                                              \
+  X(cuptiRangeProfilerGetCounterDataSize)                                      \
+  X(cuptiRangeProfilerCounterDataImageInitialize)                              \
+  X(cuptiRangeProfilerGetCounterDataInfo)                                      \
+  X(cuptiRangeProfilerCounterDataGetRangeInfo)
+
 /* PM sampling (CUDA 12.6+; pmsampling mode, pm_sampler.c): resolved when
  * present; the mode warns and stays off when any is missing. */
 #define CP_LOADER_CUPTI_PM(X)                                                  \
@@ -94,6 +113,7 @@ typedef struct cp_loader_api {
   CP_LOADER_CUPTI_FUNCS(CP_LOADER_MEMBER)
   CP_LOADER_CUPTI_OPTIONAL(CP_LOADER_MEMBER)
   CP_LOADER_CUPTI_PM(CP_LOADER_MEMBER)
+  CP_LOADER_CUPTI_RANGE(CP_LOADER_MEMBER)
 #undef CP_LOADER_MEMBER
 } cp_loader_api;
 

@@ -30,16 +30,24 @@
  *   name. */
 static const cp_pm_metric defaults[] = {
     {"sm_throughput%",
-     "TriageCompute.sm__throughput.avg.pct_of_peak_sustained_elapsed", 1},
+     "TriageCompute.sm__throughput.avg.pct_of_peak_sustained_elapsed", 1,
+     "sm__throughput.avg.pct_of_peak_sustained_elapsed"},
     {"dram_throughput%",
-     "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", 1},
+     "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", 1,
+     "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"},
     {"achieved_occupancy%",
-     "sm__warps_active.avg.pct_of_peak_sustained_active", 1},
-    {"tensor_pipe%", "TPC.TriageCompute.sm__pipe_tensor_op_hmma_cycles_"
-                     "active_realtime.avg.pct_of_peak_sustained_active", 1},
-    {"l2_hit_rate%", "lts__t_sector_hit_rate.pct", 0},
-    {"issue_slots%", "TPC.TriageCompute.sm__inst_executed_realtime.avg."
-                     "pct_of_peak_sustained_elapsed", 1},
+     "sm__warps_active.avg.pct_of_peak_sustained_active", 1,
+     "sm__warps_active.avg.pct_of_peak_sustained_active"},
+    {"tensor_pipe%",
+     "TPC.TriageCompute.sm__pipe_tensor_op_hmma_cycles_active_realtime.avg."
+     "pct_of_peak_sustained_active", 1,
+     "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"},
+    {"l2_hit_rate%", "lts__t_sector_hit_rate.pct", 0,
+     "lts__t_sector_hit_rate.pct"},
+    {"issue_slots%",
+     "TPC.TriageCompute.sm__inst_executed_realtime.avg."
+     "pct_of_peak_sustained_elapsed", 1,
+     "sm__inst_issued.avg.pct_of_peak_sustained_active"},
 };
 #define NDEF (sizeof defaults / sizeof defaults[0])
 
@@ -105,10 +113,11 @@ static void closest(const char *name, const char *best[3]) {
 
 int cp_pm_metrics_resolve(const char *name, cp_pm_metric *out) {
   for (size_t i = 0; name && i < NDEF; i++)
-    if (!strcmp(name, defaults[i].name) || !strcmp(name, defaults[i].cupti))
+    if (!strcmp(name, defaults[i].name) || !strcmp(name, defaults[i].cupti) ||
+        !strcmp(name, defaults[i].exact))
       return *out = defaults[i], CPROTON_OK;
   if (name && perfworks_like(name))
-    return out->name = name, out->cupti = name, out->sampled = 1, CPROTON_OK;
+    return *out = (cp_pm_metric){name, name, 1, name}, CPROTON_OK;
   const char *b[3] = {"", "", ""};
   closest(name ? name : "", b);
   return cp_error_set(CPROTON_EINVAL, "unknown PM-sampling counter '%s': "

@@ -20,9 +20,11 @@
 
 typedef struct cp_pm_metric {
   const char *name;   /* stored in the profile, e.g. "sm_throughput%" */
-  const char *cupti;  /* Perfworks metric CUPTI is asked for */
+  const char *cupti;  /* Perfworks metric the sampler asks CUPTI for */
   int sampled;        /* in the sampling mode's default set (else only
                          the exact mode reads it by default) */
+  const char *exact;  /* Perfworks metric the exact mode (range profiler,
+                         replay) reads: Nsight Compute's own */
 } cp_pm_metric;
 
 /* The table, in the order above; *n receives its length. The sampling

@@ -36,7 +36,7 @@ static int add(cp_pm_options *o, const char *mode, size_t at,
     if (!strcmp(o->name[i], m.name))
       return bad(mode, at, "metric named twice");
   snprintf(o->name[o->n], CP_PM_NAME_MAX, "%s", m.name);
-  snprintf(o->cupti[o->n], CP_PM_NAME_MAX, "%s", m.cupti);
+  snprintf(o->cupti[o->n], CP_PM_NAME_MAX, "%s", m.cupti); /* see below */
   o->n++;
   return CPROTON_OK;
 }
@@ -65,19 +65,17 @@ static int metrics(cp_pm_options *o, const char *mode, const char *p,
   return CPROTON_OK;
 }
 
-static int interval(cp_pm_options *o, const char *mode, const char *p,
-                    size_t n) {
+/* A decimal in lo..hi into *out; 0 when it is not one. */
+static int number(const char *p, size_t n, uint64_t lo, uint64_t hi,
+                  uint64_t *out) {
   uint64_t v = 0;
   int ok = n > 0 && n <= 10;
   for (size_t i = 0; ok && i < n; i++) {
     ok = p[i] >= '0' && p[i] <= '9';
     v = v * 10 + (uint64_t)(p[i] - '0');
   }
-  if (!ok || v < CP_PM_INTERVAL_MIN || v > CP_PM_INTERVAL_MAX)
-    return bad(mode, (size_t)(p - mode),
-               "interval must be an integer in 1000..1000000000 (ns)");
-  o->interval_ns = v;
-  return CPROTON_OK;
+  *out = v;
+  return ok && v >= lo && v <= hi;
 }
 
 static int option(cp_pm_options *o, const char *mode, const char *p,
@@ -88,14 +86,26 @@ static int option(cp_pm_options *o, const char *mode, const char *p,
     return o->exact = 1, CPROTON_OK;
   if (eq && key == 7 && !strncmp(p, "metrics", 7))
     return o->user_metrics = 1, metrics(o, mode, eq + 1, n - key - 1);
-  if (eq && key == 8 && !strncmp(p, "interval", 8))
-    return interval(o, mode, eq + 1, n - key - 1);
+  uint64_t v;
+  size_t at = (size_t)(eq ? eq + 1 - mode : p - mode), vn = n - key - 1;
+  if (eq && key == 8 && !strncmp(p, "interval", 8)) {
+    if (!number(eq + 1, vn, CP_PM_INTERVAL_MIN, CP_PM_INTERVAL_MAX, &v))
+      return bad(mode, at, "interval must be an integer in 1000..1000000000 "
+                 "(ns)");
+    return o->interval_ns = v, CPROTON_OK;
+  }
+  if (eq && key == 6 && !strncmp(p, "ranges", 6)) {
+    if (!number(eq + 1, vn, 1, CP_PM_RANGES_MAX, &v))
+      return bad(mode, at, "ranges must be an integer in 1..1048576");
+    return o->ranges = (size_t)v, CPROTON_OK;
+  }
   return bad(mode, (size_t)(p - mode), "unknown option");
 }
 
 int cp_pm_mode_parse(const char *mode, cp_pm_options *o) {
   memset(o, 0, sizeof *o);
   o->interval_ns = CP_PM_INTERVAL_DEFAULT;
+  o->ranges = CP_PM_RANGES_DEFAULT;
   if (!cp_pm_mode_is(mode))
     return bad(mode ? mode : "", 0, "unknown mode");
   o->enabled = 1;
@@ -107,22 +117,25 @@ int cp_pm_mode_parse(const char *mode, cp_pm_options *o) {
       return rc;
     p += n;
   }
-  if (o->n)
-    return CPROTON_OK;
   size_t nd;
   const cp_pm_metric *d = cp_pm_metrics_defaults(&nd);
-  for (size_t i = 0; i < nd; i++)
-    if (d[i].sampled || o->exact) {
-      snprintf(o->name[o->n], CP_PM_NAME_MAX, "%s", d[i].name);
-      snprintf(o->cupti[o->n], CP_PM_NAME_MAX, "%s", d[i].cupti);
-      o->n++;
-    }
+  for (size_t i = 0, fill = !o->n; fill && i < nd; i++)
+    if (d[i].sampled || o->exact)
+      snprintf(o->name[o->n++], CP_PM_NAME_MAX, "%s", d[i].name);
+  /* the Perfworks name each counter is read by, once `exact` is known
+   * (it may follow metrics=): the sampler's or Nsight Compute's own */
+  for (size_t i = 0; i < o->n; i++) {
+    cp_pm_metric m;
+    cp_pm_metrics_resolve(o->name[i], &m); /* resolved once already */
+    snprintf(o->cupti[i], CP_PM_NAME_MAX, "%s", o->exact ? m.exact : m.cupti);
+  }
   return CPROTON_OK;
 }
 
 int cp_pm_options_same(const cp_pm_options *a, const cp_pm_options *b) {
   if (a->enabled != b->enabled || a->exact != b->exact ||
-      a->interval_ns != b->interval_ns || a->n != b->n)
+      a->interval_ns != b->interval_ns || a->ranges != b->ranges ||
+      a->n != b->n)
     return 0;
   for (size_t i = 0; i < a->n; i++)
     if (strcmp(a->cupti[i], b->cupti[i]))

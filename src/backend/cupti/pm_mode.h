@@ -11,6 +11,8 @@
  *           1000000000, default CP_PM_INTERVAL_DEFAULT
  * exact     per-kernel values from CUPTI's range profiler instead of
  *           sampling (kernels replayed where the counters need it)
+ * ranges    exact mode: launches one counter data image holds per
+ *           context before it is decoded, 1..1048576, default 1024
  * Options are separated by ':' only (',' separates metric names). Pure;
  * not a hot path. */
 #ifndef CP_BACKEND_CUPTI_PM_MODE_H
@@ -24,12 +26,15 @@
 #define CP_PM_INTERVAL_MIN 1000ull
 #define CP_PM_INTERVAL_MAX 1000000000ull
 #define CP_PM_INTERVAL_DEFAULT 250000ull
+#define CP_PM_RANGES_DEFAULT 1024u
+#define CP_PM_RANGES_MAX 1048576u
 
 typedef struct cp_pm_options {
   int enabled;          /* the mode asks for hardware metrics */
   int exact;            /* range profiler instead of sampling */
   int user_metrics;     /* metrics= given (else the default set) */
   uint64_t interval_ns; /* sampling interval */
+  size_t ranges;        /* exact mode: ranges per image */
   size_t n;             /* counters */
   /* stored name (the profile's) and the Perfworks name CUPTI reads */
   char name[CP_PM_MAX_METRICS][CP_PM_NAME_MAX];

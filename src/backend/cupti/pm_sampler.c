@@ -19,6 +19,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/session.h"
 
 #define MAX_DEVICES 16
 #define MAX_SAMPLES 512 /* per counter data image */
@@ -215,6 +216,9 @@ static void hand_over(device *d, size_t s, const CUpti_PmSampling_CounterData_Ge
     P.lost += (t0 - d->last_t1) / P.o.interval_ns;
   d->last_t1 = t1;
   cp_pm_attr_sample((uint32_t)d->index, t0, t1, v);
+  /* trace sessions: one counter track per device and counter */
+  for (size_t m = 0; m < P.n && !isnan(v[m]); m++)
+    cp_session_deliver_counter((uint32_t)d->index, t0, t1, P.names[m], v[m]);
 }
 
 /* Hands over samples [d->done, completed) of the image. */
