@@ -231,6 +231,29 @@ CPROTON_API void cproton_free(void *ptr);
 /* Number of sessions that exist (active or not). */
 CPROTON_API int cproton_session_count(void);
 
+/* What a session naming `backend` (NULL: the default) would get here,
+ * found cheaply: for a GPU backend only the driver is loaded (no CUPTI),
+ * and nothing is logged. */
+typedef struct cproton_probe_info {
+  /* The backend that would measure: `backend` itself, or for NULL the
+   * default GPU backend when a driver reports a device, else "none".
+   * Static storage. */
+  const char *backend;
+  int runs;    /* non-zero: `backend` (or the default) can measure here */
+  int devices; /* GPUs the CUDA driver reports (0: no driver or device) */
+} cproton_probe_info;
+
+/* Fills `out`. Errors: EINVAL for NULL `out` or an unknown backend name
+ * (the message lists the valid ones). */
+CPROTON_API int cproton_backend_probe(const char *backend,
+                                      cproton_probe_info *out);
+
+/* Whether session `session`'s mode wants the cubins of kernels loaded
+ * before it started (PC sampling maps samples to lines through them:
+ * hand them over with cproton_pcsampling_add_cubin). Errors: ENOTFOUND
+ * for an unknown session, EINVAL for NULL `out`. */
+CPROTON_API int cproton_session_wants_loaded_cubins(int session, int *out);
+
 /* PC sampling (mode "pcsampling"): hands the profiler the cubin of a module
  * loaded before the session started (Triton keeps each compiled kernel's
  * cubin), so its samples get source lines. The image is copied; duplicates

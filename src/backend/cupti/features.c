@@ -43,7 +43,7 @@ static int callbacks(cp_features_env *e, cp_callbacks_group g, int on) {
 
 static int always(const cp_features_env *e) { return (void)e, 1; }
 static int nvtx_wanted(const cp_features_env *e) { return e->config->nvtx; }
-static int pcs_wanted(const cp_features_env *e) { return e->mode.enabled; }
+static int pcs_wanted(const cp_features_env *e) { return e->mode.pcs.enabled; }
 
 /* The kernel records' kind. Under PC sampling, serialized kernel records
  * (KIND_KERNEL), as Proton enables them: CUPTI's continuous PC sampling is
@@ -52,7 +52,7 @@ static int pcs_wanted(const cp_features_env *e) { return e->mode.enabled; }
  * fresh run under serialized records but in half of them under concurrent
  * ones (docs/cupti.md, "PC sampling"). */
 static CUpti_ActivityKind kernel_kind(const cp_features_env *e) {
-  return e->mode.enabled ? CUPTI_ACTIVITY_KIND_KERNEL
+  return e->mode.pcs.enabled ? CUPTI_ACTIVITY_KIND_KERNEL
                          : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
 }
 
@@ -114,7 +114,7 @@ static void nvtx_off(cp_features_env *e) {
 
 static int pcs_on(cp_features_env *e) {
   int rc = callbacks(e, CP_CB_PCS, 1);
-  return rc ? rc : cp_pcsampling_enable(e->api, e->state, &e->mode);
+  return rc ? rc : cp_pcsampling_enable(e->api, e->state, &e->mode.pcs);
 }
 static int pcs_flush(cp_features_env *e) {
   return (void)e, cp_pcsampling_flush(1);

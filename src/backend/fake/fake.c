@@ -60,7 +60,14 @@ void cp_fake_add_device(uint32_t id) {
 }
 
 static int fake_available(void) { return 1; }
-static int fake_start(const char *mode) { return CPROTON_OK; }
+static void fake_probe(cp_backend_probe *out) {
+  *out = (cp_backend_probe){.runs = 1};
+}
+/* Takes any mode (no parse_mode): sessions compare the strings. */
+static int fake_start(const cp_backend_config *config) {
+  (void)config;
+  return CPROTON_OK;
+}
 
 static int fake_flush(void) {
   pthread_mutex_lock(&lock);
@@ -92,6 +99,7 @@ static void fake_stop(void) { fake_flush(); }
 const cp_backend_ops cp_fake_backend = {
     .name = "fake",
     .available = fake_available,
+    .probe = fake_probe,
     .start = fake_start,
     .flush = fake_flush,
     .stop = fake_stop,
