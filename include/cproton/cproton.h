@@ -248,6 +248,14 @@ typedef struct cproton_probe_info {
 CPROTON_API int cproton_backend_probe(const char *backend,
                                       cproton_probe_info *out);
 
+/* Parses `mode` with the mode table of `backend` (NULL: the default GPU
+ * backend's, which a CPU-only session also takes), as a session start
+ * would, without starting anything. Errors: EINVAL for an unknown backend
+ * or a mode it refuses (the message names the mode, the position and the
+ * valid values). */
+CPROTON_API int cproton_backend_check_mode(const char *backend,
+                                           const char *mode);
+
 /* Whether session `session`'s mode wants the cubins of kernels loaded
  * before it started (PC sampling maps samples to lines through them:
  * hand them over with cproton_pcsampling_add_cubin). Errors: ENOTFOUND
@@ -439,6 +447,13 @@ CPROTON_API int cproton_context_register(const char *name, cproton_unwind_fn fn,
  * "rank", "local_rank" or "rank,local_rank"} into `fields`. Errors:
  * ENOTFOUND past the last row. */
 CPROTON_API int cproton_config_row(size_t i, const char *fields[7]);
+
+/* The environment value of configuration row `name`, or NULL when unset:
+ * how the Python extension and the tools read the environment, so that
+ * every variable they read is a row of the table. A name that is not a row
+ * is refused: NULL with an EINVAL message (cproton_last_error). The
+ * pointer is getenv's (valid until the variable changes). */
+CPROTON_API const char *cproton_config_get(const char *name);
 
 #ifdef __cplusplus
 }

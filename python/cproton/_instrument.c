@@ -268,6 +268,30 @@ static PyObject *py_instr_sums_in_kernel(PyObject *m, PyObject *args) {
   return PyBool_FromLong(out);
 }
 
+/* instr_mode_parse(mode, is_trace) -> {canonical, reduce, time_shift,
+ * sums_in_kernel, sums_in_kernel_host_buffer}: the one parse a session's
+ * front end makes (cproton_instr_mode_parse), refusals included. */
+static PyObject *py_instr_mode_parse(PyObject *m, PyObject *args) {
+  const char *mode;
+  int is_trace;
+  if (!PyArg_ParseTuple(args, "zp:instr_mode_parse", &mode, &is_trace))
+    return NULL;
+  static const char *const kinds[] = {"auto", "kernel", "device", "host"};
+  cproton_instr_mode_info *info = PyMem_Malloc(sizeof *info);
+  if (!info)
+    return PyErr_NoMemory();
+  int rc = cproton_instr_mode_parse(mode, is_trace, info);
+  PyObject *out = rc ? fail(rc)
+                     : Py_BuildValue("{sssssNsNsN}", "canonical", info->canonical,
+                                     "reduce", kinds[info->reduce], "time_shift",
+                                     PyBool_FromLong(info->decode_flags & CPROTON_DECODE_TIME_SHIFT),
+                                     "sums_in_kernel", PyBool_FromLong(info->sums_in_kernel),
+                                     "sums_in_kernel_host_buffer",
+                                     PyBool_FromLong(info->sums_in_kernel_host_buffer));
+  PyMem_Free(info);
+  return out;
+}
+
 /* The C parser is the authority on mode strings: Python parses only the
  * canonical form it returns (cproton.mode.parse_instrumentation_mode). */
 static PyObject *py_instr_mode_normalize(PyObject *m, PyObject *args) {
@@ -361,6 +385,8 @@ static PyMethodDef instrument_methods[] = {
     {"instr_sums_in_kernel", py_instr_sums_in_kernel, METH_VARARGS,
      "instr_sums_in_kernel(mode, is_trace, host_buffer) -> whether kernels "
      "compiled for the mode sum in the kernel (C's rule)"},
+    {"instr_mode_parse", py_instr_mode_parse, METH_VARARGS,
+     "instr_mode_parse(mode, is_trace) -> dict: the one parse of a session's mode"},
     {"instr_check_mode", py_instr_check_mode, METH_VARARGS,
      "instr_check_mode(mode) -> the mode's reduce ('auto', 'kernel', "
      "'device', 'host'); ValueError for a mode cproton cannot run"},

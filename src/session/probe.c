@@ -1,8 +1,9 @@
 /* session/probe.c -- the cheap questions front ends ask before and after a
  * start without parsing anything themselves: which backend a session would
  * get here (each backend's probe: the driver only, no vendor tool library),
- * and whether a session's parsed mode wants the cubins of kernels loaded
- * earlier. The session layer answers them because it is the only caller of
+ * whether a backend's own parser takes a mode string (Python's mode
+ * classes), and whether a session's parsed mode wants the cubins of
+ * kernels loaded earlier. The session layer answers them because it is the only caller of
  * the backend registry. Not a hot path; any thread. */
 #include <pthread.h>
 #include <stddef.h>
@@ -30,6 +31,15 @@ int cproton_backend_probe(const char *backend, cproton_probe_info *out) {
   *out = (cproton_probe_info){.backend = b->name, .runs = backend ? p.runs : 1,
                               .devices = p.devices};
   return CPROTON_OK;
+}
+
+int cproton_backend_check_mode(const char *backend, const char *mode) {
+  const cp_backend_ops *b = backend ? cp_backend_find(backend)
+                                    : cp_backend_cpu_fallback();
+  if (!b)
+    return CPROTON_EINVAL;
+  cp_backend_config config;
+  return cp_backend_parse_mode(b, mode, &config);
 }
 
 int cproton_session_wants_loaded_cubins(int id, int *out) {
