@@ -42,7 +42,7 @@ def test_an_instrumentation_session_parses_its_mode_once_in_python(monkeypatch):
     """start(backend="instrumentation") parses the mode string once in the
     front end (cproton_instr_mode_parse), not once per question."""
     calls = []
-    for name in ("instr_mode_parse", "instr_check_mode", "instr_mode_normalize", "instr_sums_in_kernel"):
+    for name in ("instr_mode_parse", "instr_mode_normalize"):
         real = getattr(_cproton, name)
         monkeypatch.setattr(_cproton, name,
                             lambda *a, _real=real, _name=name: calls.append(_name) or _real(*a))
