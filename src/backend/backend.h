@@ -10,6 +10,8 @@
 #ifndef CP_BACKEND_BACKEND_H
 #define CP_BACKEND_BACKEND_H
 
+#include <stddef.h>
+
 /* A session's mode, parsed once by its backend's own table (`parse_mode`)
  * when the session starts; `start` and `same_mode` read the parsed form and
  * nothing parses the string again. `mode` is the string as given (NULL =
@@ -19,8 +21,20 @@
 #define CP_BACKEND_OPTS_BYTES 512
 typedef struct cp_backend_config {
   const char *mode;
+  /* The backend whose parse_mode filled `opts` (cp_backend_parse_mode
+   * sets it): a session that fell back to the CPU-only backend keeps the
+   * configuration its own backend parsed, and only that backend reads it. */
+  const struct cp_backend_ops *parsed_by;
   _Alignas(16) unsigned char opts[CP_BACKEND_OPTS_BYTES];
 } cp_backend_config;
+
+/* Stores a backend's parsed options (`size` bytes, at most
+ * CP_BACKEND_OPTS_BYTES: the backend asserts it) and the mode string. */
+void cp_backend_config_set(cp_backend_config *c, const char *mode,
+                           const void *opts, size_t size);
+
+/* The parsed options of type `T` a backend stored in `config`. */
+#define CP_BACKEND_OPTS(T, config) ((const T *)(const void *)(config)->opts)
 
 /* What a backend's `probe` found, without loading more than the driver. */
 typedef struct cp_backend_probe {

@@ -73,13 +73,19 @@ const cp_backend_ops *cp_backend_default(void) {
   return cp_backend_cpu_fallback();
 }
 
+void cp_backend_config_set(cp_backend_config *c, const char *mode,
+                           const void *opts, size_t size) {
+  c->mode = mode;
+  memcpy(c->opts, opts, size < sizeof c->opts ? size : sizeof c->opts);
+}
+
 int cp_backend_parse_mode(const cp_backend_ops *b, const char *mode,
                           cp_backend_config *out) {
   memset(out, 0, sizeof *out);
-  if (b->parse_mode)
-    return b->parse_mode(mode, out);
+  int rc = b->parse_mode ? b->parse_mode(mode, out) : CPROTON_OK;
   out->mode = mode;
-  return CPROTON_OK;
+  out->parsed_by = b;
+  return rc;
 }
 
 int cp_backend_same_mode(const cp_backend_ops *b, const cp_backend_config *a,

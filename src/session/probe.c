@@ -49,8 +49,11 @@ int cproton_session_wants_loaded_cubins(int id, int *out) {
   int slot;
   int rc = cp_ss_find_slot(id, &slot);
   if (!rc) {
-    const cp_backend_ops *b = cp_ss_slots[slot].backend;
-    *out = b->wants_loaded_cubins && b->wants_loaded_cubins(cp_ss_config(slot));
+    /* asked of the backend that parsed the mode (a session that fell back
+     * to the CPU-only backend keeps its own backend's configuration) */
+    const cp_backend_config *c = cp_ss_config(slot);
+    const cp_backend_ops *b = c->parsed_by;
+    *out = b && b->wants_loaded_cubins && b->wants_loaded_cubins(c);
   }
   pthread_mutex_unlock(&cp_ss_table_lock);
   return rc;

@@ -69,14 +69,13 @@ _Static_assert(sizeof(cp_cupti_mode) <= CP_BACKEND_OPTS_BYTES,
                "a CUPTI mode fits a backend configuration");
 
 const cp_cupti_mode *cp_cupti_mode_of(const cp_backend_config *config) {
-  return (const cp_cupti_mode *)(const void *)config->opts;
+  return CP_BACKEND_OPTS(cp_cupti_mode, config);
 }
 
 int cp_cupti_mode_parse_config(const char *mode, cp_backend_config *out) {
   cp_cupti_mode m;
   int rc = cp_cupti_mode_parse(mode, &m);
-  out->mode = mode;
-  memcpy(out->opts, &m, sizeof m);
+  cp_backend_config_set(out, mode, &m, sizeof m);
   return rc;
 }
 

@@ -337,15 +337,14 @@ _Static_assert(sizeof(cp_instr_mode) <= CP_BACKEND_OPTS_BYTES,
                "an instrumentation mode fits a backend configuration");
 
 const cp_instr_mode *cp_instr_mode_of(const cp_backend_config *config) {
-  return (const cp_instr_mode *)(const void *)config->opts;
+  return CP_BACKEND_OPTS(cp_instr_mode, config);
 }
 
 int cp_instr_mode_parse_config(const char *mode, cp_backend_config *out) {
   cp_instr_mode m;
   canon c;
   int rc = parse_instr(mode, &m, &c);
-  out->mode = mode;
-  memcpy(out->opts, &m, sizeof m);
+  cp_backend_config_set(out, mode, &m, sizeof m);
   return rc;
 }
 

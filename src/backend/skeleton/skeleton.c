@@ -32,7 +32,7 @@ static struct {
 } self;
 
 static const skeleton_options *options_of(const cp_backend_config *c) {
-  return (const skeleton_options *)(const void *)c->opts;
+  return CP_BACKEND_OPTS(skeleton_options, c);
 }
 
 /* Parsed once per session, by the session layer. */
@@ -42,7 +42,7 @@ static int skeleton_parse_mode(const char *mode, cp_backend_config *out) {
   for (size_t i = 0; i < N_MODES; i++)
     if (strcmp(modes[i].name, m) == 0) {
       skeleton_options o = {.counts = modes[i].counts};
-      memcpy(out->opts, &o, sizeof o);
+      cp_backend_config_set(out, mode, &o, sizeof o);
       return CPROTON_OK;
     }
   return cp_error_set(CPROTON_EINVAL,
