@@ -130,17 +130,19 @@ void cp_cupti_backend_library_path(char *buf, size_t size) {
 }
 
 static int alloc_state(void) {
-  if (!self.state.corr && !(self.state.corr = cp_corr_new(self.config.ring_slots)))
+  cp_cupti_state *st = &self.state;
+  const cp_cupti_config *c = &self.config;
+  if (!st->corr && !(st->corr = cp_corr_new(c->ring_slots)))
     return CPROTON_ENOMEM;
-  if (!self.state.graphs && !(self.state.graphs = cp_graph_new(self.config.graph_nodes, self.config.graph_max)))
+  if (!st->graphs && !(st->graphs = cp_graph_new(c->graph_nodes, c->graph_max)))
     return CPROTON_ENOMEM;
-  if (!self.pool && !(self.pool = cp_pool_new(self.config.buffer_size, self.config.n_buffers,
-                                    self.config.max_buffers)))
+  if (!self.pool &&
+      !(self.pool = cp_pool_new(c->buffer_size, c->n_buffers, c->max_buffers)))
     return CPROTON_ENOMEM;
-  self.state.hooks.describe_device = describe_device;
-  self.state.hooks.graph_node_id = graph_node_id;
-  self.state.hooks.launch_callbacks = launch_callbacks;
-  self.state.ablate = self.config.ablate;
+  st->hooks.describe_device = describe_device;
+  st->hooks.graph_node_id = graph_node_id;
+  st->hooks.launch_callbacks = launch_callbacks;
+  st->ablate = c->ablate;
   return CPROTON_OK;
 }
 
