@@ -18,7 +18,7 @@
  * ""), owned by the caller (the session keeps it for its lifetime); `opts`
  * holds the backend's own options struct, read only by that backend (each
  * backend checks with _Static_assert that its struct fits). */
-#define CP_BACKEND_OPTS_BYTES 512
+#define CP_BACKEND_OPTS_BYTES 8192
 typedef struct cp_backend_config {
   const char *mode;
   /* The backend whose parse_mode filled `opts` (cp_backend_parse_mode

@@ -85,7 +85,18 @@ Test(pcs_mode, unknown_family) {
   cr_assert_str_eq(cproton_last_error(),
                    "cupti mode 'pmsamplingx:x=1': unknown mode at offset 0 "
                    "(valid: '' or pcsampling[:interval=N][:exact][:buffer=PCS]"
-                   "[:first=K])");
+                   "[:first=K] or pmsampling[:metrics=NAME,NAME...][:interval=NS])");
+  /* each family's first word ends at its own separators: pcsampling's at
+   * ':' or ',', pmsampling's at ':' only (',' separates its metrics) */
+  cr_assert_eq(cp_cupti_mode_parse("pmsampling,x", &m), CPROTON_EINVAL);
+  cr_assert(strstr(cproton_last_error(), "unknown mode at offset 0"), "%s",
+            cproton_last_error());
+  cr_assert_eq(cp_cupti_mode_parse("PMSampling:interval=20000", &m), CPROTON_OK);
+  cr_assert_eq(m.family, CP_CUPTI_PMSAMPLING);
+  cr_assert(m.pm.enabled && !m.pcs.enabled && m.pm.interval_ns == 20000);
+  cr_assert_eq(cp_cupti_mode_parse("pmsampling:exact", &m), CPROTON_EINVAL);
+  cr_assert(strstr(cproton_last_error(), "exact (the range profiler) is not available yet"),
+            "%s", cproton_last_error());
   cr_assert_eq(cp_cupti_mode_parse("PCSampling:exact", &m), CPROTON_OK);
   cr_assert_eq(m.family, CP_CUPTI_PCSAMPLING);
   cr_assert(m.pcs.enabled && m.pcs.exact);
@@ -102,6 +113,10 @@ Test(pcs_mode, same) {
   cr_assert_not(mode_same("pcsampling", "pcsampling:interval=x"));
   cr_assert(mode_same("pcsampling", "pcsampling:first=0"));
   cr_assert_not(mode_same("pcsampling", "pcsampling:first=1"));
+  cr_assert(mode_same("pmsampling", "pmsampling:interval=250000"));
+  cr_assert_not(mode_same("pmsampling", "pmsampling:interval=20000"));
+  cr_assert_not(mode_same("pmsampling", "pcsampling"));
+  cr_assert_not(mode_same("pmsampling", ""));
 }
 
 /* ---- stall reasons ---------------------------------------------------------- */

@@ -26,7 +26,7 @@ static const char *const fact_names[AF_N] = {
     "triton.shared", "triton.n_regs", "triton.n_spills", "triton.tma",
     "triton.ld_bits", "triton.st_bits", "triton.local_bytes",
     "time (ns)", "count", "flops", "flops8", "flops16", "flops32", "flops64",
-    "bytes",
+    "bytes", "pm_sampled_ns", "dram_throughput%*ns", "sm_throughput%*ns",
     "num_samples", "stalled_long_scoreboard", "stalled_short_scoreboard",
     "stalled_mio_throttle", "stalled_lg_throttle", "stalled_barrier",
     "stalled_math_pipe_throttle", "stalled_wait"};

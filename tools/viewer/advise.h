@@ -20,6 +20,7 @@ typedef enum av_fact {
   AF_N_STATIC, /* the facts above are per kernel: shared by name */
   AF_TIME = AF_N_STATIC, AF_COUNT, AF_FLOPS, AF_FLOPS8, AF_FLOPS16,
   AF_FLOPS32, AF_FLOPS64, AF_BYTES,
+  AF_PM_NS, AF_PM_DRAM, AF_PM_SM, /* PM sampling: pm_sampled_ns, X*ns */
   AF_N_NODE, /* the facts above are metrics of the kernel frame */
   AF_SAMPLES = AF_N_NODE, AF_S_LSB, AF_S_SSB, AF_S_MIO, AF_S_LG, AF_S_BAR,
   AF_S_MATH, AF_S_WAIT,
@@ -103,6 +104,21 @@ const av_arch *av_arch_of(const char *arch);
  * "blocks"); 0 when the facts are missing. */
 int av_occupancy(const av_kernel *k, double *occ, double *blocks_per_sm,
                  const char **limiter, double *occ_fix);
+
+/* advise_hwm.c: measured hardware metrics (PM sampling, issue 27).
+ * av_hwm_measured: 1 and the kernel's measured value of counter fact
+ * `which` (AF_PM_DRAM, AF_PM_SM) in percent, X*ns / pm_sampled_ns, when it
+ * was sampled; else 0. av_hwm_dram_saturated: the measured DRAM throughput
+ * is >= AV_DRAM_SATURATED percent (more occupancy or FLOPs cannot help).
+ * av_hwm_roof: replaces *fraction (the model's fraction of the roof) with
+ * the measured dram (memory) or sm (compute) throughput / 100 and adds it
+ * to f's evidence as "measured_dram_throughput%" / "measured_sm_throughput%";
+ * returns 1 when it did, 0 (nothing changed) without measurements. */
+#define AV_DRAM_SATURATED 80.0
+int av_hwm_measured(const av_kernel *k, av_fact which, double *pct);
+int av_hwm_dram_saturated(const av_kernel *k);
+int av_hwm_roof(const av_kernel *k, int memory, double *fraction,
+                av_finding *f);
 
 /* advise_out.c: text and JSON. */
 void av_print_text(const av_finding *const *f, size_t n, const int *unavail,

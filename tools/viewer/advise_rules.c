@@ -140,8 +140,8 @@ static int occupancy(const av_kernel *k, av_finding *f, const char *what) {
   const char *lim;
   const char *mma = k->s[AS_MMA];
   if (!av_occupancy(k, &occ, &bps, &lim, &fix) || strcmp(lim, what) ||
-      occ >= 0.5 || !(fix > occ))
-    return 0;
+      occ >= 0.5 || !(fix > occ) || av_hwm_dram_saturated(k))
+    return 0; /* DRAM already saturated (measured): more warps cannot help */
   if (mma && strcmp(mma, "fma") && strcmp(mma, "none") &&
       k->f[AF_T_STAGES] >= 3)
     return 0;
@@ -338,14 +338,22 @@ static int roof(const av_kernel *k, av_finding *f, int memory) {
     return 0;
   double need = memory ? bt : ft, ach = need / T(k);
   double reach = memory ? 0.85 : 0.8; /* what well-tuned kernels reach */
+  if (!memory && av_hwm_dram_saturated(k))
+    return 0; /* measured: DRAM is the limit, not FLOP/s */
+  int measured = av_hwm_roof(k, memory, &ach, f); /* measured beats model */
   if (ach >= 0.5)
     return 0;
   f->saving = T(k) - need / reach;
   ev(f, memory ? "bytes" : "flops", memory ? k->f[AF_BYTES] : ft);
   ev(f, "min_time_ns", need), ev(f, "roofline_fraction", ach);
-  snprintf(f->diag, sizeof f->diag, "%s-bound at %.0f%% of the device's "
-           "peak %s", memory ? "memory" : "compute", ach * 100,
-           memory ? "DRAM bandwidth" : "tensor-core FLOP/s");
+  if (measured)
+    snprintf(f->diag, sizeof f->diag, "%s-bound; measured %s throughput "
+             "%.0f%% of peak (PM sampling)", memory ? "memory" : "compute",
+             memory ? "DRAM" : "SM", ach * 100);
+  else
+    snprintf(f->diag, sizeof f->diag, "%s-bound at %.0f%% of the device's "
+             "peak %s", memory ? "memory" : "compute", ach * 100,
+             memory ? "DRAM bandwidth" : "tensor-core FLOP/s");
   return 1;
 }
 

@@ -8,6 +8,7 @@
 #include "backend/cupti/callbacks.h"
 #include "backend/cupti/features.h"
 #include "backend/cupti/pcsampling.h"
+#include "backend/cupti/pm_sampler.h"
 #include "backend/cupti/records.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -124,6 +125,22 @@ static void pcs_off(cp_features_env *e) {
   callbacks(e, CP_CB_PCS, 0);
 }
 
+/* PM sampling: kernel records are flushed before the sampler's last
+ * settlement, so that every kernel of the session finds its samples. */
+static int pm_wanted(const cp_features_env *e) {
+  return e->mode.pm.enabled && !e->mode.pm.exact;
+}
+static int pm_on(cp_features_env *e) {
+  return cp_pm_sampler_start(e->api, &e->mode.pm);
+}
+static int pm_flush(cp_features_env *e) {
+  return (void)e, cp_pm_sampler_flush();
+}
+static void pm_off(cp_features_env *e) {
+  e->api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  cp_pm_sampler_stop();
+}
+
 static const struct {
   const char *name;
   int (*wanted)(const cp_features_env *);
@@ -135,6 +152,7 @@ static const struct {
     {"graphs", always, graphs_on, NULL, graphs_off},
     {"nvtx", nvtx_wanted, nvtx_on, NULL, nvtx_off},
     {"pcsampling", pcs_wanted, pcs_on, pcs_flush, pcs_off},
+    {"pmsampling", pm_wanted, pm_on, pm_flush, pm_off},
 };
 #define N_ROWS (sizeof rows / sizeof *rows)
 

@@ -91,6 +91,7 @@ int cp_loader_open(const cp_cupti_config *c, cp_loader_api *api) {
 #undef RESOLVE
 #define RESOLVE(f) api->f = (__typeof__(api->f))dlsym(api->cupti_handle, #f);
   CP_LOADER_CUPTI_OPTIONAL(RESOLVE)
+  CP_LOADER_CUPTI_PM(RESOLVE)
 #undef RESOLVE
   return rc;
 }

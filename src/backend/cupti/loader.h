@@ -8,15 +8,20 @@
 #include <cuda.h>
 #include <cupti.h>
 #include <cupti_pcsampling.h>
+#include <cupti_pmsampling.h>
+#include <cupti_profiler_target.h>
+#include <cupti_target.h>
 #include <limits.h>
 
 #include "backend/cupti/config.h"
+#include "backend/cupti/pm_host_abi.h"
 
 /* X(function, field of cp_cudadrv) for every driver function the CUPTI
  * backend calls: copied from the one driver table (backend/cudadrv.h,
  * which dlsyms the _v2 symbols). Then X(function) for every CUPTI
  * function, dlsym'd as written. */
 #define CP_LOADER_CUDA_FUNCS(X)                                                \
+  X(cuInit, cuInit)                                                            \
   X(cuDriverGetVersion, cuDriverGetVersion)                                    \
   X(cuDeviceGet, cuDeviceGet)                                                  \
   X(cuDeviceGetCount, cuDeviceGetCount)                                        \
@@ -57,6 +62,31 @@
   X(cuptiGetSassToSourceCorrelation)                                           \
   X(cuptiGetCubinCrc)
 
+/* PM sampling (CUDA 12.6+; pmsampling mode, pm_sampler.c): resolved when
+ * present; the mode warns and stays off when any is missing. */
+#define CP_LOADER_CUPTI_PM(X)                                                  \
+  X(cuptiProfilerInitialize)                                                   \
+  X(cuptiDeviceGetChipName)                                                    \
+  X(cuptiPmSamplingGetCounterAvailability)                                     \
+  X(cuptiPmSamplingEnable)                                                     \
+  X(cuptiPmSamplingDisable)                                                    \
+  X(cuptiPmSamplingSetConfig)                                                  \
+  X(cuptiPmSamplingStart)                                                      \
+  X(cuptiPmSamplingStop)                                                       \
+  X(cuptiPmSamplingDecodeData)                                                 \
+  X(cuptiPmSamplingGetCounterDataSize)                                         \
+  X(cuptiPmSamplingCounterDataImageInitialize)                                 \
+  X(cuptiPmSamplingGetCounterDataInfo)                                         \
+  X(cuptiPmSamplingCounterDataGetSampleInfo)                                   \
+  X(cuptiProfilerHostInitialize)                                               \
+  X(cuptiProfilerHostDeinitialize)                                             \
+  X(cuptiProfilerHostGetBaseMetrics)                                           \
+  X(cuptiProfilerHostConfigAddMetrics)                                         \
+  X(cuptiProfilerHostGetConfigImageSize)                                       \
+  X(cuptiProfilerHostGetConfigImage)                                           \
+  X(cuptiProfilerHostGetNumOfPasses)                                           \
+  X(cuptiProfilerHostEvaluateToGpuValues)
+
 typedef struct cp_loader_api {
   void *cupti_handle;
   char cupti_path[PATH_MAX]; /* the file that loaded */
@@ -66,6 +96,7 @@ typedef struct cp_loader_api {
 #define CP_LOADER_MEMBER(f) __typeof__(&f) f;
   CP_LOADER_CUPTI_FUNCS(CP_LOADER_MEMBER)
   CP_LOADER_CUPTI_OPTIONAL(CP_LOADER_MEMBER)
+  CP_LOADER_CUPTI_PM(CP_LOADER_MEMBER)
 #undef CP_LOADER_MEMBER
 } cp_loader_api;
 
