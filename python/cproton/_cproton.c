@@ -1109,6 +1109,45 @@ static PyObject *py_config_table(PyObject *m, PyObject *unused) {
   return rows;
 }
 
+/* probe(backend=None) -> (backend that would measure, runs, devices): the C
+ * backends' own cheap probe (the driver only), so Python never loads
+ * libcuda itself. */
+static PyObject *py_probe(PyObject *m, PyObject *args) {
+  const char *backend = NULL;
+  if (!PyArg_ParseTuple(args, "|z:probe", &backend))
+    return NULL;
+  cproton_probe_info p;
+  int rc = cproton_backend_probe(backend, &p);
+  if (rc)
+    return raise_status(rc);
+  return Py_BuildValue("(sii)", p.backend, p.runs, p.devices);
+}
+
+/* check_mode(backend, mode): the backend's own C parser on `mode` (None
+ * backend: the default GPU backend's); ValueError with its message. */
+static PyObject *py_check_mode(PyObject *m, PyObject *args) {
+  const char *backend, *mode;
+  if (!PyArg_ParseTuple(args, "zz:check_mode", &backend, &mode))
+    return NULL;
+  int rc = cproton_backend_check_mode(backend, mode);
+  if (rc) {
+    PyErr_SetString(PyExc_ValueError, cproton_last_error());
+    return NULL;
+  }
+  Py_RETURN_NONE;
+}
+
+/* session_wants_loaded_cubins(id) -> bool, from the session's parsed mode. */
+static PyObject *py_session_wants_loaded_cubins(PyObject *m, PyObject *arg) {
+  int id = (int)PyLong_AsLong(arg), out = 0;
+  if (id == -1 && PyErr_Occurred())
+    return NULL;
+  int rc = cproton_session_wants_loaded_cubins(id, &out);
+  if (rc)
+    return raise_status(rc);
+  return PyBool_FromLong(out);
+}
+
 static PyObject *py_proton_compat(PyObject *m, PyObject *unused) {
   return PyLong_FromLong(cproton_proton_compat());
 }
@@ -1393,6 +1432,12 @@ static PyMethodDef methods[] = {
     {"config_table", py_config_table, METH_NOARGS,
      "config_table() -> [(name, type, default, knob, reader, doc, role)]"},
     {"proton_compat", py_proton_compat, METH_NOARGS, "proton_compat() -> 306 or 309"},
+    {"probe", py_probe, METH_VARARGS,
+     "probe(backend=None) -> (backend that would measure, runs, devices)"},
+    {"check_mode", py_check_mode, METH_VARARGS,
+     "check_mode(backend, mode): ValueError unless the backend parses mode"},
+    {"session_wants_loaded_cubins", py_session_wants_loaded_cubins, METH_O,
+     "session_wants_loaded_cubins(session) -> bool"},
     {"launch_admits", py_launch_admits, METH_O, "launch_admits(name) -> bool"},
     {"set_launch_filter", py_set_launch_filter, METH_O,
      "set_launch_filter(callable or None)"},
@@ -1435,7 +1480,7 @@ PyMODINIT_FUNC PyInit__cproton(void) {
     return NULL;
   }
   /* CPROTON_LOG=debug lets debug lines through (as for the injection) */
-  const char *lv = getenv("CPROTON_LOG");
+  const char *lv = cproton_config_get("CPROTON_LOG");
   cproton_log_set_handler(on_log, NULL,
                           lv && !strcmp(lv, "debug") ? CPROTON_LOG_DEBUG
                                                      : CPROTON_LOG_INFO);

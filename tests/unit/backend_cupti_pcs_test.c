@@ -15,6 +15,7 @@
 #include "backend/cupti/corr.h"
 #include "backend/cupti/pcs_attr.h"
 #include "backend/cupti/pcs_lines.h"
+#include "backend/cupti/cupti_mode.h"
 #include "backend/cupti/pcs_mode.h"
 #include "core/session.h"
 #include "core/strtab.h"
@@ -68,14 +69,55 @@ Test(pcs_mode, refused_with_range) {
   cr_assert(strstr(cproton_last_error(), "offset 20"), "%s", cproton_last_error());
 }
 
+/* Both parsed once (as the session layer does), then compared; 0 when
+ * either is refused. */
+static int mode_same(const char *a, const char *b) {
+  cp_cupti_mode x, y;
+  return !cp_cupti_mode_parse(a, &x) && !cp_cupti_mode_parse(b, &y) &&
+         cp_cupti_mode_same(&x, &y);
+}
+
+/* The family table's refusal names every family's grammar, as the
+ * pcsampling parser's did. */
+Test(pcs_mode, unknown_family) {
+  cp_cupti_mode m;
+  cr_assert_eq(cp_cupti_mode_parse("pmsamplingx:x=1", &m), CPROTON_EINVAL);
+  cr_assert_str_eq(cproton_last_error(),
+                   "cupti mode 'pmsamplingx:x=1': unknown mode at offset 0 "
+                   "(valid: '' or pcsampling[:interval=N][:exact][:buffer=PCS]"
+                   "[:first=K] or pmsampling[:metrics=NAME,NAME...][:interval=NS]"
+                   "[:exact][:ranges=N])");
+  /* each family's first word ends at its own separators: pcsampling's at
+   * ':' or ',', pmsampling's at ':' only (',' separates its metrics) */
+  cr_assert_eq(cp_cupti_mode_parse("pmsampling,x", &m), CPROTON_EINVAL);
+  cr_assert(strstr(cproton_last_error(), "unknown mode at offset 0"), "%s",
+            cproton_last_error());
+  cr_assert_eq(cp_cupti_mode_parse("PMSampling:interval=20000", &m), CPROTON_OK);
+  cr_assert_eq(m.family, CP_CUPTI_PMSAMPLING);
+  cr_assert(m.pm.enabled && !m.pcs.enabled && m.pm.interval_ns == 20000);
+  cr_assert_eq(cp_cupti_mode_parse("pmsampling:exact:ranges=64", &m),
+               CPROTON_OK);
+  cr_assert(m.pm.exact && m.pm.ranges == 64);
+  cr_assert_eq(cp_cupti_mode_parse("PCSampling:exact", &m), CPROTON_OK);
+  cr_assert_eq(m.family, CP_CUPTI_PCSAMPLING);
+  cr_assert(m.pcs.enabled && m.pcs.exact);
+  cr_assert_eq(cp_cupti_mode_parse(NULL, &m), CPROTON_OK);
+  cr_assert_eq(m.family, CP_CUPTI_KERNELS);
+  cr_assert_not(m.pcs.enabled);
+}
+
 Test(pcs_mode, same) {
-  cr_assert(cp_pcs_mode_same("pcsampling", "pcsampling:interval=1000"));
-  cr_assert(cp_pcs_mode_same(NULL, ""));
-  cr_assert_not(cp_pcs_mode_same("pcsampling", ""));
-  cr_assert_not(cp_pcs_mode_same("pcsampling", "pcsampling:exact"));
-  cr_assert_not(cp_pcs_mode_same("pcsampling", "pcsampling:interval=x"));
-  cr_assert(cp_pcs_mode_same("pcsampling", "pcsampling:first=0"));
-  cr_assert_not(cp_pcs_mode_same("pcsampling", "pcsampling:first=1"));
+  cr_assert(mode_same("pcsampling", "pcsampling:interval=1000"));
+  cr_assert(mode_same(NULL, ""));
+  cr_assert_not(mode_same("pcsampling", ""));
+  cr_assert_not(mode_same("pcsampling", "pcsampling:exact"));
+  cr_assert_not(mode_same("pcsampling", "pcsampling:interval=x"));
+  cr_assert(mode_same("pcsampling", "pcsampling:first=0"));
+  cr_assert_not(mode_same("pcsampling", "pcsampling:first=1"));
+  cr_assert(mode_same("pmsampling", "pmsampling:interval=250000"));
+  cr_assert_not(mode_same("pmsampling", "pmsampling:interval=20000"));
+  cr_assert_not(mode_same("pmsampling", "pcsampling"));
+  cr_assert_not(mode_same("pmsampling", ""));
 }
 
 /* ---- stall reasons ---------------------------------------------------------- */

@@ -631,7 +631,7 @@ static void kinds_for(const char *mode, int *serial, int *concurrent) {
   cp_cupti_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cp_features_env env = {.api = &api, .state = &st, .config = &cfg};
-  cr_assert_eq(cp_pcs_mode_parse(mode, &env.mode), CPROTON_OK, "%s", cproton_last_error());
+  cr_assert_eq(cp_cupti_mode_parse(mode, &env.mode), CPROTON_OK, "%s", cproton_last_error());
   cr_assert_eq(cp_features_enable(&env), CPROTON_OK, "%s", cproton_last_error());
   *serial = kind_on[CUPTI_ACTIVITY_KIND_KERNEL];
   *concurrent = kind_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL];

@@ -9,7 +9,7 @@
  *
  * Concern: command line and the order of steps (load, derive, filter, diff,
  * render), which follows triton/profiler/viewer.py. The environment is read
- * here only (NO_COLOR). Exit status: 0 ok, 1 bad input, 2 bad usage. */
+ * here only (NO_COLOR, through the configuration table: cproton_config_get). Exit status: 0 ok, 1 bad input, 2 bad usage. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,7 +188,7 @@ static int run(vw_args *a) {
                   vw_diff(&t, &r, cols, n)))
     goto out;
   int color = a->force_color ||
-              (!a->no_color && !getenv("NO_COLOR") && isatty(1));
+              (!a->no_color && !cproton_config_get("NO_COLOR") && isatty(1));
   vw_render_opts o = {a->depth, a->format, color, a->print_sorted,
                       a->demangle, a->output};
   rc = vw_render(&t, cols, n, &o, stdout);
@@ -240,7 +240,7 @@ static int run_merge(vw_args *a) {
     printf("%s %s", c ? "," : "", trees[0].cols[out_cols[c]].name);
   printf("\nimbalance = max / mean - 1 (0: balanced)\n\n");
   int color = a->force_color ||
-              (!a->no_color && !getenv("NO_COLOR") && isatty(1));
+              (!a->no_color && !cproton_config_get("NO_COLOR") && isatty(1));
   vw_render_opts o = {a->depth, a->format, color, a->print_sorted,
                       a->demangle, a->output};
   rc = vw_render(&trees[0], out_cols, 4 * n_m, &o, stdout);

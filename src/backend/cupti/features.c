@@ -45,7 +45,7 @@ static int callbacks(cp_features_env *e, cp_callbacks_group g, int on) {
 
 static int always(const cp_features_env *e) { return (void)e, 1; }
 static int nvtx_wanted(const cp_features_env *e) { return e->config->nvtx; }
-static int pcs_wanted(const cp_features_env *e) { return e->mode.enabled; }
+static int pcs_wanted(const cp_features_env *e) { return e->mode.pcs.enabled; }
 
 /* The kernel records' kind. Under PC sampling, serialized kernel records
  * (KIND_KERNEL), as Proton enables them: CUPTI's continuous PC sampling is
@@ -54,7 +54,7 @@ static int pcs_wanted(const cp_features_env *e) { return e->mode.enabled; }
  * fresh run under serialized records but in half of them under concurrent
  * ones (docs/cupti.md, "PC sampling"). */
 static CUpti_ActivityKind kernel_kind(const cp_features_env *e) {
-  return e->mode.enabled ? CUPTI_ACTIVITY_KIND_KERNEL
+  return e->mode.pcs.enabled ? CUPTI_ACTIVITY_KIND_KERNEL
                          : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
 }
 
@@ -116,7 +116,7 @@ static void nvtx_off(cp_features_env *e) {
 
 static int pcs_on(cp_features_env *e) {
   int rc = callbacks(e, CP_CB_PCS, 1);
-  return rc ? rc : cp_pcsampling_enable(e->api, e->state, &e->mode);
+  return rc ? rc : cp_pcsampling_enable(e->api, e->state, &e->mode.pcs);
 }
 static int pcs_flush(cp_features_env *e) {
   return (void)e, cp_pcsampling_flush(1);
@@ -129,10 +129,10 @@ static void pcs_off(cp_features_env *e) {
 /* PM sampling: kernel records are flushed before the sampler's last
  * settlement, so that every kernel of the session finds its samples. */
 static int pm_wanted(const cp_features_env *e) {
-  return e->pm.enabled && !e->pm.exact;
+  return e->mode.pm.enabled && !e->mode.pm.exact;
 }
 static int pm_on(cp_features_env *e) {
-  return cp_pm_sampler_start(e->api, &e->pm);
+  return cp_pm_sampler_start(e->api, &e->mode.pm);
 }
 static int pm_flush(cp_features_env *e) {
   return (void)e, cp_pm_sampler_flush();
@@ -145,16 +145,16 @@ static void pm_off(cp_features_env *e) {
 /* pmsampling:exact: the range profiler (pm_exact.c), the same counters
  * per launch. */
 static int pmx_wanted(const cp_features_env *e) {
-  return e->pm.enabled && e->pm.exact;
+  return e->mode.pm.enabled && e->mode.pm.exact;
 }
 static int pmx_on(cp_features_env *e) {
   cp_pm_metric m[CP_PM_MAX_METRICS];
-  for (size_t i = 0; i < e->pm.n; i++)
-    m[i] = (cp_pm_metric){e->pm.name[i], e->pm.cupti[i], 0, e->pm.cupti[i]};
+  for (size_t i = 0; i < e->mode.pm.n; i++)
+    m[i] = (cp_pm_metric){e->mode.pm.name[i], e->mode.pm.cupti[i], 0, e->mode.pm.cupti[i]};
   cp_pm_exact_options o;
   cp_pm_exact_options_init(&o);
-  o.ranges = e->pm.ranges;
-  return cp_pm_exact_start(e->api, e->state, m, e->pm.n, &o);
+  o.ranges = e->mode.pm.ranges;
+  return cp_pm_exact_start(e->api, e->state, m, e->mode.pm.n, &o);
 }
 static int pmx_flush(cp_features_env *e) {
   return (void)e, cp_pm_exact_flush();

@@ -28,6 +28,8 @@
 #define CP_PM_INTERVAL_DEFAULT 250000ull
 #define CP_PM_RANGES_DEFAULT 1024u
 #define CP_PM_RANGES_MAX 1048576u
+/* The family's grammar, as the CUPTI backend's refusals show it. */
+#define CP_PM_GRAMMAR "pmsampling[:metrics=NAME,NAME...][:interval=NS][:exact][:ranges=N]"
 
 typedef struct cp_pm_options {
   int enabled;          /* the mode asks for hardware metrics */

@@ -29,6 +29,7 @@
 #include "backend/backend.h"
 #include "backend/cudadrv.h"
 #include "backend/instrumentation/decode.h"
+#include "backend/instrumentation/mode.h"
 #include "backend/instrumentation/reduce_launch.h"
 #include "backend/instrumentation/runtime.h"
 #include "backend/instrumentation/sums.h"
@@ -697,22 +698,14 @@ unsigned cp_instr_mode_decode_flags(void) {
   return f;
 }
 
-static int instr_start(const char *mode) {
-  cproton_ptx_options o;
-  unsigned flags = 0;
-  int on_device = 1;
-  int rc = cproton_instr_mode_options(mode, &o);
-  if (!rc)
-    rc = cproton_instr_mode_decode_flags(mode, &flags);
-  if (!rc)
-    rc = cproton_instr_mode_reduce(mode, &on_device);
-  if (rc)
-    return rc;
+/* The session's mode, parsed once by the session layer (mode.c). */
+static int instr_start(const cp_backend_config *config) {
+  const cp_instr_mode *m = cp_instr_mode_of(config);
   pthread_mutex_lock(&lock);
-  current = o;
+  current = m->options;
   have_current = 1;
-  mode_decode_flags = flags;
-  mode_reduce_device = on_device;
+  mode_decode_flags = m->decode_flags;
+  mode_reduce_device = m->reduce_on_device;
   const char *check = cp_config_get("CPROTON_INSTR_REDUCE_CHECK");
   reduce_check = check && *check && strcmp(check, "0") != 0;
   pthread_mutex_unlock(&lock);
@@ -753,16 +746,13 @@ static void instr_stop(void) {
 
 static int instr_flush(void) { return cproton_instr_flush(); }
 
-static int instr_check_mode(const char *mode) {
-  cproton_ptx_options o;
-  return cproton_instr_mode_options(mode, &o);
-}
 
 const cp_backend_ops cp_instrumentation_backend = {
     .name = "instrumentation",
     .available = instr_available,
+    .probe = cp_cudadrv_probe,
+    .parse_mode = cp_instr_mode_parse_config,
     .start = instr_start,
-    .check_mode = instr_check_mode,
     .flush = instr_flush,
     .stop = instr_stop,
 };
