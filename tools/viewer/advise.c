@@ -27,9 +27,9 @@ static const char *const fact_names[AF_N] = {
     "triton.ld_bits", "triton.st_bits", "triton.local_bytes",
     "time (ns)", "count", "flops", "flops8", "flops16", "flops32", "flops64",
     "bytes",
-    "num_samples", "stalled_long_scoreboard", "stalled_short_scoreboard",
+    "num_samples", "num_stalled_samples", "stalled_long_scoreboard", "stalled_short_scoreboard",
     "stalled_mio_throttle", "stalled_lg_throttle", "stalled_barrier",
-    "stalled_math_pipe_throttle", "stalled_wait"};
+    "stalled_math_pipe_throttle", "stalled_wait", "stalled_selected"};
 
 static const char *const sfact_names[AS_N] = {"triton.mma", "triton.remarks",
                                               "triton.config"};
@@ -273,10 +273,13 @@ static int groups_of(const av_kernel *k) {
   return g;
 }
 
-/* Findings are sorted through pointers: each is ~600 bytes. */
+/* Findings are sorted through pointers: each is ~600 bytes. Cause findings
+ * first, then the bound rows' (av_rule.bound), each by saving. */
 static int by_saving(const void *a, const void *b) {
   const av_finding *x = *(const av_finding *const *)a;
   const av_finding *y = *(const av_finding *const *)b;
+  if (av_rules[x->rule].bound != av_rules[y->rule].bound)
+    return av_rules[x->rule].bound - av_rules[y->rule].bound;
   if (x->saving != y->saving)
     return x->saving < y->saving ? 1 : -1;
   int c = strcmp(x->k->name, y->k->name);

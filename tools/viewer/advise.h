@@ -21,8 +21,8 @@ typedef enum av_fact {
   AF_TIME = AF_N_STATIC, AF_COUNT, AF_FLOPS, AF_FLOPS8, AF_FLOPS16,
   AF_FLOPS32, AF_FLOPS64, AF_BYTES,
   AF_N_NODE, /* the facts above are metrics of the kernel frame */
-  AF_SAMPLES = AF_N_NODE, AF_S_LSB, AF_S_SSB, AF_S_MIO, AF_S_LG, AF_S_BAR,
-  AF_S_MATH, AF_S_WAIT,
+  AF_SAMPLES = AF_N_NODE, AF_STALLED, AF_S_LSB, AF_S_SSB, AF_S_MIO, AF_S_LG,
+  AF_S_BAR, AF_S_MATH, AF_S_WAIT, AF_S_SEL,
   AF_N
 } av_fact;
 
@@ -91,6 +91,9 @@ typedef struct av_rule {
   const char *mode;      /* how to collect it */
   av_check check;
   const char *suggestion, *model;
+  int bound; /* 1: names no cause, only a distance to a peak (an upper
+                bound on what the cause rules' fixes save): ranked after
+                the cause findings (docs/advisor.md, "Ranking") */
 } av_rule;
 
 /* advise_rules.c: the table. */
