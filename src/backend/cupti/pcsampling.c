@@ -3,7 +3,8 @@
  * sampling range per context kept open from start, closed and reopened
  * where a period ends (flush; exact mode: a function about to run under a
  * second calling context, a graph launch), a range of its own for each
- * function's first launches (both modes, `first=K`), module-load cubins.
+ * function's first launches (both modes, `first=K`), module-load cubins
+ * (and, for modules loaded before sampling, the loaded objects' cubins).
  * Invariants:
  * every vendor call goes through the loader's table and is made on an
  * application thread (a flush or a launch; a drain thread calling Stop and
@@ -22,6 +23,7 @@
 #include "backend/cupti/callbacks.h"
 #include "backend/cupti/pcs_attr.h"
 #include "backend/cupti/pcs_lines.h"
+#include "backend/cupti/loaded_cubins.h"
 #include "backend/cupti/pcsampling.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -40,6 +42,7 @@
  * (measured, docs/benchmarks.md). */
 #define SLEEP_MS 10
 #define CUBIN_BYTES (1ull << 30)
+#define FATBIN_BYTES (256u << 20) /* larger .nv_fatbin sections are not read */
 #define MIN_CUPTI_VERSION 22 /* CUPTI 12.4: PC records carry correlationId */
 
 typedef struct sampled_ctx {
@@ -138,6 +141,40 @@ static int cubin_source(const void *cubin, size_t size, const char *fn,
 static void module_loaded(const void *cubin, size_t size) {
   if (lines)
     cp_pcs_lines_add(lines, cubin, size);
+}
+
+/* Modules loaded before sampling began (a CUDA C library's kernels run
+ * before start(): lazy loading loads a module at its first launch) never
+ * passed module_loaded; a sample naming such a cubin makes pcs_lines call
+ * this, which keeps the cubins of the device's architecture found in the
+ * fat binaries of the loaded objects, each object read once per process
+ * (docs/cupti.md, "Source lines"). */
+static pthread_mutex_t recover_lock = PTHREAD_MUTEX_INITIALIZER;
+static cp_loaded_cubins *scanned; /* objects read; kept for the process */
+static cp_fatbin_stats recovered;
+static size_t recover_failed;
+
+static int keep_cubin(void *l, const void *cubin, size_t size) {
+  cp_pcs_lines_add(l, cubin, size); /* a refusal is counted by the store */
+  return 0;
+}
+
+static unsigned sampled_arch(void) {
+  cp_device_info d = {0};
+  if (!state || !state->hooks.describe_device ||
+      state->hooks.describe_device(0, &d) != 0)
+    return 0; /* unknown: every architecture's cubins */
+  return (unsigned)strtoul(d.arch, NULL, 10);
+}
+
+static void recover_cubins(cp_pcs_lines *l) {
+  pthread_mutex_lock(&recover_lock);
+  if (!scanned)
+    scanned = cp_loaded_cubins_new();
+  if (scanned)
+    cp_loaded_cubins_scan(scanned, sampled_arch(), FATBIN_BYTES, keep_cubin,
+                          l, &recovered, &recover_failed);
+  pthread_mutex_unlock(&recover_lock);
 }
 
 /* SM counts per device id, looked up once (0: unknown, the time rule). */
@@ -638,7 +675,8 @@ static int supported(void) {
 }
 
 static int alloc_tables(cp_cupti_state *st) {
-  static const cp_pcs_line_hooks hooks = {cubin_crc, cubin_source};
+  static const cp_pcs_line_hooks hooks = {cubin_crc, cubin_source,
+                                          recover_cubins};
   if (!lines && !(lines = cp_pcs_lines_new(&hooks, CUBIN_BYTES)))
     return CPROTON_ENOMEM;
   if (!pcs && !(pcs = cp_pcs_new(1 << 16, 1 << 14, st->corr, lines)))
@@ -750,6 +788,18 @@ static void report(void) {
             (unsigned long long)n_noted, (unsigned long long)n_splits,
             (unsigned long long)n_graph_ranges, t_split_ns / 1e6,
             (unsigned long long)s.apportioned);
+  pthread_mutex_lock(&recover_lock);
+  if (l.recoveries)
+    cp_info("pcsampling: %llu unknown cubins looked up in the loaded "
+            "objects' fat binaries: %llu cubins found, %llu compressed (not "
+            "read), %llu for other architectures, %llu sections too large, "
+            "%zu objects unreadable",
+            (unsigned long long)l.recoveries,
+            (unsigned long long)recovered.cubins,
+            (unsigned long long)recovered.compressed,
+            (unsigned long long)recovered.other_arch,
+            (unsigned long long)recovered.skipped, recover_failed);
+  pthread_mutex_unlock(&recover_lock);
   if (s.dropped || s.lost || s.unattributed || s.buffer_full ||
       s.sites_full || s.unknown_stall || l.refused || drain_errors)
     cp_warn("pcsampling: %llu samples dropped by CUPTI (hardware buffer full "
