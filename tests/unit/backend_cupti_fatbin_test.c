@@ -10,9 +10,11 @@
 #ifdef CPROTON_HAVE_CUPTI
 #include <cupti_pcsampling.h>
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cupti/cubin_info.h"
 #include "backend/cupti/fatbin.h"
 #include "backend/cupti/loaded_cubins.h"
 #include "core/error.h"
@@ -193,6 +195,47 @@ Test(fatbin, files_without_cubins) {
   cr_assert_eq(cp_fatbin_scan_file(CP_SOURCE_DIR "/tests/data/pcs/none.o", 90,
                                    1 << 20, count, NULL, &st), CPROTON_EIO);
   cr_assert(strstr(cp_error_message(), "none.o"), "%s", cp_error_message());
+}
+
+/* ---- stack frames from .nv.info --------------------------------------------- */
+
+static char frame_names[4][32];
+static uint32_t frame_bytes[4];
+static int n_frames;
+static void note(void *ctx, const char *name, uint32_t bytes) {
+  (void)ctx;
+  if (n_frames < 4) {
+    snprintf(frame_names[n_frames], 32, "%s", name);
+    frame_bytes[n_frames++] = bytes;
+  }
+}
+
+static uint8_t *kept;
+static size_t kept_size;
+static int keep_first(void *ctx, const void *cubin, size_t size) {
+  (void)ctx;
+  kept = malloc(size), kept_size = size;
+  memcpy(kept, cubin, size);
+  return 1;
+}
+
+/* tests/data/pcs/local.cu: ptxas -v says "128 bytes stack frame" for
+ * poly_local, 0 for poly_shared; CUPTI's records said 0 for both. */
+Test(cubin_info, frames_as_ptxas_reports_them) {
+  cp_fatbin_stats st = {0};
+  cr_assert_eq(cp_fatbin_scan_file(CP_SOURCE_DIR "/tests/data/pcs/local_fatbin.o",
+                                   90, 1 << 20, keep_first, NULL, &st), 0);
+  cr_assert_not_null(kept);
+  n_frames = 0;
+  cr_assert_eq(cp_cubin_info_frames(kept, kept_size, note, NULL), 2);
+  for (int i = 0; i < 2; i++)
+    cr_assert_eq(frame_bytes[i], strcmp(frame_names[i], "poly_local") ? 0u : 128u,
+                 "%s: %u", frame_names[i], frame_bytes[i]);
+  for (size_t cut = 0; cut < kept_size; cut += 61) /* truncated: no crash */
+    cp_cubin_info_frames(kept, cut, note, NULL);
+  cr_assert_eq(cp_cubin_info_frames("not an elf image", 16, note, NULL), -1);
+  free(kept);
+  kept = NULL;
 }
 
 Test(loaded_cubins, each_object_once) {

@@ -25,6 +25,7 @@ static const char *const fact_names[AF_N] = {
     "triton.num_warps", "triton.num_stages", "triton.num_ctas",
     "triton.shared", "triton.n_regs", "triton.n_spills", "triton.tma",
     "triton.ld_bits", "triton.st_bits", "triton.local_bytes",
+    "kernel.stack_bytes",
     "time (ns)", "count", "flops", "flops8", "flops16", "flops32", "flops64",
     "bytes",
     "num_samples", "num_stalled_samples", "stalled_long_scoreboard", "stalled_short_scoreboard",

@@ -128,10 +128,19 @@ static int roofline(const av_kernel *k, double *ft, double *bt) {
   return *ft > 0 || *bt > 0;
 }
 
+/* Local memory per thread: the larger of CUPTI's (which leaves out the
+ * stack frame) and the cubin's stack frame, else Triton's PTX `.local`. */
+static double local_of(const av_kernel *k) {
+  double cupti = k->f[AF_LOCAL], stack = k->f[AF_STACK];
+  if (isnan(cupti) && isnan(stack))
+    return k->f[AF_T_LOCAL];
+  return fmax(isnan(cupti) ? 0 : cupti, isnan(stack) ? 0 : stack);
+}
+
 static int spills(const av_kernel *k, const av_ctx *c, av_finding *f) {
   (void)c;
   double sp = k->f[AF_T_SPILLS], regs = regs_of(k);
-  double local = first(k->f[AF_LOCAL], k->f[AF_T_LOCAL]);
+  double local = local_of(k);
   if (!(sp > 0) && !(local > 0))
     return 0;
   double r = regs > 0 ? regs : 255;
@@ -139,10 +148,16 @@ static int spills(const av_kernel *k, const av_ctx *c, av_finding *f) {
   f->saving = T(k) * fmin(0.5, frac);
   ev(f, "spills", first(sp, 0)), ev(f, "local_bytes", first(local, 0));
   ev(f, "regs", first(regs, 0));
-  snprintf(f->diag, sizeof f->diag, "%.0f registers spilled (%.0f bytes of "
-           "local memory per thread) at %.0f registers per thread: spilled "
-           "values round-trip through local memory", first(sp, 0),
-           first(local, 0), first(regs, 0));
+  if (sp > 0)
+    snprintf(f->diag, sizeof f->diag, "%.0f registers spilled (%.0f bytes of "
+             "local memory per thread) at %.0f registers per thread: spilled "
+             "values round-trip through local memory", sp, first(local, 0),
+             first(regs, 0));
+  else /* a stack frame without spills: an array indexed at run time */
+    snprintf(f->diag, sizeof f->diag, "%.0f bytes of local memory per thread "
+             "(a stack frame: arrays indexed at run time, or spills) at %.0f "
+             "registers per thread: each access goes through the memory "
+             "hierarchy instead of registers", local, first(regs, 0));
   return 1;
 }
 
@@ -188,7 +203,7 @@ static int occupancy(const av_kernel *k, av_finding *f, const char *what) {
  * the occupancy estimate, 2.3x, outranked the spills one). */
 static int occupancy_regs(const av_kernel *k, const av_ctx *c, av_finding *f) {
   (void)c;
-  if (k->f[AF_T_SPILLS] > 0 || first(k->f[AF_LOCAL], k->f[AF_T_LOCAL]) > 0)
+  if (k->f[AF_T_SPILLS] > 0 || local_of(k) > 0)
     return 0;
   return occupancy(k, f, "regs");
 }
@@ -412,7 +427,9 @@ const av_rule av_rules[] = {
     {"spills", AG_TIME | AG_CONF, "spilled registers or local memory per kernel",
      CONF_MODE, spills,
      "lower register pressure: smaller tiles (BLOCK_*), fewer num_stages or "
-     "more num_warps in Triton; fewer live values or __launch_bounds__ in CUDA C",
+     "more num_warps in Triton; fewer live values or __launch_bounds__ in CUDA C; "
+     "a per-thread array indexed at run time: shared memory, or indices known "
+     "at compile time (unrolled loops) so it stays in registers",
      "time x min(50%, spills / (spills + regs)); bytes: local / (local + 4 regs)", 0},
     {"occupancy_regs", AG_TIME | AG_CONF, "registers and block size per kernel",
      CONF_MODE, occupancy_regs,

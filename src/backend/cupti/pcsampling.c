@@ -24,6 +24,8 @@
 #include "backend/cupti/pcs_attr.h"
 #include "backend/cupti/pcs_lines.h"
 #include "backend/cupti/loaded_cubins.h"
+#include "backend/cupti/cubin_info.h"
+#include "core/kfacts.h"
 #include "backend/cupti/pcsampling.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -138,9 +140,24 @@ static int cubin_source(const void *cubin, size_t size, const char *fn,
   return CPROTON_OK;
 }
 
+/* A kernel's stack frame (local arrays, spills) as its kernel.stack_bytes
+ * fact: CUPTI's records leave it out of localMemoryPerThread. */
+static void note_frame(void *ctx, const char *name, uint32_t bytes) {
+  (void)ctx;
+  cp_kfacts_set(name, "kernel.stack_bytes", bytes, NULL);
+}
+
+/* Keeps a cubin for line mapping and notes its kernels' frames. */
+static int keep(const void *cubin, size_t size) {
+  int rc = cp_pcs_lines_add(lines, cubin, size);
+  if (rc == CPROTON_OK)
+    cp_cubin_info_frames(cubin, size, note_frame, NULL);
+  return rc;
+}
+
 static void module_loaded(const void *cubin, size_t size) {
   if (lines)
-    cp_pcs_lines_add(lines, cubin, size);
+    keep(cubin, size);
 }
 
 /* Modules loaded before sampling began (a CUDA C library's kernels run
@@ -155,7 +172,8 @@ static cp_fatbin_stats recovered;
 static size_t recover_failed;
 
 static int keep_cubin(void *l, const void *cubin, size_t size) {
-  cp_pcs_lines_add(l, cubin, size); /* a refusal is counted by the store */
+  (void)l; /* the store, `lines` */
+  keep(cubin, size); /* a refusal is counted by the store */
   return 0;
 }
 
@@ -850,5 +868,5 @@ int cproton_pcsampling_add_cubin(const void *cubin, size_t size) {
   if (!atomic_load(&on) || !lines)
     return cp_error_set(CPROTON_ESTATE,
                         "no session samples PCs (mode 'pcsampling')");
-  return cp_pcs_lines_add(lines, cubin, size);
+  return keep(cubin, size);
 }
