@@ -352,9 +352,22 @@ static int launch_bound(const av_kernel *k, const av_ctx *c, av_finding *f) {
   return 1;
 }
 
+/* Host synchronizations at one calling context: the host waits until the
+ * GPU is done, so the GPU then idles for at least a launch before the next
+ * kernel; without them the host would run ahead. The base is the profile's
+ * kernel time plus those idle launches. A few (end of a step) are normal. */
 static int host_sync(const av_kernel *k, const av_ctx *c, av_finding *f) {
-  (void)k, (void)c, (void)f;
-  return 0; /* needs idle gaps from a trace (AG_TRACE): never available */
+  double n = k->f[AF_SYNCS], wait = first(k->f[AF_SYNC_NS], 0);
+  if (!(n >= 10) || !(c->total_time > 0))
+    return 0;
+  f->saving = n * LAUNCH_NS;
+  f->base = c->total_time + f->saving;
+  ev(f, "syncs", n), ev(f, "host_wait_ns", wait);
+  ev(f, "kernel_time_ns", c->total_time);
+  snprintf(f->diag, sizeof f->diag, "%.0f host synchronizations here "
+           "(%.3f ms waiting for the GPU): after each the GPU idles until "
+           "the host launches again", n, wait / 1e6);
+  return 1;
 }
 
 /* The fastest kernel of the same name with another Triton config. */
@@ -418,6 +431,7 @@ static int compute_roofline(const av_kernel *k, const av_ctx *c,
 
 #define CONF_MODE "this cproton's CUPTI profile (kernel records) or hook=\"triton\""
 #define CUPTI_MODE "this cproton's CUPTI profile (kernel records)"
+#define SYNC_MODE "this cproton's CUPTI profile (its driver callbacks count them)"
 #define TRITON_MODE "hook=\"triton\" with this cproton (compile facts)"
 #define PCS_MODE "mode=\"pcsampling\" (a second profile may hold it)"
 #define ROOF_MODE "launch_metadata returning flops/bytes (hook=\"triton\") or " \
@@ -484,11 +498,12 @@ const av_rule av_rules[] = {
      "capture the loop in a CUDA graph (torch.cuda.graphs, "
      "triton.testing.do_bench_cudagraph) or fuse the short kernels",
      "count x (4 us launch - max(avg, 1 us graph launch)), relative to count x 4 us", 0},
-    {"host_sync", AG_TIME | AG_TRACE, "GPU idle gaps between kernels (a trace)",
-     "data=\"trace\"; the advisor does not read traces yet", host_sync,
+    {"host_sync", AG_SYNC, "host synchronizations per calling context "
+     "(host_syncs)", SYNC_MODE, host_sync,
      "remove synchronizing calls (.item(), .cpu(), torch.cuda.synchronize) "
      "from the loop",
-     "idle time between kernels after a host synchronization", 0},
+     "syncs x 4 us (a launch the GPU waits for after each), relative to "
+     "the profile's kernel time plus that", 0},
     {"autotune_slower", AG_TIME | AG_TRITON,
      "Triton configs (triton.config) of kernels seen several times",
      TRITON_MODE, autotune_slower,
