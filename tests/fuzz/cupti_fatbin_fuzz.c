@@ -9,7 +9,9 @@
 
 #include "backend/cupti/fatbin.h"
 
-static int touch(void *ctx, const void *cubin, size_t size) {
+static int touch(void *ctx, const void *cubin, size_t size,
+                 uint64_t offset) {
+  (void)offset;
   uint8_t *sum = ctx;
   for (size_t i = 0; i < size; i++)
     *sum ^= ((const uint8_t *)cubin)[i];

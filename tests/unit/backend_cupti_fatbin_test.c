@@ -67,7 +67,9 @@ static void entry(blob *x, int kind, unsigned arch, int elf) {
 }
 
 static size_t sizes[8], n_sizes;
-static int count(void *ctx, const void *cubin, size_t size) {
+static int count(void *ctx, const void *cubin, size_t size,
+                 uint64_t offset) {
+  (void)offset;
   (void)ctx;
   cr_assert_eq(memcmp(cubin, "\177ELF", 4), 0);
   if (n_sizes < 8)
@@ -157,7 +159,9 @@ static int has_load_line(const void *cubin, size_t size) {
 }
 
 static int lines_found;
-static int check_lines(void *ctx, const void *cubin, size_t size) {
+static int check_lines(void *ctx, const void *cubin, size_t size,
+                 uint64_t offset) {
+  (void)offset;
   (void)ctx;
   lines_found += has_load_line(cubin, size);
   return 0;
@@ -212,7 +216,9 @@ static void note(void *ctx, const char *name, uint32_t bytes) {
 
 static uint8_t *kept;
 static size_t kept_size;
-static int keep_first(void *ctx, const void *cubin, size_t size) {
+static int keep_first(void *ctx, const void *cubin, size_t size,
+                 uint64_t offset) {
+  (void)offset;
   (void)ctx;
   kept = malloc(size), kept_size = size;
   memcpy(kept, cubin, size);
@@ -238,16 +244,51 @@ Test(cubin_info, frames_as_ptxas_reports_them) {
   kept = NULL;
 }
 
-Test(loaded_cubins, each_object_once) {
-  cp_loaded_cubins *s = cp_loaded_cubins_new();
+/* CUPTI's CRC is its business: the size names a cubin here. */
+static int size_crc(const void *cubin, size_t size, uint64_t *crc) {
+  (void)cubin;
+  *crc = 0xC0B1000000ull + size;
+  return 0;
+}
+
+static size_t found_size;
+static uint64_t found_offset;
+static int found(void *ctx, const void *cubin, size_t size, uint64_t offset) {
+  (void)ctx;
+  cr_assert_eq(memcmp(cubin, "\177ELF", 4), 0, "read back from its file");
+  found_size = size, found_offset = offset;
+  return 0;
+}
+
+/* A module loaded before PC sampling: its object is read once, its cubin
+ * indexed by CRC and read back when a sample names that CRC. */
+Test(loaded_cubins, cubin_of_a_loaded_object_found_by_crc) {
+#ifdef CP_FATBIN_HOLDER
+  void *h = dlopen(CP_FATBIN_HOLDER, RTLD_NOW | RTLD_LOCAL);
+  cr_assert_not_null(h, "%s", dlerror());
+  cp_loaded_cubins *s = cp_loaded_cubins_new(size_crc, 90, 1 << 20);
   cp_fatbin_stats st = {0};
-  size_t failed = 0;
-  size_t first = cp_loaded_cubins_scan(s, 90, 1 << 20, count, NULL, &st, &failed);
-  cr_assert_gt(first, 1, "the program and libc at least");
+  size_t failed = 0, objects, cubins;
+  found_size = 0;
+  cr_assert_eq(cp_loaded_cubins_find(s, 0xC0B1000000ull + 10304, found, NULL,
+                                     &st, &failed), 1);
+  cr_assert_eq(found_size, 10304, "chase_fatbin.o's sm_90 cubin");
+  cr_assert_gt(found_offset, 0);
   cr_assert_eq(failed, 0, "%s", cp_error_message());
-  cr_assert_eq(cp_loaded_cubins_scan(s, 90, 1 << 20, count, NULL, &st, &failed), 0);
+  cp_loaded_cubins_counts(s, &objects, &cubins);
+  cr_assert_gt(objects, 2, "the program, libc and the holder at least");
+  cr_assert_eq(cubins, 1);
+  cr_assert_eq(cp_loaded_cubins_find(s, 0xC0B1000000ull + 1, found, NULL, &st,
+                                     &failed), 0, "no such cubin");
+  size_t again;
+  cp_loaded_cubins_counts(s, &again, &cubins);
+  cr_assert_eq(again, objects, "no object read twice");
   cp_loaded_cubins_free(s);
   cp_loaded_cubins_free(NULL);
+  dlclose(h);
+#else
+  cr_skip_test("no objcopy: no library holding a fat binary");
+#endif
 }
 
 #else

@@ -239,7 +239,9 @@ static json_t *finish(int sid, const char *path) {
 }
 
 /* The first cubin of a fat binary, copied (the nvcc object's sm_90 one). */
-static int copy_cubin(void *ctx, const void *cubin, size_t size) {
+static int copy_cubin(void *ctx, const void *cubin, size_t size,
+                 uint64_t offset) {
+  (void)offset;
   void **out = ctx;
   *out = malloc(size + sizeof(size_t));
   memcpy(*out, &size, sizeof size);

@@ -62,7 +62,7 @@ static size_t elf_extent(const uint8_t *p, size_t size) {
 /* One container's entries, [off, end) of data. */
 static int walk_entries(const uint8_t *d, uint64_t off, uint64_t end,
                         unsigned arch, cp_fatbin_cubin_fn fn, void *ctx,
-                        cp_fatbin_stats *st) {
+                        cp_fatbin_stats *st, uint64_t base) {
   while (off < end) {
     if (!fits(off, 16, end))
       return cp_error_set(CPROTON_EPARSE, "fatbin: offset %llu: truncated "
@@ -84,7 +84,7 @@ static int walk_entries(const uint8_t *d, uint64_t off, uint64_t end,
       st->compressed++;
     } else {
       st->cubins++;
-      if (fn(ctx, payload, elf))
+      if (fn(ctx, payload, elf, base + off + h))
         return CPROTON_OK;
     }
     off += h + n;
@@ -92,8 +92,10 @@ static int walk_entries(const uint8_t *d, uint64_t off, uint64_t end,
   return CPROTON_OK;
 }
 
-int cp_fatbin_walk(const uint8_t *d, size_t size, unsigned arch,
-                   cp_fatbin_cubin_fn fn, void *ctx, cp_fatbin_stats *st) {
+/* cp_fatbin_walk with offsets counted from `base`. */
+static int walk(const uint8_t *d, size_t size, unsigned arch,
+                cp_fatbin_cubin_fn fn, void *ctx, cp_fatbin_stats *st,
+                uint64_t base) {
   uint64_t off = 0;
   while (off + 8 <= size) {
     if (rd(d + off, 8) == 0) { /* padding between containers */
@@ -109,12 +111,17 @@ int cp_fatbin_walk(const uint8_t *d, size_t size, unsigned arch,
                           "of %llu + %llu bytes overruns the section",
                           (unsigned long long)off, (unsigned long long)h,
                           (unsigned long long)n);
-    int rc = walk_entries(d, off + h, off + h + n, arch, fn, ctx, st);
+    int rc = walk_entries(d, off + h, off + h + n, arch, fn, ctx, st, base);
     if (rc)
       return rc;
     off += h + n;
   }
   return CPROTON_OK;
+}
+
+int cp_fatbin_walk(const uint8_t *d, size_t size, unsigned arch,
+                   cp_fatbin_cubin_fn fn, void *ctx, cp_fatbin_stats *st) {
+  return walk(d, size, arch, fn, ctx, st, 0);
 }
 
 /* Exactly n bytes at off, into a new buffer *out. 0 or an error code. */
@@ -203,7 +210,7 @@ int cp_fatbin_scan_file(const char *path, unsigned arch, size_t max_bytes,
     st->skipped++;
     rc = 0;
   } else if (rc == 1 && !(rc = read_at(fd, path, off, n, &data)) &&
-             (rc = cp_fatbin_walk(data, (size_t)n, arch, fn, ctx, st))) {
+             (rc = walk(data, (size_t)n, arch, fn, ctx, st, off))) {
     char msg[256];
     snprintf(msg, sizeof msg, "%s", cp_error_message());
     rc = cp_error_set(rc, "%s: %s", path, msg);
@@ -211,4 +218,13 @@ int cp_fatbin_scan_file(const char *path, unsigned arch, size_t max_bytes,
   free(data);
   close(fd);
   return rc < 0 ? rc : 0;
+}
+
+int cp_fatbin_read(const char *path, uint64_t off, uint64_t n, uint8_t **out) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return cp_error_set(CPROTON_EIO, "%s: cannot open", path);
+  int rc = read_at(fd, path, off, n, out);
+  close(fd);
+  return rc;
 }

@@ -32,9 +32,12 @@ typedef struct cp_fatbin_stats {
   uint64_t skipped;    /* files whose section is over the size limit */
 } cp_fatbin_stats;
 
-/* Called with each cubin: `size` is the ELF image's own extent. The bytes
- * are valid during the call only. A non-zero return stops the walk. */
-typedef int (*cp_fatbin_cubin_fn)(void *ctx, const void *cubin, size_t size);
+/* Called with each cubin: `size` is the ELF image's own extent, `offset`
+ * where it starts in the walked bytes (cp_fatbin_walk) or in the file
+ * (cp_fatbin_scan_file). The bytes are valid during the call only. A
+ * non-zero return stops the walk. */
+typedef int (*cp_fatbin_cubin_fn)(void *ctx, const void *cubin, size_t size,
+                                  uint64_t offset);
 
 /* Walks the containers in `data` (`size` bytes, e.g. a `.nv_fatbin`
  * section), calling `fn` for each plain ELF cubin of SM architecture `arch`
@@ -52,5 +55,10 @@ int cp_fatbin_walk(const uint8_t *data, size_t size, unsigned arch,
  * the file, a malformed fat binary), each naming `path`. */
 int cp_fatbin_scan_file(const char *path, unsigned arch, size_t max_bytes,
                         cp_fatbin_cubin_fn fn, void *ctx, cp_fatbin_stats *st);
+
+/* Reads `n` bytes at `off` of the file at `path` into a new buffer *out
+ * (the caller frees it): a cubin found by cp_fatbin_scan_file, read again.
+ * Errors: EIO, ENOMEM, each naming `path`. */
+int cp_fatbin_read(const char *path, uint64_t off, uint64_t n, uint8_t **out);
 
 #endif

@@ -1,10 +1,12 @@
-/* backend/cupti/loaded_cubins.c -- scans the fat binaries of the objects
- * loaded in this process, each file once per set (loaded_cubins.h).
+/* backend/cupti/loaded_cubins.c -- the loaded objects' cubins indexed by
+ * CRC, each file read once per set, a cubin read back when asked for
+ * (loaded_cubins.h).
  *
  * Invariant: no file is read while the dynamic loader's lock is held (the
- * object names are copied out of dl_iterate_phdr first, since the cubin
- * callback may call into libraries that load others). Not a hot path: PC
- * sampling calls it when a sample names an unknown cubin. */
+ * object names are copied out of dl_iterate_phdr first); the index keeps
+ * (crc, file, offset, size) only, so a process's large CUDA libraries cost
+ * a scan, not their cubins' bytes. Not a hot path: PC sampling calls it
+ * when a sample names an unknown cubin. */
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,19 +19,41 @@ typedef struct file_id {
   ino_t ino;
 } file_id;
 
+typedef struct ref {
+  uint64_t crc, off, size;
+  size_t file; /* index in paths */
+} ref;
+
 struct cp_loaded_cubins {
+  cp_loaded_crc_fn crc;
+  unsigned arch;
+  size_t max_section;
   file_id *seen;
+  char **paths; /* of the files read, parallel to seen */
   size_t n, cap;
+  ref *refs;
+  size_t n_refs, cap_refs;
 };
 
-cp_loaded_cubins *cp_loaded_cubins_new(void) {
-  return calloc(1, sizeof(cp_loaded_cubins));
+cp_loaded_cubins *cp_loaded_cubins_new(cp_loaded_crc_fn crc, unsigned arch,
+                                       size_t max_section) {
+  cp_loaded_cubins *s = calloc(1, sizeof *s);
+  if (s)
+    s->crc = crc, s->arch = arch, s->max_section = max_section;
+  return s;
 }
 
 void cp_loaded_cubins_free(cp_loaded_cubins *s) {
-  if (s)
-    free(s->seen);
-  free(s);
+  if (!s)
+    return;
+  for (size_t i = 0; i < s->n; i++)
+    free(s->paths[i]);
+  free(s->paths), free(s->seen), free(s->refs), free(s);
+}
+
+void cp_loaded_cubins_counts(const cp_loaded_cubins *s, size_t *objects,
+                             size_t *cubins) {
+  *objects = s->n, *cubins = s->n_refs;
 }
 
 /* The loaded objects' file names (the program as /proc/self/exe). */
@@ -55,40 +79,90 @@ static int add_name(struct dl_phdr_info *info, size_t size, void *data) {
   return 0;
 }
 
-/* 1 when the file was scanned before (or cannot be identified), else it is
- * noted as scanned and 0 returned. */
-static int seen_before(cp_loaded_cubins *s, const char *path) {
+/* Notes `path` as read and returns its index, or -1 when it was read
+ * before or cannot be identified (the vDSO, files that are gone). Takes
+ * ownership of path. */
+static long note_file(cp_loaded_cubins *s, char *path) {
   struct stat sb;
-  if (stat(path, &sb) || !S_ISREG(sb.st_mode))
-    return 1; /* the vDSO and objects whose files are gone */
-  for (size_t i = 0; i < s->n; i++)
-    if (s->seen[i].dev == sb.st_dev && s->seen[i].ino == sb.st_ino)
-      return 1;
-  if (s->n == s->cap) {
+  long at = -1;
+  if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+    at = (long)s->n;
+    for (size_t i = 0; i < s->n && at >= 0; i++)
+      at = s->seen[i].dev == sb.st_dev && s->seen[i].ino == sb.st_ino ? -1 : at;
+  }
+  if (at >= 0 && s->n == s->cap) {
     size_t cap = s->cap ? 2 * s->cap : 64;
     file_id *v = realloc(s->seen, cap * sizeof *v);
-    if (!v)
-      return 1;
-    s->seen = v, s->cap = cap;
+    char **p = v ? realloc(s->paths, cap * sizeof *p) : NULL;
+    if (v)
+      s->seen = v;
+    if (p)
+      s->paths = p, s->cap = cap;
+    else
+      at = -1;
   }
-  s->seen[s->n++] = (file_id){sb.st_dev, sb.st_ino};
+  if (at < 0) {
+    free(path);
+    return -1;
+  }
+  s->seen[s->n] = (file_id){sb.st_dev, sb.st_ino};
+  s->paths[s->n++] = path;
+  return at;
+}
+
+typedef struct indexing {
+  cp_loaded_cubins *s;
+  size_t file;
+} indexing;
+
+static int index_cubin(void *ctx, const void *cubin, size_t size,
+                       uint64_t offset) {
+  indexing *x = ctx;
+  cp_loaded_cubins *s = x->s;
+  uint64_t crc;
+  if (s->crc(cubin, size, &crc))
+    return 0; /* CUPTI refused it: no sample can name it */
+  if (s->n_refs == s->cap_refs) {
+    size_t cap = s->cap_refs ? 2 * s->cap_refs : 64;
+    ref *r = realloc(s->refs, cap * sizeof *r);
+    if (!r)
+      return 1; /* out of memory: the rest of this file is not indexed */
+    s->refs = r, s->cap_refs = cap;
+  }
+  s->refs[s->n_refs++] = (ref){crc, offset, size, x->file};
   return 0;
 }
 
-size_t cp_loaded_cubins_scan(cp_loaded_cubins *s, unsigned arch,
-                             size_t max_section, cp_fatbin_cubin_fn fn,
-                             void *ctx, cp_fatbin_stats *st, size_t *failed) {
+/* Reads and indexes the loaded objects not read before. */
+static void scan_new(cp_loaded_cubins *s, cp_fatbin_stats *st, size_t *failed) {
   names ns = {0};
-  size_t scanned = 0;
   dl_iterate_phdr(add_name, &ns);
   for (size_t i = 0; i < ns.n; i++) {
-    if (!seen_before(s, ns.v[i])) {
-      scanned++;
-      if (cp_fatbin_scan_file(ns.v[i], arch, max_section, fn, ctx, st))
-        (*failed)++;
-    }
-    free(ns.v[i]);
+    long at = note_file(s, ns.v[i]);
+    indexing x = {s, (size_t)at};
+    if (at >= 0 && cp_fatbin_scan_file(s->paths[at], s->arch, s->max_section,
+                                       index_cubin, &x, st))
+      (*failed)++;
   }
   free(ns.v);
-  return scanned;
+}
+
+int cp_loaded_cubins_find(cp_loaded_cubins *s, uint64_t crc,
+                          cp_fatbin_cubin_fn fn, void *ctx,
+                          cp_fatbin_stats *st, size_t *failed) {
+  scan_new(s, st, failed);
+  for (size_t i = 0; i < s->n_refs; i++) {
+    const ref *r = &s->refs[i];
+    uint8_t *bytes = NULL;
+    if (r->crc != crc)
+      continue;
+    if (cp_fatbin_read(s->paths[r->file], r->off, r->size, &bytes)) {
+      (*failed)++;
+      return 0;
+    }
+    fn(ctx, bytes, (size_t)r->size, r->off);
+    free(bytes);
+    return 1;
+  }
+  return 0;
 }

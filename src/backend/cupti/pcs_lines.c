@@ -186,7 +186,7 @@ uint32_t cp_pcs_lines_resolve(cp_pcs_lines *l, uint64_t crc,
     const cubin *c = find(l, crc);
     if (!c && should_recover(l, crc)) {
       pthread_mutex_unlock(&l->lock); /* the hook adds through the lock */
-      l->hooks.recover(l);
+      l->hooks.recover(l, crc);
       pthread_mutex_lock(&l->lock);
       c = find(l, crc);
     }

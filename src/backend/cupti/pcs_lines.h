@@ -24,10 +24,10 @@ typedef struct cp_pcs_line_hooks {
   int (*source)(const void *cubin, size_t size, const char *function,
                 uint64_t pc, uint32_t *line, char **file, char **dir);
   /* Optional (NULL: none): called, without the store's lock, when a sample
-   * names a cubin the store lacks (a module loaded before sampling began);
-   * it may cp_pcs_lines_add the cubins it finds. Called at most once per
-   * unknown CRC (the first MAX_TRIED of them). */
-  void (*recover)(cp_pcs_lines *l);
+   * names cubin `crc` the store lacks (a module loaded before sampling
+   * began); it may cp_pcs_lines_add the cubin if it finds it. Called at
+   * most once per unknown CRC (the first 256 of them). */
+  void (*recover)(cp_pcs_lines *l, uint64_t crc);
 } cp_pcs_line_hooks;
 
 typedef struct cp_pcs_lines_stats {

@@ -163,16 +163,18 @@ static void module_loaded(const void *cubin, size_t size) {
 /* Modules loaded before sampling began (a CUDA C library's kernels run
  * before start(): lazy loading loads a module at its first launch) never
  * passed module_loaded; a sample naming such a cubin makes pcs_lines call
- * this, which keeps the cubins of the device's architecture found in the
- * fat binaries of the loaded objects, each object read once per process
- * (docs/cupti.md, "Source lines"). */
+ * this, which looks the CRC up among the cubins of the device's
+ * architecture in the loaded objects' fat binaries (each object read once
+ * per process, its cubins indexed, not kept) and keeps the one found
+ * (docs/cupti.md, "Line mapping"). */
 static pthread_mutex_t recover_lock = PTHREAD_MUTEX_INITIALIZER;
-static cp_loaded_cubins *scanned; /* objects read; kept for the process */
+static cp_loaded_cubins *loaded; /* kept for the process */
 static cp_fatbin_stats recovered;
-static size_t recover_failed;
+static size_t recover_failed, n_recovered;
 
-static int keep_cubin(void *l, const void *cubin, size_t size) {
-  (void)l; /* the store, `lines` */
+static int keep_found(void *ctx, const void *cubin, size_t size,
+                      uint64_t offset) {
+  (void)ctx, (void)offset;
   keep(cubin, size); /* a refusal is counted by the store */
   return 0;
 }
@@ -185,13 +187,14 @@ static unsigned sampled_arch(void) {
   return (unsigned)strtoul(d.arch, NULL, 10);
 }
 
-static void recover_cubins(cp_pcs_lines *l) {
+static void recover_cubin(cp_pcs_lines *l, uint64_t crc) {
+  (void)l; /* the store, `lines`, which keep() adds to */
   pthread_mutex_lock(&recover_lock);
-  if (!scanned)
-    scanned = cp_loaded_cubins_new();
-  if (scanned)
-    cp_loaded_cubins_scan(scanned, sampled_arch(), FATBIN_BYTES, keep_cubin,
-                          l, &recovered, &recover_failed);
+  if (!loaded)
+    loaded = cp_loaded_cubins_new(cubin_crc, sampled_arch(), FATBIN_BYTES);
+  if (loaded)
+    n_recovered += (size_t)cp_loaded_cubins_find(loaded, crc, keep_found, NULL,
+                                                 &recovered, &recover_failed);
   pthread_mutex_unlock(&recover_lock);
 }
 
@@ -694,7 +697,7 @@ static int supported(void) {
 
 static int alloc_tables(cp_cupti_state *st) {
   static const cp_pcs_line_hooks hooks = {cubin_crc, cubin_source,
-                                          recover_cubins};
+                                          recover_cubin};
   if (!lines && !(lines = cp_pcs_lines_new(&hooks, CUBIN_BYTES)))
     return CPROTON_ENOMEM;
   if (!pcs && !(pcs = cp_pcs_new(1 << 16, 1 << 14, st->corr, lines)))
@@ -807,13 +810,15 @@ static void report(void) {
             (unsigned long long)n_graph_ranges, t_split_ns / 1e6,
             (unsigned long long)s.apportioned);
   pthread_mutex_lock(&recover_lock);
+  size_t objects = 0, indexed = 0;
+  if (loaded)
+    cp_loaded_cubins_counts(loaded, &objects, &indexed);
   if (l.recoveries)
     cp_info("pcsampling: %llu unknown cubins looked up in the loaded "
-            "objects' fat binaries: %llu cubins found, %llu compressed (not "
-            "read), %llu for other architectures, %llu sections too large, "
-            "%zu objects unreadable",
-            (unsigned long long)l.recoveries,
-            (unsigned long long)recovered.cubins,
+            "objects' fat binaries, %zu found; %zu objects read, %zu cubins "
+            "indexed, %llu compressed (not read), %llu for other "
+            "architectures, %llu sections too large, %zu reads failed",
+            (unsigned long long)l.recoveries, n_recovered, objects, indexed,
             (unsigned long long)recovered.compressed,
             (unsigned long long)recovered.other_arch,
             (unsigned long long)recovered.skipped, recover_failed);
