@@ -44,7 +44,8 @@
  * (measured, docs/benchmarks.md). */
 #define SLEEP_MS 10
 #define CUBIN_BYTES (1ull << 30)
-#define FATBIN_BYTES (256u << 20) /* larger .nv_fatbin sections are not read */
+#define FATBIN_BYTES (64u << 20) /* larger .nv_fatbin sections are not read:
+                                    vendor libraries, built without line info */
 #define MIN_CUPTI_VERSION 22 /* CUPTI 12.4: PC records carry correlationId */
 
 typedef struct sampled_ctx {
