@@ -155,6 +155,8 @@ static void on_sync(cp_cupti_state *st, CUpti_CallbackId cbid,
                     const void *data) {
   (void)st, (void)cbid;
   const CUpti_CallbackData *d = data;
+  if (cp_context_own_calls())
+    return; /* cproton's own wait (a flush, a decoder thread) */
   if (d->callbackSite == CUPTI_API_ENTER) {
     sync_enter_ns = cp_clock_now_ns();
     return;

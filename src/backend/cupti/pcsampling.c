@@ -28,6 +28,7 @@
 #include "core/kfacts.h"
 #include "backend/cupti/pcsampling.h"
 #include "core/clock.h"
+#include "core/context.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/strtab.h"
@@ -489,8 +490,11 @@ static void fetch(sampled_ctx *s, uint32_t corr) {
  * belong to the range closed. `s`'s context is current; caller holds
  * `lock`. */
 static void restart(sampled_ctx *s, uint32_t corr, int sync) {
-  if (sync)
+  if (sync) {
+    cp_context_own_calls_begin();
     api->cuCtxSynchronize();
+    cp_context_own_calls_end();
+  }
   range(s, 0);
   fetch(s, corr);
   range(s, 1);
@@ -586,7 +590,9 @@ static void first_exit(void *c, uint32_t corr) {
   if (!s || !s->ok)
     return;
   uint64_t t = cp_clock_now_ns();
+  cp_context_own_calls_begin();
   api->cuCtxSynchronize(); /* the kernel's samples are this range's */
+  cp_context_own_calls_end();
   range(s, 0);
   fetch(s, corr);
   if (!s->started)
