@@ -194,7 +194,7 @@ Test(pcs_lines, checked_in_cubin) {
   size_t size;
   char *cubin = cpt_read_file(CP_SOURCE_DIR "/tests/data/pcs/chase.cubin", &size);
   cr_assert_not_null(cubin);
-  cp_pcs_line_hooks h = {size_crc, real_source};
+  cp_pcs_line_hooks h = {size_crc, real_source, NULL};
   cp_pcs_lines *l = cp_pcs_lines_new(&h, 1 << 20);
   cr_assert_eq(cp_pcs_lines_add(l, cubin, size), 0);
   cr_assert_eq(cp_pcs_lines_add(l, cubin, size), 0); /* a duplicate is kept once */
@@ -223,8 +223,38 @@ Test(pcs_lines, checked_in_cubin) {
   free(cubin);
 }
 
+/* A module loaded before sampling began: the store never got its cubin
+ * (module_loaded ran before the subscription), so its samples had no lines
+ * (nvcc kernels of the H100 advisor benchmark, issue 26). The recover hook
+ * runs once per unknown CRC, without the lock, and what it adds resolves. */
+static int n_recover;
+static void recover_abcdef(cp_pcs_lines *l, uint64_t crc) {
+  n_recover++;
+  cr_assert(crc == 0xC0B1000000ull + 6 || crc == 0xC0B1000000ull + 9);
+  cr_assert_eq(cp_pcs_lines_add(l, "abcdef", 6), 0, "the lock is not held");
+}
+
+Test(pcs_lines, recover_finds_cubins_loaded_before_sampling) {
+  cp_pcs_line_hooks h = {size_crc, fake_source, recover_abcdef};
+  cp_pcs_lines *l = cp_pcs_lines_new(&h, 1 << 20);
+  n_recover = 0;
+  uint32_t id = cp_pcs_lines_resolve(l, 0xC0B1000000ull + 6, "kern", 32);
+  cr_assert_neq(id, 0, "the recovered cubin's line");
+  cr_assert_str_eq(cp_strtab_str(id), "/src/k.py:3@kern");
+  cr_assert_eq(n_recover, 1);
+  cr_assert_neq(cp_pcs_lines_resolve(l, 0xC0B1000000ull + 6, "kern", 48), 0);
+  cr_assert_eq(n_recover, 1, "a kept cubin needs no recovery");
+  cr_assert_eq(cp_pcs_lines_resolve(l, 0xC0B1000000ull + 9, "kern", 0), 0);
+  cr_assert_eq(cp_pcs_lines_resolve(l, 0xC0B1000000ull + 9, "kern", 16), 0);
+  cr_assert_eq(n_recover, 2, "once per unknown CRC");
+  cp_pcs_lines_stats st;
+  cp_pcs_lines_get_stats(l, &st);
+  cr_assert_eq(st.recoveries, 2);
+  cp_pcs_lines_free(l);
+}
+
 Test(pcs_lines, byte_limit_counted) {
-  cp_pcs_line_hooks h = {size_crc, fake_source};
+  cp_pcs_line_hooks h = {size_crc, fake_source, NULL};
   cp_pcs_lines *l = cp_pcs_lines_new(&h, 100);
   char a[60] = {0}, b[61] = {0};
   cr_assert_eq(cp_pcs_lines_add(l, a, sizeof a), 0);
@@ -280,7 +310,7 @@ static cp_pcs_stalls stalls;
 
 static void setup(void) {
   cp_session_reset_all();
-  cp_pcs_line_hooks h = {size_crc, fake_source};
+  cp_pcs_line_hooks h = {size_crc, fake_source, NULL};
   lines = cp_pcs_lines_new(&h, 1 << 20);
   cp_pcs_lines_add(lines, "abcd", 4); /* crc CRC */
   corr = cp_corr_new(1024);

@@ -16,14 +16,14 @@
 typedef enum av_fact {
   AF_REGS, AF_SMEM_S, AF_SMEM_D, AF_LOCAL, AF_GRID, AF_BLOCK, AF_CONFIGS,
   AF_T_WARPS, AF_T_STAGES, AF_T_CTAS, AF_T_SHARED, AF_T_REGS, AF_T_SPILLS,
-  AF_T_TMA, AF_T_LD, AF_T_ST, AF_T_LOCAL,
+  AF_T_TMA, AF_T_LD, AF_T_ST, AF_T_LOCAL, AF_STACK,
   AF_N_STATIC, /* the facts above are per kernel: shared by name */
   AF_TIME = AF_N_STATIC, AF_COUNT, AF_FLOPS, AF_FLOPS8, AF_FLOPS16,
-  AF_FLOPS32, AF_FLOPS64, AF_BYTES,
+  AF_FLOPS32, AF_FLOPS64, AF_BYTES, AF_SYNCS, AF_SYNC_NS,
   AF_PM_NS, AF_PM_DRAM, AF_PM_SM, /* PM sampling: pm_sampled_ns, X*ns */
   AF_N_NODE, /* the facts above are metrics of the kernel frame */
-  AF_SAMPLES = AF_N_NODE, AF_S_LSB, AF_S_SSB, AF_S_MIO, AF_S_LG, AF_S_BAR,
-  AF_S_MATH, AF_S_WAIT,
+  AF_SAMPLES = AF_N_NODE, AF_STALLED, AF_S_LSB, AF_S_SSB, AF_S_MIO, AF_S_LG,
+  AF_S_BAR, AF_S_MATH, AF_S_WAIT, AF_S_SEL,
   AF_N
 } av_fact;
 
@@ -34,7 +34,7 @@ typedef enum av_sfact { AS_MMA, AS_REMARKS, AS_CONFIG, AS_N } av_sfact;
  * all the groups of its row. */
 enum {
   AG_TIME = 1, AG_CUPTI = 2, AG_TRITON = 4, AG_CONF = 8 /* CUPTI or Triton */,
-  AG_PCS = 16, AG_ROOF = 32, AG_TRACE = 64 /* never: traces are not read */,
+  AG_PCS = 16, AG_ROOF = 32, AG_SYNC = 64 /* host synchronizations */,
   AG_LINES = 128 /* PC samples on source-line frames */
 };
 
@@ -55,6 +55,7 @@ typedef struct av_kernel {
   cproton_device_info dev;
   int has_dev;
   int groups; /* AG_* */
+  int host;   /* 1: a calling context with host synchronizations, no kernel */
 } av_kernel;
 
 #define AV_MAX_EVIDENCE 8
@@ -92,6 +93,9 @@ typedef struct av_rule {
   const char *mode;      /* how to collect it */
   av_check check;
   const char *suggestion, *model;
+  int bound; /* 1: names no cause, only a distance to a peak (an upper
+                bound on what the cause rules' fixes save): ranked after
+                the cause findings (docs/advisor.md, "Ranking") */
 } av_rule;
 
 /* advise_rules.c: the table. */
@@ -125,6 +129,9 @@ void av_print_text(const av_finding *const *f, size_t n, const int *unavail,
                    const av_ctx *c, FILE *out);
 void av_print_json(const av_finding *const *f, size_t n, const int *unavail,
                    const av_ctx *c, FILE *out);
+
+/* The frames the advisor judges: kernel frames, and calling contexts
+ * with host synchronizations (advise.c). */
 
 /* advise.c: advice on n opened profiles to `out` (json: 1 for JSON).
  * Returns 0, or -1 with vw_errmsg set (out of memory). Never fails on a

@@ -61,6 +61,8 @@ static CUpti_ActivityKind kernel_kind(const cp_features_env *e) {
 static int kernels_on(cp_features_env *e) {
   unsigned ablate = e->config->ablate;
   int rc = ablate & CP_ABLATE_NO_CALLBACK ? 0 : callbacks(e, CP_CB_KERNELS, 1);
+  if (!rc && !(ablate & CP_ABLATE_NO_CALLBACK))
+    rc = callbacks(e, CP_CB_SYNC, 1);
   CUptiResult r;
   /* graph-only: graph launches are timed by events, nothing else is
    * recorded, so CUPTI makes no kernel record (docs/cupti.md) */
@@ -84,6 +86,7 @@ static void kernels_off(cp_features_env *e) {
   e->api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   e->api->cuptiActivityDisable(kernel_kind(e));
   callbacks(e, CP_CB_KERNELS, 0);
+  callbacks(e, CP_CB_SYNC, 0);
   if (e->state->gtime) /* no launch is timed past here: read the rest */
     cp_graphtime_drain(e->state->gtime, cp_records_graph_launch, e->state);
 }

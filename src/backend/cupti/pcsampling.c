@@ -3,7 +3,8 @@
  * sampling range per context kept open from start, closed and reopened
  * where a period ends (flush; exact mode: a function about to run under a
  * second calling context, a graph launch), a range of its own for each
- * function's first launches (both modes, `first=K`), module-load cubins.
+ * function's first launches (both modes, `first=K`), module-load cubins
+ * (and, for modules loaded before sampling, the loaded objects' cubins).
  * Invariants:
  * every vendor call goes through the loader's table and is made on an
  * application thread (a flush or a launch; a drain thread calling Stop and
@@ -22,8 +23,12 @@
 #include "backend/cupti/callbacks.h"
 #include "backend/cupti/pcs_attr.h"
 #include "backend/cupti/pcs_lines.h"
+#include "backend/cupti/loaded_cubins.h"
+#include "backend/cupti/cubin_info.h"
+#include "core/kfacts.h"
 #include "backend/cupti/pcsampling.h"
 #include "core/clock.h"
+#include "core/context.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/strtab.h"
@@ -40,6 +45,8 @@
  * (measured, docs/benchmarks.md). */
 #define SLEEP_MS 10
 #define CUBIN_BYTES (1ull << 30)
+#define FATBIN_BYTES (64u << 20) /* larger .nv_fatbin sections are not read:
+                                    vendor libraries, built without line info */
 #define MIN_CUPTI_VERSION 22 /* CUPTI 12.4: PC records carry correlationId */
 
 typedef struct sampled_ctx {
@@ -135,9 +142,62 @@ static int cubin_source(const void *cubin, size_t size, const char *fn,
   return CPROTON_OK;
 }
 
+/* A kernel's stack frame (local arrays, spills) as its kernel.stack_bytes
+ * fact: CUPTI's records leave it out of localMemoryPerThread. */
+static void note_frame(void *ctx, const char *name, uint32_t bytes) {
+  (void)ctx;
+  cp_kfacts_set(name, "kernel.stack_bytes", bytes, NULL);
+}
+
+/* Keeps a cubin for line mapping and notes its kernels' frames. */
+static int keep(const void *cubin, size_t size) {
+  int rc = cp_pcs_lines_add(lines, cubin, size);
+  if (rc == CPROTON_OK)
+    cp_cubin_info_frames(cubin, size, note_frame, NULL);
+  return rc;
+}
+
 static void module_loaded(const void *cubin, size_t size) {
   if (lines)
-    cp_pcs_lines_add(lines, cubin, size);
+    keep(cubin, size);
+}
+
+/* Modules loaded before sampling began (a CUDA C library's kernels run
+ * before start(): lazy loading loads a module at its first launch) never
+ * passed module_loaded; a sample naming such a cubin makes pcs_lines call
+ * this, which looks the CRC up among the cubins of the device's
+ * architecture in the loaded objects' fat binaries (each object read once
+ * per process, its cubins indexed, not kept) and keeps the one found
+ * (docs/cupti.md, "Line mapping"). */
+static pthread_mutex_t recover_lock = PTHREAD_MUTEX_INITIALIZER;
+static cp_loaded_cubins *loaded; /* kept for the process */
+static cp_fatbin_stats recovered;
+static size_t recover_failed, n_recovered;
+
+static int keep_found(void *ctx, const void *cubin, size_t size,
+                      uint64_t offset) {
+  (void)ctx, (void)offset;
+  keep(cubin, size); /* a refusal is counted by the store */
+  return 0;
+}
+
+static unsigned sampled_arch(void) {
+  cp_device_info d = {0};
+  if (!state || !state->hooks.describe_device ||
+      state->hooks.describe_device(0, &d) != 0)
+    return 0; /* unknown: every architecture's cubins */
+  return (unsigned)strtoul(d.arch, NULL, 10);
+}
+
+static void recover_cubin(cp_pcs_lines *l, uint64_t crc) {
+  (void)l; /* the store, `lines`, which keep() adds to */
+  pthread_mutex_lock(&recover_lock);
+  if (!loaded)
+    loaded = cp_loaded_cubins_new(cubin_crc, sampled_arch(), FATBIN_BYTES);
+  if (loaded)
+    n_recovered += (size_t)cp_loaded_cubins_find(loaded, crc, keep_found, NULL,
+                                                 &recovered, &recover_failed);
+  pthread_mutex_unlock(&recover_lock);
 }
 
 /* SM counts per device id, looked up once (0: unknown, the time rule). */
@@ -430,8 +490,11 @@ static void fetch(sampled_ctx *s, uint32_t corr) {
  * belong to the range closed. `s`'s context is current; caller holds
  * `lock`. */
 static void restart(sampled_ctx *s, uint32_t corr, int sync) {
-  if (sync)
+  if (sync) {
+    cp_context_own_calls_begin();
     api->cuCtxSynchronize();
+    cp_context_own_calls_end();
+  }
   range(s, 0);
   fetch(s, corr);
   range(s, 1);
@@ -527,7 +590,9 @@ static void first_exit(void *c, uint32_t corr) {
   if (!s || !s->ok)
     return;
   uint64_t t = cp_clock_now_ns();
+  cp_context_own_calls_begin();
   api->cuCtxSynchronize(); /* the kernel's samples are this range's */
+  cp_context_own_calls_end();
   range(s, 0);
   fetch(s, corr);
   if (!s->started)
@@ -638,7 +703,8 @@ static int supported(void) {
 }
 
 static int alloc_tables(cp_cupti_state *st) {
-  static const cp_pcs_line_hooks hooks = {cubin_crc, cubin_source};
+  static const cp_pcs_line_hooks hooks = {cubin_crc, cubin_source,
+                                          recover_cubin};
   if (!lines && !(lines = cp_pcs_lines_new(&hooks, CUBIN_BYTES)))
     return CPROTON_ENOMEM;
   if (!pcs && !(pcs = cp_pcs_new(1 << 16, 1 << 14, st->corr, lines)))
@@ -750,6 +816,20 @@ static void report(void) {
             (unsigned long long)n_noted, (unsigned long long)n_splits,
             (unsigned long long)n_graph_ranges, t_split_ns / 1e6,
             (unsigned long long)s.apportioned);
+  pthread_mutex_lock(&recover_lock);
+  size_t objects = 0, indexed = 0;
+  if (loaded)
+    cp_loaded_cubins_counts(loaded, &objects, &indexed);
+  if (l.recoveries)
+    cp_info("pcsampling: %llu unknown cubins looked up in the loaded "
+            "objects' fat binaries, %zu found; %zu objects read, %zu cubins "
+            "indexed, %llu compressed (not read), %llu for other "
+            "architectures, %llu sections too large, %zu reads failed",
+            (unsigned long long)l.recoveries, n_recovered, objects, indexed,
+            (unsigned long long)recovered.compressed,
+            (unsigned long long)recovered.other_arch,
+            (unsigned long long)recovered.skipped, recover_failed);
+  pthread_mutex_unlock(&recover_lock);
   if (s.dropped || s.lost || s.unattributed || s.buffer_full ||
       s.sites_full || s.unknown_stall || l.refused || drain_errors)
     cp_warn("pcsampling: %llu samples dropped by CUPTI (hardware buffer full "
@@ -800,5 +880,5 @@ int cproton_pcsampling_add_cubin(const void *cubin, size_t size) {
   if (!atomic_load(&on) || !lines)
     return cp_error_set(CPROTON_ESTATE,
                         "no session samples PCs (mode 'pcsampling')");
-  return cp_pcs_lines_add(lines, cubin, size);
+  return keep(cubin, size);
 }

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/context.h"
 #include "core/config_table.h"
 #include "backend/backend.h"
 #include "backend/cudadrv.h"
@@ -365,7 +366,9 @@ static void drain(void) {
 /* Waits for the copy, decodes, returns the buffer and events to their
  * pools, and queues the result for delivery in launch order. */
 static void finish(const cp_cudadrv *d, pending *p) {
+  cp_context_own_calls_begin();
   cp_curesult r = d->cuEventSynchronize(p->copied);
+  cp_context_own_calls_end();
   uint64_t done = cp_clock_now_ns();
   if (r) {
     cp_cudadrv_error(r, "waiting for a profile buffer copy");
@@ -402,6 +405,7 @@ static void finish(const cp_cudadrv *d, pending *p) {
 
 static void *worker_main(void *arg) {
   const cp_cudadrv *d = arg;
+  cp_context_own_calls_begin(); /* its event waits are cproton's */
   pthread_mutex_lock(&lock);
   for (;;) {
     while (!head && !stopping)
@@ -656,8 +660,11 @@ int cproton_instr_read(uint64_t dptr, size_t size, uint64_t stream,
   cp_curesult r = d->cuMemcpyDtoHAsync(dst, dptr, size, s);
   if (!r)
     r = d->cuEventRecord(done, s);
-  if (!r)
+  if (!r) {
+    cp_context_own_calls_begin();
     r = d->cuEventSynchronize(done);
+    cp_context_own_calls_end();
+  }
   pthread_mutex_lock(&lock);
   event_put(d, ctx, done);
   pthread_mutex_unlock(&lock);
