@@ -129,6 +129,26 @@ def _advise(viewer, out, name):
     return json.loads(r.stdout)
 
 
+def _evidence(out, name):
+    """What the case's profiles hold for the rules that need more than kernel
+    times: source-line frames with PC samples, kernel.stack_bytes, host_syncs
+    (a RESULT line per case, to tell a missing fact from a rule that judged)."""
+    seen = {"line frames": 0, "stack_bytes": 0, "host_syncs": 0}
+
+    def walk(n):
+        m = n.get("metrics", {})
+        seen["line frames"] += "@" in n.get("frame", {}).get("name", "") and "num_samples" in m
+        seen["stack_bytes"] += "kernel.stack_bytes" in m
+        seen["host_syncs"] += int(m.get("host_syncs", 0) or 0)
+        for c in n.get("children", []):
+            walk(c)
+    for suffix in ("", "_pcs"):
+        p = Path(out) / "profiles" / f"{name}{suffix}.hatchet"
+        if p.exists():
+            walk(json.loads(p.read_text())[0])
+    print(f"RESULT advise evidence {name}: " + ", ".join(f"{k} {v}" for k, v in seen.items()))
+
+
 def report(names, advice, times):
     """Step (4): rows, the table and the targets; returns (rows, targets)."""
     rows = []
@@ -206,6 +226,7 @@ def drive(a, names):
         if rc != 0:
             print(f"FAIL profile {name}: exit {rc}")
         adv = _advise(a.viewer, out, name)
+        _evidence(out, name)
         if adv is not None:
             advice[name] = adv
         print(f"RESULT advise profiled {name} in {secs:.1f} s")

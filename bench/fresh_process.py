@@ -20,6 +20,8 @@ workload asked for, one session per workload):
                   graph launch, timed by CUDA events: docs/cupti.md,
                   "Graph-level mode"; target <= 1.01x none)
   cproton-eager   cproton with CPROTON_CUPTI_LAZY=0
+  cproton-pm      cproton with mode="pmsampling" (hardware metrics, the
+                  default counters and interval; docs/hardware-metrics.md)
   cproton-graphonly  CPROTON_CUPTI_GRAPHS=graph-only: graph launches timed by
                   events, no kernel records at all (the <= 1.01x candidate)
   cproton-graph-eager  graph-level mode with CPROTON_CUPTI_LAZY=0
@@ -79,6 +81,8 @@ ENV = {"cproton-graph": {"CPROTON_CUPTI_GRAPHS": "graph"},
        "floor-graph": {"FLOOR_GRAPH_TRACE": "1"},
        "floor-graphonly": {"FLOOR_GRAPH_TRACE": "1", "FLOOR_NO_ACTIVITY": "1",
                            "FLOOR_NO_CALLBACK": "1"}}
+# Variants that differ by their mode string (issue 27: hardware metrics).
+MODES = {"cproton-pm": "pmsampling"}
 # The per-node breakdown (docs/benchmarks.md): one part of cproton removed
 # each (CPROTON_CUPTI_ABLATE; lazy callbacks are off under an ablation, so
 # compare them with cproton-eager).
@@ -160,6 +164,8 @@ def child(args):
             kw = dict(graph_workloads.START_KW.get(w, {}))
             if w != "cpu":
                 kw["backend"] = "cupti"
+            if args.child in MODES:
+                kw["mode"] = MODES[args.child]
         try:
             t0 = time.perf_counter()
             prof.start(name, kw)

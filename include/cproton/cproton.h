@@ -231,6 +231,37 @@ CPROTON_API void cproton_free(void *ptr);
 /* Number of sessions that exist (active or not). */
 CPROTON_API int cproton_session_count(void);
 
+/* What a session naming `backend` (NULL: the default) would get here,
+ * found cheaply: for a GPU backend only the driver is loaded (no CUPTI),
+ * and nothing is logged. */
+typedef struct cproton_probe_info {
+  /* The backend that would measure: `backend` itself, or for NULL the
+   * default GPU backend when a driver reports a device, else "none".
+   * Static storage. */
+  const char *backend;
+  int runs;    /* non-zero: `backend` (or the default) can measure here */
+  int devices; /* GPUs the CUDA driver reports (0: no driver or device) */
+} cproton_probe_info;
+
+/* Fills `out`. Errors: EINVAL for NULL `out` or an unknown backend name
+ * (the message lists the valid ones). */
+CPROTON_API int cproton_backend_probe(const char *backend,
+                                      cproton_probe_info *out);
+
+/* Parses `mode` with the mode table of `backend` (NULL: the default GPU
+ * backend's, which a CPU-only session also takes), as a session start
+ * would, without starting anything. Errors: EINVAL for an unknown backend
+ * or a mode it refuses (the message names the mode, the position and the
+ * valid values). */
+CPROTON_API int cproton_backend_check_mode(const char *backend,
+                                           const char *mode);
+
+/* Whether session `session`'s mode wants the cubins of kernels loaded
+ * before it started (PC sampling maps samples to lines through them:
+ * hand them over with cproton_pcsampling_add_cubin). Errors: ENOTFOUND
+ * for an unknown session, EINVAL for NULL `out`. */
+CPROTON_API int cproton_session_wants_loaded_cubins(int session, int *out);
+
 /* PC sampling (mode "pcsampling"): hands the profiler the cubin of a module
  * loaded before the session started (Triton keeps each compiled kernel's
  * cubin), so its samples get source lines. The image is copied; duplicates
@@ -416,6 +447,13 @@ CPROTON_API int cproton_context_register(const char *name, cproton_unwind_fn fn,
  * "rank", "local_rank" or "rank,local_rank"} into `fields`. Errors:
  * ENOTFOUND past the last row. */
 CPROTON_API int cproton_config_row(size_t i, const char *fields[7]);
+
+/* The environment value of configuration row `name`, or NULL when unset:
+ * how the Python extension and the tools read the environment, so that
+ * every variable they read is a row of the table. A name that is not a row
+ * is refused: NULL with an EINVAL message (cproton_last_error). The
+ * pointer is getenv's (valid until the variable changes). */
+CPROTON_API const char *cproton_config_get(const char *name);
 
 #ifdef __cplusplus
 }

@@ -100,6 +100,26 @@ CPROTON_API int cproton_instr_mode_reduce(const char *mode, int *on_device);
 CPROTON_API int cproton_instr_mode_sums_in_kernel(const char *mode, int is_trace,
                                                   int host_buffer, int *out);
 
+/* Everything a mode string says for one session, from one parse. */
+typedef struct cproton_instr_mode_info {
+  cproton_ptx_options options; /* as cproton_instr_mode_options */
+  cproton_reduce_kind reduce;  /* as cproton_instr_mode_reduce_kind */
+  unsigned decode_flags;       /* as cproton_instr_mode_decode_flags */
+  /* The AUTO rule (cproton_instr_mode_sums_in_kernel) for this session's
+   * data, without and with the host buffer. */
+  int sums_in_kernel, sums_in_kernel_host_buffer;
+  char canonical[2048]; /* as cproton_instr_mode_normalize */
+} cproton_instr_mode_info;
+
+/* Parses `mode` once for a session recording a trace (is_trace 1) or a
+ * tree, filling `out`: what the front end needs before the session starts
+ * (the Python hook calls this once per session). Errors: those of
+ * cproton_instr_mode_options; EINVAL for reduce=kernel with a trace or
+ * with optimizations=time_shift, which need records; ELIMIT for a
+ * canonical form over 2047 bytes. Thread-safe. */
+CPROTON_API int cproton_instr_mode_parse(const char *mode, int is_trace,
+                                         cproton_instr_mode_info *out);
+
 /* A registered instrumented kernel: its name and buffer layout (copied). */
 typedef struct cproton_instr_kernel cproton_instr_kernel;
 

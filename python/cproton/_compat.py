@@ -19,11 +19,10 @@ The C library is told once, here (``cproton_set_proton_compat``); the
 Python modules ask :func:`is_39`. docs/compatibility.md lists every
 difference and why.
 """
-import os
 import re
 from typing import Optional, Tuple
 
-from . import _cproton
+from . import _config, _cproton
 
 ENV = "CPROTON_PROTON_VERSION"
 # the C library's cproton_proton_version values
@@ -77,4 +76,4 @@ def is_39() -> bool:
 
 
 PROTON_VERSION = (3, 6)
-apply(decide(os.environ.get(ENV), installed_triton()))
+apply(decide(_config.get(ENV), installed_triton()))

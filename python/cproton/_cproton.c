@@ -93,6 +93,45 @@ static PyObject *py_config_table(PyObject *m, PyObject *unused) {
   return rows;
 }
 
+/* probe(backend=None) -> (backend that would measure, runs, devices): the C
+ * backends' own cheap probe (the driver only), so Python never loads
+ * libcuda itself. */
+static PyObject *py_probe(PyObject *m, PyObject *args) {
+  const char *backend = NULL;
+  if (!PyArg_ParseTuple(args, "|z:probe", &backend))
+    return NULL;
+  cproton_probe_info p;
+  int rc = cproton_backend_probe(backend, &p);
+  if (rc)
+    return cpy_status_raise(rc);
+  return Py_BuildValue("(sii)", p.backend, p.runs, p.devices);
+}
+
+/* check_mode(backend, mode): the backend's own C parser on `mode` (None
+ * backend: the default GPU backend's); ValueError with its message. */
+static PyObject *py_check_mode(PyObject *m, PyObject *args) {
+  const char *backend, *mode;
+  if (!PyArg_ParseTuple(args, "zz:check_mode", &backend, &mode))
+    return NULL;
+  int rc = cproton_backend_check_mode(backend, mode);
+  if (rc) {
+    PyErr_SetString(PyExc_ValueError, cproton_last_error());
+    return NULL;
+  }
+  Py_RETURN_NONE;
+}
+
+/* session_wants_loaded_cubins(id) -> bool, from the session's parsed mode. */
+static PyObject *py_session_wants_loaded_cubins(PyObject *m, PyObject *arg) {
+  int id = (int)PyLong_AsLong(arg), out = 0;
+  if (id == -1 && PyErr_Occurred())
+    return NULL;
+  int rc = cproton_session_wants_loaded_cubins(id, &out);
+  if (rc)
+    return cpy_status_raise(rc);
+  return PyBool_FromLong(out);
+}
+
 static PyObject *py_proton_compat(PyObject *m, PyObject *unused) {
   return PyLong_FromLong(cproton_proton_compat());
 }
@@ -309,6 +348,12 @@ static PyMethodDef methods[] = {
     {"config_table", py_config_table, METH_NOARGS,
      "config_table() -> [(name, type, default, knob, reader, doc, role)]"},
     {"proton_compat", py_proton_compat, METH_NOARGS, "proton_compat() -> 306 or 309"},
+    {"probe", py_probe, METH_VARARGS,
+     "probe(backend=None) -> (backend that would measure, runs, devices)"},
+    {"check_mode", py_check_mode, METH_VARARGS,
+     "check_mode(backend, mode): ValueError unless the backend parses mode"},
+    {"session_wants_loaded_cubins", py_session_wants_loaded_cubins, METH_O,
+     "session_wants_loaded_cubins(session) -> bool"},
     {"python_frames", py_python_frames, METH_NOARGS,
      "the calling thread's frames as the python context sees them"},
     {"set_frame_skip", py_set_frame_skip, METH_O,

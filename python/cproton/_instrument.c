@@ -243,29 +243,28 @@ static PyObject *py_instr_release(PyObject *m, PyObject *args) {
   Py_RETURN_NONE;
 }
 
-static PyObject *py_instr_check_mode(PyObject *m, PyObject *args) {
+/* instr_mode_parse(mode, is_trace) -> {canonical, reduce, time_shift,
+ * sums_in_kernel, sums_in_kernel_host_buffer}: the one parse a session's
+ * front end makes (cproton_instr_mode_parse), refusals included. */
+static PyObject *py_instr_mode_parse(PyObject *m, PyObject *args) {
   const char *mode;
-  if (!PyArg_ParseTuple(args, "z:instr_check_mode", &mode))
+  int is_trace;
+  if (!PyArg_ParseTuple(args, "zp:instr_mode_parse", &mode, &is_trace))
     return NULL;
   static const char *const kinds[] = {"auto", "kernel", "device", "host"};
-  cproton_reduce_kind kind; /* the whole mode is parsed: its errors too */
-  int rc = cproton_instr_mode_reduce_kind(mode, &kind);
-  if (rc)
-    return fail(rc);
-  return PyUnicode_FromString(kinds[kind]);
-}
-
-/* The in-kernel-sums rule is C's (cproton_instr_mode_sums_in_kernel). */
-static PyObject *py_instr_sums_in_kernel(PyObject *m, PyObject *args) {
-  const char *mode;
-  int is_trace, host_buffer, out;
-  if (!PyArg_ParseTuple(args, "zpp:instr_sums_in_kernel", &mode, &is_trace,
-                        &host_buffer))
-    return NULL;
-  int rc = cproton_instr_mode_sums_in_kernel(mode, is_trace, host_buffer, &out);
-  if (rc)
-    return fail(rc);
-  return PyBool_FromLong(out);
+  cproton_instr_mode_info *info = PyMem_Malloc(sizeof *info);
+  if (!info)
+    return PyErr_NoMemory();
+  int rc = cproton_instr_mode_parse(mode, is_trace, info);
+  PyObject *out = rc ? fail(rc)
+                     : Py_BuildValue("{sssssNsNsN}", "canonical", info->canonical,
+                                     "reduce", kinds[info->reduce], "time_shift",
+                                     PyBool_FromLong(info->decode_flags & CPROTON_DECODE_TIME_SHIFT),
+                                     "sums_in_kernel", PyBool_FromLong(info->sums_in_kernel),
+                                     "sums_in_kernel_host_buffer",
+                                     PyBool_FromLong(info->sums_in_kernel_host_buffer));
+  PyMem_Free(info);
+  return out;
 }
 
 /* The C parser is the authority on mode strings: Python parses only the
@@ -358,12 +357,8 @@ static PyMethodDef instrument_methods[] = {
     {"instr_mode_normalize", py_instr_mode_normalize, METH_VARARGS,
      "instr_mode_normalize(mode) -> the canonical form of a valid mode string "
      "(ValueError with the parser's message otherwise)"},
-    {"instr_sums_in_kernel", py_instr_sums_in_kernel, METH_VARARGS,
-     "instr_sums_in_kernel(mode, is_trace, host_buffer) -> whether kernels "
-     "compiled for the mode sum in the kernel (C's rule)"},
-    {"instr_check_mode", py_instr_check_mode, METH_VARARGS,
-     "instr_check_mode(mode) -> the mode's reduce ('auto', 'kernel', "
-     "'device', 'host'); ValueError for a mode cproton cannot run"},
+    {"instr_mode_parse", py_instr_mode_parse, METH_VARARGS,
+     "instr_mode_parse(mode, is_trace) -> dict: the one parse of a session's mode"},
     {"instr_read", py_instr_read, METH_VARARGS,
      "instr_read(ptr, size, stream) -> bytes, after the stream's work"},
     {"buffer_to_proton", py_buffer_to_proton, METH_VARARGS,

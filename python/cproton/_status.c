@@ -129,7 +129,7 @@ static PyMethodDef status_methods[] = {
 
 int cpy_status_add(PyObject *module) {
   /* CPROTON_LOG=debug lets debug lines through (as for the injection) */
-  const char *lv = getenv("CPROTON_LOG");
+  const char *lv = cproton_config_get("CPROTON_LOG");
   cproton_log_set_handler(on_log, NULL,
                           lv && !strcmp(lv, "debug") ? CPROTON_LOG_DEBUG
                                                      : CPROTON_LOG_INFO);

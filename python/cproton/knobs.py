@@ -1,6 +1,7 @@
 """Triton's Proton knobs and environment variables: the one place the Python
-package reads them (the C library's list is in src/backend/cupti/config.c;
-docs/python.md has both).
+package reads the knobs (their variables are rows of the C configuration
+table, src/core/config_table.c, read through cproton._config; docs/python.md
+has both).
 
 | knob (``triton.knobs.proton.``) | environment | default | effect |
 |---|---|---|---|
@@ -27,7 +28,7 @@ each backend start) when unset, from :func:`graph_kernel_names`.
 import os
 from typing import Any, Optional
 
-from . import _cproton
+from . import _config, _cproton
 
 
 def _default(kind: str, text: str):
@@ -65,7 +66,7 @@ def get(name: str) -> Any:
     knobs = _triton_knobs()
     if knobs is not None and hasattr(knobs, name):
         return getattr(knobs, name)
-    value = os.environ.get(env)
+    value = _config.get(env)
     if value is None:
         return default
     return _env_bool(value) if isinstance(default, bool) else value
@@ -96,12 +97,13 @@ def export() -> None:
     """Copies the knobs into their unset environment variables (Proton's
     ``_check_env``), so the C library reads the same settings; sets
     CPROTON_GRAPH_KERNEL_NAMES from the Proton version followed when unset."""
-    os.environ.setdefault("CPROTON_GRAPH_KERNEL_NAMES", graph_kernel_names())
+    if _config.get("CPROTON_GRAPH_KERNEL_NAMES") is None:
+        os.environ["CPROTON_GRAPH_KERNEL_NAMES"] = graph_kernel_names()
     knobs = _triton_knobs()
     if knobs is None:
         return
     for name, (env, _) in KNOBS.items():
-        if os.environ.get(env) is not None or not hasattr(knobs, name):
+        if _config.get(env) is not None or not hasattr(knobs, name):
             continue
         value = _explicit(knobs, name) if name in _EXPORT_ONLY_IF_SET else getattr(knobs, name)
         if value is None:

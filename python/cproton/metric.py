@@ -26,12 +26,11 @@ int64 otherwise. A tensor of more than one element is a *vector* metric, as
 in Proton 3.9 (``numel() > 1``): its elements are summed element by element
 and written as an array. docs/tensor-metrics.md has the design.
 """
-import os
 import sys
 import threading
 from typing import Any, Optional
 
-from . import _compat, _cproton
+from . import _compat, _config, _cproton
 from ._log import warn as _warn
 
 FLOPS_WIDTHS = (8, 16, 32, 64)
@@ -51,7 +50,7 @@ def capacity_words() -> int:
     """Record words per device buffer: CPROTON_TENSOR_METRIC_WORDS (default
     65536, 512 KiB). A full buffer drops records and the drain reports how
     many."""
-    text = os.environ.get("CPROTON_TENSOR_METRIC_WORDS", "65536")
+    text = _config.get("CPROTON_TENSOR_METRIC_WORDS", "65536")
     try:
         n = int(text)
     except ValueError:

@@ -1,6 +1,6 @@
 """Backend modes, as in Proton's ``triton.profiler.mode``: the same
 dataclasses, fields, defaults, validation and option strings
-(``str(mode)``), without depending on Triton's C module -- the enums below
+(``str(mode)``, which each class then has the backend's C parser validate), without depending on Triton's C module -- the enums below
 have the names, values and ``str()`` of ``triton._C.libtriton.proton``'s,
 and Triton's own enum members are accepted wherever these are."""
 from dataclasses import dataclass, field
@@ -90,6 +90,16 @@ def _coerce(enum_cls, lookup: Dict[str, Enum], field_name: str, value):
     raise TypeError(f"{field_name} must be a str or {enum_cls.__name__}, not {type(value).__name__}")
 
 
+def _check_in_c(backend, text: str) -> None:
+    """The mode string a class built, validated by the backend's own C
+    parser (the one every session's mode goes through; backend None: the
+    default GPU backend's). ValueError with the C parser's message; the
+    class's own checks before it keep Proton's messages for what Proton's
+    classes check."""
+    from cproton import _cproton
+    _cproton.check_mode(backend, text)
+
+
 @dataclass(frozen=True)
 class BaseMode:
     name: str
@@ -105,6 +115,8 @@ class PCSampling(BaseMode):
             raise TypeError("Interval must be an int.")
         if self.interval <= 0:
             raise ValueError("Interval must be a positive integer.")
+        # Proton's class takes any positive interval (interval=1 too), so
+        # the CUPTI backend's parser checks the range when a session starts.
 
     def __str__(self):
         return f"{self.name}:interval={self.interval}"
@@ -146,6 +158,7 @@ class InstrumentationMode(BaseMode):
         else:
             object.__setattr__(self, "optimizations", [o if isinstance(o, Optimize) else optimizations[str(o)]
                                                        for o in opts])
+        _check_in_c("instrumentation", str(self))
 
     def __str__(self):
         optimizations_str = ",".join(str(opt) for opt in self.optimizations)
@@ -179,12 +192,19 @@ def parse_instrumentation_mode(text: str) -> InstrumentationMode:
     "default:granularity=warp_group:buffer_size=4096", ... (ValueError for
     unknown modes or options). The C parser decides which strings are valid
     (``cproton_instr_mode_normalize``, the one the sessions and the injection
-    use): this parses only the canonical form it returns, so the two agree
+    use): this reads only the canonical form it returns, so the two agree
     on every string (tests/python/test_mode_agreement.py)."""
     if not isinstance(text, str):
         raise TypeError("mode must be a str")
     from cproton import _cproton
-    parts = _cproton.instr_mode_normalize(text).split(":")
+    return from_canonical(_cproton.instr_mode_normalize(text))
+
+
+def from_canonical(canonical: str) -> InstrumentationMode:
+    """The mode class for the C parser's canonical form of a valid mode
+    string (``cproton_instr_mode_normalize``, ``cproton_instr_mode_parse``):
+    every key is known and every value valid, so nothing is checked here."""
+    parts = canonical.split(":")
     opts = {}
     for opt in parts[1:]:
         key, val = opt.split("=", 1)

@@ -18,21 +18,18 @@ the Proton knobs into the environment the C library reads (cproton.knobs).
 """
 import atexit
 import functools
-import os
 from typing import Optional, Union
 
-from . import _compat, _cproton, _log, _torchlink, context as _context, knobs, metric
+from . import _compat, _config, _cproton, _log, _torchlink, context as _context, knobs, metric
 from .flags import flags
 from .hooks import HookManager, LaunchHook, InstrumentationHook
 from .hooks import facts
 from .hooks.hook import Hook
-from .hooks.instrumentation import check_mode as check_instrumentation_mode
 from .mode import BaseMode
 
 DEFAULT_PROFILE_NAME = "proton"
 
 _sessions: dict = {}  # session id -> the options it was started with
-_gpu_checked = None
 
 
 def _session_info(session):
@@ -40,19 +37,10 @@ def _session_info(session):
 
 
 def _gpu_present() -> bool:
-    """True when a CUDA driver with at least one device loads here."""
-    global _gpu_checked
-    if _gpu_checked is None:
-        _gpu_checked = False
-        try:
-            import ctypes
-            cuda = ctypes.CDLL("libcuda.so.1")
-            count = ctypes.c_int(0)
-            if cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0:
-                _gpu_checked = count.value > 0
-        except OSError:
-            pass
-    return _gpu_checked
+    """True when the default GPU backend's C probe finds a driver with at
+    least one device (``cproton_backend_probe``: the driver only)."""
+    backend, _runs, _devices = _cproton.probe(None)
+    return backend != "none"
 
 
 _warned_no_gpu = False
@@ -123,7 +111,7 @@ _LOCAL_RANK_VARS = _rank_rows("local_rank")
 
 def _first_rank(names) -> int:
     for var in names:
-        value = os.environ.get(var, "")
+        value = _config.get(var, "")
         # ASCII digits only, as the C side (config.c's int_env): str.isdigit
         # also accepts "²" or "٣", which int() then refuses or reads.
         if value.isascii() and value.isdigit() and int(value) < (1 << 30):
@@ -196,7 +184,6 @@ def start(
     mode_str = _get_mode_str(backend, mode)
     instr_hook = None
     if backend == "instrumentation":  # a mode the C parser or the hook refuses starts no session
-        check_instrumentation_mode(mode_str, data or "tree")
         instr_hook = InstrumentationHook(mode, data)
     chosen = _select_backend(backend)
     knobs.export()
@@ -222,7 +209,7 @@ def start(
         facts.record_loaded()  # the advisor's facts of kernels loaded before start
     if instr_hook is not None:
         HookManager.register(instr_hook, session)
-    if mode_str and mode_str.lower().startswith("pcsampling"):
+    if _cproton.session_wants_loaded_cubins(session):  # from the session's parsed mode
         _add_loaded_cubins()
     return session
 

@@ -18,6 +18,7 @@ import os
 import runpy
 import sys
 
+from . import _config
 from .flags import flags
 from .profile import DEFAULT_PROFILE_NAME, start, _finalize, _ranks
 
@@ -99,7 +100,7 @@ def do_setup_and_execute(target_args):
 
 def _injection_library():
     """The shared library exporting InitializeInjection, or None."""
-    env = os.environ.get("CPROTON_INJECTION_LIB")
+    env = _config.get("CPROTON_INJECTION_LIB")
     if env:
         return env
     here = os.path.dirname(os.path.abspath(__file__))
@@ -187,7 +188,7 @@ def print_config(out=sys.stdout) -> None:
     variable's current value and where it comes from."""
     from . import _cproton
     for name, kind, default, knob, reader, doc, _role in _cproton.config_table():
-        value = os.environ.get(name)
+        value = _config.get(name)
         source = "environment" if value is not None else "default"
         shown = value if value is not None else default
         extra = f" (knob triton.knobs.proton.{knob})" if knob else ""

@@ -276,7 +276,36 @@ def _derive_percent(df, metric, inclusive, exclusive, device_info):
     return derived
 
 
+_HWM_WEIGHT = "pm_sampled_ns"
+
+
+def _derive_hwm(df, metric, inclusive, exclusive):
+    """cproton's hardware counters (PM sampling, docs/hardware-metrics.md):
+    for a metric X whose `X*ns` the profile has, the column `X (inc)` =
+    `X*ns` / `pm_sampled_ns`, both summed over each frame's subtree (NaN
+    where nothing was sampled). None when the profile has no `X*ns`: Proton
+    has no such metric, so its names and errors stay as they were."""
+    columns = list(inclusive) + list(exclusive)
+    weighted = next((c for c in columns if c.lower() == f"{metric.lower()}*ns"), None)
+    if weighted is None or _HWM_WEIGHT not in columns:
+        return None
+    np = _require("numpy")
+
+    def subtree_sum(column):
+        if column in inclusive:
+            return df[f"{column} (inc)"]
+        return df[column]  # not on the root: a kernel's own value
+
+    weight = subtree_sum(_HWM_WEIGHT)
+    name = f"{weighted[:-len('*ns')]} (inc)"
+    df[name] = (subtree_sum(weighted) / weight.where(weight > 0)).astype(float).replace([np.inf], np.nan)
+    return name
+
+
 def _derive_raw(df, metric, inclusive, exclusive, device_info):
+    hwm = _derive_hwm(df, metric, inclusive, exclusive)
+    if hwm is not None:
+        return hwm
     column = match_available_metrics(metric, inclusive, exclusive)[0]
     # Proton 3.9's vector metrics are lists in the column: nothing to print
     # or sum (Hatchet's renderer would fail on them with a numpy TypeError)
@@ -438,6 +467,12 @@ def show_metrics(file_name):
         print(f"Available {title} metrics:")
         for column in columns:
             print(f"- {_bare_name(column)}")
+    columns = list(inclusive) + list(exclusive)
+    counters = [c[:-len("*ns")] for c in columns if c.endswith("*ns")] if _HWM_WEIGHT in columns else []
+    if counters:  # cproton's hardware counters: -m X derives X*ns / pm_sampled_ns
+        print(f"Available hardware metrics (X*ns / {_HWM_WEIGHT}):")
+        for counter in counters:
+            print(f"- {counter}")
 
 
 # ---------------------------------------------------------------------------
@@ -452,6 +487,7 @@ Derived metrics can be created when source metrics are available.
 - byte/s, gbyte/s, tbyte/s: bytes / time
 - util: max(sum(flops<width>) / peak_flops<width>_time, sum(bytes) / peak_bandwidth_time)
 - <metric>/%%: frame(metric) / sum(metric). Only available for inclusive metrics (e.g. time)
+- X for a hardware counter X*ns (cproton's PM sampling): X*ns / pm_sampled_ns (e.g. sm_throughput%%)
 """
 
 _FORMAT_HELP = """Formatting the frame name.

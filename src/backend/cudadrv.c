@@ -1,10 +1,13 @@
 /* backend/cudadrv.c -- loads the CUDA driver with dlopen, resolves the
  * table in cudadrv.h, and translates driver errors.
  *
+ * The one place libcuda is loaded: the instrumentation runtime, the CUPTI
+ * loader (backend/cupti/loader.c, which takes its driver functions from
+ * this table) and both GPU backends' probe use it.
  * Invariant: the table is filled once (pthread_once) and never changes, so
- * readers need no lock. A machine without a driver gets ENODEVICE, never a
- * crash. Not a hot path. Called by the instrumentation runtime and the
- * CUPTI backend. */
+ * readers need no lock; cuInit is called only by cp_cudadrv_get, never by
+ * cp_cudadrv_load (the CUPTI injection runs inside cuInit). A machine
+ * without a driver gets ENODEVICE, never a crash. Not a hot path. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,38 +19,65 @@
 #include "core/error.h"
 
 static cp_cudadrv table;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static char load_error[512];
-static int loaded;
+static pthread_once_t once_open = PTHREAD_ONCE_INIT, once_init = PTHREAD_ONCE_INIT;
+static char open_error[512], init_error[512];
+static int opened, loaded; /* loaded: opened and cuInit succeeded */
 
-static void load(void) {
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-  if (!lib) {
-    snprintf(load_error, sizeof load_error, "cannot load libcuda.so.1: %s",
-             dlerror());
-    return;
-  }
+int cp_cudadrv_open(const char *lib, cp_cudadrv *out) {
+  void *h = dlopen(lib, RTLD_NOW | RTLD_GLOBAL);
+  if (!h)
+    return cp_error_set(CPROTON_ENODEVICE, "cannot load %s: %s", lib,
+                        dlerror());
 #define CP_X_LOAD(name, sym, params)                                           \
-  *(void **)&table.name = dlsym(lib, sym);                                     \
-  if (!table.name) {                                                           \
-    snprintf(load_error, sizeof load_error, "libcuda.so.1 lacks %s", sym);     \
-    return;                                                                    \
-  }
+  if (!(*(void **)&out->name = dlsym(h, sym)))                                 \
+    return cp_error_set(CPROTON_ENODEVICE, "%s lacks %s", lib, sym);
   CP_CUDADRV_LIST(CP_X_LOAD)
 #undef CP_X_LOAD
-  if (table.cuInit(0) != 0) {
-    snprintf(load_error, sizeof load_error, "cuInit failed: no usable GPU");
-    return;
-  }
-  loaded = 1;
+  return CPROTON_OK;
+}
+
+static void open_driver(void) {
+  opened = cp_cudadrv_open("libcuda.so.1", &table) == CPROTON_OK;
+  if (!opened)
+    snprintf(open_error, sizeof open_error, "%s", cp_error_message());
+}
+
+/* cuInit once, after the table loaded. */
+static void init_driver(void) {
+  pthread_once(&once_open, open_driver);
+  if (!opened)
+    snprintf(init_error, sizeof init_error, "%s", open_error);
+  else if (table.cuInit(0) != 0)
+    snprintf(init_error, sizeof init_error, "cuInit failed: no usable GPU");
+  else
+    loaded = 1;
+}
+
+int cp_cudadrv_load(const cp_cudadrv **out) {
+  pthread_once(&once_open, open_driver);
+  if (!opened)
+    return cp_error_set(CPROTON_ENODEVICE, "%s", open_error);
+  *out = &table;
+  return CPROTON_OK;
 }
 
 int cp_cudadrv_get(const cp_cudadrv **out) {
-  pthread_once(&once, load);
+  pthread_once(&once_init, init_driver);
   if (!loaded)
-    return cp_error_set(CPROTON_ENODEVICE, "%s", load_error);
+    return cp_error_set(CPROTON_ENODEVICE, "%s", init_error);
   *out = &table;
   return CPROTON_OK;
+}
+
+void cp_cudadrv_probe(cp_backend_probe *out) {
+  const cp_cudadrv *d;
+  int n = 0;
+  *out = (cp_backend_probe){0};
+  if (cp_cudadrv_get(&d) != CPROTON_OK || d->cuDeviceGetCount(&n) != 0 ||
+      n <= 0)
+    return;
+  out->devices = n;
+  out->runs = 1;
 }
 
 int cp_cudadrv_error(cp_curesult r, const char *what) {

@@ -1,5 +1,6 @@
 /* backend/cudadrv.h -- the CUDA driver functions cproton calls, resolved
- * once with dlopen/dlsym into one table (cp_cudadrv_*). No CUDA header is
+ * once with dlopen/dlsym into one table (cp_cudadrv_*), shared by the
+ * instrumentation runtime and the CUPTI backend. No CUDA header is
  * needed: the few types are declared here with the driver's ABI. */
 #ifndef CP_BACKEND_CUDADRV_H
 #define CP_BACKEND_CUDADRV_H
@@ -7,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/backend.h"
 #include "core/device.h"
 
 typedef int cp_curesult; /* CUresult: 0 = CUDA_SUCCESS */
@@ -57,7 +59,16 @@ typedef void *cp_cufunction;
     (cp_cufunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,      \
      unsigned by, unsigned bz, unsigned shared, cp_custream s, void **params,  \
      void **extra))                                                            \
-  X(cuGetErrorString, "cuGetErrorString", (cp_curesult r, const char **s))
+  X(cuGetErrorString, "cuGetErrorString", (cp_curesult r, const char **s))   \
+  X(cuDriverGetVersion, "cuDriverGetVersion", (int *version))                 \
+  X(cuDeviceGetCount, "cuDeviceGetCount", (int *count))                       \
+  X(cuDevicePrimaryCtxGetState, "cuDevicePrimaryCtxGetState",                 \
+    (cp_cudevice dev, unsigned *flags, int *active))                           \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain",                     \
+    (cp_cucontext * ctx, cp_cudevice dev))                                     \
+  X(cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease_v2",          \
+    (cp_cudevice dev))                                                         \
+  X(cuCtxSynchronize, "cuCtxSynchronize", (void))
 
 typedef struct cp_cudadrv {
 #define CP_X_FIELD(name, sym, params) cp_curesult(*name) params;
@@ -75,9 +86,24 @@ enum {
   CP_CU_ATTR_COMPUTE_CAPABILITY_MINOR = 76
 };
 
-/* The table, loading libcuda.so.1 on first use. Errors: ENODEVICE (no
- * driver here; the message says what dlopen reported). Thread-safe. */
+/* The table, loading libcuda.so.1 and calling cuInit(0) on first use.
+ * Errors: ENODEVICE (no driver here, the message says what dlopen
+ * reported; or cuInit failed). Thread-safe. */
 int cp_cudadrv_get(const cp_cudadrv **out);
+
+/* The same table without cuInit (the CUPTI loader: its injection entry
+ * point runs inside the application's cuInit). Errors: ENODEVICE. */
+int cp_cudadrv_load(const cp_cudadrv **out);
+
+/* Resolves every entry point of `lib` into `out` (what the two above do
+ * once for libcuda.so.1; tests name a missing library). Errors: ENODEVICE
+ * "cannot load <lib>: <dlerror>" or "<lib> lacks <symbol>". */
+int cp_cudadrv_open(const char *lib, cp_cudadrv *out);
+
+/* Both GPU backends' probe: whether libcuda.so.1 loads, cuInit succeeds
+ * and how many devices it reports (runs: at least one). Loads only the
+ * driver; silent; never fails. */
+void cp_cudadrv_probe(cp_backend_probe *out);
 
 /* Translates a driver failure into EBACKEND with "<what>: <driver text>". */
 int cp_cudadrv_error(cp_curesult r, const char *what);

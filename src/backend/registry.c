@@ -59,9 +59,38 @@ const cp_backend_ops *cp_backend_default_candidate(void) {
   return NULL;
 }
 
+const cp_backend_ops *cp_backend_cpu_fallback(void) {
+  for (size_t i = 0; i < N_BACKENDS; i++)
+    if (backends[i]->is_cpu_fallback)
+      return backends[i];
+  return &cp_none_backend; /* not reached: none is the fallback row */
+}
+
 const cp_backend_ops *cp_backend_default(void) {
   for (size_t i = 0; i < N_BACKENDS; i++)
     if (backends[i]->is_default_candidate && backends[i]->available())
       return backends[i];
-  return &cp_none_backend;
+  return cp_backend_cpu_fallback();
+}
+
+void cp_backend_config_set(cp_backend_config *c, const char *mode,
+                           const void *opts, size_t size) {
+  c->mode = mode;
+  memcpy(c->opts, opts, size < sizeof c->opts ? size : sizeof c->opts);
+}
+
+int cp_backend_parse_mode(const cp_backend_ops *b, const char *mode,
+                          cp_backend_config *out) {
+  memset(out, 0, sizeof *out);
+  int rc = b->parse_mode ? b->parse_mode(mode, out) : CPROTON_OK;
+  out->mode = mode;
+  out->parsed_by = b;
+  return rc;
+}
+
+int cp_backend_same_mode(const cp_backend_ops *b, const cp_backend_config *a,
+                         const cp_backend_config *c) {
+  if (b->same_mode)
+    return b->same_mode(a, c);
+  return strcmp(a->mode ? a->mode : "", c->mode ? c->mode : "") == 0;
 }

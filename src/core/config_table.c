@@ -50,7 +50,8 @@ static const cp_config_row rows[] = {
    "1: load but do not profile"},
   {"TRITON_PROTON_DISABLE", CP_CFG_BOOL, "0", "disable", "inject", CUPTI,
    "Proton's switch: disables profiling"},
-  {"CPROTON_LOG", CP_CFG_STRING, "warning", NULL, "core/log.c", CUPTI,
+  {"CPROTON_LOG", CP_CFG_STRING, "warning", NULL,
+   "cupti/config.c, python/_cproton.c", CUPTI,
    "debug, info, warning or error"},
   {"CPROTON_CUPTI_LIB", CP_CFG_PATH, "", NULL, "cupti/config.c", CUPTI,
    "libcupti file searched first"},
@@ -153,6 +154,8 @@ static const char *roles(unsigned docs) {
                                       "rank,local_rank"};
   return names[(docs / CP_CFG_RANK) & 3];
 }
+
+const char *cproton_config_get(const char *name) { return cp_config_get(name); }
 
 int cproton_config_row(size_t i, const char *fields[7]) {
   static const char *const types[] = {"string", "int", "bool", "path"};

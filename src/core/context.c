@@ -168,6 +168,12 @@ void cp_context_fence_init(void) {
     atomic_store(&light_fence, 1);
 }
 
+static _Thread_local int own_calls;
+
+void cp_context_own_calls_begin(void) { own_calls++; }
+void cp_context_own_calls_end(void) { own_calls -= own_calls > 0; }
+int cp_context_own_calls(void) { return own_calls; }
+
 int cp_context_guard_begin(void) {
   cp_thread *t = thread_get();
   if (!t)

@@ -116,6 +116,16 @@ void cp_context_clear_main(void);
 int cp_context_guard_begin(void);
 void cp_context_guard_end(void);
 
+/* cproton's own driver calls on this thread (a synchronization while
+ * flushing, a decoder thread's event waits) are not the program's: the
+ * callbacks that record the program's calls (host synchronizations,
+ * backend/cupti/callbacks.c) skip them while cp_context_own_calls() is
+ * non-zero. Nestable, per thread; a thread cproton starts may begin once
+ * and never end. */
+void cp_context_own_calls_begin(void);
+void cp_context_own_calls_end(void);
+int cp_context_own_calls(void);
+
 /* Runs `reset` (which frees the tree and the scoped names) if no thread is
  * inside a guard or holds a resolved frame, state or op; returns whether it
  * ran and freed (`reset` returns 0 when it could not, e.g. out of memory,

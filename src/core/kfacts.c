@@ -33,7 +33,8 @@ static const struct {
     {"triton.n_spills", 0},   {"triton.tma", 0},
     {"triton.ld_bits", 0},    {"triton.st_bits", 0},
     {"triton.local_bytes", 0}, {"triton.mma", 1},
-    {"triton.remarks", 1},    {"triton.config", 1}};
+    {"triton.remarks", 1},    {"triton.config", 1},
+    {"kernel.stack_bytes", 0}};
 enum { N_FACTS = sizeof facts / sizeof *facts, F_CONFIGS = 6 };
 _Static_assert(N_FACTS <= CP_KFACTS_MAX, "cp_kfacts_get's out is too small");
 

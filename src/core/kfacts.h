@@ -1,7 +1,8 @@
 /* core/kfacts.h -- compile and launch facts per kernel (issue 26,
  * docs/advisor.md): registers, shared and local memory, grid and block from
- * the first CUPTI kernel record of each kernel, Triton's compile facts from
- * the launch hook; the profile writers add them to every kernel frame of
+ * the first CUPTI kernel record of each kernel, the stack frame from its
+ * cubin (PC sampling keeps cubins), Triton's compile facts from the launch
+ * hook; the profile writers add them to every kernel frame of
  * that name as "kernel.*" / "triton.*" metrics. Facts are per kernel name,
  * not per launch: the first value of each fact is kept, and the number of
  * distinct launch configurations is counted. */

@@ -103,7 +103,7 @@ static void trace_scope(const cp_frame *f) {
   uint32_t mask = atomic_load(&cp_ss_trace_mask) & cp_session_active_mask();
   cp_event e = {.kind = CP_EVENT_SCOPE, .start_ns = f->start_ns,
                 .end_ns = cp_clock_now_ns(), .name = f->name,
-                .lane = cp_context_thread_id()};
+                .u.scope = {.thread = cp_context_thread_id()}};
   for (; mask; mask &= mask - 1) {
     int i = __builtin_ctz(mask);
     cp_node *n = f->node[cp_ss_hot_kind(i)];

@@ -11,6 +11,7 @@
  * Hot path: scope enter/exit and cp_session_capture read atomics only.
  * Called by core/record.c, the session layer and backends. */
 #include <limits.h>
+#include <math.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -271,10 +272,12 @@ static cp_phase *site_phase(const cp_launch_site *site, int i) {
 static void trace_kernel(cp_trace *t, const cp_launch_site *site,
                          const cp_kernel_record *r, const cp_node *n) {
   cp_event e = {.kind = CP_EVENT_KERNEL, .start_ns = r->start_ns,
-                .end_ns = r->end_ns, .launch_ns = site->launch_ns,
-                .name = n->name, .node = n->id, .lane = r->stream_id,
-                .device = r->device_id, .launch_lane = site->thread,
-                .correlation = r->correlation_id, .group = r->graph_id};
+                .end_ns = r->end_ns, .name = n->name, .node = n->id,
+                .u.kernel = {.launch_ns = site->launch_ns,
+                             .stream = r->stream_id, .device = r->device_id,
+                             .launch_thread = site->thread,
+                             .correlation = r->correlation_id,
+                             .graph_id = r->graph_id}};
   cp_trace_append(t, &e);
 }
 
@@ -360,6 +363,45 @@ int cp_session_deliver_event(const cp_launch_site *site, const char *kernel,
     cp_event e = *proto;
     e.node = n ? n->id : 0;
     rc = cp_trace_append(p->trace, &e);
+  }
+  pthread_rwlock_unlock(&cp_ss_slots_rw);
+  return rc;
+}
+
+/* The counter event of a sample, its name interned; refuses what a trace
+ * could not show (no name, a backwards interval, a value JSON has no
+ * number for). */
+static int counter_event(uint32_t device, uint64_t t0_ns, uint64_t t1_ns,
+                         const char *counter, double value, cp_event *e) {
+  if (t1_ns < t0_ns)
+    return cp_error_set(CPROTON_EINVAL,
+                        "counter '%s': sample ends (%llu ns) before it "
+                        "begins (%llu ns)",
+                        counter ? counter : "", (unsigned long long)t1_ns,
+                        (unsigned long long)t0_ns);
+  if (!isfinite(value))
+    return cp_error_set(CPROTON_EINVAL, "counter '%s': value is not finite",
+                        counter ? counter : "");
+  *e = (cp_event){.kind = CP_EVENT_COUNTER, .start_ns = t0_ns,
+                  .end_ns = t1_ns,
+                  .u.counter = {.value = value, .device = device}};
+  return cp_ss_intern(counter, "counter", &e->name);
+}
+
+int cp_session_deliver_counter(uint32_t device, uint64_t t0_ns,
+                               uint64_t t1_ns, const char *counter,
+                               double value) {
+  cp_event e;
+  int rc = counter_event(device, t0_ns, t1_ns, counter, value, &e);
+  if (rc)
+    return rc;
+  pthread_rwlock_rdlock(&cp_ss_slots_rw);
+  uint32_t mask = atomic_load(&cp_ss_trace_mask) & cp_session_active_mask();
+  for (; mask; mask &= mask - 1) {
+    int i = __builtin_ctz(mask);
+    int r = cp_ss_slots[i].in_use ? cp_trace_append(cp_ss_hot_trace(i), &e)
+                                  : CPROTON_OK;
+    rc = rc ? rc : r; /* a full trace counts its drop; the others go on */
   }
   pthread_rwlock_unlock(&cp_ss_slots_rw);
   return rc;

@@ -84,6 +84,18 @@ int cp_session_deliver_event(const cp_launch_site *site,
                              const char *kernel_name, const uint32_t *names,
                              size_t n_names, const cp_event *proto);
 
+/* Appends one hardware-counter sample -- `value` of `counter` (e.g.
+ * "sm_throughput%") on `device` over [t0_ns, t1_ns) on the session clock --
+ * as a CP_EVENT_COUNTER to every active trace session (tree sessions
+ * ignore it; with none active it only checks its arguments). Called from a
+ * backend's decoder thread; thread-safe (slots read-locked, one trace lock
+ * per append). Errors: EINVAL (no name, t1_ns < t0_ns, a value that is not
+ * finite: nothing appended), ENOMEM, ELIMIT/EIO from a trace (that trace
+ * counts the sample as dropped; the other sessions still get it). */
+int cp_session_deliver_counter(uint32_t device, uint64_t t0_ns,
+                               uint64_t t1_ns, const char *counter,
+                               double value);
+
 /* Whether any session reached by `site` records a trace. */
 int cp_session_site_traces(const cp_launch_site *site);
 

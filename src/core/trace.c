@@ -52,12 +52,36 @@ struct cp_trace {
 };
 
 void cp_event_align(cp_event *e) {
-  if (e->kind != CP_EVENT_REGION || !e->launch_ns)
+  if (e->kind != CP_EVENT_REGION || !e->u.region.launch_ns)
     return;
-  int64_t shift = cp_ktimes_shift(e->group, e->launch_ns);
+  int64_t shift =
+      cp_ktimes_shift(e->u.region.kernel_name, e->u.region.launch_ns);
   e->start_ns = (uint64_t)((int64_t)e->start_ns + shift);
   e->end_ns = (uint64_t)((int64_t)e->end_ns + shift);
-  e->launch_ns = 0;
+  e->u.region.launch_ns = 0;
+}
+
+/* The bytes of each kind's payload, by cp_event_kind. */
+static const size_t payload_size[] = {
+    [CP_EVENT_SCOPE] = sizeof(cp_event_scope),
+    [CP_EVENT_KERNEL] = sizeof(cp_event_kernel),
+    [CP_EVENT_REGION] = sizeof(cp_event_region),
+    [CP_EVENT_COUNTER] = sizeof(cp_event_counter),
+};
+
+/* `*e` with only what its kind defines: the header and the live payload;
+ * the union's other bytes (which an initializer of a smaller member leaves
+ * indeterminate) and the reserved header bytes become 0, so what reaches
+ * the spill file is fully initialized. */
+static void clean_copy(cp_event *dst, const cp_event *e) {
+  memset(dst, 0, sizeof *dst);
+  dst->start_ns = e->start_ns;
+  dst->end_ns = e->end_ns;
+  dst->name = e->name;
+  dst->node = e->node;
+  dst->kind = e->kind;
+  if (e->kind < sizeof payload_size / sizeof *payload_size)
+    memcpy(&dst->u, &e->u, payload_size[e->kind]);
 }
 
 cp_trace *cp_trace_new(void) {
@@ -189,7 +213,7 @@ int cp_trace_append(cp_trace *t, const cp_event *e) {
     rc = make_room(t);
   if (rc == CPROTON_OK) {
     CP_ASSERT(t->tail && t->tail->n < BUF_EVENTS); /* make_room made room */
-    t->tail->events[t->tail->n++] = *e;
+    clean_copy(&t->tail->events[t->tail->n++], e);
     t->count++;
   } else {
     t->dropped++;

@@ -9,40 +9,81 @@
 #include <stdint.h>
 
 typedef enum cp_event_kind {
-  CP_EVENT_SCOPE = 0,  /* a CPU scope on thread `lane` */
-  CP_EVENT_KERNEL = 1, /* a kernel on device `device`, stream `lane` */
-  CP_EVENT_REGION = 2  /* an intra-kernel region (instrumentation) */
+  CP_EVENT_SCOPE = 0,   /* a CPU scope: u.scope */
+  CP_EVENT_KERNEL = 1,  /* a kernel on a device's stream: u.kernel */
+  CP_EVENT_REGION = 2,  /* an intra-kernel region (instrumentation): u.region */
+  CP_EVENT_COUNTER = 3  /* a hardware-counter sample: u.counter */
 } cp_event_kind;
 
+/* Each kind's payload. Every byte of each is a named field (`reserved`
+ * ones are 0), so a payload copied by cp_trace_append leaves no
+ * uninitialized byte in the spill file (MSan). */
+typedef struct cp_event_scope {
+  uint32_t thread;   /* cproton thread id */
+  uint32_t reserved;
+} cp_event_scope;
+
+typedef struct cp_event_kernel {
+  uint64_t launch_ns;      /* CPU time of the launch (0 if unknown) */
+  uint32_t stream, device; /* where it ran */
+  uint32_t launch_thread;  /* the launching cproton thread */
+  uint32_t correlation;    /* the launch/kernel link */
+  uint32_t graph_id;       /* the CUDA graph replayed (0: not a replay) */
+  uint32_t reserved;
+} cp_event_kernel;
+
+typedef struct cp_event_region {
+  /* the launch's host time, the anchor of start_ns/end_ns until
+   * cp_event_align moves them onto the kernel's CUPTI record; then 0 */
+  uint64_t launch_ns;
+  /* the CTA's %globaltimer ns at init, when the finalize began and after
+   * the copy-out, raw (not moved like start_ns/end_ns): Proton 3.9's trace
+   * writes them in every region's args */
+  uint64_t cta_init_ns, cta_pre_final_ns, cta_post_final_ns;
+  uint32_t warp, sm, cta; /* where it ran */
+  uint32_t kernel_name;   /* strtab id of its kernel's name */
+  uint32_t end_warp;      /* the warp that recorded the end (warp, but for
+                             an event another warp ended) */
+  uint16_t line;          /* trace line: the scope's depth, or the events'
+                             line (decoder depths are <= 64) */
+  uint8_t is_event;       /* a pl.start_event/end_event pair, not a scope
+                             occurrence */
+  uint8_t reserved;
+} cp_event_region;
+
+typedef struct cp_event_counter {
+  double value;    /* the counter's value over [start_ns, end_ns) */
+  uint32_t device; /* the device sampled; the event's name is the counter */
+  uint32_t reserved;
+} cp_event_counter;
+
+/* One timeline event: [start_ns, end_ns) on the session's clock, a name
+ * (strtab id), the context node (the call stack; 0 for counters), and the
+ * payload of its kind. */
 typedef struct cp_event {
   uint64_t start_ns;
   uint64_t end_ns;
-  uint64_t launch_ns;   /* kernels: CPU time of the launch (0 if unknown) */
-  uint32_t name;        /* strtab id */
-  uint32_t node;        /* context node id: the call stack */
-  uint32_t lane;        /* thread id (scopes), stream id (kernels), warp */
-  uint32_t device;      /* device id; regions: SM id */
-  uint32_t launch_lane; /* kernels: the launching thread; regions: line */
-  uint32_t correlation; /* kernels: launch/kernel link; regions: CTA id */
-  uint32_t group;       /* regions: the kernel's name (strtab id);
-                           kernels: the CUDA graph id (0: not a replay) */
-  uint8_t kind;         /* cp_event_kind */
-  uint8_t is_event;     /* regions: a pl.start_event/end_event pair, not a
-                           scope occurrence (end_lane says who ended it) */
-  uint8_t reserved[2];  /* named so that an initializer zeroes them: the
-                           spill file gets no uninitialized bytes (MSan) */
-  /* regions: their CTA's %globaltimer ns at init, when the finalize began
-   * and after the copy-out, raw (not moved like start_ns/end_ns): Proton
-   * 3.9's trace writes them in every region's args; 0 for other kinds */
-  uint64_t cta_init_ns;
-  uint64_t cta_pre_final_ns;
-  uint64_t cta_post_final_ns;
-  uint32_t end_lane;    /* regions: the warp that recorded the end (lane,
-                           the start's warp, but for an event another warp
-                           ended); 0 for other kinds */
-  uint32_t reserved2;   /* 0 (as reserved) */
+  uint32_t name;       /* strtab id */
+  uint32_t node;       /* context node id */
+  uint8_t kind;        /* cp_event_kind: which member of u is live */
+  uint8_t reserved[7]; /* 0 */
+  union {
+    cp_event_scope scope;
+    cp_event_kernel kernel;
+    cp_event_region region;
+    cp_event_counter counter;
+  } u;
 } cp_event;
+_Static_assert(sizeof(cp_event_scope) == 8, "no hidden padding");
+_Static_assert(sizeof(cp_event_kernel) == 32, "no hidden padding");
+_Static_assert(sizeof(cp_event_region) == 56, "no hidden padding");
+_Static_assert(sizeof(cp_event_counter) == 16, "no hidden padding");
 _Static_assert(sizeof(cp_event) == 88, "cp_event has no hidden padding");
+
+/* The CPU time of a kernel's launch (0 for other kinds, and unknown). */
+static inline uint64_t cp_event_launch_ns(const cp_event *e) {
+  return e->kind == CP_EVENT_KERNEL ? e->u.kernel.launch_ns : 0;
+}
 
 typedef struct cp_trace cp_trace;
 
@@ -63,7 +104,8 @@ void cp_trace_free(cp_trace *t);
  * that the events stay in memory. Errors: ENOMEM. */
 int cp_trace_set_spill_dir(cp_trace *t, const char *dir);
 
-/* Appends one event. Thread-safe (mutex; trace mode only, never on the
+/* Appends one event: its header and its kind's payload (the rest of the
+ * union is stored as zeros, whatever `e` holds there). Thread-safe (mutex; trace mode only, never on the
  * launch path of tree sessions). Errors: ENOMEM, ELIMIT past the cap, EIO
  * when a spill write fails (that buffer's events are counted as dropped). */
 int cp_trace_append(cp_trace *t, const cp_event *e);

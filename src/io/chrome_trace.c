@@ -4,7 +4,9 @@
  * 3.9's layout is io/chrome_trace39.c, chosen here.
  *
  * Lanes: pid 0 is the host ("CPU"), tid the cproton thread id; pid 1+d is
- * GPU d, tid its stream. Flow events ("s" at the launch on the CPU lane,
+ * GPU d, tid its stream; its hardware-counter samples are "C" events named
+ * after the counter on that pid (one counter track each, in every layout
+ * of this file). Flow events ("s" at the launch on the CPU lane,
  * "f" with "bp": "e" at the kernel) share the correlation id. Events are
  * streamed one by one; only the set of lanes is kept in memory.
  * Not a hot path (finalize). */
@@ -20,6 +22,8 @@
 #include "io/chrome_trace.h"
 
 #define MAX_LANES 4096
+
+#define NO_THREAD UINT32_MAX /* a lane that names only its process */
 
 typedef struct lane {
   uint32_t pid, tid;
@@ -39,8 +43,9 @@ static int find_t0(void *user, const cp_event *e) {
   state *st = user;
   if (e->start_ns && e->start_ns < st->t0)
     st->t0 = e->start_ns;
-  if (e->launch_ns && e->launch_ns < st->t0)
-    st->t0 = e->launch_ns;
+  uint64_t launch = cp_event_launch_ns(e);
+  if (launch && launch < st->t0)
+    st->t0 = launch;
   return 0;
 }
 
@@ -77,6 +82,24 @@ void cp_chrome_put_stack(cp_sink *s, uint32_t node_id) {
   cp_sink_puts(s, "]");
 }
 
+void cp_chrome_put_counter(cp_sink *s, const cp_event *e, uint32_t pid,
+                           int with_device, uint64_t t0) {
+  const char *counter = cp_strtab_str(e->name);
+  char name[600];
+  if (with_device)
+    snprintf(name, sizeof name, "GPU %u %.500s", e->u.counter.device,
+             counter ? counter : "?");
+  else
+    snprintf(name, sizeof name, "%.500s", counter ? counter : "?");
+  cp_sink_puts(s, "{\"ph\":\"C\",\"cat\":\"counter\",\"name\":");
+  cp_sink_json_string(s, name);
+  cp_sink_printf(s, ",\"pid\":%u,", pid);
+  put_us(s, "ts", e->start_ns - t0);
+  cp_sink_puts(s, ",\"args\":{\"value\":");
+  cp_sink_json_double(s, e->u.counter.value);
+  cp_sink_puts(s, "}}");
+}
+
 static void put_complete(state *st, const cp_event *e, uint32_t pid,
                          uint32_t tid, const char *cat) {
   sep(st);
@@ -91,30 +114,32 @@ static void put_complete(state *st, const cp_event *e, uint32_t pid,
   put_us(st->s, "dur", e->end_ns > e->start_ns ? e->end_ns - e->start_ns : 0);
   cp_sink_puts(st->s, ",\"args\":{");
   cp_chrome_put_stack(st->s, e->node);
+  const cp_event_kernel *k = &e->u.kernel;
   if (e->kind == CP_EVENT_KERNEL)
     cp_sink_printf(st->s, ",\"correlation\":%u,\"device\":%u,\"stream\":%u",
-                   e->correlation, e->device, e->lane);
-  if (e->kind == CP_EVENT_KERNEL && e->group) /* replayed from a CUDA graph */
-    cp_sink_printf(st->s, ",\"graph\":%u", e->group);
+                   k->correlation, k->device, k->stream);
+  if (e->kind == CP_EVENT_KERNEL && k->graph_id) /* a CUDA graph's replay */
+    cp_sink_printf(st->s, ",\"graph\":%u", k->graph_id);
   cp_sink_puts(st->s, "}}");
 }
 
 static void put_flow(state *st, const cp_event *e) {
-  if (!e->launch_ns || e->launch_ns > e->start_ns)
+  const cp_event_kernel *k = &e->u.kernel;
+  if (!k->launch_ns || k->launch_ns > e->start_ns)
     return;
   sep(st);
   cp_sink_printf(st->s, "{\"ph\":\"s\",\"cat\":\"launch\",\"name\":\"launch\","
                         "\"id\":%u,\"pid\":0,\"tid\":%u,",
-                 e->correlation, e->launch_lane);
-  put_us(st->s, "ts", e->launch_ns - st->t0);
+                 k->correlation, k->launch_thread);
+  put_us(st->s, "ts", k->launch_ns - st->t0);
   cp_sink_puts(st->s, "}");
   sep(st);
   cp_sink_printf(st->s, "{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"launch\","
                         "\"name\":\"launch\",\"id\":%u,\"pid\":%u,\"tid\":%u,",
-                 e->correlation, e->device + 1, e->lane);
+                 k->correlation, k->device + 1, k->stream);
   put_us(st->s, "ts", e->start_ns - st->t0);
   cp_sink_puts(st->s, "}");
-  add_lane(st, 0, e->launch_lane);
+  add_lane(st, 0, k->launch_thread);
 }
 
 /* One warp's scope occurrence, laid out as Proton does: a process per
@@ -122,7 +147,7 @@ static void put_flow(state *st, const cp_event *e) {
  * warp stack up. */
 /* Proton 3.9 writes its CTA's times in every region's args (its key
  * order; the frequency is that of the ns clock the times are in). */
-static void put_cta_times(cp_sink *s, const cp_event *e) {
+static void put_cta_times(cp_sink *s, const cp_event_region *e) {
   uint64_t fin = e->cta_post_final_ns > e->cta_pre_final_ns ? e->cta_post_final_ns - e->cta_pre_final_ns : 0;
   cp_sink_printf(s, "\"Finalization Time (ns)\":%" PRIu64 ",\"Frequency (MHz)\":1000.0,"
                     "\"Init Time (ns)\":%" PRIu64 ",\"Post Final Time (ns)\":%" PRIu64 ",",
@@ -132,7 +157,8 @@ static void put_cta_times(cp_sink *s, const cp_event *e) {
 /* `{"ph":"X","cat":<cat>,"name":..,"pid":"<kernel> Core<SM> CTA<id>"` of
  * region `e` (its kernel's name when `cat` is NULL). */
 static void put_region_head(state *st, const cp_event *e, const char *cat) {
-  const char *kernel = cp_strtab_str(e->group);
+  const cp_event_region *r = &e->u.region;
+  const char *kernel = cp_strtab_str(r->kernel_name);
   sep(st);
   cp_sink_puts(st->s, "{\"ph\":\"X\",\"cat\":");
   cp_sink_json_string(st->s, cat ? cat : kernel ? kernel : "?");
@@ -141,7 +167,7 @@ static void put_region_head(state *st, const cp_event *e, const char *cat) {
   cp_sink_json_string(st->s, name ? name : "?");
   char pid[600];
   snprintf(pid, sizeof pid, "%.500s Core%u CTA%u", kernel ? kernel : "?",
-           e->device, e->correlation);
+           r->sm, r->cta);
   cp_sink_puts(st->s, ",\"pid\":");
   cp_sink_json_string(st->s, pid);
 }
@@ -150,15 +176,16 @@ static void put_region_head(state *st, const cp_event *e, const char *cat) {
  * with cat "async" and no CTA times, a scope with them. */
 static void put_region(state *st, const cp_event *e) {
   int v39 = cp_compat_is_39();
-  put_region_head(st, e, v39 && e->is_event ? "async" : NULL);
-  cp_sink_printf(st->s, ",\"tid\":\"warp %u (line %u)\",", e->lane,
-                 e->launch_lane);
+  const cp_event_region *r = &e->u.region;
+  put_region_head(st, e, v39 && r->is_event ? "async" : NULL);
+  cp_sink_printf(st->s, ",\"tid\":\"warp %u (line %u)\",", r->warp,
+                 (unsigned)r->line);
   put_us(st->s, "ts", e->start_ns - st->t0);
   cp_sink_puts(st->s, ",");
   put_us(st->s, "dur", e->end_ns > e->start_ns ? e->end_ns - e->start_ns : 0);
   cp_sink_puts(st->s, ",\"args\":{");
-  if (v39 && !e->is_event)
-    put_cta_times(st->s, e);
+  if (v39 && !r->is_event)
+    put_cta_times(st->s, r);
   cp_chrome_put_stack(st->s, e->node);
   cp_sink_puts(st->s, "}}");
 }
@@ -170,7 +197,8 @@ static void put_event_link(state *st, const cp_event *e) {
   for (int end = 0; end < 2; end++) {
     put_region_head(st, e, "flow");
     cp_sink_printf(st->s, ",\"tid\":\"warp %u (line 0)\",\"dur\":0,\"bind_id\":%" PRIu64 ",\"%s\":true,",
-                   end ? e->end_lane : e->lane, id, end ? "flow_in" : "flow_out");
+                   end ? e->u.region.end_warp : e->u.region.warp, id,
+                   end ? "flow_in" : "flow_out");
     put_us(st->s, "ts", (end ? e->end_ns : e->start_ns) - st->t0);
     cp_sink_puts(st->s, ",\"args\":{");
     cp_chrome_put_stack(st->s, e->node);
@@ -180,18 +208,24 @@ static void put_event_link(state *st, const cp_event *e) {
 
 static int put_event(void *user, const cp_event *e) {
   state *st = user;
+  const cp_event_region *r = &e->u.region;
   if (e->kind == CP_EVENT_SCOPE && st->timeline) {
-    put_complete(st, e, 0, e->lane, "scope");
-    add_lane(st, 0, e->lane);
+    put_complete(st, e, 0, e->u.scope.thread, "scope");
+    add_lane(st, 0, e->u.scope.thread);
   } else if (e->kind == CP_EVENT_KERNEL) {
-    put_complete(st, e, e->device + 1, e->lane, "kernel");
-    add_lane(st, e->device + 1, e->lane);
+    put_complete(st, e, e->u.kernel.device + 1, e->u.kernel.stream, "kernel");
+    add_lane(st, e->u.kernel.device + 1, e->u.kernel.stream);
     if (st->timeline)
       put_flow(st, e);
-  } else if (e->kind == CP_EVENT_REGION && e->is_event && e->end_lane != e->lane && cp_compat_is_39()) {
+  } else if (e->kind == CP_EVENT_REGION && r->is_event &&
+             r->end_warp != r->warp && cp_compat_is_39()) {
     put_event_link(st, e);
   } else if (e->kind == CP_EVENT_REGION) {
     put_region(st, e);
+  } else if (e->kind == CP_EVENT_COUNTER) {
+    sep(st);
+    cp_chrome_put_counter(st->s, e, e->u.counter.device + 1, 0, st->t0);
+    add_lane(st, e->u.counter.device + 1, NO_THREAD);
   }
   return 0;
 }
@@ -215,6 +249,8 @@ static void put_metadata(state *st) {
                               "\"pid\":%u,\"args\":{\"name\":\"GPU %u\"}}",
                        l->pid, l->pid - 1);
     }
+    if (l->tid == NO_THREAD) /* a GPU with counters only */
+      continue;
     sep(st);
     cp_sink_printf(st->s, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%u,"
                           "\"tid\":%u,\"args\":{\"name\":\"%s %u\"}}",

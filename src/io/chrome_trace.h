@@ -37,4 +37,13 @@ int cp_chrome_trace_write_timeline(cp_sink *s, const cp_trace *t,
  * (the key both Chrome layouts give kernels and scopes). */
 void cp_chrome_put_stack(cp_sink *s, uint32_t node_id);
 
+/* Writes one hardware-counter sample (a CP_EVENT_COUNTER event) as a
+ * Chrome counter event, `{"ph":"C","cat":"counter","name":N,"pid":P,
+ * "ts":T,"args":{"value":V}}`, T in us since `t0`: N is the counter's name
+ * on the GPU's own pid (`with_device` 0), or "GPU <d> <counter>" where
+ * every lane shares pid 0 (`with_device` 1). A viewer draws one track per
+ * (pid, name), the value held until the next sample. */
+void cp_chrome_put_counter(cp_sink *s, const cp_event *e, uint32_t pid,
+                           int with_device, uint64_t t0);
+
 #endif

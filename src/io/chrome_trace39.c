@@ -18,7 +18,9 @@
  *        a scope, one per graph launch,
  *      one "X" per kernel: "cat" "kernel", tid 200000 + <stream>,
  *        args.call_stack ["ROOT", ..., kernel], args.metrics when its node
- *        has metrics (launch metadata)]}
+ *        has metrics (launch metadata),
+ *      one "C" per hardware-counter sample (cproton's, Proton has none):
+ *        name "GPU <d> <counter>", args.value, at the sample's start]}
  *
  * Everything is in pid 0. Times are microseconds from the earliest event;
  * baseTimeNanoseconds is that event's time on the wall clock (the timebase
@@ -92,7 +94,8 @@ static void add_lane(uint32_t *lanes, size_t *n, uint32_t id) {
  * ROOT has no launching scope event). */
 static int has_flow(const cp_event *e) {
   const cp_node *n = cp_cct_node(e->node);
-  return e->launch_ns && e->launch_ns <= e->start_ns && n && n->parent &&
+  uint64_t launch = e->u.kernel.launch_ns;
+  return launch && launch <= e->start_ns && n && n->parent &&
          n->parent->id != 0;
 }
 
@@ -107,7 +110,7 @@ static int is_metadata_name(const char *name) {
  * anywhere on its path: Proton 3.9 leaves those out of graph lanes). */
 static size_t graph_path(const cp_event *e, uint32_t *path) {
   const cp_node *n = cp_cct_node(e->node);
-  if (!e->group || !n)
+  if (!e->u.kernel.graph_id || !n)
     return 0;
   uint32_t up[MAX_GRAPH_DEPTH];
   size_t k = 0, tag = 0;
@@ -141,7 +144,8 @@ static void index_scope(state *st, const cp_event *e) {
     st->spans = p;
   }
   st->spans[st->n_spans++] = (scope_span){
-      .lane = e->lane, .node = e->node, .start = e->start_ns, .end = e->end_ns};
+      .lane = e->u.scope.thread, .node = e->node, .start = e->start_ns,
+      .end = e->end_ns};
 }
 
 static int by_lane_node_start(const void *a, const void *b) {
@@ -176,7 +180,8 @@ static const scope_span *span_at(const state *st, uint32_t lane, uint32_t node,
 static const scope_span *launch_scope(const state *st, const cp_event *e) {
   const cp_node *n = cp_cct_node(e->node);
   for (const cp_node *c = n ? n->parent : NULL; c && c->id; c = c->parent) {
-    const scope_span *sp = span_at(st, e->launch_lane, c->id, e->launch_ns);
+    const scope_span *sp = span_at(st, e->u.kernel.launch_thread, c->id,
+                                   e->u.kernel.launch_ns);
     if (sp)
       return sp;
   }
@@ -185,24 +190,28 @@ static const scope_span *launch_scope(const state *st, const cp_event *e) {
 
 static int scan(void *user, const cp_event *e) {
   state *st = user;
-  if (e->kind != CP_EVENT_SCOPE && e->kind != CP_EVENT_KERNEL)
+  if (e->kind != CP_EVENT_SCOPE && e->kind != CP_EVENT_KERNEL &&
+      e->kind != CP_EVENT_COUNTER)
     return 0;
   st->n_events++;
   if (e->start_ns < st->t0)
     st->t0 = e->start_ns;
+  if (e->kind == CP_EVENT_COUNTER)
+    return 0;
   if (e->kind == CP_EVENT_SCOPE) {
-    add_lane(st->cpu, &st->n_cpu, e->lane);
+    add_lane(st->cpu, &st->n_cpu, e->u.scope.thread);
     index_scope(st, e);
   } else {
+    const cp_event_kernel *k = &e->u.kernel;
     uint32_t path[MAX_GRAPH_DEPTH];
     st->n_kernels++;
-    add_lane(st->gpu, &st->n_gpu, e->lane);
+    add_lane(st->gpu, &st->n_gpu, k->stream);
     if (graph_path(e, path))
-      add_lane(st->graph, &st->n_graph, e->lane);
+      add_lane(st->graph, &st->n_graph, k->stream);
     if (has_flow(e)) {
-      add_lane(st->cpu, &st->n_cpu, e->launch_lane);
-      if (e->launch_ns < st->t0)
-        st->t0 = e->launch_ns;
+      add_lane(st->cpu, &st->n_cpu, k->launch_thread);
+      if (k->launch_ns < st->t0)
+        st->t0 = k->launch_ns;
     }
   }
   return 0;
@@ -359,7 +368,7 @@ static int put_scope(void *user, const cp_event *e) {
     return rc;
   }
   cp_sink_printf(st->s, ",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":0,\"tid\":%u,",
-                 n ? "metric" : "scope", e->lane);
+                 n ? "metric" : "scope", e->u.scope.thread);
   put_times(st, e);
   cp_sink_puts(st->s, ",\"args\":{");
   cp_chrome_put_stack(st->s, e->node);
@@ -414,7 +423,7 @@ static int put_graph_kernel(void *user, const cp_event *e) {
   state *st = user;
   uint32_t path[MAX_GRAPH_DEPTH];
   size_t n = e->kind == CP_EVENT_KERNEL ? graph_path(e, path) : 0;
-  graph_lane *l = n ? lane_of(st, e->lane) : NULL;
+  graph_lane *l = n ? lane_of(st, e->u.kernel.stream) : NULL;
   if (!l)
     return 0;
   uint32_t common = 0;
@@ -448,11 +457,12 @@ static int put_flow(void *user, const cp_event *e) {
   state *st = user;
   if (e->kind != CP_EVENT_KERNEL || !has_flow(e))
     return 0;
-  if (e->group) { /* a graph launch's kernels share its correlation: one flow */
-    if (st->flow_stream == e->lane && st->flow_corr == e->correlation)
+  const cp_event_kernel *k = &e->u.kernel;
+  if (k->graph_id) { /* a graph launch's kernels share its correlation: one flow */
+    if (st->flow_stream == k->stream && st->flow_corr == k->correlation)
       return 0;
-    st->flow_stream = e->lane;
-    st->flow_corr = e->correlation;
+    st->flow_stream = k->stream;
+    st->flow_corr = k->correlation;
   }
   /* As Proton 3.9: the flow starts where the launching scope does and
    * bears its event's id (one id per scope occurrence); a scope not indexed
@@ -460,15 +470,15 @@ static int put_flow(void *user, const cp_event *e) {
    * time and an id of its own above 2^32. */
   const scope_span *sp = launch_scope(st, e);
   unsigned long long id = sp ? (unsigned long long)(sp - st->spans) + 1
-                             : (1ull << 32) + e->correlation;
+                             : (1ull << 32) + k->correlation;
   sep(st);
   cp_sink_printf(st->s, "{\"name\":\"launch->kernel\",\"cat\":\"flow\",\"ph\":"
-                        "\"s\",\"pid\":0,\"tid\":%u,", e->launch_lane);
-  put_us(st->s, "ts", (sp ? sp->start : e->launch_ns) - st->t0);
+                        "\"s\",\"pid\":0,\"tid\":%u,", k->launch_thread);
+  put_us(st->s, "ts", (sp ? sp->start : k->launch_ns) - st->t0);
   cp_sink_printf(st->s, ",\"id\":%llu,\"bp\":\"e\"}", id);
   sep(st);
   cp_sink_printf(st->s, "{\"name\":\"launch->kernel\",\"cat\":\"flow\",\"ph\":"
-                        "\"f\",\"pid\":0,\"tid\":%u,", GPU_LANE_BASE + e->lane);
+                        "\"f\",\"pid\":0,\"tid\":%u,", GPU_LANE_BASE + k->stream);
   put_us(st->s, "ts", e->start_ns - st->t0);
   cp_sink_printf(st->s, ",\"id\":%llu,\"bp\":\"e\"}", id);
   return 0;
@@ -488,7 +498,7 @@ static int put_kernel(void *user, const cp_event *e) {
   cp_sink_json_string(st->s, name ? name : "?");
   cp_sink_printf(st->s,
                  ",\"cat\":\"kernel\",\"ph\":\"X\",\"pid\":0,\"tid\":%u,",
-                 GPU_LANE_BASE + e->lane);
+                 GPU_LANE_BASE + e->u.kernel.stream);
   put_times(st, e);
   cp_sink_puts(st->s, ",\"args\":{");
   cp_chrome_put_stack(st->s, e->node);
@@ -496,6 +506,17 @@ static int put_kernel(void *user, const cp_event *e) {
     put_metrics(st->s, ms, (size_t)n);
   cp_sink_puts(st->s, "}}");
   free(ms);
+  return 0;
+}
+
+/* A hardware-counter sample: a counter track "GPU <d> <counter>" in pid 0
+ * (cproton's addition; Proton 3.9 records no counters). */
+static int put_counter(void *user, const cp_event *e) {
+  state *st = user;
+  if (e->kind != CP_EVENT_COUNTER)
+    return 0;
+  sep(st);
+  cp_chrome_put_counter(st->s, e, 0, 1, st->t0);
   return 0;
 }
 
@@ -530,6 +551,7 @@ int cp_chrome_trace39_write(cp_sink *s, const cp_trace *t, cp_data *d) {
     rc = rc ? rc : put_graph_scopes(st, t);
     rc = rc ? rc : cp_trace_each(t, put_flow, st);
     rc = rc ? rc : cp_trace_each(t, put_kernel, st);
+    rc = rc ? rc : cp_trace_each(t, put_counter, st);
     cp_sink_puts(s, "\n]}\n");
     if (d)
       cp_data_unlock(d);

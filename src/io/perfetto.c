@@ -14,6 +14,9 @@
  *         GPU d > stream s                      kernels
  *         GPU d > graph replays                 one slice per graph launch
  *         <kernel> (warps) > CTA c (SM s) > warp w   intra-kernel regions
+ *         GPU d > <counter>                     a counter track per
+ *                                               hardware counter (unit
+ *                                               "%" when its name ends so)
  *       TrackEvents: SLICE_BEGIN / SLICE_END pairs (INSTANT for launches),
  *       timestamps as deltas on clock 64 (packets are in time order; one
  *       that is not says timestamp_clock_id 65 and gives ns since t0),
@@ -21,7 +24,8 @@
  *       first uses them; kernels and scopes carry the call stack (an
  *       interned string, "ROOT;a;b;kernel"), kernels their correlation id;
  *       a "launch" instant on the launching thread starts a flow that ends
- *       on the kernel (flow id = correlation id).
+ *       on the kernel (flow id = correlation id); a counter sample is a
+ *       TYPE_COUNTER event at its start with double_counter_value.
  *
  * All packets are on sequence 1. Begin packets use interned state and say
  * so (SEQ_NEEDS_INCREMENTAL_STATE); end packets need none. An intra-kernel
@@ -243,6 +247,9 @@ static uint64_t describe(writer *w, const track_key *k, char *name,
     snprintf(name, size, "warp %u", k->d);
     *rank = k->d;
     return cp_perfetto_track(w, TK_CTA, k->a, k->b, k->c, 0);
+  case TK_COUNTER:
+    snprintf(name, size, "%s", cp_perfetto_str_or(k->b, "?"));
+    return cp_perfetto_track(w, TK_GPU, k->a, 0, 0, 0);
   }
   return 1;
 }
@@ -266,6 +273,13 @@ static void put_track(writer *w, const track_key *k, uint64_t uuid) {
   } else {
     cp_pb_varint(p, TD_PARENT, parent);
     cp_pb_string(p, TD_NAME, name);
+  }
+  if (k->kind == TK_COUNTER) { /* a counter track: "%" for percentages */
+    size_t len = strlen(name);
+    cp_pb_begin(p, TD_COUNTER);
+    if (len && name[len - 1] == '%')
+      cp_pb_string(p, CD_UNIT_NAME, "%");
+    cp_pb_end(p);
   }
   if (ordered)
     cp_pb_varint(p, TD_CHILD_ORDERING, ORDER_EXPLICIT);
@@ -301,9 +315,10 @@ static int scan(void *user, const cp_event *e) {
   writer *w = user;
   if (e->start_ns && e->start_ns < w->t0)
     w->t0 = e->start_ns;
-  if (e->launch_ns && e->launch_ns < w->t0)
-    w->t0 = e->launch_ns;
-  if (e->kind == CP_EVENT_KERNEL && e->group)
+  uint64_t launch = cp_event_launch_ns(e);
+  if (launch && launch < w->t0)
+    w->t0 = launch;
+  if (e->kind == CP_EVENT_KERNEL && e->u.kernel.graph_id)
     cp_perfetto_events_note_replay(w, e);
   return w->oom ? CPROTON_ENOMEM : 0;
 }

@@ -151,7 +151,7 @@ static uint64_t end_of(const cp_event *e) {
 }
 
 static void put_scope(writer *w, const cp_event *e) {
-  uint64_t uuid = cp_perfetto_track(w, TK_THREAD, e->lane, 0, 0, 0);
+  uint64_t uuid = cp_perfetto_track(w, TK_THREAD, e->u.scope.thread, 0, 0, 0);
   event_open(w, e->start_ns, 1, SLICE_BEGIN, uuid);
   cp_pb_varint(&w->pkt, TE_NAME_IID, (uint64_t)e->name + 1);
   annotate(&w->pkt, DA_CALL_STACK, DA_STRING_IID, (uint64_t)e->node + 1);
@@ -172,28 +172,31 @@ static void put_launch(writer *w, uint64_t ts, uint32_t thread, uint64_t id) {
  * not (the launch's flow ends on the replay slice,
  * cp_perfetto_events_put_replays). */
 static int kernel_flow(const cp_event *e) {
-  return e->kind == CP_EVENT_KERNEL && e->launch_ns &&
-         e->launch_ns <= e->start_ns && !e->group;
+  const cp_event_kernel *k = &e->u.kernel;
+  return e->kind == CP_EVENT_KERNEL && k->launch_ns &&
+         k->launch_ns <= e->start_ns && !k->graph_id;
 }
 
 static void put_kernel(writer *w, const cp_event *e) {
-  uint64_t uuid = cp_perfetto_track(w, TK_STREAM, e->device, e->lane, 0, 0);
+  const cp_event_kernel *k = &e->u.kernel;
+  uint64_t uuid = cp_perfetto_track(w, TK_STREAM, k->device, k->stream, 0, 0);
   event_open(w, e->start_ns, 1, SLICE_BEGIN, uuid);
   cp_pb *p = &w->pkt;
   cp_pb_varint(p, TE_NAME_IID, (uint64_t)e->name + 1);
   annotate(p, DA_CALL_STACK, DA_STRING_IID, (uint64_t)e->node + 1);
-  annotate(p, DA_CORRELATION, DA_UINT, e->correlation);
-  if (e->group)
-    annotate(p, DA_GRAPH, DA_UINT, e->group);
+  annotate(p, DA_CORRELATION, DA_UINT, k->correlation);
+  if (k->graph_id)
+    annotate(p, DA_GRAPH, DA_UINT, k->graph_id);
   if (kernel_flow(e))
-    cp_pb_fixed64(p, TE_FLOW_END, e->correlation);
+    cp_pb_fixed64(p, TE_FLOW_END, k->correlation);
   event_close(w, e->name, 1, e->node);
   end_at(w, e->start_ns, end_of(e), uuid, 0);
 }
 
 static void put_region(writer *w, const cp_event *e) {
-  uint64_t uuid = cp_perfetto_track(w, TK_WARP, e->group, e->device,
-                                    e->correlation, e->lane);
+  const cp_event_region *r = &e->u.region;
+  uint64_t uuid = cp_perfetto_track(w, TK_WARP, r->kernel_name, r->sm, r->cta,
+                                    r->warp);
   size_t before = w->st.bytes;
   event_open(w, e->start_ns, 1, SLICE_BEGIN, uuid);
   cp_pb_varint(&w->pkt, TE_NAME_IID, (uint64_t)e->name + 1);
@@ -203,13 +206,27 @@ static void put_region(writer *w, const cp_event *e) {
   end_at(w, e->start_ns, end_of(e), uuid, 1);
 }
 
+/* A hardware-counter sample: its value from its start on, on the track of
+ * (device, counter). Uses no interned state. */
+static void put_counter(writer *w, const cp_event *e) {
+  uint64_t uuid = cp_perfetto_track(w, TK_COUNTER, e->u.counter.device,
+                                    e->name, 0, 0);
+  uint64_t raw;
+  memcpy(&raw, &e->u.counter.value, sizeof raw); /* its IEEE 754 bits */
+  event_open(w, e->start_ns, 0, COUNTER, uuid);
+  cp_pb_fixed64(&w->pkt, TE_DOUBLE_COUNTER_VALUE, raw);
+  event_close(w, UINT32_MAX, 0, 0);
+  w->st.counters++;
+}
+
 /* Window entries of this kind are a kernel's launch, at its launch time. */
 #define KIND_LAUNCH 0x80
 
 static void put_event(writer *w, const cp_event *e) {
   cp_perfetto_events_drain_ends(w, e->start_ns);
   if (e->kind == KIND_LAUNCH) {
-    put_launch(w, e->start_ns, e->launch_lane, e->correlation);
+    put_launch(w, e->start_ns, e->u.kernel.launch_thread,
+               e->u.kernel.correlation);
     return;
   }
   if (e->kind == CP_EVENT_SCOPE)
@@ -218,6 +235,8 @@ static void put_event(writer *w, const cp_event *e) {
     put_kernel(w, e);
   else if (e->kind == CP_EVENT_REGION)
     put_region(w, e);
+  else if (e->kind == CP_EVENT_COUNTER)
+    put_counter(w, e);
   else
     return;
   w->st.events++;
@@ -227,7 +246,7 @@ static void put_event(writer *w, const cp_event *e) {
 
 static uint32_t depth_of(const cp_event *e) {
   if (e->kind == CP_EVENT_REGION)
-    return e->launch_lane;
+    return e->u.region.line;
   const cp_node *n = e->kind == CP_EVENT_SCOPE ? cp_cct_node(e->node) : NULL;
   return n ? n->depth : 0;
 }
@@ -262,7 +281,7 @@ int cp_perfetto_events_collect(void *user, const cp_event *e) {
   if (kernel_flow(e)) {
     cp_event launch = *e;
     launch.kind = KIND_LAUNCH;
-    launch.start_ns = launch.end_ns = e->launch_ns;
+    launch.start_ns = launch.end_ns = e->u.kernel.launch_ns;
     add_to_window(w, &launch);
   }
   return w->oom ? CPROTON_ENOMEM : 0;
@@ -298,17 +317,18 @@ static replay *replay_slot(writer *w, uint32_t corr) {
 }
 
 void cp_perfetto_events_note_replay(writer *w, const cp_event *e) {
-  replay *r = replay_slot(w, e->correlation);
+  const cp_event_kernel *k = &e->u.kernel;
+  replay *r = replay_slot(w, k->correlation);
   if (!r) {
     w->st.replays_skipped++;
     return;
   }
   if (!r->n_kernels) {
     w->n_replays++;
-    *r = (replay){.corr = e->correlation, .device = e->device,
-                  .graph = e->group, .launch_lane = e->launch_lane,
+    *r = (replay){.corr = k->correlation, .device = k->device,
+                  .graph = k->graph_id, .launch_lane = k->launch_thread,
                   .start = e->start_ns, .end = end_of(e),
-                  .launch_ns = e->launch_ns};
+                  .launch_ns = k->launch_ns};
   }
   r->n_kernels++;
   if (e->start_ns < r->start)

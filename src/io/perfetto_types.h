@@ -19,6 +19,7 @@ typedef struct cp_perfetto_stats {
   size_t events;         /* timeline events written (scopes, kernels...) */
   size_t region_events;  /* of which intra-kernel warp regions */
   size_t region_bytes;   /* bytes of the regions' packets (begin + end) */
+  size_t counters;       /* of the events, hardware-counter samples */
   size_t tracks;         /* track descriptors written */
   size_t replays;        /* graph replay slices */
   size_t replays_skipped;/* graph launches past the replay table's cap */

@@ -1,5 +1,6 @@
 /* session/start.c -- the session layer's start side: options and name
- * expansion, the mode (backend, periodic flushing), backend start, and
+ * expansion, the mode (periodic flushing here; the rest parsed once by the
+ * backend's own table and kept per slot), backend start, and
  * activate/deactivate. The session layer is the only caller of the backend
  * registry; core below keeps the slot table (core/session_table.h). */
 #include <limits.h>
@@ -138,43 +139,47 @@ int cp_ss_backend_users(const cp_backend_ops *b) {
   return n;
 }
 
+/* Each slot's backend configuration: the session's mode parsed once by its
+ * backend (parse_mode), read by that backend's start and by same_mode when
+ * a later session joins. Guarded by cp_ss_table_lock. */
+static cp_backend_config configs[CP_MAX_SESSIONS];
+
+const cp_backend_config *cp_ss_config(int slot) { return &configs[slot]; }
+
 /* A second session on a running backend must ask for the same mode: the
  * backend serves every session with the collection the first one set up. */
-static int check_mode(const session *s, const char *mode) {
-  const char *running = NULL;
-  for (int i = 0; i < CP_MAX_SESSIONS; i++)
-    if (cp_ss_slots[i].in_use && cp_ss_slots[i].backend == s->backend) {
-      running = cp_ss_slots[i].mode;
-      break;
-    }
-  const char *a = running ? running : "", *b = mode ? mode : "";
-  int same = s->backend->mode_compatible ? s->backend->mode_compatible(a, b)
-                                         : strcmp(a, b) == 0;
-  if (same)
+static int check_mode(const session *s, const cp_backend_config *mine) {
+  const cp_backend_config *running = NULL;
+  for (int i = 0; i < CP_MAX_SESSIONS && !running; i++)
+    if (cp_ss_slots[i].in_use && cp_ss_slots[i].backend == s->backend)
+      running = &configs[i];
+  if (!running || cp_backend_same_mode(s->backend, running, mine))
     return CPROTON_OK;
   return cp_error_set(CPROTON_EINVAL,
                       "Cannot add a session with the same profiler but a "
                       "different mode than existing sessions: backend '%s' "
                       "runs mode '%s', this session asks for '%s' (finalize "
                       "the other sessions first)",
-                      s->backend->name, a, b);
+                      s->backend->name, running->mode ? running->mode : "",
+                      mine->mode ? mine->mode : "");
 }
 
-/* A mode string the backend cannot parse is EPARSE (malformed input), apart
- * from the EINVAL of unknown names: Python raises ValueError for the one
- * (Proton's mode parsers do) and RuntimeError for the other (Proton's C++). */
-static int start_backend(session *s, const char *mode) {
-  if (s->backend->check_mode && s->backend->check_mode(mode))
+/* The mode is parsed here, once, by the backend's own table; a string it
+ * cannot parse is EPARSE (malformed input), apart from the EINVAL of
+ * unknown names: Python raises ValueError for the one (Proton's mode
+ * parsers do) and RuntimeError for the other (Proton's C++). */
+static int start_backend(session *s, cp_backend_config *config) {
+  if (cp_backend_parse_mode(s->backend, s->mode, config))
     return CPROTON_EPARSE;
   if (cp_ss_backend_users(s->backend) > 0)
-    return check_mode(s, mode);
+    return check_mode(s, config);
   if (!s->backend->available()) {
     cp_warn("backend '%s' is not available here (%s); recording CPU scopes "
             "only", s->backend->name, cp_error_message());
-    s->backend = cp_backend_find("none");
+    s->backend = cp_backend_cpu_fallback();
     return CPROTON_OK;
   }
-  return s->backend->start(mode);
+  return s->backend->start(config);
 }
 
 /* Trace events past one buffer spill beside the output (same disk). */
@@ -221,13 +226,18 @@ int cproton_session_start(const cproton_session_options *o, int *session_out) {
     rc = parse_options(o, &fresh);
   if (!rc)
     rc = parse_mode(o->mode, &fresh, &backend_mode);
-  if (!rc)
-    rc = begin_phases(&fresh, start_epoch);
-  if (!rc)
-    rc = start_backend(&fresh, backend_mode);
   /* the backend's part of the mode: what a second session must match */
   if (!rc && backend_mode && !(fresh.mode = strdup(backend_mode)))
     rc = cp_error_set(CPROTON_ENOMEM, "out of memory starting a session");
+  if (!rc)
+    rc = begin_phases(&fresh, start_epoch);
+  cp_backend_config config;
+  if (!rc)
+    rc = start_backend(&fresh, &config);
+  if (rc) {
+    free(fresh.mode);
+    fresh.mode = NULL;
+  }
   if (slot < CP_MAX_SESSIONS)
     s->phases = fresh.phases; /* the slot keeps its stores either way */
   if (!rc) {
@@ -237,6 +247,7 @@ int cproton_session_start(const cproton_session_options *o, int *session_out) {
     fresh.start_epoch = start_epoch;
     fresh.start_wall_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
     fresh.id = cp_ss_next_id++;
+    configs[slot] = config; /* its mode points at the slot's copy */
     pthread_rwlock_wrlock(&cp_ss_slots_rw);
     *s = fresh;
     cp_ss_publish_hot(slot);

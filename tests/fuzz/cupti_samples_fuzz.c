@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t size) {
   static cp_pcs *pcs;
   static cp_pcs_lines *lines;
   static cp_corr *corr;
-  static const cp_pcs_line_hooks hooks = {crc, source};
+  static const cp_pcs_line_hooks hooks = {crc, source, NULL};
   static const char *names[] = {"smsp__pcsamp_warps_issue_stalled_wait",
                                 "smsp__pcsamp_warps_issue_stalled_barrier_not_issued",
                                 "smsp__pcsamp_warps_issue_stalled_selected"};

@@ -1,8 +1,9 @@
 /* instr_mode_fuzz.c -- libFuzzer target for Proton's instrumentation mode
  * strings (backend/instrumentation/mode.c: "default:key=value:..."): any
  * bytes, as a NUL-terminated string; a parse either succeeds with every
- * option in range or fails with a message, and the four entry points agree
- * on whether the string is valid and on its `reduce`. */
+ * option in range or fails with a message, and the entry points agree on
+ * whether the string is valid and on its `reduce` (the one-parse
+ * cproton_instr_mode_parse with the others). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (rc == 0 && (cproton_instr_mode_options(canon, &o2) || memcmp(&o, &o2, sizeof o) ||
                   cproton_instr_mode_normalize(canon, again, sizeof again) || strcmp(canon, again)))
     abort();
+  /* the one-parse entry point (the Python hook's) says the same: for a
+   * tree it refuses only reduce=kernel with time_shift, for a trace also
+   * reduce=kernel itself */
+  cproton_instr_mode_info *info = malloc(sizeof *info);
+  for (int trace = 0; info && trace < 2; trace++) {
+    int prc = cproton_instr_mode_parse(s, trace, info);
+    int refused = rc == 0 && kind == CPROTON_REDUCE_KERNEL &&
+                  (trace || (flags & CPROTON_DECODE_TIME_SHIFT));
+    if ((prc == 0) != (rc == 0 && !refused))
+      abort();
+    if (prc == 0 && (memcmp(&info->options, &o, sizeof o) || info->reduce != kind ||
+                     info->decode_flags != flags || strcmp(info->canonical, canon) ||
+                     info->sums_in_kernel_host_buffer))
+      abort();
+  }
+  free(info);
   free(s);
   return 0;
 }

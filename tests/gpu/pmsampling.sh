@@ -18,7 +18,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 py=${PYTHON:-python3}
 fails=0
-metrics=$(grep -oE '"[a-z0-9_]+__[a-z0-9_.]+"' "$root/src/backend/cupti/pm_metrics.c" | tr -d '"' | paste -sd,)
+metrics=$("$py" "$here/python/pm_compare.py" ncu-metrics)
 echo "RESULT pmsampling metrics=$metrics"
 
 # 1. Does this CUPTI export the PM-sampling API (CUDA 12.6+)?
@@ -49,6 +49,18 @@ else
   grep ^RESULT "$out/probe.log"; echo "FAIL pm_probe (see $out/probe.log)"; fails=$((fails + 1))
 fi
 
+# 1b. The PM-sampling API itself, outside cproton (tests/gpu/pm_probe.c):
+# which counters sample in one pass, the samples' clock, values.
+cupti_lib=$(grep -o "lib=[^ ]*" "$out/probe.log" | head -1 | cut -d= -f2)
+cuda_inc=$(dirname "$(ls /usr/local/cuda*/include/cupti.h /usr/local/cuda*/extras/CUPTI/include/cupti.h 2>/dev/null | head -1)")
+if gcc -std=gnu11 -O1 -I"$cuda_inc" -I/usr/local/cuda/include -I"$root/src" "$here/pm_probe.c" -ldl \
+     -o "$out/pm_probe" >"$out/pm_probe_build.log" 2>&1 &&
+   PM_PROBE_CUPTI=$cupti_lib timeout -k 5 60 "$out/pm_probe" >"$out/pm_probe.log" 2>&1; then
+  grep -E "^(RESULT|PASS|FAIL)" "$out/pm_probe.log"
+else
+  echo "FAIL pm_probe_api (see $out/pm_probe.log)"; tail -20 "$out/pm_probe_build.log" "$out/pm_probe.log"; fails=$((fails + 1))
+fi
+
 # 2. The kernels, plain: their sizes.
 if (cd "$out" && timeout -k 5 60 "$py" "$here/python/pm_kernels.py") >"$out/kernels.log" 2>&1; then
   grep ^RESULT "$out/kernels.log"; echo "PASS pm_kernels"
@@ -69,7 +81,30 @@ for clocks in base none; do
   fi
 done
 
-# 4-5. cproton's side.
-echo "SKIP pm_cproton: the pmsampling mode is not implemented yet (issue 27 item 1)"
-echo "SKIP pm_overhead: no pmsampling mode to measure against unprofiled/kernel-level"
+# 4. cproton's pmsampling mode on the same kernels, compared with ncu
+# (clocks unlocked, as PM sampling leaves them).
+alt="TPC.TriageCompute.sm__pipe_tensor_op_hmma_cycles_active_realtime.avg.pct_of_peak_sustained_active"
+alt="$alt,LTS.TriageCompute.lts__average_t_sector_hit_rate_srcunit_tex_realtime.pct"
+alt="$alt,sm__inst_issued.avg.pct_of_peak_sustained_active"
+alt="$alt,TriageCompute.sm__throughput.avg.pct_of_peak_sustained_active"
+i=0
+for mode in ${PM_MODES:-pmsampling pmsampling:interval=50000 pmsampling:metrics=$alt}; do
+  i=$((i + 1)); tag=m$i
+  if (cd "$out" && CPROTON_LOG=info timeout -k 5 90 "$py" "$here/python/pm_compare.py" run "$mode" "$out/pm_$tag") \
+       >"$out/cproton_$tag.log" 2>&1; then
+    grep -E "^RESULT|pmsampling" "$out/cproton_$tag.log" | grep -v pm_kernels | head -20
+    echo "RESULT pm_mode mode=$mode"
+    "$py" "$here/python/pm_compare.py" compare "$out/pm_$tag.hatchet" "$out/ncu_none.csv" || fails=$((fails + 1))
+  else
+    echo "FAIL pm_cproton $mode (see $out/cproton_$tag.log)"; tail -15 "$out/cproton_$tag.log"; fails=$((fails + 1))
+  fi
+done
+
+# 5. Cost on a compiled training step: unprofiled, kernel-level, pmsampling
+# (fresh process per variant, interleaved rounds, medians).
+if [ "${PM_OVERHEAD:-1}" = 1 ]; then
+  "$py" "$root/bench/fresh_process.py" --workloads train --variants none,cproton,cproton-pm \
+    --rounds "${PM_ROUNDS:-3}" --budget 150 --out "$out/fresh" >"$out/fresh.log" 2>&1
+  grep -E "^RESULT" "$out/fresh.log" || { echo "FAIL pm_overhead (see $out/fresh.log)"; tail -5 "$out/fresh.log"; }
+fi
 [ "$fails" -eq 0 ] && echo "PASS pmsampling" || { echo "FAIL pmsampling ($fails steps)"; exit 1; }

@@ -26,6 +26,7 @@ run() {
   grep -E "^(PASS|FAIL|RESULT)" "$out/$name.log" | sed "s/^/  /"
 }
 run triton_hook     "$py" "$here/python/triton_hook.py"
+run probe_modes     "$py" "$here/python/probe_modes.py"
 run torch_kernels   "$py" "$here/python/torch_kernels.py"
 run autograd_thread "$py" "$here/python/autograd_thread.py" cproton
 run autograd_thread_proton "$py" "$here/python/autograd_thread.py" triton.profiler

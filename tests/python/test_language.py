@@ -220,7 +220,7 @@ def test_flush_strategy_writes_a_global_buffer():
     with pytest.raises(ValueError, match="buffer_strategy"):
         instr.InstrumentationHook("default:buffer_strategy=flsuh")
     with pytest.raises(ValueError, match="circular, flush"):
-        _cproton.instr_check_mode("default:buffer_strategy=flsuh")
+        _cproton.instr_mode_parse("default:buffer_strategy=flsuh", False)
 
 
 def test_filter_skips_kernels():
@@ -243,7 +243,7 @@ def test_bad_modes_and_filters():
     with pytest.raises(ValueError, match="unknown reduce 'gpu'"):  # the runtime's key, checked by the hook (C's message)
         instr.InstrumentationHook("default:reduce=gpu")
     with pytest.raises(ValueError):  # and by the session
-        _cproton.instr_check_mode("default:reduce=gpu")
+        _cproton.instr_mode_parse("default:reduce=gpu", False)
     with pytest.raises(TypeError):
         instr.set_filter(include=3)
     with pytest.raises(ValueError):

@@ -67,7 +67,7 @@ def generated(n=4000, seed=24):
 
 def c_accepts(text):
     try:
-        _cproton.instr_check_mode(text)
+        _cproton.instr_mode_normalize(text)
         return True
     except ValueError:
         return False

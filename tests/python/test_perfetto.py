@@ -188,6 +188,30 @@ def test_track_tree(small):
         assert warps == [0, 1, 2, 3]
 
 
+def test_counter_tracks(small):
+    """Hardware-counter samples: a counter track per (GPU, counter) under
+    the GPU's track ("%" unit for percentages), one TYPE_COUNTER event per
+    sample at its start with the value as double_counter_value."""
+    d, stats = small
+    assert stats["counters"] == 4
+    sm = d.track_named("sm_throughput%", parent=d.track_named("GPU 0", parent=1))
+    dram = d.track_named("dram_throughput%",
+                         parent=d.track_named("GPU 1", parent=1))
+    for uuid in (sm, dram):
+        assert d.tracks[uuid].HasField("counter")
+        assert d.tracks[uuid].counter.unit_name == "%"
+
+    def values(uuid):
+        points = sorted(d.points[uuid], key=lambda x: (x[0], x[1]))
+        assert all(p.track_event.type == pb.TrackEvent.TYPE_COUNTER
+                   for _, _, p in points)
+        return [(ts - BASE, p.track_event.double_counter_value)
+                for ts, _, p in points]
+
+    assert values(sm) == [(1800, 40.0), (2300, 75.5), (2800, 10.25)]
+    assert values(dram) == [(2400, 12.5)]
+
+
 def test_scopes_nest_even_when_they_begin_together(small):
     d, _ = small
     t1 = d.track_named("thread 1")
@@ -257,8 +281,11 @@ def test_bytes_per_intra_kernel_event(tmp_path):
     assert per_region <= 32, per_region
     assert per_event <= 32, per_event
     d = Decoded(load(tmp_path / "b.pftrace"))
-    # begin + end per event, 3 launch instants, one replay slice
-    assert sum(len(v) for v in d.points.values()) == 2 * stats["events"] + 5
+    # begin + end per slice, one point per counter sample, 3 launch
+    # instants, one replay slice
+    slices = stats["events"] - stats["counters"]
+    assert sum(len(v) for v in d.points.values()) == \
+        2 * slices + stats["counters"] + 5
 
 
 def test_out_of_window_events_stay_correct(tmp_path):
@@ -326,7 +353,8 @@ VIEWER = BUILD / "tools" / "viewer" / "cproton-viewer"
 
 def test_merged_ranks_keep_one_process_group_each(tmp_path):
     """`cproton-viewer --merge-traces`: two ranks' traces as one, each with
-    its own sequence, process track group, uuids and flow ids."""
+    its own sequence, process track group, uuids and flow ids; counter
+    tracks keep their descriptor and values."""
     ranks = [tmp_path / "r0.pftrace", tmp_path / "r1.pftrace"]
     for rank, path in enumerate(ranks):
         sample(path, 1, 2, 2, rank)
@@ -352,6 +380,11 @@ def test_merged_ranks_keep_one_process_group_each(tmp_path):
         ends = {f for *_, bp in d.slices(stream) for f in bp.track_event.terminating_flow_ids}
         assert ends == {2 * 11 + rank}
         assert len(d.slices(d.track_named("graph replays", parent=gpu))) == 1
+        sm = d.track_named("sm_throughput%", parent=gpu)  # counter tracks survive
+        assert d.tracks[sm].counter.unit_name == "%"
+        points = sorted(d.points[sm], key=lambda x: (x[0], x[1]))
+        assert [(ts - BASE, p.track_event.double_counter_value) for ts, _, p in points] == \
+            [(1800, 40.0), (2300, 75.5), (2800, 10.25)]
 
 
 def test_merge_refuses_what_is_not_a_trace(tmp_path):

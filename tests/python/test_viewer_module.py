@@ -339,3 +339,42 @@ def test_frame_with_metrics_stays_when_its_children_are_pruned(capsys):
     cv.main(["-m", "flops", path])
     out = capsys.readouterr().out
     assert "100.000 outer" in out and "5.000 launcher" in out and "105.000 ROOT" in out
+
+
+def test_hardware_counter_columns(tmp_path, capsys):
+    """cproton's addition (no Proton file has them): a profile of the
+    PM-sampling mode stores pm_sampled_ns and X*ns per kernel; -m X is
+    X*ns / pm_sampled_ns over each frame's subtree, NaN where nothing was
+    sampled, the same numbers the C viewer prints
+    (tests/tools/hwm_viewer_test.sh). Proton's viewer knows no such metric."""
+    def node(name, metrics=None, children=()):
+        return {"frame": {"name": name, "type": "function"}, "metrics": metrics or {}, "children": list(children)}
+
+    def kernel(name, ns, sampled=None, sm=0, dram=0):
+        m = {"count": 1, "time (ns)": ns, "device_id": "0", "device_type": "CUDA"}
+        if sampled is not None:
+            m.update({"pm_sampled_ns": sampled, "pm_unsampled_ns": ns - sampled, "pm_samples": sampled // 100_000,
+                      "pm_shared_samples": 0, "sm_throughput%*ns": sm * sampled, "dram_throughput%*ns": dram * sampled})
+        return node(name, m)
+
+    root = {"count": 0, "time (ns)": 0, "pm_sampled_ns": 0, "sm_throughput%*ns": 0, "dram_throughput%*ns": 0}
+    profile = [node("ROOT", root, [
+        node("fwd", {}, [kernel("k1", 1_000_000, 800_000, 50, 90), kernel("k2", 500_000, 200_000, 10, 20),
+                         kernel("short", 1000, 0)]),
+        node("bwd", {}, [kernel("plain", 2000)])]),
+        {"CUDA": {"0": {"arch": "90", "bus_width": 5120, "clock_rate": 1755000, "memory_clock_rate": 2619000,
+                        "num_sms": 132}}}]
+    path = tmp_path / "hw.hatchet"
+    path.write_text(json.dumps(profile))
+    gf, columns = cv.parse(["sm_throughput%", "DRAM_THROUGHPUT%"], str(path))
+    assert columns == ["sm_throughput% (inc)", "dram_throughput% (inc)"]
+    df = gf.dataframe.set_index("name")
+    for name, sm, dram in [("ROOT", 42, 76), ("fwd", 42, 76), ("k1", 50, 90), ("k2", 10, 20)]:
+        assert df.loc[name, columns[0]] == pytest.approx(sm) and df.loc[name, columns[1]] == pytest.approx(dram)
+    for name in ("short", "plain", "bwd"):
+        assert df.loc[name, columns].isna().all(), name
+    with pytest.raises(RuntimeError, match="Metric sm_throughput% is not found"):
+        tv.parse(["sm_throughput%"], str(path))
+    cv.show_metrics(str(path))
+    listed = capsys.readouterr().out
+    assert "Available hardware metrics (X*ns / pm_sampled_ns):\n- sm_throughput%\n- dram_throughput%\n" in listed

@@ -112,3 +112,14 @@ CUresult cuGetErrorString(CUresult r, const char **s) {
   *s = r == NO_IMAGE ? "fake driver: no module loads" : "fake driver error";
   return OK;
 }
+
+/* The rest of the one driver table (backend/cudadrv.h), which the CUPTI
+ * loader shares: one device, its primary context always active. */
+CUresult cuDriverGetVersion(int *v) { return *v = 13000, OK; }
+CUresult cuDeviceGetCount(int *n) { return *n = 1, OK; }
+CUresult cuDevicePrimaryCtxGetState(int dev, unsigned *flags, int *active) {
+  return (void)dev, *flags = 0, *active = 1, OK;
+}
+CUresult cuDevicePrimaryCtxRetain(void **ctx, int dev) { return (void)dev, *ctx = (void *)0x10, OK; }
+CUresult cuDevicePrimaryCtxRelease_v2(int dev) { return (void)dev, OK; }
+CUresult cuCtxSynchronize(void) { return OK; }

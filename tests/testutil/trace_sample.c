@@ -23,18 +23,18 @@ static size_t scopes(cp_trace *t, uint64_t base) {
   size_t n = 0;
   n += add(t, (cp_event){.kind = CP_EVENT_SCOPE, .start_ns = base + 1000,
                          .end_ns = base + 5000, .name = fwd->name,
-                         .node = fwd->id, .lane = 1});
+                         .node = fwd->id, .u.scope.thread = 1});
   n += add(t, (cp_event){.kind = CP_EVENT_SCOPE, .start_ns = base + 1000,
                          .end_ns = base + 9000, .name = step->name,
-                         .node = step->id, .lane = 1});
+                         .node = step->id, .u.scope.thread = 1});
   n += add(t, (cp_event){.kind = CP_EVENT_SCOPE, .start_ns = base + 1200,
                          .end_ns = base + 1300, .name = step->name,
-                         .node = step->id, .lane = 2});
+                         .node = step->id, .u.scope.thread = 2});
   /* 3 s earlier: event times are then 3e9 ns past the trace's start, as in
    * a real run, which sizes the timestamps honestly */
   n += add(t, (cp_event){.kind = CP_EVENT_SCOPE, .start_ns = base - 3000000000ull,
                          .end_ns = base - 2999999000ull, .name = fwd->name,
-                         .node = fwd->id, .lane = 2});
+                         .node = fwd->id, .u.scope.thread = 2});
   return n;
 }
 
@@ -45,10 +45,11 @@ static size_t kernel(cp_trace *t, const char *name, uint64_t start,
                                   "fwd");
   cp_node *k = cp_cct_child_str(fwd, name);
   return add(t, (cp_event){.kind = CP_EVENT_KERNEL, .start_ns = start,
-                           .end_ns = end, .launch_ns = launch,
-                           .name = k->name, .node = k->id, .lane = stream,
-                           .device = dev, .launch_lane = 1,
-                           .correlation = corr, .group = graph});
+                           .end_ns = end, .name = k->name, .node = k->id,
+                           .u.kernel = {.launch_ns = launch, .stream = stream,
+                                        .device = dev, .launch_thread = 1,
+                                        .correlation = corr,
+                                        .graph_id = graph}});
 }
 
 static size_t regions(cp_trace *t, uint64_t base, const cpt_sample_shape *s) {
@@ -59,15 +60,39 @@ static size_t regions(cp_trace *t, uint64_t base, const cpt_sample_shape *s) {
     for (uint32_t w = 0; w < s->warps; w++)
       for (uint32_t r = 0; r < s->reps; r++) {
         uint64_t t0 = base + 2000 + r * 150 + w * 3;
-        cp_event e = {.kind = CP_EVENT_REGION, .lane = w, .device = 10 + c,
-                      .correlation = c, .group = kname};
+        cp_event e = {.kind = CP_EVENT_REGION,
+                      .u.region = {.warp = w, .sm = 10 + c, .cta = c,
+                                   .kernel_name = kname}};
         e.start_ns = t0 + 10, e.end_ns = t0 + 30, e.name = inner;
-        e.launch_lane = 1;
+        e.u.region.line = 1;
         n += add(t, e);
         e.start_ns = t0, e.end_ns = t0 + 100, e.name = outer;
-        e.launch_lane = 0;
+        e.u.region.line = 0;
         n += add(t, e);
       }
+  return n;
+}
+
+/* Hardware-counter samples: three of sm_throughput% on GPU 0 across the
+ * kernels there, one of dram_throughput% on GPU 1. */
+static size_t counters(cp_trace *t, uint64_t base) {
+  static const struct {
+    uint32_t device;
+    const char *name;
+    uint64_t t0, t1;
+    double value;
+  } rows[] = {{0, "sm_throughput%", 1800, 2300, 40.0},
+              {0, "sm_throughput%", 2300, 2800, 75.5},
+              {0, "sm_throughput%", 2800, 3300, 10.25},
+              {1, "dram_throughput%", 2400, 2700, 12.5}};
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+    n += add(t, (cp_event){.kind = CP_EVENT_COUNTER,
+                           .start_ns = base + rows[i].t0,
+                           .end_ns = base + rows[i].t1,
+                           .name = sid(rows[i].name),
+                           .u.counter = {.value = rows[i].value,
+                                         .device = rows[i].device}});
   return n;
 }
 
@@ -82,5 +107,6 @@ size_t cpt_trace_sample(cp_trace *t, const cpt_sample_shape *shape) {
   n += kernel(t, "g2", base + 6100, base + 6300, 0, 7, 20, base + 5500, 5);
   n += kernel(t, "g3", base + 6300, base + 6400, 0, 7, 20, base + 5500, 5);
   n += regions(t, base, shape);
+  n += counters(t, base);
   return n;
 }

@@ -37,8 +37,8 @@ int main(int argc, char **argv) {
     return 1;
   printf("{\"appended\": %zu, \"events\": %zu, \"region_events\": %zu, "
          "\"region_bytes\": %zu, \"tracks\": %zu, \"replays\": %zu, "
-         "\"bytes\": %zu}\n",
+         "\"counters\": %zu, \"bytes\": %zu}\n",
          n, st.events, st.region_events, st.region_bytes, st.tracks,
-         st.replays, st.bytes);
+         st.replays, st.counters, st.bytes);
   return 0;
 }

@@ -1,7 +1,8 @@
 /* backend_conformance_test.c -- what every backend that runs without a GPU
  * must do (backend/backend.h): a silent, cheap `available`; a start / flush
  * / stop life cycle that can run twice; a bad mode refused with EINVAL and
- * a message, before anything starts; mode_compatible reflexive; and a
+ * a message, before anything starts; same_mode reflexive; a silent
+ * probe; and a
  * session through the public API from start to a written profile. Run
  * against none, fake, skeleton (test builds) and instrumentation (its
  * `available` and mode checks; it needs a CUDA driver to start). */
@@ -55,7 +56,9 @@ Test(backend_conformance, life_cycle_twice) {
     const cp_backend_ops *b = find(cpu_backends[i]);
     cr_assert(b->available(), "%s must run on the CPU", cpu_backends[i]);
     for (int round = 0; round < 2; round++) {
-      cr_assert_eq(b->start(NULL), CPROTON_OK, "%s: %s", cpu_backends[i],
+      cp_backend_config config;
+      cr_assert_eq(cp_backend_parse_mode(b, NULL, &config), CPROTON_OK);
+      cr_assert_eq(b->start(&config), CPROTON_OK, "%s: %s", cpu_backends[i],
                    cproton_last_error());
       cr_assert_eq(b->flush(), CPROTON_OK, "%s: %s", cpu_backends[i],
                    cproton_last_error());
@@ -70,25 +73,54 @@ Test(backend_conformance, bad_mode_refused_with_message) {
     if (!checked[i].bad_mode)
       continue;
     const cp_backend_ops *b = find(checked[i].name);
-    cr_assert(b->check_mode, "%s: a backend with modes checks them", checked[i].name);
-    cr_assert_eq(b->check_mode(checked[i].bad_mode), CPROTON_EINVAL, "%s",
-                 checked[i].name);
+    cp_backend_config config;
+    cr_assert(b->parse_mode, "%s: a backend with modes parses them", checked[i].name);
+    cr_assert_eq(cp_backend_parse_mode(b, checked[i].bad_mode, &config),
+                 CPROTON_EINVAL, "%s", checked[i].name);
     cr_assert(strlen(cproton_last_error()) > 0, "%s: no message", checked[i].name);
-    cr_assert_eq(b->check_mode(NULL), CPROTON_OK, "%s: the default mode", checked[i].name);
+    cr_assert_eq(cp_backend_parse_mode(b, NULL, &config), CPROTON_OK,
+                 "%s: the default mode", checked[i].name);
   }
 }
 
-Test(backend_conformance, mode_compatible_is_reflexive) {
+/* Both modes parsed once, as the session layer does, then compared. */
+static int same(const cp_backend_ops *b, const char *x, const char *y) {
+  cp_backend_config a, c;
+  cr_assert_eq(cp_backend_parse_mode(b, x, &a), CPROTON_OK, "%s", b->name);
+  cr_assert_eq(cp_backend_parse_mode(b, y, &c), CPROTON_OK, "%s", b->name);
+  return cp_backend_same_mode(b, &a, &c);
+}
+
+Test(backend_conformance, same_mode_is_reflexive) {
   for (size_t i = 0; i < N_CHECKED; i++) {
     const cp_backend_ops *b = find(checked[i].name);
-    if (!b->mode_compatible)
-      continue; /* the session compares the strings */
-    cr_assert(b->mode_compatible(NULL, NULL), "%s", checked[i].name);
-    cr_assert(b->mode_compatible("", NULL), "%s: NULL == \"\"", checked[i].name);
+    cr_assert(same(b, NULL, NULL), "%s", checked[i].name);
+    cr_assert(same(b, "", NULL), "%s: NULL == \"\"", checked[i].name);
   }
   const cp_backend_ops *s = find("skeleton");
-  cr_assert(s->mode_compatible("default", ""), "same meaning, same mode");
-  cr_assert(!s->mode_compatible("count", ""), "a different mode is refused");
+  cr_assert(same(s, "default", ""), "same meaning, same mode");
+  cr_assert(!same(s, "count", ""), "a different mode is refused");
+}
+
+/* Every backend answers probe (silently); a CPU backend always runs, a
+ * GPU backend runs exactly where the driver reports a device. */
+Test(backend_conformance, probe_is_silent) {
+  static const char *const all[] = {"none", "fake", "skeleton", "instrumentation"};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
+    const cp_backend_ops *b = find(all[i]);
+    cr_assert(b->probe, "%s has no probe", all[i]);
+    n_logged = 0;
+    cproton_log_set_handler(count_log, NULL, CPROTON_LOG_DEBUG);
+    cp_backend_probe p = {-1, -1};
+    b->probe(&p);
+    cproton_log_set_handler(NULL, NULL, CPROTON_LOG_WARN);
+    cr_expect_eq(n_logged, 0, "%s: probe logged", all[i]);
+    cr_assert(p.devices >= 0, "%s", all[i]);
+    if (i < 3)
+      cr_assert(p.runs, "%s runs on the CPU", all[i]);
+    else
+      cr_assert_eq(p.runs, p.devices > 0, "%s", all[i]);
+  }
 }
 
 /* Through the public API: a session on each CPU backend records a scope
@@ -123,4 +155,46 @@ Test(backend_conformance, session_start_to_profile) {
   cr_assert(rc == CPROTON_EINVAL || rc == CPROTON_EPARSE, "rc %d", rc);
   cr_assert(strstr(cproton_last_error(), "no-such-mode"), "%s", cproton_last_error());
   cr_assert_eq(cproton_session_count(), 0);
+}
+
+/* The public probe answers from the backends' probes; the session layer
+ * says from a session's parsed mode whether it wants loaded cubins. */
+Test(backend_conformance, public_probe_and_cubins) {
+  cproton_probe_info p;
+  cr_assert_eq(cproton_backend_probe("skeleton", &p), CPROTON_OK);
+  cr_assert_str_eq(p.backend, "skeleton");
+  cr_assert(p.runs);
+  cr_assert_eq(cproton_backend_probe("no-such", &p), CPROTON_EINVAL);
+  cr_assert(strstr(cproton_last_error(), "no-such"), "%s", cproton_last_error());
+  cr_assert_eq(cproton_backend_probe(NULL, &p), CPROTON_OK);
+  cr_assert(p.runs);
+  cr_assert(strcmp(p.backend, "none") == 0 || p.devices > 0, "%s, %d devices",
+            p.backend, p.devices);
+  cr_assert_eq(cproton_backend_probe(NULL, NULL), CPROTON_EINVAL);
+
+  static const struct {
+    const char *backend, *mode;
+    int wants;
+  } cases[] = {{"none", "pcsampling:interval=1000", 1},
+               {"none", NULL, 0},
+               {"skeleton", "count", 0},
+               /* where no driver loads it falls back to "none": its
+                * configuration is still read by the backend that parsed it */
+               {"instrumentation", "default:granularity=cta", 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    cproton_session_options o;
+    cproton_session_options_init(&o);
+    o.name = "/tmp/cp_conform_cubins", o.backend = cases[i].backend;
+    o.mode = cases[i].mode;
+    int id, wants = -1;
+    cr_assert_eq(cproton_session_start(&o, &id), CPROTON_OK, "%s", cproton_last_error());
+    cr_assert_eq(cproton_session_wants_loaded_cubins(id, &wants), CPROTON_OK);
+    if (cp_backend_default_candidate() || !cases[i].wants) /* CUPTI built: PC sampling */
+      cr_assert_eq(wants, cases[i].wants, "%s '%s'", cases[i].backend, cases[i].mode);
+    else
+      cr_assert_eq(wants, 0, "no PC sampling without CUPTI");
+    cr_assert_eq(cproton_session_finalize(id, NULL), CPROTON_OK);
+    cr_assert_eq(cproton_session_wants_loaded_cubins(id, &wants), CPROTON_ENOTFOUND);
+  }
+  unlink("/tmp/cp_conform_cubins.hatchet");
 }

@@ -15,6 +15,7 @@
 #include "backend/cupti/corr.h"
 #include "backend/cupti/pcs_attr.h"
 #include "backend/cupti/pcs_lines.h"
+#include "backend/cupti/cupti_mode.h"
 #include "backend/cupti/pcs_mode.h"
 #include "core/session.h"
 #include "core/strtab.h"
@@ -68,14 +69,55 @@ Test(pcs_mode, refused_with_range) {
   cr_assert(strstr(cproton_last_error(), "offset 20"), "%s", cproton_last_error());
 }
 
+/* Both parsed once (as the session layer does), then compared; 0 when
+ * either is refused. */
+static int mode_same(const char *a, const char *b) {
+  cp_cupti_mode x, y;
+  return !cp_cupti_mode_parse(a, &x) && !cp_cupti_mode_parse(b, &y) &&
+         cp_cupti_mode_same(&x, &y);
+}
+
+/* The family table's refusal names every family's grammar, as the
+ * pcsampling parser's did. */
+Test(pcs_mode, unknown_family) {
+  cp_cupti_mode m;
+  cr_assert_eq(cp_cupti_mode_parse("pmsamplingx:x=1", &m), CPROTON_EINVAL);
+  cr_assert_str_eq(cproton_last_error(),
+                   "cupti mode 'pmsamplingx:x=1': unknown mode at offset 0 "
+                   "(valid: '' or pcsampling[:interval=N][:exact][:buffer=PCS]"
+                   "[:first=K] or pmsampling[:metrics=NAME,NAME...][:interval=NS]"
+                   "[:exact][:ranges=N])");
+  /* each family's first word ends at its own separators: pcsampling's at
+   * ':' or ',', pmsampling's at ':' only (',' separates its metrics) */
+  cr_assert_eq(cp_cupti_mode_parse("pmsampling,x", &m), CPROTON_EINVAL);
+  cr_assert(strstr(cproton_last_error(), "unknown mode at offset 0"), "%s",
+            cproton_last_error());
+  cr_assert_eq(cp_cupti_mode_parse("PMSampling:interval=20000", &m), CPROTON_OK);
+  cr_assert_eq(m.family, CP_CUPTI_PMSAMPLING);
+  cr_assert(m.pm.enabled && !m.pcs.enabled && m.pm.interval_ns == 20000);
+  cr_assert_eq(cp_cupti_mode_parse("pmsampling:exact:ranges=64", &m),
+               CPROTON_OK);
+  cr_assert(m.pm.exact && m.pm.ranges == 64);
+  cr_assert_eq(cp_cupti_mode_parse("PCSampling:exact", &m), CPROTON_OK);
+  cr_assert_eq(m.family, CP_CUPTI_PCSAMPLING);
+  cr_assert(m.pcs.enabled && m.pcs.exact);
+  cr_assert_eq(cp_cupti_mode_parse(NULL, &m), CPROTON_OK);
+  cr_assert_eq(m.family, CP_CUPTI_KERNELS);
+  cr_assert_not(m.pcs.enabled);
+}
+
 Test(pcs_mode, same) {
-  cr_assert(cp_pcs_mode_same("pcsampling", "pcsampling:interval=1000"));
-  cr_assert(cp_pcs_mode_same(NULL, ""));
-  cr_assert_not(cp_pcs_mode_same("pcsampling", ""));
-  cr_assert_not(cp_pcs_mode_same("pcsampling", "pcsampling:exact"));
-  cr_assert_not(cp_pcs_mode_same("pcsampling", "pcsampling:interval=x"));
-  cr_assert(cp_pcs_mode_same("pcsampling", "pcsampling:first=0"));
-  cr_assert_not(cp_pcs_mode_same("pcsampling", "pcsampling:first=1"));
+  cr_assert(mode_same("pcsampling", "pcsampling:interval=1000"));
+  cr_assert(mode_same(NULL, ""));
+  cr_assert_not(mode_same("pcsampling", ""));
+  cr_assert_not(mode_same("pcsampling", "pcsampling:exact"));
+  cr_assert_not(mode_same("pcsampling", "pcsampling:interval=x"));
+  cr_assert(mode_same("pcsampling", "pcsampling:first=0"));
+  cr_assert_not(mode_same("pcsampling", "pcsampling:first=1"));
+  cr_assert(mode_same("pmsampling", "pmsampling:interval=250000"));
+  cr_assert_not(mode_same("pmsampling", "pmsampling:interval=20000"));
+  cr_assert_not(mode_same("pmsampling", "pcsampling"));
+  cr_assert_not(mode_same("pmsampling", ""));
 }
 
 /* ---- stall reasons ---------------------------------------------------------- */
@@ -152,7 +194,7 @@ Test(pcs_lines, checked_in_cubin) {
   size_t size;
   char *cubin = cpt_read_file(CP_SOURCE_DIR "/tests/data/pcs/chase.cubin", &size);
   cr_assert_not_null(cubin);
-  cp_pcs_line_hooks h = {size_crc, real_source};
+  cp_pcs_line_hooks h = {size_crc, real_source, NULL};
   cp_pcs_lines *l = cp_pcs_lines_new(&h, 1 << 20);
   cr_assert_eq(cp_pcs_lines_add(l, cubin, size), 0);
   cr_assert_eq(cp_pcs_lines_add(l, cubin, size), 0); /* a duplicate is kept once */
@@ -181,8 +223,38 @@ Test(pcs_lines, checked_in_cubin) {
   free(cubin);
 }
 
+/* A module loaded before sampling began: the store never got its cubin
+ * (module_loaded ran before the subscription), so its samples had no lines
+ * (nvcc kernels of the H100 advisor benchmark, issue 26). The recover hook
+ * runs once per unknown CRC, without the lock, and what it adds resolves. */
+static int n_recover;
+static void recover_abcdef(cp_pcs_lines *l, uint64_t crc) {
+  n_recover++;
+  cr_assert(crc == 0xC0B1000000ull + 6 || crc == 0xC0B1000000ull + 9);
+  cr_assert_eq(cp_pcs_lines_add(l, "abcdef", 6), 0, "the lock is not held");
+}
+
+Test(pcs_lines, recover_finds_cubins_loaded_before_sampling) {
+  cp_pcs_line_hooks h = {size_crc, fake_source, recover_abcdef};
+  cp_pcs_lines *l = cp_pcs_lines_new(&h, 1 << 20);
+  n_recover = 0;
+  uint32_t id = cp_pcs_lines_resolve(l, 0xC0B1000000ull + 6, "kern", 32);
+  cr_assert_neq(id, 0, "the recovered cubin's line");
+  cr_assert_str_eq(cp_strtab_str(id), "/src/k.py:3@kern");
+  cr_assert_eq(n_recover, 1);
+  cr_assert_neq(cp_pcs_lines_resolve(l, 0xC0B1000000ull + 6, "kern", 48), 0);
+  cr_assert_eq(n_recover, 1, "a kept cubin needs no recovery");
+  cr_assert_eq(cp_pcs_lines_resolve(l, 0xC0B1000000ull + 9, "kern", 0), 0);
+  cr_assert_eq(cp_pcs_lines_resolve(l, 0xC0B1000000ull + 9, "kern", 16), 0);
+  cr_assert_eq(n_recover, 2, "once per unknown CRC");
+  cp_pcs_lines_stats st;
+  cp_pcs_lines_get_stats(l, &st);
+  cr_assert_eq(st.recoveries, 2);
+  cp_pcs_lines_free(l);
+}
+
 Test(pcs_lines, byte_limit_counted) {
-  cp_pcs_line_hooks h = {size_crc, fake_source};
+  cp_pcs_line_hooks h = {size_crc, fake_source, NULL};
   cp_pcs_lines *l = cp_pcs_lines_new(&h, 100);
   char a[60] = {0}, b[61] = {0};
   cr_assert_eq(cp_pcs_lines_add(l, a, sizeof a), 0);
@@ -238,7 +310,7 @@ static cp_pcs_stalls stalls;
 
 static void setup(void) {
   cp_session_reset_all();
-  cp_pcs_line_hooks h = {size_crc, fake_source};
+  cp_pcs_line_hooks h = {size_crc, fake_source, NULL};
   lines = cp_pcs_lines_new(&h, 1 << 20);
   cp_pcs_lines_add(lines, "abcd", 4); /* crc CRC */
   corr = cp_corr_new(1024);

@@ -12,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cupti/fatbin.h"
 #include "backend/cupti/features.h"
 #include "backend/cupti/loader.h"
 #include "backend/cupti/pcsampling.h"
+#include "core/kfacts.h"
 #include "core/session.h"
 #include "cproton/cproton.h"
 #include "testutil.h"
@@ -234,6 +236,50 @@ static json_t *finish(int sid, const char *path) {
   char full[512];
   snprintf(full, sizeof full, "%s.hatchet", path);
   return cpt_load_json(full);
+}
+
+/* The first cubin of a fat binary, copied (the nvcc object's sm_90 one). */
+static int copy_cubin(void *ctx, const void *cubin, size_t size,
+                 uint64_t offset) {
+  (void)offset;
+  void **out = ctx;
+  *out = malloc(size + sizeof(size_t));
+  memcpy(*out, &size, sizeof size);
+  memcpy((char *)*out + sizeof size, cubin, size);
+  return 1;
+}
+
+/* A kept cubin gives its kernels' stack frames as kernel.stack_bytes: the
+ * H100's CUPTI reported localMemoryPerThread 0 for poly_local, whose
+ * run-time indexed array takes a 128-byte frame (issue 26, cu_local_array). */
+Test(pcsampling, kept_cubin_gives_stack_frames, .init = setup, .fini = teardown) {
+  cp_kfacts_reset();
+  const char *path = cpt_tmp_path("pcsv_frames");
+  int sid = start(path, "pcsampling");
+  cp_pcs_options o;
+  cp_pcs_mode_parse("pcsampling", &o);
+  cr_assert_eq(cp_pcsampling_enable(&api, &st, &o), 0);
+  void *blob = NULL;
+  cp_fatbin_stats fs = {0};
+  cp_fatbin_scan_file(CP_SOURCE_DIR "/tests/data/pcs/local_fatbin.o", 90,
+                      1 << 20, copy_cubin, &blob, &fs);
+  cr_assert_not_null(blob);
+  size_t size;
+  memcpy(&size, blob, sizeof size);
+  cr_assert_eq(cproton_pcsampling_add_cubin((char *)blob + sizeof size, size), 0);
+  free(blob);
+  cp_kfact f[CP_KFACTS_MAX];
+  int64_t local = -1, shared = -1;
+  for (size_t i = 0, n = cp_kfacts_get("poly_local", f); i < n; i++)
+    if (!strcmp(f[i].name, "kernel.stack_bytes"))
+      local = f[i].value;
+  for (size_t i = 0, n = cp_kfacts_get("poly_shared", f); i < n; i++)
+    if (!strcmp(f[i].name, "kernel.stack_bytes"))
+      shared = f[i].value;
+  cr_assert_eq(local, 128);
+  cr_assert_eq(shared, 0);
+  json_decref(finish(sid, path));
+  cp_kfacts_reset();
 }
 
 Test(pcsampling, concurrent_reads_buffer_and_getdata, .init = setup, .fini = teardown) {
@@ -631,7 +677,7 @@ static void kinds_for(const char *mode, int *serial, int *concurrent) {
   cp_cupti_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cp_features_env env = {.api = &api, .state = &st, .config = &cfg};
-  cr_assert_eq(cp_pcs_mode_parse(mode, &env.mode), CPROTON_OK, "%s", cproton_last_error());
+  cr_assert_eq(cp_cupti_mode_parse(mode, &env.mode), CPROTON_OK, "%s", cproton_last_error());
   cr_assert_eq(cp_features_enable(&env), CPROTON_OK, "%s", cproton_last_error());
   *serial = kind_on[CUPTI_ACTIVITY_KIND_KERNEL];
   *concurrent = kind_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL];

@@ -317,13 +317,15 @@ Test(core_compat, chrome_trace_39_graph_lanes, .init = reset, .fini = fini) {
   cr_assert_not_null(t);
   /* the CPU scope the graph was launched in (on thread 1, around 900) */
   cp_event scope = {.kind = CP_EVENT_SCOPE, .start_ns = 850, .end_ns = 2000,
-                    .name = t0->name, .node = t0->id, .lane = 1};
+                    .name = t0->name, .node = t0->id, .u.scope.thread = 1};
   cr_assert_eq(cp_trace_append(t, &scope), CPROTON_OK);
   for (int i = 0; i < 4; i++) {
     cp_event e = {.kind = CP_EVENT_KERNEL, .start_ns = 1000 + 100 * (uint64_t)i,
-                  .end_ns = 1050 + 100 * (uint64_t)i, .launch_ns = 900,
-                  .name = kernels[i]->name, .node = kernels[i]->id, .lane = 7,
-                  .launch_lane = 1, .correlation = 42, .group = 3};
+                  .end_ns = 1050 + 100 * (uint64_t)i,
+                  .name = kernels[i]->name, .node = kernels[i]->id,
+                  .u.kernel = {.launch_ns = 900, .stream = 7,
+                               .launch_thread = 1, .correlation = 42,
+                               .graph_id = 3}};
     cr_assert_eq(cp_trace_append(t, &e), CPROTON_OK);
   }
   cp_sink *s;

@@ -19,6 +19,19 @@ Test(core_config_table, names_are_unique_and_found) {
   cr_assert(strstr(cproton_last_error(), "CPROTON_NO_SUCH"));
 }
 
+/* The public reader (the Python extension's and the tools'): rows only. */
+Test(core_config_table, public_reader_takes_rows_only) {
+  setenv("NO_COLOR", "1", 1);
+  cr_assert_str_eq(cproton_config_get("NO_COLOR"), "1");
+  unsetenv("NO_COLOR");
+  cr_assert_null(cproton_config_get("NO_COLOR"));
+  setenv("CPROTON_NOT_A_ROW", "x", 1);
+  cr_assert_null(cproton_config_get("CPROTON_NOT_A_ROW"));
+  cr_assert(strstr(cproton_last_error(), "CPROTON_NOT_A_ROW is not in the configuration table"),
+            "%s", cproton_last_error());
+  unsetenv("CPROTON_NOT_A_ROW");
+}
+
 Test(core_config_table, bool_reader_validates) {
   int v = -1;
   unsetenv("CPROTON_NVTX");

@@ -12,7 +12,7 @@
 static cp_event region(const char *kernel, uint64_t launch_ns, uint64_t start, uint64_t end) {
   uint32_t g = 0;
   cr_assert_eq(cp_strtab_intern(kernel, strlen(kernel), &g), 0);
-  return (cp_event){.kind = CP_EVENT_REGION, .start_ns = start, .end_ns = end, .launch_ns = launch_ns, .group = g};
+  return (cp_event){.kind = CP_EVENT_REGION, .start_ns = start, .end_ns = end, .u.region = {.launch_ns = launch_ns, .kernel_name = g}};
 }
 
 Test(core_kernel_times, regions_move_to_their_cupti_kernel) {
@@ -26,7 +26,7 @@ Test(core_kernel_times, regions_move_to_their_cupti_kernel) {
   cp_event_align(&e);
   cr_assert_eq(e.start_ns, 9000 + 30);
   cr_assert_eq(e.end_ns, 9000 + 400);
-  cr_assert_eq(e.launch_ns, 0);
+  cr_assert_eq(e.u.region.launch_ns, 0);
   e = region("ktA", 5002, 5002 + 7, 5002 + 8);
   cp_event_align(&e);
   cr_assert_eq(e.start_ns, 12000 + 7);
@@ -42,7 +42,7 @@ Test(core_kernel_times, unmatched_regions_stay) {
   cp_event e = region("ktC", 50, 60, 70);
   cp_event_align(&e);
   cr_assert_eq(e.start_ns, 60);
-  cr_assert_eq(e.launch_ns, 0);
+  cr_assert_eq(e.u.region.launch_ns, 0);
   e = region("ktD", 200, 210, 220);
   cp_event_align(&e);
   cr_assert_eq(e.start_ns, 210);
@@ -50,9 +50,9 @@ Test(core_kernel_times, unmatched_regions_stay) {
   cp_event_align(&e);
   cr_assert_eq(e.start_ns, 7);
   /* scopes and kernels are left alone */
-  cp_event k = {.kind = CP_EVENT_KERNEL, .start_ns = 1, .end_ns = 2, .launch_ns = 100};
+  cp_event k = {.kind = CP_EVENT_KERNEL, .start_ns = 1, .end_ns = 2, .u.kernel.launch_ns = 100};
   cp_event_align(&k);
-  cr_assert_eq(k.launch_ns, 100);
+  cr_assert_eq(k.u.kernel.launch_ns, 100);
   cr_assert_eq(k.start_ns, 1);
 }
 

@@ -1,6 +1,7 @@
 /* core_session_test.c -- sessions end to end through the public API and the
  * fake backend: trees written, read back with jansson, compared whole. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
@@ -323,6 +324,80 @@ Test(core_session, trace_has_lanes_and_flows, .init = reset) {
   cr_assert_eq(ends, 2);
   cr_assert_eq(lanes, 3, "one CPU thread and two GPU streams");
   json_decref(j);
+}
+
+/* The "C" events of a Chrome trace file: their count, and each one's
+ * "name@pid=value" joined by spaces into `out`. */
+static int counter_events(const char *path, char *out, size_t size) {
+  json_t *j = cpt_load_json(path);
+  cr_assert_not_null(j);
+  json_t *e;
+  size_t i, len = 0;
+  int n = 0;
+  out[0] = '\0';
+  json_array_foreach(json_object_get(j, "traceEvents"), i, e) {
+    if (strcmp(json_string_value(json_object_get(e, "ph")), "C"))
+      continue;
+    n++;
+    len += (size_t)snprintf(
+        out + len, size - len, "%s%s@%lld=%g", len ? " " : "",
+        json_string_value(json_object_get(e, "name")),
+        (long long)json_integer_value(json_object_get(e, "pid")),
+        json_number_value(json_object_get(json_object_get(e, "args"), "value")));
+  }
+  json_decref(j);
+  return n;
+}
+
+/* Hardware-counter samples (cp_session_deliver_counter) reach every active
+ * trace session as Chrome counter events -- on the GPU's pid in Proton
+ * 3.6's layout and the timeline, named "GPU <d> <counter>" in pid 0 in
+ * Proton 3.9's -- and no tree session; bad samples are refused whole. */
+Test(core_session, counter_samples_become_counter_tracks, .init = reset) {
+  char p36[256], ptl[256], p39[256], full[512], got[512];
+  snprintf(p36, sizeof p36, "%s", cpt_tmp_path("c36"));
+  snprintf(ptl, sizeof ptl, "%s", cpt_tmp_path("ctl"));
+  snprintf(p39, sizeof p39, "%s", cpt_tmp_path("c39"));
+  int tree = start(cpt_tmp_path("ctree"), "tree", "fake");
+  int a = start(p36, "trace", "fake"), b = start(ptl, "trace", "fake"),
+      c = start(p39, "trace", "fake");
+  cp_fake_launch("k1", 100, 0, 7);
+  cr_assert_eq(cp_session_deliver_counter(0, 10, 20, "sm_throughput%", 55.5),
+               CPROTON_OK);
+  cr_assert_eq(cp_session_deliver_counter(1, 30, 40, "dram_throughput%", 7),
+               CPROTON_OK);
+  cr_assert_eq(cp_session_deliver_counter(0, 20, 10, "x%", 1), CPROTON_EINVAL);
+  cr_assert(strstr(cproton_last_error(), "ends (10 ns) before it begins"));
+  cr_assert_eq(cp_session_deliver_counter(0, 10, 20, "x%", NAN),
+               CPROTON_EINVAL);
+  cr_assert_eq(cp_session_deliver_counter(0, 10, 20, NULL, 1), CPROTON_EINVAL);
+  cr_assert_eq(cproton_session_finalize(a, NULL), CPROTON_OK);
+  snprintf(full, sizeof full, "%s.chrome_trace", p36);
+  cr_assert_eq(counter_events(full, got, sizeof got), 2);
+  cr_assert_str_eq(got, "sm_throughput%@1=55.5 dram_throughput%@2=7");
+  cr_assert_eq(cproton_session_finalize(b, "chrome_timeline"), CPROTON_OK);
+  snprintf(full, sizeof full, "%s.chrome_trace", ptl);
+  cr_assert_eq(counter_events(full, got, sizeof got), 2);
+  json_t *j = cpt_load_json(full);
+  char *text = json_dumps(j, JSON_COMPACT);
+  cr_assert(strstr(text, "\"pid\":2,\"args\":{\"name\":\"GPU 1\"}"),
+            "a GPU with counters only is named: %s", text);
+  free(text);
+  json_decref(j);
+  cproton_set_proton_compat(CPROTON_PROTON_3_9);
+  int rc = cproton_session_finalize(c, NULL);
+  cproton_set_proton_compat(CPROTON_PROTON_3_6);
+  cr_assert_eq(rc, CPROTON_OK);
+  snprintf(full, sizeof full, "%s.chrome_trace", p39);
+  cr_assert_eq(counter_events(full, got, sizeof got), 2);
+  cr_assert_str_eq(got,
+                   "GPU 0 sm_throughput%@0=55.5 GPU 1 dram_throughput%@0=7");
+  cr_assert_eq(cproton_session_finalize(tree, NULL), CPROTON_OK);
+  /* with only tree sessions active a sample is checked and goes nowhere */
+  tree = start(cpt_tmp_path("ctree2"), "tree", "fake");
+  cr_assert_eq(cp_session_deliver_counter(0, 1, 2, "sm_throughput%", 1),
+               CPROTON_OK);
+  cr_assert_eq(cproton_session_finalize(tree, NULL), CPROTON_OK);
 }
 
 Test(core_session, trace_is_protons_layout_by_default, .init = reset) {

@@ -41,7 +41,7 @@ Test(io_perfetto, packets_tracks_and_balanced_slices) {
   cr_assert_eq(st.replays, 1);
   cp_pb_field pkt, sub, type;
   char err[128];
-  size_t packets = 0, tracks = 0, begins = 0, ends = 0;
+  size_t packets = 0, tracks = 0, begins = 0, ends = 0, counters = 0;
   int rc;
   while ((rc = cp_pb_next((unsigned char *)buf, size, &pos, 0, &pkt, err,
                           sizeof err)) == 1) {
@@ -52,12 +52,16 @@ Test(io_perfetto, packets_tracks_and_balanced_slices) {
     if (field(&pkt, 11, &sub) && field(&sub, 9, &type)) {
       begins += type.value == 1;
       ends += type.value == 2;
+      counters += type.value == 4 && field(&sub, 44, &type) &&
+                  type.type == CP_PB_FIXED64;
     }
   }
   cr_assert_eq(rc, 0, "%s", err);
   cr_assert_eq(tracks, st.tracks);
   cr_assert_eq(begins, ends);
-  cr_assert_eq(begins, st.events + st.replays);
+  cr_assert_eq(st.counters, CPT_SAMPLE_COUNTERS);
+  cr_assert_eq(counters, st.counters, "TYPE_COUNTER with a double value");
+  cr_assert_eq(begins, st.events - st.counters + st.replays);
   cr_assert_leq(st.region_bytes, 32 * st.region_events, "%zu bytes",
                 st.region_bytes);
   free(buf);

@@ -25,11 +25,13 @@ static const char *const fact_names[AF_N] = {
     "triton.num_warps", "triton.num_stages", "triton.num_ctas",
     "triton.shared", "triton.n_regs", "triton.n_spills", "triton.tma",
     "triton.ld_bits", "triton.st_bits", "triton.local_bytes",
+    "kernel.stack_bytes",
     "time (ns)", "count", "flops", "flops8", "flops16", "flops32", "flops64",
-    "bytes",
-    "num_samples", "stalled_long_scoreboard", "stalled_short_scoreboard",
+    "bytes", "host_syncs", "host_sync_ns",
+    "pm_sampled_ns", "dram_throughput%*ns", "sm_throughput%*ns",
+    "num_samples", "num_stalled_samples", "stalled_long_scoreboard", "stalled_short_scoreboard",
     "stalled_mio_throttle", "stalled_lg_throttle", "stalled_barrier",
-    "stalled_math_pipe_throttle", "stalled_wait"};
+    "stalled_math_pipe_throttle", "stalled_wait", "stalled_selected"};
 
 static const char *const sfact_names[AS_N] = {"triton.mma", "triton.remarks",
                                               "triton.config"};
@@ -109,10 +111,13 @@ typedef struct run {
   table paths;
 } run;
 
-static uint32_t count_kernels(const cproton_profile *p, uint32_t device_id) {
+/* Kernel frames and frames with host synchronizations: an upper bound on
+ * the av_kernels a profile makes. */
+static uint32_t count_kernels(const cproton_profile *p, const keys *ks) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < cproton_profile_node_count(p); i++)
-    n += !isnan(num(p, i, device_id)) || str(p, i, device_id) != NULL;
+    n += !isnan(num(p, i, ks->device_id)) || str(p, i, ks->device_id) != NULL ||
+         num(p, i, ks->f[AF_SYNCS]) > 0;
   return n;
 }
 
@@ -214,13 +219,17 @@ static int scan(run *r, const cproton_profile *p) {
     int is_kernel = !is_line && owner[i] == UINT32_MAX &&
                     isnan(num(p, i, ks.cycles)) &&
                     (!isnan(num(p, i, ks.device_id)) || str(p, i, ks.device_id));
-    if (is_kernel) {
+    /* a calling context where the host waited on the GPU (host_sync) */
+    int is_host = !is_kernel && !is_line && owner[i] == UINT32_MAX &&
+                  num(p, i, ks.f[AF_SYNCS]) > 0;
+    if (is_kernel || is_host) {
       uint32_t *slot = table_slot(&r->paths, path[i]);
       if (*slot == UINT32_MAX && r->n < r->cap)
         new_kernel(&r->k[*slot = r->n++], p, i);
       if (*slot != UINT32_MAX) {
         take_node(&r->k[*slot], p, i, &ks);
-        owner[i] = *slot;
+        r->k[*slot].host |= is_host;
+        owner[i] = is_kernel ? *slot : UINT32_MAX;
       }
     } else if (is_line && owner[i] != UINT32_MAX) {
       take_line(&r->k[owner[i]], p, i, &ks);
@@ -259,6 +268,8 @@ static int lend_by_name(run *r) {
 
 static int groups_of(const av_kernel *k) {
   const double *f = k->f;
+  if (k->host)
+    return AG_SYNC; /* a calling context: only host_sync judges it */
   int g = f[AF_TIME] > 0 ? AG_TIME : 0;
   if (!isnan(f[AF_REGS]) || !isnan(f[AF_GRID]))
     g |= AG_CUPTI | AG_CONF;
@@ -268,15 +279,20 @@ static int groups_of(const av_kernel *k) {
     g |= AG_PCS;
   if (k->hot_samples > 0)
     g |= AG_LINES;
+  if (f[AF_SYNCS] > 0)
+    g |= AG_SYNC;
   for (int i = AF_FLOPS; i <= AF_BYTES; i++)
     g |= !isnan(f[i]) ? AG_ROOF : 0;
   return g;
 }
 
-/* Findings are sorted through pointers: each is ~600 bytes. */
+/* Findings are sorted through pointers: each is ~600 bytes. Cause findings
+ * first, then the bound rows' (av_rule.bound), each by saving. */
 static int by_saving(const void *a, const void *b) {
   const av_finding *x = *(const av_finding *const *)a;
   const av_finding *y = *(const av_finding *const *)b;
+  if (av_rules[x->rule].bound != av_rules[y->rule].bound)
+    return av_rules[x->rule].bound - av_rules[y->rule].bound;
   if (x->saving != y->saving)
     return x->saving < y->saving ? 1 : -1;
   int c = strcmp(x->k->name, y->k->name);
@@ -322,7 +338,7 @@ int vw_advise(const cproton_profile *const *profiles, int n, int json,
   for (int i = 0; i < n; i++) {
     keys ks;
     find_keys(profiles[i], &ks);
-    total += count_kernels(profiles[i], ks.device_id);
+    total += count_kernels(profiles[i], &ks);
   }
   r.cap = total > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)total;
   r.k = malloc((size_t)(r.cap ? r.cap : 1) * sizeof *r.k);
@@ -341,7 +357,8 @@ int vw_advise(const cproton_profile *const *profiles, int n, int json,
     goto out;
   av_ctx c = {0, r.k, r.n};
   for (uint32_t i = 0; i < r.n; i++)
-    c.total_time += r.k[i].f[AF_TIME] > 0 ? r.k[i].f[AF_TIME] : 0;
+    c.total_time += r.k[i].f[AF_TIME] > 0 && !r.k[i].host ? r.k[i].f[AF_TIME]
+                                                           : 0;
   if (evaluate(&r, &c, &f, &n_f, have))
     goto out;
   int unavail[64];

@@ -16,13 +16,14 @@
 typedef enum av_fact {
   AF_REGS, AF_SMEM_S, AF_SMEM_D, AF_LOCAL, AF_GRID, AF_BLOCK, AF_CONFIGS,
   AF_T_WARPS, AF_T_STAGES, AF_T_CTAS, AF_T_SHARED, AF_T_REGS, AF_T_SPILLS,
-  AF_T_TMA, AF_T_LD, AF_T_ST, AF_T_LOCAL,
+  AF_T_TMA, AF_T_LD, AF_T_ST, AF_T_LOCAL, AF_STACK,
   AF_N_STATIC, /* the facts above are per kernel: shared by name */
   AF_TIME = AF_N_STATIC, AF_COUNT, AF_FLOPS, AF_FLOPS8, AF_FLOPS16,
-  AF_FLOPS32, AF_FLOPS64, AF_BYTES,
+  AF_FLOPS32, AF_FLOPS64, AF_BYTES, AF_SYNCS, AF_SYNC_NS,
+  AF_PM_NS, AF_PM_DRAM, AF_PM_SM, /* PM sampling: pm_sampled_ns, X*ns */
   AF_N_NODE, /* the facts above are metrics of the kernel frame */
-  AF_SAMPLES = AF_N_NODE, AF_S_LSB, AF_S_SSB, AF_S_MIO, AF_S_LG, AF_S_BAR,
-  AF_S_MATH, AF_S_WAIT,
+  AF_SAMPLES = AF_N_NODE, AF_STALLED, AF_S_LSB, AF_S_SSB, AF_S_MIO, AF_S_LG,
+  AF_S_BAR, AF_S_MATH, AF_S_WAIT, AF_S_SEL,
   AF_N
 } av_fact;
 
@@ -33,7 +34,7 @@ typedef enum av_sfact { AS_MMA, AS_REMARKS, AS_CONFIG, AS_N } av_sfact;
  * all the groups of its row. */
 enum {
   AG_TIME = 1, AG_CUPTI = 2, AG_TRITON = 4, AG_CONF = 8 /* CUPTI or Triton */,
-  AG_PCS = 16, AG_ROOF = 32, AG_TRACE = 64 /* never: traces are not read */,
+  AG_PCS = 16, AG_ROOF = 32, AG_SYNC = 64 /* host synchronizations */,
   AG_LINES = 128 /* PC samples on source-line frames */
 };
 
@@ -54,6 +55,7 @@ typedef struct av_kernel {
   cproton_device_info dev;
   int has_dev;
   int groups; /* AG_* */
+  int host;   /* 1: a calling context with host synchronizations, no kernel */
 } av_kernel;
 
 #define AV_MAX_EVIDENCE 8
@@ -91,6 +93,9 @@ typedef struct av_rule {
   const char *mode;      /* how to collect it */
   av_check check;
   const char *suggestion, *model;
+  int bound; /* 1: names no cause, only a distance to a peak (an upper
+                bound on what the cause rules' fixes save): ranked after
+                the cause findings (docs/advisor.md, "Ranking") */
 } av_rule;
 
 /* advise_rules.c: the table. */
@@ -104,11 +109,29 @@ const av_arch *av_arch_of(const char *arch);
 int av_occupancy(const av_kernel *k, double *occ, double *blocks_per_sm,
                  const char **limiter, double *occ_fix);
 
+/* advise_hwm.c: measured hardware metrics (PM sampling, issue 27).
+ * av_hwm_measured: 1 and the kernel's measured value of counter fact
+ * `which` (AF_PM_DRAM, AF_PM_SM) in percent, X*ns / pm_sampled_ns, when it
+ * was sampled; else 0. av_hwm_dram_saturated: the measured DRAM throughput
+ * is >= AV_DRAM_SATURATED percent (more occupancy or FLOPs cannot help).
+ * av_hwm_roof: replaces *fraction (the model's fraction of the roof) with
+ * the measured dram (memory) or sm (compute) throughput / 100 and adds it
+ * to f's evidence as "measured_dram_throughput%" / "measured_sm_throughput%";
+ * returns 1 when it did, 0 (nothing changed) without measurements. */
+#define AV_DRAM_SATURATED 80.0
+int av_hwm_measured(const av_kernel *k, av_fact which, double *pct);
+int av_hwm_dram_saturated(const av_kernel *k);
+int av_hwm_roof(const av_kernel *k, int memory, double *fraction,
+                av_finding *f);
+
 /* advise_out.c: text and JSON. */
 void av_print_text(const av_finding *const *f, size_t n, const int *unavail,
                    const av_ctx *c, FILE *out);
 void av_print_json(const av_finding *const *f, size_t n, const int *unavail,
                    const av_ctx *c, FILE *out);
+
+/* The frames the advisor judges: kernel frames, and calling contexts
+ * with host synchronizations (advise.c). */
 
 /* advise.c: advice on n opened profiles to `out` (json: 1 for JSON).
  * Returns 0, or -1 with vw_errmsg set (out of memory). Never fails on a

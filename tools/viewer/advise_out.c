@@ -115,9 +115,14 @@ static void text_finding(size_t rank, const av_finding *f, const av_ctx *c,
   static size_t esc_cap;
   const av_rule *r = &av_rules[f->rule];
   fprintf(out, "#%zu %s  %s\n", rank, r->id, vw_escape(f->k->name, &esc, &esc_cap));
-  fprintf(out, "   saves ~%.3f ms of %.3f ms (%.2fx; the kernel is %.1f%% of "
-          "kernel time)\n", f->saving / 1e6, f->base / 1e6, speedup(f),
-          c->total_time > 0 ? 100 * f->k->f[AF_TIME] / c->total_time : 0.0);
+  if (f->k->host)
+    fprintf(out, "   saves ~%.3f ms of %.3f ms (%.2fx; GPU time with the idle "
+            "launches after host synchronizations)\n", f->saving / 1e6,
+            f->base / 1e6, speedup(f));
+  else
+    fprintf(out, "   saves ~%.3f ms of %.3f ms (%.2fx; the kernel is %.1f%% of "
+            "kernel time)\n", f->saving / 1e6, f->base / 1e6, speedup(f),
+            c->total_time > 0 ? 100 * f->k->f[AF_TIME] / c->total_time : 0.0);
   fputs("   path: ", out);
   uint32_t n = path_of(f->k, ps, pcap);
   for (uint32_t i = n; i-- > 0;)
@@ -139,11 +144,14 @@ void av_print_text(const av_finding *const *f, size_t n, const int *unavail,
   uint32_t *ps = NULL;
   size_t pcap = 0;
   int n_un = 0;
+  uint32_t n_k = 0;
   for (int q = 0; q < av_n_rules; q++)
     n_un += unavail[q] != 0;
+  for (uint32_t i = 0; i < c->n_kernels; i++)
+    n_k += !c->kernels[i].host;
   fprintf(out, "%zu finding%s over %u kernel frames (%.3f ms of kernel time), "
           "sorted by estimated time saved; %d rule%s unavailable\n", n,
-          n == 1 ? "" : "s", c->n_kernels, c->total_time / 1e6, n_un,
+          n == 1 ? "" : "s", n_k, c->total_time / 1e6, n_un,
           n_un == 1 ? "" : "s");
   for (size_t i = 0; i < n; i++)
     text_finding(i + 1, f[i], c, &ps, &pcap, out);

@@ -34,7 +34,8 @@ void vw_usage(FILE *f) {
       "                          first metric); derived: time/{s,ms,us,ns},\n"
       "                          avg_time/*, cpu_time/*, avg_cpu_time/*,\n"
       "                          [g|t]flop[8|16|32|64]/s, [g|t]byte/s, util,\n"
-      "                          <metric>/%\n"
+      "                          <metric>/%, X for a hardware counter X*ns\n"
+      "                          (X*ns / pm_sampled_ns, e.g. sm_throughput%)\n"
       "  -i, --include REGEX     keep paths through frames matching REGEX\n"
       "  -e, --exclude REGEX     drop frames matching REGEX and their subtrees\n"
       "  -t, --threshold X       drop frames whose first metric is below X\n"
@@ -51,6 +52,9 @@ void vw_usage(FILE *f) {
       "  -o, --output K          tree (default), folded, json or csv\n"
       "      --svg OUT.svg       also draw an icicle flame graph: width = the\n"
       "                          first metric, colour = frame kind\n"
+      "      --color-by M        with --svg: colour = metric M on a blue-to-red\n"
+      "                          scale (e.g. sm_throughput%, a hardware\n"
+      "                          counter; grey: no value)\n"
       "      --roofline OUT.svg  also draw a roofline: each kernel's FLOP/s\n"
       "                          against FLOP/byte, with the device's ceilings\n"
       "      --ranks             merge the FILEs as ranks (even just one)\n"
@@ -63,7 +67,7 @@ void vw_usage(FILE *f) {
 }
 
 enum { O_SORTED = 256, O_DIFF, O_NOCOLOR, O_COLOR, O_DEMANGLE, O_SVG, O_LINES,
-       O_RANKS, O_MERGE_TRACES, O_ADVISE, O_JSON, O_ROOFLINE };
+       O_RANKS, O_MERGE_TRACES, O_ADVISE, O_JSON, O_ROOFLINE, O_COLOR_BY };
 
 static const struct option long_opts[] = {
     {"list", no_argument, 0, 'l'},
@@ -81,6 +85,7 @@ static const struct option long_opts[] = {
     {"demangle", no_argument, 0, O_DEMANGLE},
     {"svg", required_argument, 0, O_SVG},
     {"roofline", required_argument, 0, O_ROOFLINE},
+    {"color-by", required_argument, 0, O_COLOR_BY},
     {"lines", optional_argument, 0, O_LINES},
     {"ranks", no_argument, 0, O_RANKS},
     {"merge-traces", required_argument, 0, O_MERGE_TRACES},
@@ -138,6 +143,7 @@ static int one_option(int c, char **argv, vw_args *a) {
   case O_DEMANGLE: a->demangle = 1; return 0;
   case O_SVG: a->svg = optarg; return 0;
   case O_ROOFLINE: a->roofline = optarg; return 0;
+  case O_COLOR_BY: a->color_by = optarg; return 0;
   case O_LINES: return lines_option(optarg, a);
   case O_RANKS: a->ranks = 1; return 0;
   case O_MERGE_TRACES: a->merge_traces = optarg; return 0;
@@ -165,6 +171,8 @@ static int check_choices(const vw_args *a) {
     return vw_fail("bad --output \"%.200s\"", a->output);
   if (a->include && a->exclude)
     return vw_fail("Cannot specify both include and exclude");
+  if (a->color_by && !a->svg)
+    return vw_fail("--color-by colours the flame graph; give --svg too");
   if (a->svg && a->diff)
     return vw_fail("--svg draws one profile; it does not take --diff-profile");
   if (a->roofline && (a->diff || a->n_files > 1 || a->ranks || a->list ||

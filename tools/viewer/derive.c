@@ -1,6 +1,7 @@
 /* tools/viewer/derive.c -- Proton's derived metrics (viewer.derive_metrics),
  * as tables: time units, FLOP and byte rates, util from device peaks
- * (specs.py), percentages, and the raw-metric fallback.
+ * (specs.py), percentages, hardware counters (hwm.c), and the raw-metric
+ * fallback.
  *
  * Invariant: names and values follow triton/profiler/viewer.py 3.6 exactly,
  * including its quirks (case-sensitive derived names, "(inc)" columns that
@@ -102,6 +103,8 @@ int vw_derive(vw_tree *t, char **metrics, int n, int *out) {
     int c = -2;
     if (!strcmp(m, "util"))
       c = vw_util(t);
+    if (c == -2) /* a hardware counter: X*ns / pm_sampled_ns (hwm.c) */
+      c = vw_hwm_column(t, m);
     for (size_t f = 0; c == -2 && f < sizeof factors / sizeof *factors; f++)
       if (!strcmp(m, factors[f].metric))
         c = derive_factor(t, &factors[f]);

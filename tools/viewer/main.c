@@ -9,7 +9,7 @@
  *
  * Concern: command line and the order of steps (load, derive, filter, diff,
  * render), which follows triton/profiler/viewer.py. The environment is read
- * here only (NO_COLOR). Exit status: 0 ok, 1 bad input, 2 bad usage. */
+ * here only (NO_COLOR, through the configuration table: cproton_config_get). Exit status: 0 ok, 1 bad input, 2 bad usage. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +41,7 @@ static void list_metrics(const vw_tree *t) {
   puts("Available exclusive metrics:");
   for (int i = 0; i < t->n_exc_raw; i++)
     lower_bare(t->exc_raw[i], buf, sizeof buf), printf("- %s\n", buf);
+  vw_hwm_list(t, stdout); /* -m X for each X*ns (PM sampling) */
 }
 
 static int split_metrics(const vw_tree *t, char *spec, char **out) {
@@ -66,8 +67,13 @@ static int split_metrics(const vw_tree *t, char *spec, char **out) {
   return n ? n : vw_fail("empty metric list");
 }
 
-static int prepare(const vw_args *a, char **m, int n, vw_tree *t, int *cols) {
-  if (vw_derive(t, m, n, cols))
+/* Derives the shown metrics (and --color-by's, into *ccol, else -1), then
+ * filters. */
+static int prepare(const vw_args *a, char **m, int n, vw_tree *t, int *cols,
+                   int *ccol) {
+  char *cm = a->color_by;
+  *ccol = -1;
+  if (vw_derive(t, m, n, cols) || (cm && vw_derive(t, &cm, 1, ccol)))
     return -1;
   return vw_filter(t, a->include, a->exclude, a->threshold, cols[0]);
 }
@@ -142,11 +148,11 @@ static int write_roofline(const vw_args *a, vw_tree *t) {
 /* Writes the SVG into `svg` (when asked) and commits it; discards it when
  * `rc` already says the run failed. */
 static int finish_svg(cproton_output *svg, int rc, vw_tree *t, int col,
-                      const vw_render_opts *o) {
+                      int ccol, const vw_render_opts *o) {
   if (!svg)
     return rc;
   if (rc == 0)
-    rc = vw_svg(t, col, o, cproton_output_stream(svg));
+    rc = vw_svg(t, col, ccol, o, cproton_output_stream(svg));
   if (cproton_output_close(svg, rc != 0) != CPROTON_OK && rc == 0)
     rc = vw_fail("--svg: %s", cproton_last_error());
   return rc;
@@ -156,7 +162,7 @@ static int run(vw_args *a) {
   vw_tree t, r;
   memset(&r, 0, sizeof r);
   char *metrics[MAX_METRICS];
-  int cols[MAX_METRICS], rcols[MAX_METRICS], rc = -1, n;
+  int cols[MAX_METRICS], rcols[MAX_METRICS], rc = -1, n, ccol, rccol;
   cproton_output *svg;
   if (open_svg(a, &svg))
     return -1;
@@ -175,18 +181,18 @@ static int run(vw_args *a) {
     warn_drops(&t); /* machine-readable outputs stay clean */
   char *spec = a->metrics ? strdup(a->metrics) : NULL;
   if ((n = split_metrics(&t, spec, metrics)) < 0 ||
-      prepare(a, metrics, n, &t, cols))
+      prepare(a, metrics, n, &t, cols, &ccol))
     goto out;
   if (a->diff && (vw_tree_load(a->diff, &r) ||
-                  prepare(a, metrics, n, &r, rcols) ||
+                  prepare(a, metrics, n, &r, rcols, &rccol) ||
                   vw_diff(&t, &r, cols, n)))
     goto out;
   int color = a->force_color ||
-              (!a->no_color && !getenv("NO_COLOR") && isatty(1));
+              (!a->no_color && !cproton_config_get("NO_COLOR") && isatty(1));
   vw_render_opts o = {a->depth, a->format, color, a->print_sorted,
                       a->demangle, a->output};
   rc = vw_render(&t, cols, n, &o, stdout);
-  rc = finish_svg(svg, rc, &t, cols[0], &o);
+  rc = finish_svg(svg, rc, &t, cols[0], ccol, &o);
   if (rc == 0)
     rc = write_roofline(a, &t);
   svg = NULL;
@@ -220,7 +226,8 @@ static int run_merge(vw_args *a) {
   if ((n_m = split_metrics(&trees[0], spec, metrics)) < 0)
     goto out;
   for (int r = 0; r < n; r++) {
-    if (prepare(a, metrics, n_m, &trees[r], cols[r]))
+    int ccol; /* no --svg with ranks (args.c), so no --color-by */
+    if (prepare(a, metrics, n_m, &trees[r], cols[r], &ccol))
       goto out;
     colp[r] = cols[r];
   }
@@ -233,7 +240,7 @@ static int run_merge(vw_args *a) {
     printf("%s %s", c ? "," : "", trees[0].cols[out_cols[c]].name);
   printf("\nimbalance = max / mean - 1 (0: balanced)\n\n");
   int color = a->force_color ||
-              (!a->no_color && !getenv("NO_COLOR") && isatty(1));
+              (!a->no_color && !cproton_config_get("NO_COLOR") && isatty(1));
   vw_render_opts o = {a->depth, a->format, color, a->print_sorted,
                       a->demangle, a->output};
   rc = vw_render(&trees[0], out_cols, 4 * n_m, &o, stdout);

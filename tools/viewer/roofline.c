@@ -6,7 +6,11 @@
  * memory roof bytes/s × intensity (peaks as specs.py computes them, the
  * ones `-m util` uses). A kernel frame is one with a device_id; frames
  * without FLOPs, bytes or time cannot be placed and are counted in the
- * subtitle, never dropped silently. Called once by main.c. */
+ * subtitle, never dropped silently. When the profile has hardware metrics
+ * (PM sampling, hwm.c), each kernel's tooltip also gives its measured
+ * dram_throughput% and sm_throughput% -- where it really sits against the
+ * memory and compute roofs -- and the circle carries them as data-dram /
+ * data-sm. Called once by main.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,17 +123,53 @@ static plot bounds(const vw_tree *t, const uint8_t *ok, const double *ai,
   return p;
 }
 
+/* The measured counters a tooltip gives, when the profile has them. */
+static const struct {
+  const char *metric, *attr;
+} measured[] = {{"dram_throughput%", "data-dram"},
+                {"sm_throughput%", "data-sm"}};
+#define N_MEASURED (sizeof measured / sizeof *measured)
+
+/* Columns of the measured counters (-1: the profile has none). */
+static void measured_cols(vw_tree *t, int *cols) {
+  for (size_t k = 0; k < N_MEASURED; k++) {
+    cols[k] = vw_hwm_column(t, measured[k].metric);
+    cols[k] = cols[k] < 0 ? -1 : cols[k];
+  }
+}
+
+static void measured_attrs(FILE *f, const vw_tree *t, const int *cols,
+                           uint32_t i) {
+  for (size_t k = 0; k < N_MEASURED; k++)
+    if (cols[k] >= 0 && isfinite(t->cols[cols[k]].v[i]))
+      fprintf(f, " %s=\"%.4g\"", measured[k].attr, t->cols[cols[k]].v[i]);
+}
+
+static void measured_title(FILE *f, const vw_tree *t, const int *cols,
+                           uint32_t i) {
+  int n = 0;
+  for (size_t k = 0; k < N_MEASURED; k++)
+    if (cols[k] >= 0 && isfinite(t->cols[cols[k]].v[i]))
+      fprintf(f, "%s%s %.3g", n++ ? ", " : "\nmeasured (PM sampling): ",
+              measured[k].metric, t->cols[cols[k]].v[i]);
+}
+
 static void points(FILE *f, const vw_tree *t, const plot *p, const uint8_t *ok,
-                   const double *ai, const double *perf, const double *sec) {
+                   const double *ai, const double *perf, const double *sec,
+                   const int *hw) {
   for (uint32_t i = 0; i < t->n; i++) {
     if (!ok[i])
       continue;
     fprintf(f, "<circle class=\"kernel\" cx=\"%.2f\" cy=\"%.2f\" r=\"4\" "
-            "fill=\"#e8893a\" data-ai=\"%.6g\" data-flops=\"%.6g\"><title>",
+            "fill=\"#e8893a\" data-ai=\"%.6g\" data-flops=\"%.6g\"",
             px(p, ai[i]), py(p, perf[i]), ai[i], perf[i]);
+    measured_attrs(f, t, hw, i);
+    fputs("><title>", f);
     vw_svg_text(f, t->nodes[i].name, 400);
-    fprintf(f, "\n%.3g FLOP/byte, %.3g FLOP/s, %.3g s</title></circle>\n",
-            ai[i], perf[i], sec[i]);
+    fprintf(f, "\n%.3g FLOP/byte, %.3g FLOP/s, %.3g s", ai[i], perf[i],
+            sec[i]);
+    measured_title(f, t, hw, i);
+    fputs("</title></circle>\n", f);
   }
 }
 
@@ -172,6 +212,8 @@ static int chart(FILE *f, vw_tree *t, const double *fl, const double *sec,
     goto out;
   }
   plot p = bounds(t, ok, ai, perf, peaks, bw);
+  int hw[N_MEASURED];
+  measured_cols(t, hw);
   fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\""
           "http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%.0f\" "
           "height=\"%.0f\" font-family=\"monospace\">\n<text x=\"%.0f\" "
@@ -180,7 +222,7 @@ static int chart(FILE *f, vw_tree *t, const double *fl, const double *sec,
   fprintf(f, " (%u without flops, bytes or time not drawn)</text>\n", skipped);
   axes(f, &p);
   roofs(f, &p, peaks, bw);
-  points(f, t, &p, ok, ai, perf, sec);
+  points(f, t, &p, ok, ai, perf, sec, hw);
   fputs("</svg>\n", f);
   rc = ferror(f) ? vw_fail("--roofline: write failed") : 0;
 out:

@@ -6,7 +6,10 @@
  * intra-kernel cycles are exclusive columns, yet a scope's cycles include
  * its nested scopes': adding them up would count twice). Colour = the
  * frame's kind: scope (CPU/Python), kernel, source line (`file:line@func`),
- * intra-kernel scope. A name that does not fit is cut with an ellipsis, and
+ * intra-kernel scope -- or, with --color-by M, the frame's value of M on a
+ * blue (low) to red (high) scale, 0-100 for a percentage (a name ending in
+ * '%', e.g. a hardware counter's sm_throughput%) and the values' range
+ * otherwise, grey where the frame has no value. A name that does not fit is cut with an ellipsis, and
  * each frame's <title> (the browser's tooltip) holds the full name, the
  * value and the share of the total. Frames narrower than MIN_PX are not
  * drawn; the subtitle says how many, so nothing goes missing unannounced.
@@ -39,9 +42,17 @@ static const struct {
     {"intra", "intra-kernel scope", 275, 0.50, 0.72},
 };
 
+/* --color-by: the scale's ends, and the colour of a frame with no value. */
+#define HOT_HUE 240.0 /* blue at the low end, down to red (0) */
+#define NO_VALUE "#cfcfcf"
+#define SCALE_STEPS 5
+
 typedef struct layout {
   const vw_tree *t;
   const double *v; /* the metric column */
+  const double *c; /* --color-by's column, or NULL: colour by kind */
+  const char *c_name;
+  double c_lo, c_hi;
   double *w, *x;   /* width weight and left edge, in metric units */
   uint32_t *depth;
   uint8_t *kind;
@@ -158,13 +169,41 @@ static void colour(int kind, const char *name, char out[8]) {
   hsl_hex(kinds[kind].h, kinds[kind].s, l, out);
 }
 
+/* The colour of value `v` on --color-by's scale (NO_VALUE for NaN). */
+static void scale_colour(const layout *L, double v, char out[8]) {
+  if (!isfinite(v)) {
+    snprintf(out, 8, "%s", NO_VALUE);
+    return;
+  }
+  double span = L->c_hi - L->c_lo;
+  double u = span > 0 ? (v - L->c_lo) / span : 0.5;
+  u = u < 0 ? 0 : u > 1 ? 1 : u;
+  hsl_hex(HOT_HUE * (1 - u), 0.70, 0.58, out);
+}
+
+/* --color-by's line in a frame's tooltip. */
+static void scale_title(FILE *f, const layout *L, uint32_t i) {
+  fputc('\n', f);
+  vw_svg_text(f, L->c_name, 200);
+  if (isfinite(L->c[i]))
+    fprintf(f, " = %.4g", L->c[i]);
+  else
+    fputs(": no value", f);
+}
+
 static void frame(FILE *f, const layout *L, uint32_t i, const char *name,
                   const char *label) {
   double px = PAD_PX + L->x[i] * L->scale, pw = L->w[i] * L->scale;
   double py = TOP_PX + L->depth[i] * ROW_PX;
   char fill[8];
-  colour(L->kind[i], name, fill);
-  fprintf(f, "<g class=\"f %s\"><title>", kinds[L->kind[i]].cls);
+  if (L->c)
+    scale_colour(L, L->c[i], fill);
+  else
+    colour(L->kind[i], name, fill);
+  fprintf(f, "<g class=\"f %s\"", kinds[L->kind[i]].cls);
+  if (L->c && isfinite(L->c[i]))
+    fprintf(f, " data-color-value=\"%.6g\"", L->c[i]);
+  fputs("><title>", f);
   vw_svg_text(f, name, SIZE_MAX);
   fprintf(f, "\n%.6g %s (%.2f%%)", L->w[i], label,
           L->total > 0 ? 100 * L->w[i] / L->total : 0);
@@ -172,6 +211,8 @@ static void frame(FILE *f, const layout *L, uint32_t i, const char *name,
     fputs("; no value of its own: width = its children's sum", f);
   else if (L->v[i] != L->w[i])
     fprintf(f, "; own value %.6g: width = its children's sum", L->v[i]);
+  if (L->c)
+    scale_title(f, L, i);
   fprintf(f, "</title><rect x=\"%.3f\" y=\"%.1f\" width=\"%.3f\" "
              "height=\"%.1f\" rx=\"2\" fill=\"%s\"/>",
           px, py, pw, ROW_PX - 1, fill);
@@ -206,7 +247,33 @@ static void header(FILE *f, const layout *L, const char *label, double h) {
   fputs("</text>\n", f);
 }
 
-static void legend(FILE *f, double y) {
+/* --color-by's legend: SCALE_STEPS swatches from low to high, then grey. */
+static void scale_legend(FILE *f, const layout *L, double y) {
+  double x = PAD_PX;
+  fprintf(f, "<text class=\"scale\" x=\"%.1f\" y=\"%.1f\">colour: ", x,
+          y + 11);
+  vw_svg_text(f, L->c_name, 60);
+  fputs("</text>\n", f);
+  x += CHAR_PX * (8.0 + (double)strlen(L->c_name)) + 12;
+  for (int k = 0; k < SCALE_STEPS; k++) {
+    double v = L->c_lo + (L->c_hi - L->c_lo) * k / (SCALE_STEPS - 1);
+    char fill[8];
+    scale_colour(L, v, fill);
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" "
+               "rx=\"2\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">%.4g"
+               "</text>\n", x, y, fill, x + 20, y + 11, v);
+    x += 20 + CHAR_PX * 8 + 12;
+  }
+  fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" "
+             "rx=\"2\" fill=\"%s\"/><text x=\"%.1f\" y=\"%.1f\">no value"
+             "</text>\n", x, y, NO_VALUE, x + 20, y + 11);
+}
+
+static void legend(FILE *f, const layout *L, double y) {
+  if (L->c) {
+    scale_legend(f, L, y);
+    return;
+  }
   double x = PAD_PX;
   for (int k = 0; k < K_COUNT; k++) {
     char fill[8];
@@ -250,19 +317,45 @@ static int draw(FILE *f, layout *L, const char *label,
     const char *name = L->t->nodes[i].name;
     frame(f, L, i, o->demangle ? vw_demangle(name, &dm, &dm_cap) : name, label);
   }
-  legend(f, TOP_PX + body + 12);
+  legend(f, L, TOP_PX + body + 12);
   fputs("</svg>\n", f);
   free(dm);
   free(show);
   return 0;
 }
 
-int vw_svg(const vw_tree *t, int col, const vw_render_opts *o, FILE *f) {
-  const char *cname = t->cols[col].name, *inc = strstr(cname, " (inc)");
-  char label[256]; /* "time (ms) (inc)" -> "time (ms)" */
-  snprintf(label, sizeof label, "%.*s",
+/* "time (ms) (inc)" -> "time (ms)" */
+static void bare_label(const char *cname, char *out, size_t size) {
+  const char *inc = strstr(cname, " (inc)");
+  snprintf(out, size, "%.*s",
            (int)(inc ? (size_t)(inc - cname) : strlen(cname)), cname);
+}
+
+/* --color-by's scale: 0-100 for a percentage, else the values' range. */
+static void scale_of(layout *L, int ccol, char *name, size_t size) {
+  bare_label(L->t->cols[ccol].name, name, size);
+  L->c = L->t->cols[ccol].v;
+  L->c_name = name;
+  size_t len = strlen(name);
+  if (len && name[len - 1] == '%') {
+    L->c_lo = 0, L->c_hi = 100;
+    return;
+  }
+  L->c_lo = INFINITY, L->c_hi = -INFINITY;
+  for (uint32_t i = 0; i < L->t->n; i++)
+    if (isfinite(L->c[i]))
+      L->c_lo = fmin(L->c_lo, L->c[i]), L->c_hi = fmax(L->c_hi, L->c[i]);
+  if (L->c_lo > L->c_hi) /* no frame has a value */
+    L->c_lo = L->c_hi = 0;
+}
+
+int vw_svg(const vw_tree *t, int col, int color_col, const vw_render_opts *o,
+           FILE *f) {
+  char label[256], cname[256];
+  bare_label(t->cols[col].name, label, sizeof label);
   layout L = {.t = t, .v = t->cols[col].v};
+  if (color_col >= 0)
+    scale_of(&L, color_col, cname, sizeof cname);
   size_t n = t->n ? t->n : 1;
   L.w = calloc(n, sizeof *L.w), L.x = calloc(n, sizeof *L.x);
   L.depth = calloc(n, sizeof *L.depth), L.kind = calloc(n, 1);

@@ -48,6 +48,7 @@ typedef struct vw_args {
   char *metrics, *include, *exclude, *format, *diff, *output, *file;
   char *svg; /* --svg FILE: also write an icicle flame graph there */
   char *roofline; /* --roofline FILE: also write a roofline chart there */
+  char *color_by; /* --color-by METRIC: the flame graph's colour (svg.c) */
   double threshold;
   char **files;        /* every positional FILE (files[0] == file) */
   int n_files, ranks;  /* ranks: merge even one file (--ranks) */
@@ -103,6 +104,18 @@ int vw_peak_bps(const char *file, const cproton_device_info *d, double *out);
  * the device's peaks are unknown. */
 int vw_roofline(vw_tree *t, FILE *f);
 
+/* hwm.c: hardware-metric columns (PM sampling, issue 27). vw_hwm_column:
+ * the column "X (inc)" = X*ns / pm_sampled_ns over each frame's subtree
+ * (NaN where nothing was sampled) for a metric X whose "X*ns" the profile
+ * has (X matched case-insensitively); -2 when it has none (not an error),
+ * -1 (vw_errmsg) when X*ns has no pm_sampled_ns beside it. vw_hwm_present:
+ * whether the profile has pm_sampled_ns. vw_hwm_list: writes the
+ * "Available hardware metrics" section of --list (nothing without them);
+ * returns how many it listed. */
+int vw_hwm_column(vw_tree *t, const char *metric);
+int vw_hwm_present(const vw_tree *t);
+int vw_hwm_list(const vw_tree *t, FILE *f);
+
 /* filter.c */
 int vw_filter(vw_tree *t, const char *include, const char *exclude,
               double threshold, int metric_col);
@@ -149,9 +162,12 @@ int vw_render(vw_tree *t, const int *cols, int n_cols,
 
 /* svg.c: writes the tree as a static icicle flame graph to `f` (the
  * stream of a cproton_output, which main.c opened before any input was
- * read and commits), frame widths from column `col`; o->depth and
- * o->demangle apply. 0 or -1. */
-int vw_svg(const vw_tree *t, int col, const vw_render_opts *o, FILE *f);
+ * read and commits), frame widths from column `col`, colours by frame kind
+ * or, when `color_col` >= 0, by that column's value on a blue-to-red scale
+ * (0-100 for a name ending in '%', else its range; grey: no value);
+ * o->depth and o->demangle apply. 0 or -1. */
+int vw_svg(const vw_tree *t, int col, int color_col, const vw_render_opts *o,
+           FILE *f);
 /* svg.c: `s` as XML text (markup escaped, control bytes as '?'), cut to
  * max_chars code points with an ellipsis. */
 void vw_svg_text(FILE *f, const char *s, size_t max_chars);

@@ -94,22 +94,13 @@ def _selected(name: str) -> bool:
     return _exclude is None or not re.search(_exclude, name)
 
 
-def _interpret_mode(mode_obj: Union[None, str, _mode.InstrumentationMode]) -> _mode.InstrumentationMode:
-    if isinstance(mode_obj, _mode.InstrumentationMode):
-        return mode_obj
-    return _mode.parse_instrumentation_mode(mode_obj or "default")
-
-
 def check_mode(mode_str: Optional[str], data: str = "tree") -> str:
     """Checks a mode string for a session recording `data`; returns its
     ``reduce`` ('auto', 'kernel', 'device' or 'host'). ValueError for a mode
-    cproton cannot run, with the C parser's message."""
-    reduce = _cproton.instr_check_mode(mode_str)
-    if reduce == "kernel" and (data == "trace" or _time_shift(mode_str or "")):
-        need = "traces" if data == "trace" else "time_shift"
-        raise ValueError(f"instrumentation mode: reduce=kernel sums per-scope totals inside the kernel and stores "
-                         f"no records, which {need} need; use reduce=device or leave reduce out")
-    return reduce
+    cproton cannot run, with the C parser's message (one parse:
+    ``cproton_instr_mode_parse``, which also refuses reduce=kernel where
+    records are needed)."""
+    return _cproton.instr_mode_parse(mode_str, data == "trace")["reduce"]
 
 
 def _records_why(layout: Dict[str, Any]) -> str:
@@ -118,20 +109,6 @@ def _records_why(layout: Dict[str, Any]) -> str:
     why = ("it has events, which pair across warps" if -2 in parents
            else f"its {len(parents)} scopes are more than the 8 that in-kernel sums keep in registers")
     return f"kernel '{kernel}': reduce=kernel, but {why}; its markers are stored as records"
-
-
-def _time_shift(mode_str: str) -> bool:
-    """Whether ``optimizations`` of a mode string lists time_shift, as the C
-    parser reads it (its canonical form: any case, blanks dropped)."""
-    try:
-        canonical = _cproton.instr_mode_normalize(mode_str or "")
-    except ValueError:
-        return False  # refused where it is checked (check_mode)
-    for field in canonical.split(":")[1:]:
-        key, _, value = field.partition("=")
-        if key == "optimizations" and "time_shift" in value.split(","):
-            return True
-    return False
 
 
 def _knobs():
@@ -202,12 +179,19 @@ class InstrumentationHook(Hook):
     host_buffer: Optional[Any] = None
 
     def __init__(self, mode_obj: Union[None, str, _mode.InstrumentationMode], data: Optional[str] = None):
-        self.mode: _mode.InstrumentationMode = _interpret_mode(mode_obj)
-        self.mode_str = str(self.mode)
         self.data = data or "tree"
-        # the reduce key lives only in mode strings (str(self.mode) drops it)
-        self._mode_for_c = mode_obj if isinstance(mode_obj, str) else self.mode_str
-        self.reduce = check_mode(self._mode_for_c, self.data)
+        # The session's one parse in the front end (the C parser; the
+        # backend parses once more, in C, when the session starts). The
+        # reduce key lives only in mode strings (str(self.mode) drops it).
+        if mode_obj is not None and not isinstance(mode_obj, (str, _mode.BaseMode)):
+            raise TypeError("mode must be a str")
+        self._mode_for_c = mode_obj if mode_obj is None or isinstance(mode_obj, str) else str(mode_obj)
+        self._parsed = _cproton.instr_mode_parse(self._mode_for_c, self.data == "trace")
+        self.mode: _mode.InstrumentationMode = (
+            mode_obj if isinstance(mode_obj, _mode.InstrumentationMode)
+            else _mode.from_canonical(self._parsed["canonical"]))
+        self.mode_str = str(self.mode)
+        self.reduce = self._parsed["reduce"]
         self._warned_host_buffer = False
         self.handles = _handles
         self.local = threading.local()
@@ -218,8 +202,10 @@ class InstrumentationHook(Hook):
         """Whether kernels compiled now sum in the kernel (no records): a
         tree profile, reduce unset or ``kernel``, and nothing that needs
         records (the host buffer, time_shift)."""
-        return _cproton.instr_sums_in_kernel(self._mode_for_c, self.data == "trace",
-                                             bool(InstrumentationHook.enable_host_buffer))
+        # the C rule's answer for both values of the host-buffer switch,
+        # from the one parse (the switch may change after start)
+        return self._parsed["sums_in_kernel_host_buffer" if InstrumentationHook.enable_host_buffer
+                            else "sums_in_kernel"]
 
     # ---- activation -----------------------------------------------------
 

@@ -15,6 +15,7 @@
 #include "backend/cupti/config.h"
 #include "backend/cupti/graphtime.h"
 #include "backend/cupti/lazy.h"
+#include "core/clock.h"
 #include "core/context.h"
 #include "core/log.h"
 #include "core/native.h"
@@ -141,6 +142,38 @@ static void on_capture(cp_cupti_state *st, CUpti_CallbackId cbid,
     capturing = 0;
 }
 
+/* ---- driver domain: host synchronizations --------------------------------- */
+
+/* A call that blocks the host until the GPU is done (cuStreamSynchronize,
+ * cuCtxSynchronize, cuEventSynchronize, synchronous copies to the host:
+ * `.item()`, `torch.cuda.synchronize()`): its wait is added to the calling
+ * context as host_sync_ns and host_syncs, the advisor's host_sync evidence
+ * (docs/advisor.md). Not a launch path; nested calls are not expected. */
+static _Thread_local uint64_t sync_enter_ns;
+
+static void on_sync(cp_cupti_state *st, CUpti_CallbackId cbid,
+                    const void *data) {
+  (void)st, (void)cbid;
+  const CUpti_CallbackData *d = data;
+  if (cp_context_own_calls())
+    return; /* cproton's own wait (a flush, a decoder thread) */
+  if (d->callbackSite == CUPTI_API_ENTER) {
+    sync_enter_ns = cp_clock_now_ns();
+    return;
+  }
+  uint64_t now = cp_clock_now_ns();
+  uint64_t ns = sync_enter_ns && now > sync_enter_ns ? now - sync_enter_ns : 0;
+  sync_enter_ns = 0;
+  cp_launch_site site;
+  cp_session_capture(&site);
+  for (int k = 0; k < CP_CONTEXT_KINDS; k++)
+    site.is_op[k] = 1; /* the calling context itself, not a kernel below */
+  cp_session_deliver_metric(&site, NULL, "host_sync_ns",
+                            (cp_value){.kind = CP_VALUE_INT, .u.i = (int64_t)ns});
+  cp_session_deliver_metric(&site, NULL, "host_syncs",
+                            (cp_value){.kind = CP_VALUE_INT, .u.i = 1});
+}
+
 /* ---- resource domain: modules and contexts (PC sampling) ------------------ */
 
 static void on_module(cp_cupti_state *st, CUpti_CallbackId cbid,
@@ -264,6 +297,7 @@ static void on_pop(cp_cupti_state *st, CUpti_CallbackId cbid,
 #define GN CP_CB_NODES
 #define N CP_CB_NVTX
 #define P CP_CB_PCS
+#define S CP_CB_SYNC
 
 static const struct {
   CUpti_CallbackDomain domain;
@@ -299,6 +333,13 @@ static const struct {
     {DRIVER(cuStreamEndCapture), on_capture, G},
     {DRIVER(cuStreamEndCapture_ptsz), on_capture, G},
     {RESOURCE(CONTEXT_CREATED), on_context, P},
+    {DRIVER(cuStreamSynchronize), on_sync, S},
+    {DRIVER(cuStreamSynchronize_ptsz), on_sync, S},
+    {DRIVER(cuCtxSynchronize), on_sync, S},
+    {DRIVER(cuCtxSynchronize_v2), on_sync, S},
+    {DRIVER(cuEventSynchronize), on_sync, S},
+    {DRIVER(cuMemcpyDtoH_v2), on_sync, S},
+    {DRIVER(cuMemcpyDtoH_v2_ptds), on_sync, S},
 };
 #define N_TABLE (sizeof table / sizeof *table)
 

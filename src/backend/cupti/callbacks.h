@@ -17,7 +17,8 @@ typedef enum cp_callbacks_group {
   CP_CB_GRAPHS = 2,  /* stream capture begin/end */
   CP_CB_NVTX = 4,    /* NVTX ranges */
   CP_CB_PCS = 8,     /* module loads (cubins), contexts (PC sampling) */
-  CP_CB_NODES = 16   /* graph-node capture contexts (per-node mode only) */
+  CP_CB_NODES = 16,  /* graph-node capture contexts (per-node mode only) */
+  CP_CB_SYNC = 32    /* host synchronizations (with kernels; the advisor) */
 } cp_callbacks_group;
 
 /* One callback CUPTI should deliver: features.c enables exactly these. */

@@ -51,7 +51,6 @@ void cp_cupti_config_build(cp_cupti_config *c, const char *cupti_lib,
                            const char *cuda_home, const char *self_dir,
                            const char *venv, const char *conda) {
   memset(c, 0, sizeof *c);
-  snprintf(c->cuda_lib, sizeof c->cuda_lib, "libcuda.so.1");
   if (cupti_lib && *cupti_lib)
     snprintf(c->cupti_file, sizeof c->cupti_file, "%s", cupti_lib);
   add_cuda_root(c, cuda_home);

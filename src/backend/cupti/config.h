@@ -25,7 +25,6 @@ typedef struct cp_cupti_config {
   char cupti_file[PATH_MAX];                  /* "" or an explicit file */
   char dirs[CP_CUPTI_MAX_DIRS][PATH_MAX / 4]; /* directories, in order */
   size_t n_dirs;
-  char cuda_lib[64];  /* the driver library name */
   size_t ring_slots;  /* correlation ring capacity */
   size_t graph_nodes; /* graph-node table: initial slots */
   size_t graph_max;   /* graph-node table: most slots (it grows) */

@@ -8,6 +8,8 @@
 #include "backend/cupti/callbacks.h"
 #include "backend/cupti/features.h"
 #include "backend/cupti/pcsampling.h"
+#include "backend/cupti/pm_exact.h"
+#include "backend/cupti/pm_sampler.h"
 #include "backend/cupti/records.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -43,7 +45,7 @@ static int callbacks(cp_features_env *e, cp_callbacks_group g, int on) {
 
 static int always(const cp_features_env *e) { return (void)e, 1; }
 static int nvtx_wanted(const cp_features_env *e) { return e->config->nvtx; }
-static int pcs_wanted(const cp_features_env *e) { return e->mode.enabled; }
+static int pcs_wanted(const cp_features_env *e) { return e->mode.pcs.enabled; }
 
 /* The kernel records' kind. Under PC sampling, serialized kernel records
  * (KIND_KERNEL), as Proton enables them: CUPTI's continuous PC sampling is
@@ -52,13 +54,15 @@ static int pcs_wanted(const cp_features_env *e) { return e->mode.enabled; }
  * fresh run under serialized records but in half of them under concurrent
  * ones (docs/cupti.md, "PC sampling"). */
 static CUpti_ActivityKind kernel_kind(const cp_features_env *e) {
-  return e->mode.enabled ? CUPTI_ACTIVITY_KIND_KERNEL
+  return e->mode.pcs.enabled ? CUPTI_ACTIVITY_KIND_KERNEL
                          : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
 }
 
 static int kernels_on(cp_features_env *e) {
   unsigned ablate = e->config->ablate;
   int rc = ablate & CP_ABLATE_NO_CALLBACK ? 0 : callbacks(e, CP_CB_KERNELS, 1);
+  if (!rc && !(ablate & CP_ABLATE_NO_CALLBACK))
+    rc = callbacks(e, CP_CB_SYNC, 1);
   CUptiResult r;
   /* graph-only: graph launches are timed by events, nothing else is
    * recorded, so CUPTI makes no kernel record (docs/cupti.md) */
@@ -82,6 +86,7 @@ static void kernels_off(cp_features_env *e) {
   e->api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   e->api->cuptiActivityDisable(kernel_kind(e));
   callbacks(e, CP_CB_KERNELS, 0);
+  callbacks(e, CP_CB_SYNC, 0);
   if (e->state->gtime) /* no launch is timed past here: read the rest */
     cp_graphtime_drain(e->state->gtime, cp_records_graph_launch, e->state);
 }
@@ -114,7 +119,7 @@ static void nvtx_off(cp_features_env *e) {
 
 static int pcs_on(cp_features_env *e) {
   int rc = callbacks(e, CP_CB_PCS, 1);
-  return rc ? rc : cp_pcsampling_enable(e->api, e->state, &e->mode);
+  return rc ? rc : cp_pcsampling_enable(e->api, e->state, &e->mode.pcs);
 }
 static int pcs_flush(cp_features_env *e) {
   return (void)e, cp_pcsampling_flush(1);
@@ -122,6 +127,44 @@ static int pcs_flush(cp_features_env *e) {
 static void pcs_off(cp_features_env *e) {
   cp_pcsampling_disable();
   callbacks(e, CP_CB_PCS, 0);
+}
+
+/* PM sampling: kernel records are flushed before the sampler's last
+ * settlement, so that every kernel of the session finds its samples. */
+static int pm_wanted(const cp_features_env *e) {
+  return e->mode.pm.enabled && !e->mode.pm.exact;
+}
+static int pm_on(cp_features_env *e) {
+  return cp_pm_sampler_start(e->api, &e->mode.pm);
+}
+static int pm_flush(cp_features_env *e) {
+  return (void)e, cp_pm_sampler_flush();
+}
+static void pm_off(cp_features_env *e) {
+  e->api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  cp_pm_sampler_stop();
+}
+
+/* pmsampling:exact: the range profiler (pm_exact.c), the same counters
+ * per launch. */
+static int pmx_wanted(const cp_features_env *e) {
+  return e->mode.pm.enabled && e->mode.pm.exact;
+}
+static int pmx_on(cp_features_env *e) {
+  cp_pm_metric m[CP_PM_MAX_METRICS];
+  for (size_t i = 0; i < e->mode.pm.n; i++)
+    m[i] = (cp_pm_metric){e->mode.pm.name[i], e->mode.pm.cupti[i], 0, e->mode.pm.cupti[i]};
+  cp_pm_exact_options o;
+  cp_pm_exact_options_init(&o);
+  o.ranges = e->mode.pm.ranges;
+  return cp_pm_exact_start(e->api, e->state, m, e->mode.pm.n, &o);
+}
+static int pmx_flush(cp_features_env *e) {
+  return (void)e, cp_pm_exact_flush();
+}
+static void pmx_off(cp_features_env *e) {
+  e->api->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  cp_pm_exact_stop();
 }
 
 static const struct {
@@ -135,6 +178,8 @@ static const struct {
     {"graphs", always, graphs_on, NULL, graphs_off},
     {"nvtx", nvtx_wanted, nvtx_on, NULL, nvtx_off},
     {"pcsampling", pcs_wanted, pcs_on, pcs_flush, pcs_off},
+    {"pmsampling", pm_wanted, pm_on, pm_flush, pm_off},
+    {"pmexact", pmx_wanted, pmx_on, pmx_flush, pmx_off},
 };
 #define N_ROWS (sizeof rows / sizeof *rows)
 

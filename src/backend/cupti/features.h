@@ -8,7 +8,7 @@
 
 #include "backend/cupti/config.h"
 #include "backend/cupti/loader.h"
-#include "backend/cupti/pcs_mode.h"
+#include "backend/cupti/cupti_mode.h"
 #include "backend/cupti/state.h"
 
 /* What a row works with (owned by cupti_backend.c). */
@@ -17,7 +17,7 @@ typedef struct cp_features_env {
   CUpti_SubscriberHandle subscriber;
   cp_cupti_state *state;
   const cp_cupti_config *config;
-  cp_pcs_options mode;
+  cp_cupti_mode mode; /* the session's, parsed once (cupti_mode.h) */
 } cp_features_env;
 
 /* Enables every wanted row in order; on failure disables those enabled and

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "backend/cupti/graphtime.h"
+#include "core/context.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/grow.h"
@@ -96,8 +97,10 @@ static void keep(cp_graphtime *g, const cp_graph_launch *l) {
  * its pair. 0 when it was not finished and `wait` is off. */
 static int read_oldest(cp_graphtime *g, int wait) {
   slot *s = &g->slots[g->fifo[g->head]];
+  cp_context_own_calls_begin();
   cp_curesult r = wait ? g->d->cuEventSynchronize(s->ev[1])
                        : g->d->cuEventQuery(s->ev[1]);
+  cp_context_own_calls_end();
   if (r && !wait)
     return 0; /* CUDA_ERROR_NOT_READY (or an error seen at the flush) */
   float ms = 0;

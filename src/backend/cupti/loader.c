@@ -1,4 +1,5 @@
-/* backend/cupti/loader.c -- dlopen/dlsym of the driver and CUPTI.
+/* backend/cupti/loader.c -- dlopen/dlsym of CUPTI; the driver's functions
+ * are copied from the one driver table (backend/cudadrv.c).
  * Invariant: `api` is either fully resolved (return 0) or the caller must
  * treat it as unusable; no vendor symbol is reached any other way.
  * Not a hot path: called once per process, at the first backend start or
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/cudadrv.h"
 #include "backend/cupti/loader.h"
 #include "core/error.h"
 
@@ -57,11 +59,24 @@ static int resolve(void *h, const char *lib, const char *name, void **out) {
   return CPROTON_OK;
 }
 
+/* The driver functions come from the one driver table (cudadrv.c), loaded
+ * without cuInit; their types there have the driver's ABI. */
+static int driver(cp_loader_api *api) {
+  const cp_cudadrv *d;
+  if (cp_cudadrv_load(&d))
+    return cp_error_set(CPROTON_ENODEVICE, "no NVIDIA driver: %s",
+                        cp_error_message());
+#define FROM_TABLE(f, field) memcpy(&api->f, &d->field, sizeof api->f);
+  CP_LOADER_CUDA_FUNCS(FROM_TABLE)
+#undef FROM_TABLE
+  return CPROTON_OK;
+}
+
 int cp_loader_open(const cp_cupti_config *c, cp_loader_api *api) {
   memset(api, 0, sizeof *api);
-  api->cuda_handle = dlopen(c->cuda_lib, RTLD_NOW | RTLD_GLOBAL);
-  if (!api->cuda_handle)
-    return cp_error_set(CPROTON_ENODEVICE, "no NVIDIA driver: %s", dlerror());
+  int rc = driver(api);
+  if (rc)
+    return rc;
   char tried[1024] = "";
   api->cupti_handle = open_cupti(c, api, tried, sizeof tried);
   if (!api->cupti_handle)
@@ -69,12 +84,6 @@ int cp_loader_open(const cp_cupti_config *c, cp_loader_api *api) {
                         "CUPTI not found (set CPROTON_CUPTI_LIB or CUDA_HOME; "
                         "tried %s)",
                         tried);
-  int rc = CPROTON_OK;
-#define RESOLVE(f)                                                             \
-  if (!rc)                                                                     \
-    rc = resolve(api->cuda_handle, c->cuda_lib, #f, (void **)&api->f);
-  CP_LOADER_CUDA_FUNCS(RESOLVE)
-#undef RESOLVE
 #define RESOLVE(f)                                                             \
   if (!rc)                                                                     \
     rc = resolve(api->cupti_handle, api->cupti_path, #f, (void **)&api->f);
@@ -82,6 +91,8 @@ int cp_loader_open(const cp_cupti_config *c, cp_loader_api *api) {
 #undef RESOLVE
 #define RESOLVE(f) api->f = (__typeof__(api->f))dlsym(api->cupti_handle, #f);
   CP_LOADER_CUPTI_OPTIONAL(RESOLVE)
+  CP_LOADER_CUPTI_PM(RESOLVE)
+  CP_LOADER_CUPTI_RANGE(RESOLVE)
 #undef RESOLVE
   return rc;
 }

@@ -1,9 +1,11 @@
 /* backend/cupti/pcs_lines.c -- kept cubins (a list keyed by CRC) and a
  * cache (crc, function id, pc) -> frame id in front of the cubin's line
- * table. Invariant: a kept cubin is never freed before the store (frame
- * names are interned, so resolved ids outlive it). Not a hot path: module
- * loads and the fetch of PC records when a range closes. Called by
- * pcsampling.c and tests. */
+ * table; for a CRC it lacks, the recover hook (pcsampling.c: the loaded
+ * objects' fat binaries) once. Invariant: a kept cubin is never freed
+ * before the store (frame names are interned, so resolved ids outlive it);
+ * the recover hook runs without the lock. Not a hot path: module loads and
+ * the fetch of PC records when a range closes. Called by pcsampling.c and
+ * tests. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 #include "core/strtab.h"
 
 #define CACHE_SLOTS (1u << 16) /* beyond: resolved without caching */
+#define MAX_TRIED 256 /* unknown CRCs the recover hook is called for */
 
 typedef struct cubin {
   uint64_t crc;
@@ -35,6 +38,8 @@ struct cp_pcs_lines {
   cubin *cubins;
   entry *cache;
   size_t used;
+  uint64_t tried[MAX_TRIED]; /* unknown CRCs recover was called for */
+  size_t n_tried;
   cp_pcs_lines_stats stats;
 };
 
@@ -132,26 +137,61 @@ static size_t slot_of(uint64_t crc, uint32_t fn, uint64_t pc) {
   return (size_t)(h >> 40) & (CACHE_SLOTS - 1);
 }
 
+/* The cached frame of the triple: 1 (id set) or 0. Locked. */
+static int cached(cp_pcs_lines *l, uint64_t crc, uint32_t fn, uint64_t pc,
+                  uint32_t *id) {
+  size_t i = slot_of(crc, fn, pc);
+  for (size_t probes = 0; l->cache[i].fn && probes < 64;
+       i = (i + 1) & (CACHE_SLOTS - 1), probes++)
+    if (l->cache[i].fn == fn && l->cache[i].crc == crc && l->cache[i].pc == pc) {
+      *id = l->cache[i].frame;
+      return 1;
+    }
+  return 0;
+}
+
+/* Notes the triple's frame in a free slot near its home, if any. Locked. */
+static void cache_put(cp_pcs_lines *l, uint64_t crc, uint32_t fn, uint64_t pc,
+                      uint32_t id) {
+  size_t i = slot_of(crc, fn, pc);
+  for (size_t probes = 0; l->cache[i].fn && probes < 64; probes++)
+    i = (i + 1) & (CACHE_SLOTS - 1);
+  if (!l->cache[i].fn && l->used < CACHE_SLOTS / 2) {
+    l->cache[i] = (entry){crc, pc, fn, id};
+    l->used++;
+  }
+}
+
+/* 1 when the recover hook should run for unknown `crc` (first time seen,
+ * below MAX_TRIED); it is then noted. Locked. */
+static int should_recover(cp_pcs_lines *l, uint64_t crc) {
+  if (!l->hooks.recover || l->n_tried == MAX_TRIED)
+    return 0;
+  for (size_t i = 0; i < l->n_tried; i++)
+    if (l->tried[i] == crc)
+      return 0;
+  l->tried[l->n_tried++] = crc;
+  l->stats.recoveries++;
+  return 1;
+}
+
 uint32_t cp_pcs_lines_resolve(cp_pcs_lines *l, uint64_t crc,
                               const char *function, uint64_t pc) {
-  uint32_t fn;
+  uint32_t fn, id = 0;
   if (!function || cp_strtab_intern(function, strlen(function), &fn))
     return 0;
   pthread_mutex_lock(&l->lock);
   l->stats.lookups++;
-  size_t i = slot_of(crc, fn, pc), probes = 0;
-  for (; l->cache[i].fn && probes < 64; i = (i + 1) & (CACHE_SLOTS - 1), probes++)
-    if (l->cache[i].fn == fn && l->cache[i].crc == crc && l->cache[i].pc == pc) {
-      uint32_t id = l->cache[i].frame;
-      l->stats.misses += id == 0;
-      pthread_mutex_unlock(&l->lock);
-      return id;
+  if (!cached(l, crc, fn, pc, &id)) {
+    const cubin *c = find(l, crc);
+    if (!c && should_recover(l, crc)) {
+      pthread_mutex_unlock(&l->lock); /* the hook adds through the lock */
+      l->hooks.recover(l, crc);
+      pthread_mutex_lock(&l->lock);
+      c = find(l, crc);
     }
-  const cubin *c = find(l, crc);
-  uint32_t id = c ? lookup_frame(l, c, function, pc) : 0;
-  if (!l->cache[i].fn && l->used < CACHE_SLOTS / 2) {
-    l->cache[i] = (entry){crc, pc, fn, id};
-    l->used++;
+    id = c ? lookup_frame(l, c, function, pc) : 0;
+    cache_put(l, crc, fn, pc, id);
   }
   l->stats.misses += id == 0;
   pthread_mutex_unlock(&l->lock);

@@ -1,7 +1,8 @@
 /* backend/cupti/pcs_mode.c -- parse the CUPTI backend's mode string
  * (grammar in pcs_mode.h). Invariant: anything not in the grammar is an
  * error that names the option, its offset and the valid values. Pure; not a
- * hot path; fuzzed by tests/fuzz/pcs_mode_fuzz.c. */
+ * hot path; fuzzed by tests/fuzz/cupti_mode_fuzz.c. Called by the family
+ * table (cupti_mode.c) for strings whose first word is "pcsampling". */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -9,7 +10,7 @@
 #include "backend/cupti/pcs_mode.h"
 #include "core/error.h"
 
-#define VALID "pcsampling[:interval=N][:exact][:buffer=PCS][:first=K]"
+#define VALID CP_PCS_GRAMMAR
 
 static int bad(const char *mode, size_t at, const char *what) {
   return cp_error_set(CPROTON_EINVAL, "cupti mode '%s': %s at offset %zu "
@@ -98,16 +99,8 @@ int cp_pcs_mode_parse(const char *mode, cp_pcs_options *o) {
   return CPROTON_OK;
 }
 
-int cp_pcs_mode_check(const char *mode) {
-  cp_pcs_options o;
-  return cp_pcs_mode_parse(mode, &o);
-}
-
-int cp_pcs_mode_same(const char *a, const char *b) {
-  cp_pcs_options x, y;
-  if (cp_pcs_mode_parse(a, &x) || cp_pcs_mode_parse(b, &y))
-    return 0;
-  return x.enabled == y.enabled && x.exact == y.exact &&
-         x.period_log2 == y.period_log2 && x.buffer_pcs == y.buffer_pcs &&
-         x.first == y.first;
+int cp_pcs_options_same(const cp_pcs_options *x, const cp_pcs_options *y) {
+  return x->enabled == y->enabled && x->exact == y->exact &&
+         x->period_log2 == y->period_log2 && x->buffer_pcs == y->buffer_pcs &&
+         x->first == y->first;
 }

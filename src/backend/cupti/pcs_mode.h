@@ -29,6 +29,8 @@
 #define CP_PCS_BUFFER_MAX 1048576u
 #define CP_PCS_FIRST_MAX 1000u
 #define CP_PCS_FIRST_DEFAULT 0u
+/* The family's grammar, as error messages show it. */
+#define CP_PCS_GRAMMAR "pcsampling[:interval=N][:exact][:buffer=PCS][:first=K]"
 
 typedef struct cp_pcs_options {
   int enabled;           /* the mode asks for PC sampling */
@@ -45,11 +47,8 @@ typedef struct cp_pcs_options {
  * integer in 32..2147483648 (cycles)". */
 int cp_pcs_mode_parse(const char *mode, cp_pcs_options *out);
 
-/* cp_pcs_mode_parse, discarding the options (the backend's check_mode). */
-int cp_pcs_mode_check(const char *mode);
-
-/* Whether two mode strings ask for the same collection (NULL == "";
- * "pcsampling" == "pcsampling:interval=1000"). 0 when either is invalid. */
-int cp_pcs_mode_same(const char *a, const char *b);
+/* Whether two parsed option sets ask for the same collection
+ * ("pcsampling" == "pcsampling:interval=1000": the same period). */
+int cp_pcs_options_same(const cp_pcs_options *a, const cp_pcs_options *b);
 
 #endif

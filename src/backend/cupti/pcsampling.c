@@ -3,10 +3,12 @@
  * hooks installed, the existing contexts adopted), flush (the period ended
  * on every context, samples attributed, drops reported as a ROOT metric),
  * disable (sampling stopped on every context, the counters reported once),
- * the hooks pcs_lines.c calls (cubin CRC, SASS-to-source) and concurrent
- * mode's kernel weights. Per-context configuration and ranges are in
- * pcsampling_ctx.c, periods and the launch bracket in pcsampling_range.c,
- * their shared state in pcsampling_state.h.
+ * the hooks pcs_lines.c calls (cubin CRC, SASS-to-source, and the recovery
+ * of cubins of modules loaded before sampling from the loaded objects' fat
+ * binaries), the kept cubins' kernel frames (kernel.stack_bytes) and
+ * concurrent mode's kernel weights. Per-context configuration and ranges
+ * are in pcsampling_ctx.c, periods and the launch bracket in
+ * pcsampling_range.c, their shared state in pcsampling_state.h.
  * Invariants: every vendor call goes through the loader's table and is
  * made on an application thread (a flush or a launch; a drain thread
  * calling Stop and Start beside launches hung on an H100); a context whose
@@ -21,6 +23,9 @@
 #include "core/config_table.h"
 #include "backend/cupti/pcs_attr.h"
 #include "backend/cupti/pcs_lines.h"
+#include "backend/cupti/loaded_cubins.h"
+#include "backend/cupti/cubin_info.h"
+#include "core/kfacts.h"
 #include "backend/cupti/pcsampling.h"
 #include "backend/cupti/pcsampling_state.h"
 #include "core/error.h"
@@ -28,6 +33,8 @@
 #include "cproton/cproton.h"
 
 #define CUBIN_BYTES (1ull << 30)
+#define FATBIN_BYTES (64u << 20) /* larger .nv_fatbin sections are not read:
+                                    vendor libraries, built without line info */
 #define MIN_CUPTI_VERSION 22 /* CUPTI 12.4: PC records carry correlationId */
 
 cp_pcsampling_state cp_pcsampling_g = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -64,9 +71,64 @@ static int cubin_source(const void *cubin, size_t size, const char *fn,
   return CPROTON_OK;
 }
 
+/* A kernel's stack frame (local arrays, spills) as its kernel.stack_bytes
+ * fact: CUPTI's records leave it out of localMemoryPerThread. */
+static void note_frame(void *ctx, const char *name, uint32_t bytes) {
+  (void)ctx;
+  cp_kfacts_set(name, "kernel.stack_bytes", bytes, NULL);
+}
+
+/* Keeps a cubin for line mapping and notes its kernels' frames. */
+static int keep(const void *cubin, size_t size) {
+  int rc = cp_pcs_lines_add(g->lines, cubin, size);
+  if (rc == CPROTON_OK)
+    cp_cubin_info_frames(cubin, size, note_frame, NULL);
+  return rc;
+}
+
 static void module_loaded(const void *cubin, size_t size) {
   if (g->lines)
-    cp_pcs_lines_add(g->lines, cubin, size);
+    keep(cubin, size);
+}
+
+/* Modules loaded before sampling began (a CUDA C library's kernels run
+ * before start(): lazy loading loads a module at its first launch) never
+ * passed module_loaded; a sample naming such a cubin makes pcs_lines call
+ * this, which looks the CRC up among the cubins of the device's
+ * architecture in the loaded objects' fat binaries (each object read once
+ * per process, its cubins indexed, not kept) and keeps the one found
+ * (docs/cupti.md, "Line mapping"). File-static, not in the shared state:
+ * only this file's recovery and report use them, and the index outlives
+ * every session. */
+static pthread_mutex_t recover_lock = PTHREAD_MUTEX_INITIALIZER;
+static cp_loaded_cubins *loaded; /* kept for the process */
+static cp_fatbin_stats recovered;
+static size_t recover_failed, n_recovered;
+
+static int keep_found(void *ctx, const void *cubin, size_t size,
+                      uint64_t offset) {
+  (void)ctx, (void)offset;
+  keep(cubin, size); /* a refusal is counted by the store */
+  return 0;
+}
+
+static unsigned sampled_arch(void) {
+  cp_device_info d = {0};
+  if (!g->state || !g->state->hooks.describe_device ||
+      g->state->hooks.describe_device(0, &d) != 0)
+    return 0; /* unknown: every architecture's cubins */
+  return (unsigned)strtoul(d.arch, NULL, 10);
+}
+
+static void recover_cubin(cp_pcs_lines *l, uint64_t crc) {
+  (void)l; /* the store, `g->lines`, which keep() adds to */
+  pthread_mutex_lock(&recover_lock);
+  if (!loaded)
+    loaded = cp_loaded_cubins_new(cubin_crc, sampled_arch(), FATBIN_BYTES);
+  if (loaded)
+    n_recovered += (size_t)cp_loaded_cubins_find(loaded, crc, keep_found, NULL,
+                                                 &recovered, &recover_failed);
+  pthread_mutex_unlock(&recover_lock);
 }
 
 /* The SM count of `device`, looked up once (0: unknown, the time rule). */
@@ -109,7 +171,8 @@ static int supported(void) {
 }
 
 static int alloc_tables(cp_cupti_state *st) {
-  static const cp_pcs_line_hooks hooks = {cubin_crc, cubin_source};
+  static const cp_pcs_line_hooks hooks = {cubin_crc, cubin_source,
+                                          recover_cubin};
   if (!g->lines && !(g->lines = cp_pcs_lines_new(&hooks, CUBIN_BYTES)))
     return CPROTON_ENOMEM;
   if (!g->pcs && !(g->pcs = cp_pcs_new(1 << 16, 1 << 14, st->corr, g->lines)))
@@ -223,6 +286,20 @@ static void report(void) {
             (unsigned long long)g->n_noted, (unsigned long long)g->n_splits,
             (unsigned long long)g->n_graph_ranges, g->t_split_ns / 1e6,
             (unsigned long long)s.apportioned);
+  pthread_mutex_lock(&recover_lock);
+  size_t objects = 0, indexed = 0;
+  if (loaded)
+    cp_loaded_cubins_counts(loaded, &objects, &indexed);
+  if (l.recoveries)
+    cp_info("pcsampling: %llu unknown cubins looked up in the loaded "
+            "objects' fat binaries, %zu found; %zu objects read, %zu cubins "
+            "indexed, %llu compressed (not read), %llu for other "
+            "architectures, %llu sections too large, %zu reads failed",
+            (unsigned long long)l.recoveries, n_recovered, objects, indexed,
+            (unsigned long long)recovered.compressed,
+            (unsigned long long)recovered.other_arch,
+            (unsigned long long)recovered.skipped, recover_failed);
+  pthread_mutex_unlock(&recover_lock);
   if (s.dropped || s.lost || s.unattributed || s.buffer_full ||
       s.sites_full || s.unknown_stall || l.refused || g->drain_errors)
     cp_warn("pcsampling: %llu samples dropped by CUPTI (hardware buffer full "
@@ -273,5 +350,5 @@ int cproton_pcsampling_add_cubin(const void *cubin, size_t size) {
   if (!atomic_load(&g->on) || !g->lines)
     return cp_error_set(CPROTON_ESTATE,
                         "no session samples PCs (mode 'pcsampling')");
-  return cp_pcs_lines_add(g->lines, cubin, size);
+  return keep(cubin, size);
 }

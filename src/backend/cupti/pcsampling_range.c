@@ -16,6 +16,7 @@
 #include "backend/cupti/pcsampling_state.h"
 #include "core/check.h"
 #include "core/clock.h"
+#include "core/context.h"
 #include "core/log.h"
 #include "core/strtab.h"
 
@@ -98,8 +99,11 @@ static void fetch(sampled_ctx *s, uint32_t corr) {
  * belong to the range closed. `s`'s context is current; caller holds
  * `lock`. */
 static void restart(sampled_ctx *s, uint32_t corr, int sync) {
-  if (sync)
+  if (sync) {
+    cp_context_own_calls_begin();
     g->api->cuCtxSynchronize();
+    cp_context_own_calls_end();
+  }
   cp_pcsampling_ctx_range(s, 0);
   fetch(s, corr);
   cp_pcsampling_ctx_range(s, 1);
@@ -198,7 +202,9 @@ static void first_exit(void *c, uint32_t corr) {
   if (!s || !s->ok)
     return;
   uint64_t t = cp_clock_now_ns();
+  cp_context_own_calls_begin();
   g->api->cuCtxSynchronize(); /* the kernel's samples are this range's */
+  cp_context_own_calls_end();
   cp_pcsampling_ctx_range(s, 0);
   fetch(s, corr);
   if (!s->started)

@@ -20,10 +20,16 @@
 
 typedef struct cp_pm_metric {
   const char *name;   /* stored in the profile, e.g. "sm_throughput%" */
-  const char *cupti;  /* Perfworks metric CUPTI is asked for */
+  const char *cupti;  /* Perfworks metric the sampler asks CUPTI for */
+  int sampled;        /* in the sampling mode's default set (else only
+                         the exact mode reads it by default) */
+  const char *exact;  /* Perfworks metric the exact mode (range profiler,
+                         replay) reads: Nsight Compute's own */
 } cp_pm_metric;
 
-/* The default set, in the order above; *n receives its length. */
+/* The table, in the order above; *n receives its length. The sampling
+ * mode's default set is the rows with `sampled`; the exact mode's is all
+ * of them. */
 const cp_pm_metric *cp_pm_metrics_defaults(size_t *n);
 
 /* Resolves a user's counter name: a short name of the table or a Perfworks

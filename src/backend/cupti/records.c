@@ -11,6 +11,7 @@
 
 #include "backend/cupti/adaptive.h"
 #include "backend/cupti/lazy.h"
+#include "backend/cupti/pm_attr.h"
 #include "backend/cupti/records.h"
 #include "core/kfacts.h"
 #include "core/log.h"
@@ -172,6 +173,8 @@ static void on_kernel(cp_cupti_state *st, const CUpti_Activity *rec) {
   cp_launch_site site;
   if (!site_of(st, k, &site))
     return;
+  /* hardware metrics: every launch's interval, before adaptive batching */
+  cp_pm_attr_kernel(k->name, &site, k->start, k->end, k->deviceId);
   cp_kernel_record r = {.name = k->name,
                         .start_ns = k->start,
                         .end_ns = k->end,

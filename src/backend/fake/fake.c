@@ -21,11 +21,14 @@ typedef struct pending {
   uint32_t device, stream, correlation;
 } pending;
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pending *queue;
-static size_t n_queue, cap_queue;
-static uint64_t clock_ns;
-static uint32_t next_correlation = 1;
+/* The instance: all of the backend's state. */
+static struct {
+  pthread_mutex_t lock;
+  pending *queue;
+  size_t n_queue, cap_queue;
+  uint64_t clock_ns;
+  uint32_t next_correlation;
+} self = {.lock = PTHREAD_MUTEX_INITIALIZER, .next_correlation = 1};
 
 int cp_fake_launch(const char *kernel, uint64_t duration_ns, uint32_t device,
                    uint32_t stream) {
@@ -36,19 +39,20 @@ int cp_fake_launch(const char *kernel, uint64_t duration_ns, uint32_t device,
     return CPROTON_OK;
   if (!(p.name = strdup(kernel)))
     return cp_error_set(CPROTON_ENOMEM, "out of memory");
-  pthread_mutex_lock(&lock);
+  pthread_mutex_lock(&self.lock);
   void *grown;
-  if (n_queue == cap_queue) {
-    if (cp_grow(queue, &cap_queue, n_queue + 1, sizeof *queue, 64, &grown)) {
-      pthread_mutex_unlock(&lock);
+  if (self.n_queue == self.cap_queue) {
+    if (cp_grow(self.queue, &self.cap_queue, self.n_queue + 1,
+                sizeof *self.queue, 64, &grown)) {
+      pthread_mutex_unlock(&self.lock);
       free(p.name);
       return cp_error_set(CPROTON_ENOMEM, "out of memory");
     }
-    queue = grown;
+    self.queue = grown;
   }
-  p.correlation = next_correlation++;
-  queue[n_queue++] = p;
-  pthread_mutex_unlock(&lock);
+  p.correlation = self.next_correlation++;
+  self.queue[self.n_queue++] = p;
+  pthread_mutex_unlock(&self.lock);
   return CPROTON_OK;
 }
 
@@ -60,30 +64,37 @@ void cp_fake_add_device(uint32_t id) {
 }
 
 static int fake_available(void) { return 1; }
-static int fake_start(const char *mode) { return CPROTON_OK; }
+static void fake_probe(cp_backend_probe *out) {
+  *out = (cp_backend_probe){.runs = 1};
+}
+/* Takes any mode (no parse_mode): sessions compare the strings. */
+static int fake_start(const cp_backend_config *config) {
+  (void)config;
+  return CPROTON_OK;
+}
 
 static int fake_flush(void) {
-  pthread_mutex_lock(&lock);
+  pthread_mutex_lock(&self.lock);
   int rc = CPROTON_OK;
   /* Kernels run after their launch, on the shared timebase; durations stay
    * deterministic. */
   uint64_t now = cp_clock_now_ns();
-  if (clock_ns < now)
-    clock_ns = now;
-  for (size_t i = 0; i < n_queue; i++) {
-    pending *p = &queue[i];
-    cp_kernel_record r = {.name = p->name, .start_ns = clock_ns,
-                          .end_ns = clock_ns + p->duration_ns,
+  if (self.clock_ns < now)
+    self.clock_ns = now;
+  for (size_t i = 0; i < self.n_queue; i++) {
+    pending *p = &self.queue[i];
+    cp_kernel_record r = {.name = p->name, .start_ns = self.clock_ns,
+                          .end_ns = self.clock_ns + p->duration_ns,
                           .device_id = p->device, .stream_id = p->stream,
                           .correlation_id = p->correlation,
                           .device_type = CP_DEVICE_CUDA};
-    clock_ns += p->duration_ns + 1000;
+    self.clock_ns += p->duration_ns + 1000;
     int r_rc = cp_session_deliver_kernel(&p->site, &r);
     rc = rc ? rc : r_rc;
     free(p->name);
   }
-  n_queue = 0;
-  pthread_mutex_unlock(&lock);
+  self.n_queue = 0;
+  pthread_mutex_unlock(&self.lock);
   return rc;
 }
 
@@ -92,6 +103,7 @@ static void fake_stop(void) { fake_flush(); }
 const cp_backend_ops cp_fake_backend = {
     .name = "fake",
     .available = fake_available,
+    .probe = fake_probe,
     .start = fake_start,
     .flush = fake_flush,
     .stop = fake_stop,

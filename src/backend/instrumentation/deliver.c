@@ -21,6 +21,9 @@
 
 #define MAX_NESTING 64
 
+/* A region's trace line (its depth, or the events' line) is 16 bits. */
+_Static_assert(CP_DECODE_EVENT_DEPTH <= UINT16_MAX, "trace line fits u16");
+
 static struct {
   atomic_ullong launches, decoded, dropped, unpaired, bad_ctas, failed;
   atomic_ullong reduced, reduce_checked, reduce_mismatches;
@@ -231,18 +234,20 @@ static int deliver_regions(const cproton_instr_kernel *k,
     cp_event out = {.kind = CP_EVENT_REGION,
                     .start_ns = (uint64_t)(cta0 + ev->start / rate),
                     .end_ns = (uint64_t)(cta0 + ev->end / rate),
-                    .name = k->name_ids[ev->scope], .lane = wp.warp,
-                    .device = wp.sm_id, .launch_lane = ev->depth,
-                    .correlation = wp.cta_id, .group = group,
-                    .cta_init_ns = cta.start_time,
-                    .cta_pre_final_ns = cta.finalize_time,
-                    .cta_post_final_ns = cta.end_time,
-                    .is_event = ev->depth == CP_DECODE_EVENT_DEPTH,
-                    .end_lane = ev->end_warp,
-                    /* the anchor of these times: the trace writer moves
-                     * them onto the kernel's CUPTI start when it is known
-                     * (core/kernel_times.h) */
-                    .launch_ns = site->launch_ns};
+                    .name = k->name_ids[ev->scope],
+                    .u.region = {
+                        .warp = wp.warp, .sm = wp.sm_id,
+                        .line = (uint16_t)ev->depth, .cta = wp.cta_id,
+                        .kernel_name = group,
+                        .cta_init_ns = cta.start_time,
+                        .cta_pre_final_ns = cta.finalize_time,
+                        .cta_post_final_ns = cta.end_time,
+                        .is_event = ev->depth == CP_DECODE_EVENT_DEPTH,
+                        .end_warp = ev->end_warp,
+                        /* the anchor of these times: the trace writer
+                         * moves them onto the kernel's CUPTI start when it
+                         * is known (core/kernel_times.h) */
+                        .launch_ns = site->launch_ns}};
     cp_session_deliver_event(site, k->name, NULL, 0, &out);
   }
   free(r);

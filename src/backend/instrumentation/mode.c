@@ -2,9 +2,12 @@
  * ("default:key=value:...") parsed into pass options. Keys and values are
  * tables; enum spellings Python prints ("BUFFER_TYPE.GLOBAL", with that
  * type's name) are accepted as well as Proton's lower-case names.
- * This parser is the only authority on mode strings: Python's
- * cproton.mode.parse_instrumentation_mode parses the canonical form it
- * writes (cproton_instr_mode_normalize), so the two cannot disagree.
+ * This parser is the only authority on mode strings: the session layer
+ * parses a session's mode once (cp_instr_mode_parse_config, the backend's
+ * parse_mode), and the Python hook once per session
+ * (cproton_instr_mode_parse); Python's mode classes and
+ * cproton.mode.parse_instrumentation_mode read the canonical form it
+ * writes, so the two cannot disagree.
  * Refused: an empty field ("default::x=1", "default:"), an empty key, and
  * an empty value except for sampling_options and optimizations, where
  * Proton's own str(mode) writes "" for "none". Not a hot path. */
@@ -15,6 +18,7 @@
 #include <strings.h>
 
 #include "core/error.h"
+#include "backend/instrumentation/mode.h"
 #include "cproton/instrumentation.h"
 
 typedef struct word {
@@ -319,33 +323,58 @@ int cproton_instr_mode_options(const char *mode, cproton_ptx_options *out) {
   return parse_mode(mode, out, &ps);
 }
 
+/* What the runtime needs, from one parse. */
+static int parse_instr(const char *mode, cp_instr_mode *m, canon *c) {
+  parsed ps;
+  int rc = parse_mode_canon(mode, &m->options, &ps, c);
+  m->decode_flags = !rc && (ps.opts & OPT_TIME_SHIFT) ? CPROTON_DECODE_TIME_SHIFT : 0;
+  m->reduce = rc ? CPROTON_REDUCE_AUTO : (cproton_reduce_kind)ps.reduce;
+  m->reduce_on_device = rc || ps.reduce != CPROTON_REDUCE_HOST;
+  return rc;
+}
+
+_Static_assert(sizeof(cp_instr_mode) <= CP_BACKEND_OPTS_BYTES,
+               "an instrumentation mode fits a backend configuration");
+
+const cp_instr_mode *cp_instr_mode_of(const cp_backend_config *config) {
+  return CP_BACKEND_OPTS(cp_instr_mode, config);
+}
+
+int cp_instr_mode_parse_config(const char *mode, cp_backend_config *out) {
+  cp_instr_mode m;
+  canon c;
+  int rc = parse_instr(mode, &m, &c);
+  cp_backend_config_set(out, mode, &m, sizeof m);
+  return rc;
+}
+
 int cproton_instr_mode_decode_flags(const char *mode, unsigned *flags) {
   if (!flags)
     return cp_error_set(CPROTON_EINVAL, "instrumentation mode: flags is NULL");
-  cproton_ptx_options o;
-  parsed ps;
-  int rc = parse_mode(mode, &o, &ps);
-  *flags = !rc && (ps.opts & OPT_TIME_SHIFT) ? CPROTON_DECODE_TIME_SHIFT : 0;
+  cp_instr_mode m;
+  canon c;
+  int rc = parse_instr(mode, &m, &c);
+  *flags = m.decode_flags;
   return rc;
 }
 
 int cproton_instr_mode_reduce(const char *mode, int *on_device) {
   if (!on_device)
     return cp_error_set(CPROTON_EINVAL, "instrumentation mode: on_device is NULL");
-  cproton_ptx_options o;
-  parsed ps;
-  int rc = parse_mode(mode, &o, &ps);
-  *on_device = rc || ps.reduce != CPROTON_REDUCE_HOST;
+  cp_instr_mode m;
+  canon c;
+  int rc = parse_instr(mode, &m, &c);
+  *on_device = m.reduce_on_device;
   return rc;
 }
 
 int cproton_instr_mode_reduce_kind(const char *mode, cproton_reduce_kind *out) {
   if (!out)
     return cp_error_set(CPROTON_EINVAL, "instrumentation mode: out is NULL");
-  cproton_ptx_options o;
-  parsed ps;
-  int rc = parse_mode(mode, &o, &ps);
-  *out = rc ? CPROTON_REDUCE_AUTO : (cproton_reduce_kind)ps.reduce;
+  cp_instr_mode m;
+  canon c;
+  int rc = parse_instr(mode, &m, &c);
+  *out = m.reduce;
   return rc;
 }
 
@@ -353,18 +382,54 @@ int cproton_instr_mode_reduce_kind(const char *mode, cproton_reduce_kind *out) {
  * that C front ends get the default the Python hook uses: in-kernel sums
  * need reduce unset or `kernel`, a tree profile, and nothing that needs
  * records (the host buffer, time_shift). */
+static int sums_rule(const cp_instr_mode *m, int is_trace, int host_buffer) {
+  int reduce_ok = m->reduce == CPROTON_REDUCE_AUTO || m->reduce == CPROTON_REDUCE_KERNEL;
+  return reduce_ok && !is_trace && !host_buffer &&
+         !(m->decode_flags & CPROTON_DECODE_TIME_SHIFT);
+}
+
 int cproton_instr_mode_sums_in_kernel(const char *mode, int is_trace,
                                       int host_buffer, int *out) {
   if (!out)
     return cp_error_set(CPROTON_EINVAL, "instrumentation mode: out is NULL");
   *out = 0;
-  cproton_ptx_options o;
-  parsed ps;
-  int rc = parse_mode(mode, &o, &ps);
+  cp_instr_mode m;
+  canon c;
+  int rc = parse_instr(mode, &m, &c);
+  if (!rc)
+    *out = sums_rule(&m, is_trace, host_buffer);
+  return rc;
+}
+
+/* reduce=kernel asked for where records are needed: refused, not ignored. */
+static int kernel_sums_refused(const cp_instr_mode *m, int is_trace) {
+  if (m->reduce != CPROTON_REDUCE_KERNEL ||
+      (!is_trace && !(m->decode_flags & CPROTON_DECODE_TIME_SHIFT)))
+    return CPROTON_OK;
+  return cp_error_set(CPROTON_EINVAL, "instrumentation mode: reduce=kernel sums per-scope totals inside the "
+                      "kernel and stores no records, which %s need; use reduce=device or leave reduce out",
+                      is_trace ? "traces" : "time_shift");
+}
+
+int cproton_instr_mode_parse(const char *mode, int is_trace, cproton_instr_mode_info *out) {
+  if (!out)
+    return cp_error_set(CPROTON_EINVAL, "instrumentation mode: out is NULL");
+  cp_instr_mode m;
+  canon c;
+  memset(out, 0, sizeof *out);
+  int rc = parse_instr(mode, &m, &c);
+  if (!rc)
+    rc = kernel_sums_refused(&m, is_trace);
+  if (!rc && c.n >= sizeof out->canonical)
+    rc = cp_error_set(CPROTON_ELIMIT, "instrumentation mode: canonical form over %zu bytes",
+                      sizeof out->canonical - 1);
   if (rc)
     return rc;
-  int reduce_ok = ps.reduce == CPROTON_REDUCE_AUTO ||
-                  ps.reduce == CPROTON_REDUCE_KERNEL;
-  *out = reduce_ok && !is_trace && !host_buffer && !(ps.opts & OPT_TIME_SHIFT);
+  out->options = m.options;
+  out->reduce = m.reduce;
+  out->decode_flags = m.decode_flags;
+  out->sums_in_kernel = sums_rule(&m, is_trace, 0);
+  out->sums_in_kernel_host_buffer = sums_rule(&m, is_trace, 1);
+  memcpy(out->canonical, c.s, c.n + 1);
   return CPROTON_OK;
 }

@@ -30,6 +30,7 @@
 #include "core/config_table.h"
 #include "backend/backend.h"
 #include "backend/cudadrv.h"
+#include "backend/instrumentation/mode.h"
 #include "backend/instrumentation/runtime.h"
 #include "backend/instrumentation/runtime_state.h"
 #include "core/error.h"
@@ -123,22 +124,14 @@ unsigned cp_instr_mode_decode_flags(void) {
   return f;
 }
 
-static int instr_start(const char *mode) {
-  cproton_ptx_options o;
-  unsigned flags = 0;
-  int on_device = 1;
-  int rc = cproton_instr_mode_options(mode, &o);
-  if (!rc)
-    rc = cproton_instr_mode_decode_flags(mode, &flags);
-  if (!rc)
-    rc = cproton_instr_mode_reduce(mode, &on_device);
-  if (rc)
-    return rc;
+/* The session's mode, parsed once by the session layer (mode.c). */
+static int instr_start(const cp_backend_config *config) {
+  const cp_instr_mode *m = cp_instr_mode_of(config);
   pthread_mutex_lock(&g->lock);
-  g->current = o;
+  g->current = m->options;
   g->have_current = 1;
-  g->mode_decode_flags = flags;
-  g->mode_reduce_device = on_device;
+  g->mode_decode_flags = m->decode_flags;
+  g->mode_reduce_device = m->reduce_on_device;
   const char *check = cp_config_get("CPROTON_INSTR_REDUCE_CHECK");
   g->reduce_check = check && *check && strcmp(check, "0") != 0;
   pthread_mutex_unlock(&g->lock);
@@ -179,16 +172,12 @@ static void instr_stop(void) {
 
 static int instr_flush(void) { return cproton_instr_flush(); }
 
-static int instr_check_mode(const char *mode) {
-  cproton_ptx_options o;
-  return cproton_instr_mode_options(mode, &o);
-}
-
 const cp_backend_ops cp_instrumentation_backend = {
     .name = "instrumentation",
     .available = instr_available,
+    .probe = cp_cudadrv_probe,
+    .parse_mode = cp_instr_mode_parse_config,
     .start = instr_start,
-    .check_mode = instr_check_mode,
     .flush = instr_flush,
     .stop = instr_stop,
 };

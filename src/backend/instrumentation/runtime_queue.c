@@ -21,6 +21,7 @@
 #include "backend/instrumentation/sums.h"
 #include "core/check.h"
 #include "core/clock.h"
+#include "core/context.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "instrument/layout.h"
@@ -48,7 +49,9 @@ static void drain(void) {
 /* Waits for the copy, decodes, returns the buffer and events to their
  * pools, and queues the result for delivery in launch order. */
 static void finish(const cp_cudadrv *d, pending *p) {
+  cp_context_own_calls_begin();
   cp_curesult r = d->cuEventSynchronize(p->copied);
+  cp_context_own_calls_end();
   uint64_t done = cp_clock_now_ns();
   if (r) {
     cp_cudadrv_error(r, "waiting for a profile buffer copy");
@@ -86,6 +89,7 @@ static void finish(const cp_cudadrv *d, pending *p) {
 
 static void *worker_main(void *arg) {
   const cp_cudadrv *d = arg;
+  cp_context_own_calls_begin(); /* its event waits are cproton's */
   pthread_mutex_lock(&g->lock);
   for (;;) {
     while (!g->head && !g->stopping)
@@ -305,8 +309,11 @@ int cproton_instr_read(uint64_t dptr, size_t size, uint64_t stream,
   cp_curesult r = d->cuMemcpyDtoHAsync(dst, dptr, size, s);
   if (!r)
     r = d->cuEventRecord(done, s);
-  if (!r)
+  if (!r) {
+    cp_context_own_calls_begin();
     r = d->cuEventSynchronize(done);
+    cp_context_own_calls_end();
+  }
   pthread_mutex_lock(&g->lock);
   cp_instr_pool_event_put(d, ctx, done);
   pthread_mutex_unlock(&g->lock);

@@ -18,13 +18,31 @@ static const struct {
 } modes[] = {{"", 0}, {"default", 0}, {"count", 1}};
 #define N_MODES (sizeof modes / sizeof *modes)
 
-static int running;
+/* The parsed mode, in the session's cp_backend_config. */
+typedef struct skeleton_options {
+  int counts;
+} skeleton_options;
+_Static_assert(sizeof(skeleton_options) <= CP_BACKEND_OPTS_BYTES,
+               "skeleton options fit a backend configuration");
 
-static int find_mode(const char *mode, size_t *index) {
+/* The instance: all of the backend's state. */
+static struct {
+  int running;
+  skeleton_options options; /* of the session that started it */
+} self;
+
+static const skeleton_options *options_of(const cp_backend_config *c) {
+  return CP_BACKEND_OPTS(skeleton_options, c);
+}
+
+/* Parsed once per session, by the session layer. */
+static int skeleton_parse_mode(const char *mode, cp_backend_config *out) {
   const char *m = mode ? mode : "";
+  out->mode = mode;
   for (size_t i = 0; i < N_MODES; i++)
     if (strcmp(modes[i].name, m) == 0) {
-      *index = i;
+      skeleton_options o = {.counts = modes[i].counts};
+      cp_backend_config_set(out, mode, &o, sizeof o);
       return CPROTON_OK;
     }
   return cp_error_set(CPROTON_EINVAL,
@@ -32,47 +50,41 @@ static int find_mode(const char *mode, size_t *index) {
                       m);
 }
 
-static int skeleton_check_mode(const char *mode) {
-  size_t i;
-  return find_mode(mode, &i);
-}
-
 /* Cheap and silent: there is nothing to load. */
 static int skeleton_available(void) { return 1; }
+static void skeleton_probe(cp_backend_probe *out) {
+  *out = (cp_backend_probe){.runs = 1};
+}
 
-static int skeleton_start(const char *mode) {
-  size_t i;
-  int rc = find_mode(mode, &i);
-  if (rc)
-    return rc;
-  running = 1;
+static int skeleton_start(const cp_backend_config *config) {
+  self.options = *options_of(config);
+  self.running = 1;
   return CPROTON_OK;
 }
 
 static int skeleton_flush(void) {
-  return running ? CPROTON_OK
-                 : cp_error_set(CPROTON_EINVAL, "skeleton backend: flush "
-                                "while not started");
+  return self.running ? CPROTON_OK
+                      : cp_error_set(CPROTON_EINVAL, "skeleton backend: flush "
+                                     "while not started");
 }
 
-static void skeleton_stop(void) { running = 0; }
+static void skeleton_stop(void) { self.running = 0; }
 
 /* Two sessions can share the backend when their modes mean the same. */
-static int skeleton_mode_compatible(const char *a, const char *b) {
-  size_t i, j;
-  if (find_mode(a, &i) || find_mode(b, &j))
-    return 0;
-  return modes[i].counts == modes[j].counts;
+static int skeleton_same_mode(const cp_backend_config *a,
+                              const cp_backend_config *b) {
+  return options_of(a)->counts == options_of(b)->counts;
 }
 
 const cp_backend_ops cp_skeleton_backend = {
     .name = "skeleton",
     .available = skeleton_available,
+    .probe = skeleton_probe,
+    .parse_mode = skeleton_parse_mode,
     .start = skeleton_start,
     .flush = skeleton_flush,
     .stop = skeleton_stop,
-    .mode_compatible = skeleton_mode_compatible,
-    .check_mode = skeleton_check_mode,
+    .same_mode = skeleton_same_mode,
     .times_kernels = 1,
     .flush_is_complete = 1, /* nothing is in flight */
 };

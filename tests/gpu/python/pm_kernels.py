@@ -14,7 +14,7 @@ import triton.language as tl
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench", "kernels"))
 from pcs_kernels import matmul_kernel  # noqa: E402
 
-REPEAT = 3
+REPEAT = 20
 
 
 @triton.jit
