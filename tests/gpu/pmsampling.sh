@@ -88,7 +88,7 @@ alt="$alt,LTS.TriageCompute.lts__average_t_sector_hit_rate_srcunit_tex_realtime.
 alt="$alt,sm__inst_issued.avg.pct_of_peak_sustained_active"
 alt="$alt,TriageCompute.sm__throughput.avg.pct_of_peak_sustained_active"
 i=0
-for mode in ${PM_MODES:-pmsampling pmsampling:interval=50000 pmsampling:metrics=$alt}; do
+for mode in ${PM_MODES:-pmsampling pmsampling:interval=100000}; do
   i=$((i + 1)); tag=m$i
   if (cd "$out" && CPROTON_LOG=info timeout -k 5 90 "$py" "$here/python/pm_compare.py" run "$mode" "$out/pm_$tag") \
        >"$out/cproton_$tag.log" 2>&1; then
