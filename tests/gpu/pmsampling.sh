@@ -107,4 +107,16 @@ if [ "${PM_OVERHEAD:-1}" = 1 ]; then
     --rounds "${PM_ROUNDS:-3}" --budget 150 --out "$out/fresh" >"$out/fresh.log" 2>&1
   grep -E "^RESULT" "$out/fresh.log" || { echo "FAIL pm_overhead (see $out/fresh.log)"; tail -5 "$out/fresh.log"; }
 fi
+# 6. Nsight Compute on the same training step, the same counters (its
+# slowdown beside the sampling mode's): 2 timed steps, only their kernels
+# profiled (NVTX range "timed"), against the same steps unprofiled.
+if [ "${PM_NCU_STEP:-1}" = 1 ] && [ -n "$ncu" ]; then
+  (cd "$out" && timeout -k 5 120 "$py" "$here/python/pm_compare.py" train off 2 "$out/t_off") 2>&1 |
+    grep "^RESULT" | sed 's/mode=off/mode=unprofiled/'
+  (cd "$out" && timeout -k 5 240 "$ncu" --metrics "$metrics" --clock-control none --nvtx \
+     --nvtx-include "timed/" "$py" "$here/python/pm_compare.py" train off 2 "$out/t_ncu") \
+     >"$out/ncu_train.log" 2>&1
+  grep "^RESULT" "$out/ncu_train.log" | sed 's/mode=off/mode=ncu/' ||
+    { echo "FAIL pm_ncu_train (see $out/ncu_train.log)"; tail -5 "$out/ncu_train.log"; }
+fi
 [ "$fails" -eq 0 ] && echo "PASS pmsampling" || { echo "FAIL pmsampling ($fails steps)"; exit 1; }
