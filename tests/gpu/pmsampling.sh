@@ -70,7 +70,7 @@ fi
 
 # 3. Nsight Compute on the same kernels, both clock settings.
 ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
-for clocks in base none; do
+for clocks in ${PM_NCU_CLOCKS:-base none}; do
   if [ -z "$ncu" ]; then echo "FAIL pm_ncu $clocks: no ncu"; fails=$((fails + 1)); continue; fi
   if (cd "$out" && timeout -k 5 80 "$ncu" --metrics "$metrics" --clock-control "$clocks" \
       -k 'regex:matmul_kernel|pm_add_kernel|gemm|xmma|nvjet|cutlass' --csv --page raw \
