@@ -64,7 +64,7 @@ static double now_ms(void) {
 }
 
 static int driver(void) {
-  void *h = api.cuda_handle;
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
   cu.init = (__typeof__(cu.init))dlsym(h, "cuInit");
   cu.load = (__typeof__(cu.load))dlsym(h, "cuModuleLoadData");
   cu.get = (__typeof__(cu.get))dlsym(h, "cuModuleGetFunction");

@@ -21,7 +21,7 @@ build=${2:-${BUILD:-$root/build}}
 py=${PYTHON:-python3}
 runs=${RUNS:-3}
 fails=0
-metrics=$(grep -oE '"[a-z0-9_]+__[a-z0-9_.]+"' "$root/src/backend/cupti/pm_metrics.c" | tr -d '"' | paste -sd,)
+metrics=$("$py" "$here/python/pm_compare.py" ncu-metrics)
 echo "RESULT pmexact metrics=$metrics"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,driver_version --format=csv,noheader 2>/dev/null |
   sed 's/^/RESULT pmexact gpu=/'
@@ -69,8 +69,8 @@ fi
 
 # 3. Both side by side, per kernel and metric (percentage points).
 if [ -s "$out/exact.hatchet" ]; then
-  "$py" "$here/python/pm_exact_table.py" "$out/exact.hatchet" \
-    "$root/src/backend/cupti/pm_metrics.c" "$out/ncu_none.log" || fails=$((fails + 1))
+  "$py" "$here/python/pm_exact_table.py" "$out/exact.hatchet" "$out/ncu_none.log" ||
+    fails=$((fails + 1))
 fi
 
 # 4. Cost: fresh processes, median wall time of the profiled region.

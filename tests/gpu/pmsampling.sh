@@ -70,7 +70,7 @@ fi
 
 # 3. Nsight Compute on the same kernels, both clock settings.
 ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
-for clocks in base none; do
+for clocks in ${PM_NCU_CLOCKS:-base none}; do
   if [ -z "$ncu" ]; then echo "FAIL pm_ncu $clocks: no ncu"; fails=$((fails + 1)); continue; fi
   if (cd "$out" && timeout -k 5 80 "$ncu" --metrics "$metrics" --clock-control "$clocks" \
       -k 'regex:matmul_kernel|pm_add_kernel|gemm|xmma|nvjet|cutlass' --csv --page raw \
@@ -88,7 +88,7 @@ alt="$alt,LTS.TriageCompute.lts__average_t_sector_hit_rate_srcunit_tex_realtime.
 alt="$alt,sm__inst_issued.avg.pct_of_peak_sustained_active"
 alt="$alt,TriageCompute.sm__throughput.avg.pct_of_peak_sustained_active"
 i=0
-for mode in ${PM_MODES:-pmsampling pmsampling:interval=50000 pmsampling:metrics=$alt}; do
+for mode in ${PM_MODES:-pmsampling pmsampling:interval=100000}; do
   i=$((i + 1)); tag=m$i
   if (cd "$out" && CPROTON_LOG=info timeout -k 5 90 "$py" "$here/python/pm_compare.py" run "$mode" "$out/pm_$tag") \
        >"$out/cproton_$tag.log" 2>&1; then
@@ -106,5 +106,17 @@ if [ "${PM_OVERHEAD:-1}" = 1 ]; then
   "$py" "$root/bench/fresh_process.py" --workloads train --variants none,cproton,cproton-pm \
     --rounds "${PM_ROUNDS:-3}" --budget 150 --out "$out/fresh" >"$out/fresh.log" 2>&1
   grep -E "^RESULT" "$out/fresh.log" || { echo "FAIL pm_overhead (see $out/fresh.log)"; tail -5 "$out/fresh.log"; }
+fi
+# 6. Nsight Compute on the same training step, the same counters (its
+# slowdown beside the sampling mode's): 2 timed steps, only their kernels
+# profiled (NVTX range "timed"), against the same steps unprofiled.
+if [ "${PM_NCU_STEP:-1}" = 1 ] && [ -n "$ncu" ]; then
+  (cd "$out" && timeout -k 5 120 "$py" "$here/python/pm_compare.py" train off 2 "$out/t_off") 2>&1 |
+    grep "^RESULT" | sed 's/mode=off/mode=unprofiled/'
+  (cd "$out" && timeout -k 5 240 "$ncu" --metrics "$metrics" --clock-control none --nvtx \
+     --nvtx-include "timed/" "$py" "$here/python/pm_compare.py" train off 2 "$out/t_ncu") \
+     >"$out/ncu_train.log" 2>&1
+  grep "^RESULT" "$out/ncu_train.log" | sed 's/mode=off/mode=ncu/' ||
+    { echo "FAIL pm_ncu_train (see $out/ncu_train.log)"; tail -5 "$out/ncu_train.log"; }
 fi
 [ "$fails" -eq 0 ] && echo "PASS pmsampling" || { echo "FAIL pmsampling ($fails steps)"; exit 1; }

@@ -28,11 +28,11 @@
  * H100 took 23 ms a call with 256 MB, 53 ms with 512 MB, even with no
  * record to decode), and records are decoded every period, so a small
  * buffer is both cheaper and enough. */
-#define HW_BUFFER (32u << 20)
+#define HW_BUFFER (16u << 20)
 /* Periods of samples the image keeps room for: a decoder late by less
  * than this loses nothing (a decode into a full image drops the records
  * it cannot store, seen on an H100). */
-#define SLACK_PERIODS 6
+#define SLACK_PERIODS 4
 
 typedef struct device {
   int on;
@@ -174,11 +174,12 @@ static int device_start(size_t i, const char *chip, uint8_t *avail) {
   return 0;
 }
 
-/* How often the thread decodes: 32 intervals, within 1..50 ms, so an
- * image of MAX_SAMPLES holds 16 periods. */
+/* How often the thread decodes: 64 intervals, within 2..50 ms (each decode
+ * call has a fixed cost of milliseconds), so an image of MAX_SAMPLES holds
+ * eight periods. */
 static uint64_t period_ns(void) {
-  uint64_t p = 32 * P.o.interval_ns;
-  return p < 1000000 ? 1000000 : p > 50000000 ? 50000000 : p;
+  uint64_t p = 64 * P.o.interval_ns;
+  return p < 2000000 ? 2000000 : p > 50000000 ? 50000000 : p;
 }
 
 /* ---- decoding --------------------------------------------------------------- */

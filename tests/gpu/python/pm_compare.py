@@ -5,6 +5,11 @@
                                       default counter, comma-separated
   pm_compare.py run MODE OUT          pm_kernels.py's kernels under cproton
                                       with MODE; the profile is OUT.hatchet
+  pm_compare.py train MODE STEPS OUT  a compiled GPT training step, STEPS
+                                      timed steps after warm-up, under cproton
+                                      with MODE ("off": no profiler, e.g. to
+                                      run under Nsight Compute; the timed steps
+                                      are the NVTX range "timed")
   pm_compare.py compare PROFILE CSV   per kernel class and counter: cproton's
                                       value (sum of <name>*ns / pm_sampled_ns
                                       over the class's kernel nodes), ncu's
@@ -128,17 +133,22 @@ def train(mode, steps, out):
     sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "bench"))
     import cproton as proton
     import workloads
+    import torch
     step, sync = workloads.WORKLOADS["train"](lambda n: proton.scope(n))
     for _ in range(3):
         step()
     sync()
-    proton.start(out, backend="cupti", mode=mode or None)
+    if mode != "off":  # "off": no profiler (alone, or under Nsight Compute)
+        proton.start(out, backend="cupti", mode=mode or None)
+    torch.cuda.nvtx.range_push("timed")  # ncu --nvtx-include timed/
     t = time.perf_counter()
     for _ in range(steps):
         step()
     sync()
     dt = time.perf_counter() - t
-    proton.finalize()
+    torch.cuda.nvtx.range_pop()
+    if mode != "off":
+        proton.finalize()
     print(f"RESULT pm_train mode={mode or 'default'} ms_per_step={dt * 1e3 / steps:.3f}")
     return 0
 

@@ -1,7 +1,6 @@
 """pmsampling:exact's values per kernel class, and Nsight Compute's beside
-them (tests/gpu/pmexact.sh). argv: the cproton profile (.hatchet), the
-metric table (src/backend/cupti/pm_metrics.c: stored name -> Perfworks name),
-and the log of pm_ncu_table.py for the same kernels (its RESULT pm_ncu
+them (tests/gpu/pmexact.sh). argv: the cproton profile (.hatchet) and the
+log of pm_ncu_table.py for the same kernels (its RESULT pm_ncu
 lines; may be missing). For each kernel class (pm_ncu_table.klass) and
 default metric prints cproton's duration-weighted mean
 (<name>*ns / pm_sampled_ns, the storage contract), ncu's mean over the same
@@ -22,14 +21,10 @@ import sys
 from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pm_compare import NCU  # noqa: E402
 from pm_ncu_table import klass  # noqa: E402
 
 TOLERANCE = 5.0
-
-
-def metric_names(pm_metrics_c):
-    text = open(pm_metrics_c).read()
-    return dict(re.findall(r'\{\s*"([^"]+)",\s*"([^"]+)"\s*\}', text))
 
 
 def walk(node, sums, problems):
@@ -63,8 +58,8 @@ def ncu_values(log):
     return vals
 
 
-def main(profile, pm_metrics_c, ncu_log):
-    names = metric_names(pm_metrics_c)
+def main(profile, ncu_log):
+    names = NCU  # stored name -> the Nsight Compute metric it stands for
     sums, problems = defaultdict(lambda: defaultdict(float)), []
     walk(json.load(open(profile))[0], sums, problems)
     ncu = ncu_values(ncu_log)
@@ -125,4 +120,4 @@ def probe(profile, launches):
 if __name__ == "__main__":
     if sys.argv[1] == "--probe":
         sys.exit(probe(sys.argv[2], sys.argv[3]))
-    sys.exit(main(*sys.argv[1:4]))
+    sys.exit(main(*sys.argv[1:3]))
