@@ -23,11 +23,11 @@
 
 #define MAX_DEVICES 16
 #define MAX_SAMPLES 512 /* per counter data image */
-/* Bytes of raw records per device. Each cuptiPmSamplingDecodeData call
- * costs time in proportion to this buffer, not to the records in it (an
- * H100 took 23 ms a call with 256 MB, 53 ms with 512 MB, even with no
- * record to decode), and records are decoded every period, so a small
- * buffer is both cheaper and enough. */
+/* Bytes of raw records per device, decoded every period (a few dozen
+ * records). Decoding costs the decoder thread about 0.15-0.2 ms of CPU per
+ * sample with the default counters on an H100 while sampling runs, which is
+ * why the default interval is 1 ms (pm_mode.h; docs/hardware-metrics.md).
+ */
 #define HW_BUFFER (16u << 20)
 /* Periods of samples the image keeps room for: a decoder late by less
  * than this loses nothing (a decode into a full image drops the records
