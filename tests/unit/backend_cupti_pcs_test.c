@@ -114,7 +114,7 @@ Test(pcs_mode, same) {
   cr_assert_not(mode_same("pcsampling", "pcsampling:interval=x"));
   cr_assert(mode_same("pcsampling", "pcsampling:first=0"));
   cr_assert_not(mode_same("pcsampling", "pcsampling:first=1"));
-  cr_assert(mode_same("pmsampling", "pmsampling:interval=1000000"));
+  cr_assert(mode_same("pmsampling", "pmsampling:interval=250000"));
   cr_assert_not(mode_same("pmsampling", "pmsampling:interval=20000"));
   cr_assert_not(mode_same("pmsampling", "pcsampling"));
   cr_assert_not(mode_same("pmsampling", ""));

@@ -25,9 +25,8 @@
 #define MAX_SAMPLES 512 /* per counter data image */
 /* Bytes of raw records per device, decoded every period (a few dozen
  * records). Decoding costs the decoder thread about 0.15-0.2 ms of CPU per
- * sample with the default counters on an H100 while sampling runs, which is
- * why the default interval is 1 ms (pm_mode.h; docs/hardware-metrics.md).
- */
+ * sample with the default counters on an H100 while sampling runs (the
+ * default interval's trade-off: pm_mode.h, docs/hardware-metrics.md). */
 #define HW_BUFFER (16u << 20)
 /* Periods of samples the image keeps room for: a decoder late by less
  * than this loses nothing (a decode into a full image drops the records
