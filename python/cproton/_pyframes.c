@@ -144,7 +144,15 @@ static entry table[TABLE_SIZE];
 static unsigned n_entries;
 static atomic_uint generation = 1;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static char **skip; /* NULL-terminated; replaced under lock, old leaked */
+/* Which frames are dropped: those of files under a `skip` prefix, and the
+ * callers of a function of `callers` ("file-prefix@function"): PyTorch's
+ * torch-function dispatch calls a function twice, once to route it through
+ * the backward link's mode (the frame that calls handle_torch_function)
+ * and once to run it; only the second is the user's operation. Both lists
+ * NULL-terminated, replaced under lock, old ones leaked. */
+static char **skip, **callers;
+#define DROP_SELF 1
+#define DROP_CALLER 2
 static atomic_int registered;
 
 static unsigned slot_of(const void *code, int offset) {
@@ -185,11 +193,19 @@ static const char *utf8_of(PyObject *s, int gil) {
   return NULL; /* would need an allocation */
 }
 
-static int skipped(const char *file) {
-  for (char **p = skip; p && *p; p++)
+/* DROP_SELF and DROP_CALLER as the lists say for (file, name). */
+static uint8_t drop_flags(const char *file, const char *name) {
+  uint8_t flags = 0;
+  for (char **p = skip; p && *p && !flags; p++)
     if (strncmp(file, *p, strlen(*p)) == 0)
-      return 1;
-  return 0;
+      flags = DROP_SELF;
+  for (char **p = callers; p && *p; p++) {
+    const char *at = strrchr(*p, '@');
+    if (at && strcmp(at + 1, name) == 0 &&
+        strncmp(file, *p, (size_t)(at - *p)) == 0)
+      return flags | DROP_CALLER;
+  }
+  return flags;
 }
 
 /* Formats and interns the frame into `e` (not yet published). Caller holds
@@ -202,7 +218,7 @@ static int describe(entry *e, char *text, PyCodeObject *co, int offset,
     return -1;
   int line = PyCode_Addr2Line(co, offset * 2);
   snprintf(text, TEXT_MAX, "%s:%d@%s", file, line, name);
-  e->drop = (uint8_t)skipped(file);
+  e->drop = drop_flags(file, name);
   if (cproton_frame_intern(text, &e->id) != CPROTON_OK)
     return -1;
   e->offset = offset;
@@ -272,16 +288,20 @@ typedef struct walk {
   size_t raw_index[MAX_WALK];    /* of each kept frame, among all frames */
   size_t n, raw;
   int gil;
+  int inner_drops_caller; /* the frame visited last (inner) says so */
   entry scratch;
   char text[TEXT_MAX];
 } walk;
 
 static void visit(walk *w, PyCodeObject *co, int offset) {
   size_t raw = w->raw++;
+  int caller_dropped = w->inner_drops_caller;
+  w->inner_drops_caller = 0;
   if (w->n >= MAX_WALK)
     return;
   const entry *e = resolve(co, offset, w->gil, &w->scratch, w->text);
-  if (!e || e->drop)
+  w->inner_drops_caller = e && (e->drop & DROP_CALLER);
+  if (!e || (e->drop & DROP_SELF) || caller_dropped)
     return;
   if (e == &w->scratch) { /* uncacheable: keep the id, text only for last */
     static _Thread_local entry spill[MAX_WALK];
@@ -336,6 +356,7 @@ static void walk_public(walk *w, PyThreadState *ts) {
 
 static void walk_current(walk *w) {
   w->n = w->raw = 0;
+  w->inner_drops_caller = 0;
   PyThreadState *ts = PyGILState_GetThisThreadState();
   if (!ts || !atomic_load(&registered))
     return;
@@ -409,7 +430,7 @@ static int fill(memo *m, size_t j, PyCodeObject *co, int offset, int gil) {
   mframe *d = &m->f[j];
   const entry *e = resolve(co, offset, gil, &m->scratch, m->text);
   d->code = co, d->offset = offset;
-  d->drop = !e || e->drop;
+  d->drop = e ? e->drop : DROP_SELF;
   if (!e)
     return 0;
   d->id = e->id, d->strong = e->strong;
@@ -446,7 +467,8 @@ static size_t emit(const memo *m, size_t raw, uint32_t *ids, size_t max) {
     from = v.anchor; /* frames newer than the anchor */
   }
   for (size_t j = from; j < raw && n < max; j++)
-    if (!m->f[j].drop)
+    if (!(m->f[j].drop & DROP_SELF) &&
+        !(j + 1 < raw && (m->f[j + 1].drop & DROP_CALLER)))
       ids[n++] = m->f[j].id;
   for (size_t i = 0; i < v.n_ops && n < max; i++)
     ids[n++] = v.ops[i];
@@ -534,10 +556,11 @@ PyObject *cpy_frames_current(void) {
   return list;
 }
 
-int cpy_frames_set_skip(PyObject *prefixes) {
-  PyObject *seq = PySequence_Fast(prefixes, "skip prefixes must be a sequence of str");
+/* A NULL-terminated copy of a sequence of str; NULL with an exception. */
+static char **str_list(PyObject *items, const char *what) {
+  PyObject *seq = PySequence_Fast(items, what);
   if (!seq)
-    return -1;
+    return NULL;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   char **fresh = calloc((size_t)n + 1, sizeof *fresh);
   for (Py_ssize_t i = 0; fresh && i < n; i++) {
@@ -545,22 +568,40 @@ int cpy_frames_set_skip(PyObject *prefixes) {
     const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
     if (!s) {
       if (!PyErr_Occurred())
-        PyErr_SetString(PyExc_TypeError, "skip prefixes must be str");
+        PyErr_SetString(PyExc_TypeError, what);
       for (Py_ssize_t j = 0; j < i; j++)
         free(fresh[j]);
       free(fresh);
       Py_DECREF(seq);
-      return -1;
+      return NULL;
     }
     fresh[i] = strdup(s);
   }
   Py_DECREF(seq);
-  if (!fresh) {
+  if (!fresh)
     PyErr_NoMemory();
+  return fresh;
+}
+
+int cpy_frames_set_skip(PyObject *prefixes, PyObject *caller_of) {
+  char **fresh = str_list(prefixes, "skip prefixes must be a sequence of str");
+  if (!fresh)
+    return -1;
+  char **fresh_callers =
+      caller_of ? str_list(caller_of, "callers must be a sequence of str "
+                                      "'file-prefix@function'")
+                : calloc(1, sizeof *fresh_callers);
+  if (!fresh_callers) {
+    if (!PyErr_Occurred())
+      PyErr_NoMemory();
+    for (char **p = fresh; *p; p++)
+      free(*p);
+    free(fresh);
     return -1;
   }
   pthread_mutex_lock(&lock);
-  skip = fresh; /* the old list may be read by a concurrent miss: leaked */
+  skip = fresh; /* the old lists may be read by a concurrent miss: leaked */
+  callers = fresh_callers;
   atomic_fetch_add(&generation, 1);
   pthread_mutex_unlock(&lock);
   return 0;

@@ -4,6 +4,8 @@ and Triton's launch machinery (and cproton's own frames) are dropped."""
 import os
 import threading
 
+import pytest
+
 import cproton as proton
 from cproton import _cproton as C
 
@@ -231,3 +233,38 @@ def test_memo_code_object_at_a_reused_address():
         paths = kernel_paths(tree, f"g{i}")
         assert len(paths) == 1, (i, paths)
         assert paths[0][0][-1].endswith(f"@gen{i}"), (i, paths)
+
+
+def test_callers_of_a_function_dropped(tmp_path):
+    # set_python_skip's callers_of: the callers of "file-prefix@function"
+    # are dropped (torch's handle_torch_function, issue 28), in a launch's
+    # path (the memo) and in python_frames() (the plain walk) alike.
+    helper = tmp_path / "router_mod.py"
+    helper.write_text("def route(fn, *a):\n    return fn(*a)\n\n"
+                      "def via(fn, *a):\n    return route(fn, *a)\n")
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("router_mod", helper)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    skip = proton.context.default_python_skip()
+    proton.context.set_python_skip(skip, [f"{helper}@route"])
+    try:
+        frames = mod.via(frames_here)
+        sid = proton.start("py", context="python", backend="fake")
+        for _ in range(2):
+            mod.via(memo_leaf, "routed")
+        proton.finalize(sid)
+    finally:
+        proton.context.set_python_skip(skip)
+    names = [f.rsplit("@", 1)[1] for f in frames]
+    assert names[-3:] == ["test_callers_of_a_function_dropped", "route", "frames_here"], frames
+    (path, count), = kernel_paths(load_tree("py.hatchet"), "routed")
+    assert count == 2
+    assert [p.rsplit("@", 1)[1] for p in path][-3:] == ["test_callers_of_a_function_dropped", "route",
+                                                         "memo_leaf"], path
+    back = [f.rsplit("@", 1)[1] for f in mod.via(frames_here)]
+    assert back[-3:] == ["via", "route", "frames_here"]  # the list is back to none
+    for bad in ([1], 5):
+        with pytest.raises(TypeError):
+            proton.context.set_python_skip(skip, bad)
+    proton.context.set_python_skip(skip)
