@@ -64,7 +64,8 @@ def analyse(path):
             metric_keys.setdefault(k, [0, 0])
             metric_keys[k][0] += 1
             metric_keys[k][1] += v == 0
-    return {"bytes": len(text), "nodes": len(nodes), "kernel_nodes": len(kernels),
+    indent = sum(len(ln) - len(ln.lstrip(" ")) for ln in text.splitlines())
+    return {"bytes": len(text), "indent": indent, "nodes": len(nodes), "kernel_nodes": len(kernels),
             "launches": sum(n["metrics"].get("count", 0) for n in kernels),
             "name_bytes": name_bytes, "max_depth": max(d for _, d in nodes),
             "metrics": metric_keys}
@@ -85,7 +86,8 @@ def main():
         base = base or a["bytes"]
         print(f"RESULT {v}: {a['launches']} launches, {a['kernel_nodes']} kernel nodes, {a['nodes']} nodes, "
               f"{a['bytes']} bytes ({a['bytes'] / base:.1f}x shadow, {a['bytes'] / a['nodes']:.0f} B/node), "
-              f"frame names {a['name_bytes']} B, depth {a['max_depth']}")
+              f"indentation {100 * a['indent'] // a['bytes']}%, frame names {a['name_bytes']} B, "
+              f"depth {a['max_depth']}")
         print(f"  metrics (entries, zero-valued): {json.dumps(a['metrics'])}")
     print(f"profiles in {out}")
 
