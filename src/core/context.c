@@ -15,7 +15,8 @@
  * node or a scoped string). cp_context_compact frees the tree and the
  * scoped names only when every thread has both at zero; exited frames kept
  * for late metrics carry the generation they were made in and are ignored
- * once it has passed.
+ * once it has passed; so does a thread's memo of its last Python path
+ * (path_memo), which holds nodes without counting them in `held`.
  * Hot path: push/pop (scope enter/exit) and launch_node (launch callbacks).
  * Called by core/session.c. */
 #include <linux/membarrier.h>
