@@ -212,12 +212,11 @@ def test_memo_code_object_at_a_reused_address():
     # same address, with the same bytecode offsets and first line, and its
     # name string the address of the old name. Its frame must still be named
     # after the new function (old code: "gen7" was named "gen1").
-    import sys
     import types
     sid = proton.start("py", context="python", backend="fake")
     codes, names = [], []
     for i in range(40):
-        code = memo_gen.__code__.replace(co_name=sys.intern(f"gen{i}"))
+        code = memo_gen.__code__.replace(co_name=f"gen{i}")  # not interned: freed with it
         fn = types.FunctionType(code, globals())
         codes.append(id(code))
         names.append(id(code.co_name))
