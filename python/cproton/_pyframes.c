@@ -382,7 +382,8 @@ static void walk_current(walk *w) {
  * A memo frame is reused under the table's own rule: same code pointer and
  * offset, same generation, and for an entry made without the GIL (it owns
  * no reference, so the address may now hold another code object) the
- * code's filename, name and first line checked again on every reuse. */
+ * code's filename, name, their hashes and first line checked again on
+ * every reuse (`same_code`). */
 
 typedef struct mframe {
   PyCodeObject *code;
@@ -499,8 +500,8 @@ static size_t unwind_plain(uint32_t *ids, size_t max) {
 
 /* The calling thread's memo. Not inlined: the module is a shared object,
  * where each use of a thread-local is a call to __tls_get_addr, which GCC
- * repeats in every loop iteration that touches the variable; one call per
- * walk, the pointer kept, costs ~1/3 of what the walk cost before. */
+ * repeated in every iteration of gather's loop when the memo was used by
+ * name; through this accessor it is one call per walk. */
 static __attribute__((noinline)) memo *this_memo(void) {
   static _Thread_local memo m;
   return &m;
