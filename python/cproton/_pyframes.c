@@ -440,7 +440,7 @@ static int fill(memo *m, size_t j, PyCodeObject *co, int offset, int gil) {
 }
 
 /* Brings m->f[0, raw) up to date with the raw frames just gathered. */
-static void refresh(memo *m, size_t raw, int gil) {
+static void refresh(memo *m, size_t raw) {
   unsigned gen = atomic_load_explicit(&generation, memory_order_acquire);
   size_t j = 0, keep;
   if (m->gen != gen)
@@ -448,6 +448,7 @@ static void refresh(memo *m, size_t raw, int gil) {
   while (j < raw && j < m->n &&
          mframe_matches(&m->f[j], m->code[raw - 1 - j], m->offset[raw - 1 - j]))
     j++;
+  int gil = j < raw && PyGILState_Check(); /* asked only when a frame is new */
   for (keep = j; j < raw; j++)
     if (fill(m, j, m->code[raw - 1 - j], m->offset[raw - 1 - j], gil) &&
         keep == j)
@@ -516,7 +517,7 @@ size_t cpy_frames_unwind(void *user, uint32_t *ids, size_t max) {
     return emit(m, 0, ids, max); /* the link's fallback and the ops */
   size_t raw = gather(m, ts);
   if (raw <= MAX_WALK) {
-    refresh(m, raw, PyGILState_Check());
+    refresh(m, raw);
     return emit(m, raw, ids, max);
   }
 #endif
