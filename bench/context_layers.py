@@ -4,7 +4,7 @@ training step of bench/workloads.py: unprofiled, cproton context="python",
 context="python"). One fresh process per variant and round, rounds
 interleaved, medians of the per-step times.
 
-usage: context_layers.py [eager|train] [ROUNDS] [OUT_DIR]
+usage: context_layers.py [eager|train] [ROUNDS] [OUT_DIR] [VARIANT,...]
 Prints RESULT lines and PASS/FAIL for the targets: cproton python ≤ 1.15×
 unprofiled and ≤ 1/3 of torch.profiler's added time; profile size ≤ 2× a
 shadow profile of the same steps."""
@@ -17,7 +17,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "ker
 from fresh_worker import interleaved, median_of  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-VARIANTS = ("none", "python", "python_aten", "torch_profiler", "proton36", "shadow")
+VARIANTS = ("none", "python", "python_aten", "torch_profiler", "proton36", "shadow",
+            "python_nolink", "shadow_callbacks")
+# python_nolink: context="python" without the PyTorch layers (backward at
+# ROOT, as Proton), to split the cost between the Python context and the
+# link; shadow_callbacks: "shadow" with a CUPTI callback per launch
+# (CPROTON_CUPTI_LAZY=0), the floor that "python" pays: it reads a call path
+# per launch, so lazy callbacks (docs/cupti.md) stay on.
 STEPS = 20
 
 
@@ -31,10 +37,16 @@ def child(variant, kind, out):
         step()
     sync()
     stop, path = (lambda: None), None
-    if variant in ("python", "python_aten", "shadow"):
+    if variant in ("python", "python_aten", "shadow", "python_nolink", "shadow_callbacks"):
+        if variant == "shadow_callbacks":
+            os.environ["CPROTON_CUPTI_LAZY"] = "0"
         import cproton as proton
+        if variant == "python_nolink":
+            from cproton import _torchlink
+            _torchlink.install = lambda *a, **k: None
         path = os.path.join(out, f"{variant}")
-        proton.start(path, context={"python_aten": "python,aten"}.get(variant, variant))
+        proton.start(path, context={"python_aten": "python,aten", "python_nolink": "python",
+                                    "shadow_callbacks": "shadow"}.get(variant, variant))
         stop = proton.finalize
     elif variant == "proton36":
         import triton.profiler as proton
@@ -63,8 +75,11 @@ def main():
     kind = sys.argv[1] if len(sys.argv) > 1 else "eager"
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     out = os.path.abspath(sys.argv[3] if len(sys.argv) > 3 else "out/context_layers")
+    variants = sys.argv[4].split(",") if len(sys.argv) > 4 else VARIANTS
+    if "none" not in variants:
+        variants = ["none"] + list(variants)
     os.makedirs(out, exist_ok=True)
-    got = interleaved(__file__, VARIANTS, [kind, out], rounds, timeout=600)
+    got = interleaved(__file__, variants, [kind, out], rounds, timeout=600)
     size = {v: rs[-1]["bytes"] for v, rs in got.items() if rs}
     med = median_of(got, "step_s")
     for v, m in med.items():

@@ -22,7 +22,7 @@ import os
 VOCAB, DIM, HEADS, LAYERS, SEQ, BATCH = 1024, 256, 4, 4, 128, 8
 
 
-def _gpt():
+def _gpt(device="cuda"):
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -55,7 +55,7 @@ def _gpt():
             return self.head(self.blocks(self.emb(idx) + self.pos))
 
     torch.manual_seed(0)
-    return GPT().cuda()
+    return GPT().to(device)
 
 
 def _batch():

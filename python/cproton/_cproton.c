@@ -306,8 +306,10 @@ static PyObject *py_python_frames(PyObject *m, PyObject *unused) {
   return cpy_frames_current();
 }
 
-static PyObject *py_set_frame_skip(PyObject *m, PyObject *prefixes) {
-  if (cpy_frames_set_skip(prefixes) < 0)
+static PyObject *py_set_frame_skip(PyObject *m, PyObject *args) {
+  PyObject *prefixes, *caller_of = NULL;
+  if (!PyArg_ParseTuple(args, "O|O:set_frame_skip", &prefixes, &caller_of) ||
+      cpy_frames_set_skip(prefixes, caller_of) < 0)
     return NULL;
   Py_RETURN_NONE;
 }
@@ -356,8 +358,10 @@ static PyMethodDef methods[] = {
      "session_wants_loaded_cubins(session) -> bool"},
     {"python_frames", py_python_frames, METH_NOARGS,
      "the calling thread's frames as the python context sees them"},
-    {"set_frame_skip", py_set_frame_skip, METH_O,
-     "set_frame_skip(prefixes): drop frames whose file starts with one"},
+    {"set_frame_skip", py_set_frame_skip, METH_VARARGS,
+     "set_frame_skip(prefixes, callers_of=()): drop frames whose file starts "
+     "with one of prefixes, and the callers of the functions callers_of "
+     "names ('file-prefix@function')"},
     {"shutdown", py_shutdown, METH_NOARGS, "unregister the python context"},
     {NULL}};
 

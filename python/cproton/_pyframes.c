@@ -20,8 +20,13 @@
  * afterwards); misses format the name and insert under a mutex. Entries
  * made while holding the GIL own a reference to the code object, so its
  * address cannot be reused; entries made without the GIL are validated on
- * every hit against the code's filename, name and first line. A change of
- * the skip list bumps a generation that retires older entries.
+ * every hit against the code's filename, name (pointers and the strings'
+ * hashes) and first line (`ident`). A change of the skip list bumps a
+ * generation that retires older entries.
+ *
+ * Memo. Each thread keeps its last walk, outermost first; the next walk
+ * reuses its longest matching outer part under the same validation rule
+ * and probes the table only below it (see "the per-thread memo").
  *
  * Hot path: cpy_frames_unwind (launch callbacks, scope enter with
  * context="python"): in steady state no formatting, no allocation, no lock.
@@ -82,12 +87,54 @@ typedef struct iframe {
 #define MAX_WALK 256
 #define TEXT_MAX 1024
 
+/* What a cache entry made without the GIL checks on each hit: the code
+ * object at its address may since have been freed and another made there,
+ * and so may its name and filename strings (issue 28: a function "gen7"
+ * was named "gen1"). The strings' own hashes (set when a str is interned,
+ * as code names are; -1 while not computed) tell two strings at one address
+ * apart; the object is alive while its frame runs, so reading it is safe. */
+typedef struct ident {
+  PyObject *filename, *name; /* borrowed: compared, never dereferenced */
+  Py_hash_t file_hash, name_hash;
+  int firstlineno;
+} ident;
+
+static Py_hash_t str_hash(PyObject *s) { /* code objects hold str */
+  return ((PyASCIIObject *)s)->hash;
+}
+
+/* Computes a str's cached hash when not yet set (many names are not
+ * interned: "<module>", code made by code.replace). For an exact str this
+ * reads only its bytes and the hash secret and stores the one value any
+ * thread would store, so it is done without the GIL too; a subclass (its
+ * __hash__ could run Python) is left alone and stays -1: then an entry made
+ * without the GIL is not kept (resolve). */
+static void hash_now(PyObject *s) {
+  if (PyUnicode_CheckExact(s) && str_hash(s) == -1)
+    (void)PyObject_Hash(s); /* a str's hash never fails, never is -1 */
+}
+
+static void ident_of(ident *id, PyCodeObject *co) {
+  hash_now(co->co_filename);
+  hash_now(co->co_name);
+  id->filename = co->co_filename, id->name = co->co_name;
+  id->file_hash = str_hash(co->co_filename);
+  id->name_hash = str_hash(co->co_name);
+  id->firstlineno = co->co_firstlineno;
+}
+
+static int same_code(const ident *id, PyCodeObject *co) {
+  return id->name == co->co_name && id->filename == co->co_filename &&
+         id->firstlineno == co->co_firstlineno &&
+         id->name_hash == str_hash(co->co_name) &&
+         id->file_hash == str_hash(co->co_filename);
+}
+
 typedef struct entry {
   _Atomic(uintptr_t) code; /* 0: empty; written last */
   int offset;
   unsigned gen;
-  PyObject *filename, *name; /* validation (borrowed) */
-  int firstlineno;
+  ident ident; /* validation of entries that own no reference */
   uint32_t id;
   uint8_t drop, strong;
   char *text;
@@ -97,7 +144,15 @@ static entry table[TABLE_SIZE];
 static unsigned n_entries;
 static atomic_uint generation = 1;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static char **skip; /* NULL-terminated; replaced under lock, old leaked */
+/* Which frames are dropped: those of files under a `skip` prefix, and the
+ * callers of a function of `callers` ("file-prefix@function"): PyTorch's
+ * torch-function dispatch calls a function twice, once to route it through
+ * the backward link's mode (the frame that calls handle_torch_function)
+ * and once to run it; only the second is the user's operation. Both lists
+ * NULL-terminated, replaced under lock, old ones leaked. */
+static char **skip, **callers;
+#define DROP_SELF 1
+#define DROP_CALLER 2
 static atomic_int registered;
 
 static unsigned slot_of(const void *code, int offset) {
@@ -108,9 +163,7 @@ static unsigned slot_of(const void *code, int offset) {
 
 static int valid(const entry *e, PyCodeObject *co, int offset, unsigned gen) {
   return e->offset == offset && e->gen == gen &&
-         (e->strong || (e->filename == co->co_filename &&
-                        e->name == co->co_name &&
-                        e->firstlineno == co->co_firstlineno));
+         (e->strong || same_code(&e->ident, co));
 }
 
 static const entry *lookup(PyCodeObject *co, int offset, unsigned gen) {
@@ -140,11 +193,19 @@ static const char *utf8_of(PyObject *s, int gil) {
   return NULL; /* would need an allocation */
 }
 
-static int skipped(const char *file) {
-  for (char **p = skip; p && *p; p++)
+/* DROP_SELF and DROP_CALLER as the lists say for (file, name). */
+static uint8_t drop_flags(const char *file, const char *name) {
+  uint8_t flags = 0;
+  for (char **p = skip; p && *p && !flags; p++)
     if (strncmp(file, *p, strlen(*p)) == 0)
-      return 1;
-  return 0;
+      flags = DROP_SELF;
+  for (char **p = callers; p && *p; p++) {
+    const char *at = strrchr(*p, '@');
+    if (at && strcmp(at + 1, name) == 0 &&
+        strncmp(file, *p, (size_t)(at - *p)) == 0)
+      return flags | DROP_CALLER;
+  }
+  return flags;
 }
 
 /* Formats and interns the frame into `e` (not yet published). Caller holds
@@ -157,13 +218,11 @@ static int describe(entry *e, char *text, PyCodeObject *co, int offset,
     return -1;
   int line = PyCode_Addr2Line(co, offset * 2);
   snprintf(text, TEXT_MAX, "%s:%d@%s", file, line, name);
-  e->drop = (uint8_t)skipped(file);
+  e->drop = drop_flags(file, name);
   if (cproton_frame_intern(text, &e->id) != CPROTON_OK)
     return -1;
   e->offset = offset;
-  e->filename = co->co_filename;
-  e->name = co->co_name;
-  e->firstlineno = co->co_firstlineno;
+  ident_of(&e->ident, co);
   return 0;
 }
 
@@ -180,8 +239,7 @@ static const entry *insert(const entry *tmp, PyCodeObject *co, const char *text,
     entry *e = &table[i];
     e->offset = tmp->offset;
     e->gen = tmp->gen;
-    e->filename = tmp->filename, e->name = tmp->name;
-    e->firstlineno = tmp->firstlineno;
+    e->ident = tmp->ident;
     e->id = tmp->id, e->drop = tmp->drop;
     e->text = strdup(text);
     e->strong = (uint8_t)gil;
@@ -209,7 +267,10 @@ static const entry *resolve(PyCodeObject *co, int offset, int gil,
     memset(scratch, 0, sizeof *scratch);
     scratch->gen = gen;
     if (describe(scratch, text, co, offset, gil) == 0) {
-      e = insert(scratch, co, text, gil);
+      /* without the GIL and without its name's hash an entry could not
+       * tell a new name at the old one's address: described each time */
+      e = gil || scratch->ident.name_hash != -1 ? insert(scratch, co, text, gil)
+                                                : NULL;
       if (!e) {
         scratch->text = text;
         e = scratch;
@@ -227,16 +288,20 @@ typedef struct walk {
   size_t raw_index[MAX_WALK];    /* of each kept frame, among all frames */
   size_t n, raw;
   int gil;
+  int inner_drops_caller; /* the frame visited last (inner) says so */
   entry scratch;
   char text[TEXT_MAX];
 } walk;
 
 static void visit(walk *w, PyCodeObject *co, int offset) {
   size_t raw = w->raw++;
+  int caller_dropped = w->inner_drops_caller;
+  w->inner_drops_caller = 0;
   if (w->n >= MAX_WALK)
     return;
   const entry *e = resolve(co, offset, w->gil, &w->scratch, w->text);
-  if (!e || e->drop)
+  w->inner_drops_caller = e && (e->drop & DROP_CALLER);
+  if (!e || (e->drop & DROP_SELF) || caller_dropped)
     return;
   if (e == &w->scratch) { /* uncacheable: keep the id, text only for last */
     static _Thread_local entry spill[MAX_WALK];
@@ -249,19 +314,31 @@ static void visit(walk *w, PyCodeObject *co, int offset) {
 }
 
 #if CPY_DIRECT_WALK
-static void walk_direct(walk *w, PyThreadState *ts) {
-  if (!ts->cframe)
-    return;
-  for (iframe *f = (iframe *)ts->cframe->current_frame; f; f = f->previous) {
+/* The first frame from `f` on that has a name: not a C-stack shim, not
+ * incomplete (being set up); NULL at the end of the chain. */
+static iframe *visible(iframe *f) {
+  for (; f; f = f->previous) {
     if (f->owner == CPY_OWNER_CSTACK || !f->f_code)
       continue;
     PyCodeObject *co = f->f_code;
-    uint16_t *start = (uint16_t *)co->co_code_adaptive;
-    if (f->owner != CPY_OWNER_GENERATOR &&
-        f->prev_instr < start + co->_co_firsttraceable)
-      continue; /* incomplete frame (being set up) */
-    visit(w, co, (int)(f->prev_instr - start));
+    if (f->owner == CPY_OWNER_GENERATOR ||
+        f->prev_instr >= (uint16_t *)co->co_code_adaptive + co->_co_firsttraceable)
+      return f;
   }
+  return NULL;
+}
+
+static int offset_of(const iframe *f) {
+  return (int)(f->prev_instr - (uint16_t *)f->f_code->co_code_adaptive);
+}
+
+static iframe *innermost(PyThreadState *ts) {
+  return ts->cframe ? visible((iframe *)ts->cframe->current_frame) : NULL;
+}
+
+static void walk_direct(walk *w, PyThreadState *ts) {
+  for (iframe *f = innermost(ts); f; f = visible(f->previous))
+    visit(w, f->f_code, offset_of(f));
 }
 #endif
 
@@ -279,6 +356,7 @@ static void walk_public(walk *w, PyThreadState *ts) {
 
 static void walk_current(walk *w) {
   w->n = w->raw = 0;
+  w->inner_drops_caller = 0;
   PyThreadState *ts = PyGILState_GetThisThreadState();
   if (!ts || !atomic_load(&registered))
     return;
@@ -292,11 +370,116 @@ static void walk_current(walk *w) {
   (void)walk_public;
 }
 
-/* Output: the link prefix (when the thread runs a linked backward node),
- * the thread's frames newer than the link's anchor (all of them without a
- * link), then the operator frames; outermost first. */
-size_t cpy_frames_unwind(void *user, uint32_t *ids, size_t max) {
-  (void)user;
+/* ---- the per-thread memo of the last walk ---------------------------------
+ *
+ * A launch path repeats: the same frames (code object, instruction offset)
+ * from the outermost down to where the previous launch's call path left
+ * off. Each thread keeps its last walk, outermost first, with what the
+ * table gave for each frame (a copy, so a repeated path reads only this
+ * thread's array, not the scattered table entries); a walk first gathers
+ * the raw (code, offset) pairs with pointer loads only, keeps the longest
+ * outer run that matches the memo and resolves only the frames below it.
+ * A memo frame is reused under the table's own rule: same code pointer and
+ * offset, same generation, and for an entry made without the GIL (it owns
+ * no reference, so the address may now hold another code object) the
+ * code's filename, name, their hashes and first line checked again on
+ * every reuse (`same_code`). */
+
+typedef struct mframe {
+  PyCodeObject *code;
+  ident ident; /* validation, as in `entry` */
+  int offset;
+  uint32_t id;
+  uint8_t drop, strong;
+} mframe;
+
+typedef struct memo {
+  mframe f[MAX_WALK]; /* outermost first; [0, n) reusable */
+  size_t n;
+  unsigned gen;
+  PyCodeObject *code[MAX_WALK]; /* this walk's raw frames, innermost first */
+  int offset[MAX_WALK];
+  entry scratch;
+  char text[TEXT_MAX];
+} memo;
+
+static int mframe_matches(const mframe *m, PyCodeObject *co, int offset) {
+  return m->code == co && m->offset == offset &&
+         (m->strong || same_code(&m->ident, co));
+}
+
+#if CPY_DIRECT_WALK
+/* The raw frames of the calling thread, innermost first, into m->code and
+ * m->offset (the frames walk_direct visits). Returns their number, or
+ * MAX_WALK + 1 when there are more than MAX_WALK. */
+static size_t gather(memo *m, PyThreadState *ts) {
+  size_t n = 0;
+  for (iframe *f = innermost(ts); f; f = visible(f->previous)) {
+    if (n == MAX_WALK)
+      return MAX_WALK + 1;
+    m->code[n] = f->f_code;
+    m->offset[n++] = offset_of(f);
+  }
+  return n;
+}
+#endif
+
+/* Memo frame j (outermost first) from the table. Returns 1 when it may be
+ * reused by later walks (a cached entry), 0 when not (described only for
+ * this walk, or not nameable: then dropped). */
+static int fill(memo *m, size_t j, PyCodeObject *co, int offset, int gil) {
+  mframe *d = &m->f[j];
+  const entry *e = resolve(co, offset, gil, &m->scratch, m->text);
+  d->code = co, d->offset = offset;
+  d->drop = e ? e->drop : DROP_SELF;
+  if (!e)
+    return 0;
+  d->id = e->id, d->strong = e->strong;
+  d->ident = e->ident;
+  return e != &m->scratch;
+}
+
+/* Brings m->f[0, raw) up to date with the raw frames just gathered. */
+static void refresh(memo *m, size_t raw) {
+  unsigned gen = atomic_load_explicit(&generation, memory_order_acquire);
+  size_t j = 0, keep;
+  if (m->gen != gen)
+    m->n = 0, m->gen = gen;
+  while (j < raw && j < m->n &&
+         mframe_matches(&m->f[j], m->code[raw - 1 - j], m->offset[raw - 1 - j]))
+    j++;
+  int gil = j < raw && PyGILState_Check(); /* asked only when a frame is new */
+  for (keep = j; j < raw; j++)
+    if (fill(m, j, m->code[raw - 1 - j], m->offset[raw - 1 - j], gil) &&
+        keep == j)
+      keep++;
+  m->n = keep;
+}
+
+/* The link prefix (when the thread runs a linked backward node), the kept
+ * frames of m->f[from, raw) (all of them without a link), then the
+ * operator frames; outermost first. */
+static size_t emit(const memo *m, size_t raw, uint32_t *ids, size_t max) {
+  cpy_link_view v;
+  cpy_link_view_get(&v, raw);
+  size_t n = 0, from = 0;
+  if (v.n_prefix) {
+    for (; n < v.n_prefix && n < max; n++)
+      ids[n] = v.prefix[n];
+    from = v.anchor; /* frames newer than the anchor */
+  }
+  for (size_t j = from; j < raw && n < max; j++)
+    if (!(m->f[j].drop & DROP_SELF) &&
+        !(j + 1 < raw && (m->f[j + 1].drop & DROP_CALLER)))
+      ids[n++] = m->f[j].id;
+  for (size_t i = 0; i < v.n_ops && n < max; i++)
+    ids[n++] = v.ops[i];
+  return n;
+}
+
+/* The walk without the memo (other Python versions, stacks deeper than
+ * MAX_WALK): the link and operator layers around w's frames. */
+static size_t unwind_plain(uint32_t *ids, size_t max) {
   static _Thread_local walk w;
   walk_current(&w);
   cpy_link_view v;
@@ -316,10 +499,44 @@ size_t cpy_frames_unwind(void *user, uint32_t *ids, size_t max) {
   return n;
 }
 
+/* The calling thread's memo. Not inlined: the module is a shared object,
+ * where each use of a thread-local is a call to __tls_get_addr, which GCC
+ * repeated in every iteration of gather's loop when the memo was used by
+ * name; through this accessor it is one call per walk. */
+static __attribute__((noinline)) memo *this_memo(void) {
+  static _Thread_local memo m;
+  return &m;
+}
+
+size_t cpy_frames_unwind(void *user, uint32_t *ids, size_t max) {
+  (void)user;
+#if CPY_DIRECT_WALK
+  memo *m = this_memo();
+  PyThreadState *ts = PyGILState_GetThisThreadState();
+  if (!ts || !atomic_load_explicit(&registered, memory_order_relaxed))
+    return emit(m, 0, ids, max); /* the link's fallback and the ops */
+  size_t raw = gather(m, ts);
+  if (raw <= MAX_WALK) {
+    refresh(m, raw);
+    return emit(m, raw, ids, max);
+  }
+#endif
+  return unwind_plain(ids, max);
+}
+
 size_t cpy_frames_raw_depth(void) {
+#if CPY_DIRECT_WALK /* a count: no frame is named */
+  PyThreadState *ts = PyGILState_GetThisThreadState();
+  size_t n = 0;
+  if (ts && atomic_load_explicit(&registered, memory_order_relaxed))
+    for (iframe *f = innermost(ts); f; f = visible(f->previous))
+      n++;
+  return n;
+#else
   static _Thread_local walk w;
   walk_current(&w);
   return w.raw;
+#endif
 }
 
 PyObject *cpy_frames_current(void) {
@@ -341,10 +558,11 @@ PyObject *cpy_frames_current(void) {
   return list;
 }
 
-int cpy_frames_set_skip(PyObject *prefixes) {
-  PyObject *seq = PySequence_Fast(prefixes, "skip prefixes must be a sequence of str");
+/* A NULL-terminated copy of a sequence of str; NULL with an exception. */
+static char **str_list(PyObject *items, const char *what) {
+  PyObject *seq = PySequence_Fast(items, what);
   if (!seq)
-    return -1;
+    return NULL;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   char **fresh = calloc((size_t)n + 1, sizeof *fresh);
   for (Py_ssize_t i = 0; fresh && i < n; i++) {
@@ -352,22 +570,40 @@ int cpy_frames_set_skip(PyObject *prefixes) {
     const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
     if (!s) {
       if (!PyErr_Occurred())
-        PyErr_SetString(PyExc_TypeError, "skip prefixes must be str");
+        PyErr_SetString(PyExc_TypeError, what);
       for (Py_ssize_t j = 0; j < i; j++)
         free(fresh[j]);
       free(fresh);
       Py_DECREF(seq);
-      return -1;
+      return NULL;
     }
     fresh[i] = strdup(s);
   }
   Py_DECREF(seq);
-  if (!fresh) {
+  if (!fresh)
     PyErr_NoMemory();
+  return fresh;
+}
+
+int cpy_frames_set_skip(PyObject *prefixes, PyObject *caller_of) {
+  char **fresh = str_list(prefixes, "skip prefixes must be a sequence of str");
+  if (!fresh)
+    return -1;
+  char **fresh_callers =
+      caller_of ? str_list(caller_of, "callers must be a sequence of str "
+                                      "'file-prefix@function'")
+                : calloc(1, sizeof *fresh_callers);
+  if (!fresh_callers) {
+    if (!PyErr_Occurred())
+      PyErr_NoMemory();
+    for (char **p = fresh; *p; p++)
+      free(*p);
+    free(fresh);
     return -1;
   }
   pthread_mutex_lock(&lock);
-  skip = fresh; /* the old list may be read by a concurrent miss: leaked */
+  skip = fresh; /* the old lists may be read by a concurrent miss: leaked */
+  callers = fresh_callers;
   atomic_fetch_add(&generation, 1);
   pthread_mutex_unlock(&lock);
   return 0;

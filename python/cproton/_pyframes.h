@@ -17,8 +17,10 @@ int cpy_frames_register(void);
 void cpy_frames_unregister(void);
 
 /* Replaces the list of filename prefixes whose frames are dropped (a
- * sequence of str). Returns 0, or -1 with a Python exception set. GIL. */
-int cpy_frames_set_skip(PyObject *prefixes);
+ * sequence of str) and the list of functions whose callers are dropped
+ * (str "file-prefix@function"; NULL: none). Returns 0, or -1 with a Python
+ * exception set. GIL. */
+int cpy_frames_set_skip(PyObject *prefixes, PyObject *caller_of);
 
 /* The current thread's frames as a list of str, outermost first, after
  * dropping skipped frames (tests, context.depth). GIL. */

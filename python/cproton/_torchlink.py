@@ -115,9 +115,18 @@ def installed() -> bool:
 
 
 # Torch's own machinery between user code and a linked call: dispatch
-# helpers, Tensor.backward's wrapper, the engine's entry, dynamo's disable.
+# helpers, Tensor.backward's wrapper, the engine's entry, dynamo's disable,
+# and nn.Module's call plumbing (two frames per module level between the
+# caller's line and the module's forward, nothing of the user's in either).
 _TORCH_SKIP = ("overrides.py", "_ops.py", "_tensor.py", "_compile.py", "autograd/__init__.py",
-               "autograd/graph.py", "utils/_python_dispatch.py", "_dynamo/eval_frame.py")
+               "autograd/graph.py", "utils/_python_dispatch.py", "_dynamo/eval_frame.py",
+               "nn/modules/module.py")
+# Functions whose callers are dropped too: a torch function that sees a
+# torch-function mode (the link's ForwardLink) calls handle_torch_function,
+# which runs the function again inside the mode; its first frame (the line
+# that routes it) would sit above the second (the one that runs it) in
+# every path below it, one level that Proton's profile does not have.
+_TORCH_SKIP_CALLERS = ("overrides.py@handle_torch_function",)
 
 
 def torch_skip() -> list:
@@ -128,6 +137,16 @@ def torch_skip() -> list:
         return []
     root = os.path.dirname(os.path.abspath(torch.__file__))
     return [os.path.join(root, *rel.split("/")) for rel in _TORCH_SKIP]
+
+
+def torch_skip_callers() -> list:
+    """The functions of _TORCH_SKIP_CALLERS ("file@function"), whose
+    callers are dropped while the link is on."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return []
+    root = os.path.dirname(os.path.abspath(torch.__file__))
+    return [os.path.join(root, *rel.split("/")) for rel in _TORCH_SKIP_CALLERS]
 
 
 class _TorchWatch:

@@ -37,21 +37,25 @@ def python_frames() -> list:
     return _cproton.python_frames()
 
 
-def set_python_skip(prefixes) -> None:
+def set_python_skip(prefixes, callers_of=()) -> None:
     """Replaces the file-path prefixes whose frames the "python" context
     drops (default: cproton's package and Triton's runtime, backends,
-    compiler and profiler folders). A cproton extension."""
-    global _skip
-    _skip = list(prefixes)
-    _cproton.set_frame_skip(_skip + _torch_skip)
+    compiler and profiler folders), and the functions whose callers it
+    drops, as "file-prefix@function" (default: none; a router such as
+    torch's handle_torch_function, which calls its caller again). A cproton
+    extension."""
+    global _skip, _callers
+    _skip, _callers = list(prefixes), list(callers_of)
+    _cproton.set_frame_skip(_skip + _torch_skip, _callers + _torch_callers)
 
 
-def set_torch_skip(prefixes) -> None:
+def set_torch_skip(prefixes, callers_of=()) -> None:
     """PyTorch's dispatch helpers, dropped too while the backward link is
-    on (profile._link_torch)."""
-    global _torch_skip
-    _torch_skip = list(prefixes)
-    _cproton.set_frame_skip(_skip + _torch_skip)
+    on (profile._link_torch), and the callers of the functions in
+    `callers_of` ("file-prefix@function")."""
+    global _torch_skip, _torch_callers
+    _torch_skip, _torch_callers = list(prefixes), list(callers_of)
+    _cproton.set_frame_skip(_skip + _torch_skip, _callers + _torch_callers)
 
 
 def default_python_skip() -> list:
@@ -71,5 +75,7 @@ def default_python_skip() -> list:
 
 
 _skip: list = []
+_callers: list = []
 _torch_skip: list = []
+_torch_callers: list = []
 set_python_skip(default_python_skip())

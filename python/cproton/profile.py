@@ -330,7 +330,10 @@ def _link_torch():
 
 
 def _torch_skip():
-    _context.set_torch_skip(_torchlink.torch_skip() if _torchlink.installed() else [])
+    if _torchlink.installed():
+        _context.set_torch_skip(_torchlink.torch_skip(), _torchlink.torch_skip_callers())
+    else:
+        _context.set_torch_skip([])
 
 
 def _unlink_torch():

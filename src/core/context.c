@@ -15,7 +15,8 @@
  * node or a scoped string). cp_context_compact frees the tree and the
  * scoped names only when every thread has both at zero; exited frames kept
  * for late metrics carry the generation they were made in and are ignored
- * once it has passed.
+ * once it has passed; so does a thread's memo of its last Python path
+ * (path_memo), which holds nodes without counting them in `held`.
  * Hot path: push/pop (scope enter/exit) and launch_node (launch callbacks).
  * Called by core/session.c. */
 #include <linux/membarrier.h>
@@ -32,6 +33,18 @@
 #include "core/strtab.h"
 
 #define N_RECENT 8 /* exited frames kept for metrics added after exit */
+
+/* The last path a context source gave this thread and its nodes, reused
+ * for the longest common outer part of the next one: a launch from the
+ * same call path costs a comparison of ids, not a child lookup per frame.
+ * Valid while the tree's generation stays (a compaction frees the nodes;
+ * the callers run inside a guard, so none can start while it is read). */
+typedef struct path_memo {
+  uint32_t ids[CP_MAX_FRAMES];
+  cp_node *nodes[CP_MAX_FRAMES];
+  size_t n;
+  unsigned generation;
+} path_memo;
 
 typedef struct cp_thread {
   atomic_uint busy; /* recording calls in progress (nested) */
@@ -50,6 +63,7 @@ typedef struct cp_thread {
   /* Written by the owner only (plain stores, no RMW), read by
    * cp_context_uniform under reg_lock: stack non-empty; a state or an op. */
   atomic_int framed, marked;
+  path_memo path; /* context="python" (resolve_source) */
 } cp_thread;
 
 static pthread_key_t thread_key;
@@ -230,16 +244,40 @@ int cp_context_kind_parse(const char *name, cp_context_kind *out) {
                       name ? name : "(null)");
 }
 
-/* Resolves the Python path from ROOT; ROOT when there is no source. */
-static cp_node *resolve_source(cp_context_kind kind) {
-  cproton_unwind_fn fn = atomic_load(&sources[kind].fn);
+/* The node of path ids[0, count) from ROOT, through t's memo (t may be
+ * NULL: no memo). NULL when a node cannot be made. */
+static cp_node *path_node(cp_thread *t, const uint32_t *ids, size_t count) {
   cp_node *n = cp_cct_root();
-  if (!fn)
+  if (!t) {
+    for (size_t i = 0; i < count && n; i++)
+      n = cp_cct_child(n, ids[i]);
     return n;
+  }
+  path_memo *m = &t->path;
+  unsigned gen = atomic_load_explicit(&generation, memory_order_acquire);
+  size_t i = 0;
+  if (m->generation != gen)
+    m->n = 0, m->generation = gen;
+  while (i < count && i < m->n && m->ids[i] == ids[i])
+    i++;
+  if (i)
+    n = m->nodes[i - 1];
+  for (; i < count && n; i++) {
+    n = cp_cct_child(n, ids[i]);
+    m->ids[i] = ids[i], m->nodes[i] = n;
+  }
+  m->n = n ? count : 0;
+  return n;
+}
+
+/* Resolves the Python path from ROOT; ROOT when there is no source. */
+static cp_node *resolve_source(cp_thread *t, cp_context_kind kind) {
+  cproton_unwind_fn fn = atomic_load(&sources[kind].fn);
+  if (!fn)
+    return cp_cct_root();
   uint32_t ids[CP_MAX_FRAMES];
   size_t count = fn(atomic_load(&sources[kind].user), ids, CP_MAX_FRAMES);
-  for (size_t i = 0; i < count && i < CP_MAX_FRAMES && n; i++)
-    n = cp_cct_child(n, ids[i]);
+  cp_node *n = path_node(t, ids, count < CP_MAX_FRAMES ? count : CP_MAX_FRAMES);
   return n ? n : cp_cct_root();
 }
 
@@ -332,7 +370,7 @@ int cp_context_push(uint32_t name, unsigned kinds, cp_frame **frame_out) {
   for (int k = 1; k < CP_CONTEXT_KINDS; k++)
     f->node[k] = !((kinds >> k) & 1)     ? NULL
                  : k == CP_CONTEXT_NATIVE ? f->node[CP_CONTEXT_SHADOW]
-                                          : resolve_source((cp_context_kind)k);
+                                          : resolve_source(t, (cp_context_kind)k);
   f->name = name;
   f->start_ns = 0;
   f->timed = 0;
@@ -415,7 +453,7 @@ cp_node *cp_context_frame_node(const cp_frame *f, cp_context_kind kind) {
 cp_node *cp_context_top(cp_context_kind kind) {
   cp_thread *t = thread_get();
   if (kind == CP_CONTEXT_PYTHON)
-    return resolve_source(kind);
+    return resolve_source(t, kind);
   cp_node *top = t ? resolved_top(t) : NULL;
   if (top)
     return top;

@@ -4,9 +4,12 @@
 # overhead (issue 4), intra-kernel instrumentation overhead (issue 6), and
 # the C scope pair on the GPU host's CPU, the instrumentation wall time per
 # launch and the decoder's throughput (issue 12), and the real-program suite
-# of issue 15 (bench/realworld.py; not in the default set: it takes minutes).
+# of issue 15 (bench/realworld.py; not in the default set: it takes minutes),
+# and the python context's PyTorch layers on a GPT step (issue 28,
+# bench/context_layers.py; not in the default set either: CTX_KIND eager or
+# train, CTX_VARIANTS a comma list of its variants, all by default).
 # Prints RESULT lines and tables. BENCH="scope instrument wall decode cupti
-# launch realworld" picks which (all but realworld by default); for
+# launch realworld context" picks which (all but realworld and context by default); for
 # realworld, WORKLOADS, VARIANTS (a list, or "ablation"), REPS (fresh
 # processes per variant), RW_BLOCKS (alternating blocks per process),
 # INSTR_ARGS / WALL_ARGS add flags to instrument_overhead.py / instrument_wall.py;
@@ -31,6 +34,8 @@ for b in $which; do
              --steps ${STEPS:-20000} --reps ${REPS:-5} 2>&1 | tee "$out/cupti_overhead.txt" ;;
     launch) $py "$root/tests/gpu/python/launch_overhead.py" "$out" 2>&1 |
               tee "$out/launch_overhead.txt" ;;
+    context) $py "$root/bench/context_layers.py" ${CTX_KIND:-eager} ${REPS:-3} "$out/context_layers" \
+               ${CTX_VARIANTS:-} 2>&1 | tee "$out/context_layers.txt" ;;
     realworld) $py "$root/bench/realworld.py" --out "$out/realworld" --rounds ${REPS:-2} \
                  --blocks ${RW_BLOCKS:-6} --workloads ${WORKLOADS:-train,graph,eager,launch} \
                  ${VARIANTS:+--variants $VARIANTS} ${RW_STEPS:+--steps $RW_STEPS} \

@@ -116,6 +116,37 @@ def test_aten_frames_between_python_and_kernels():
     assert any(p[-3:] == ("model", "<backward>", "aten::mm") for p, k, _, _ in got)
 
 
+class Norm(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = torch.nn.LayerNorm(4)
+
+    def forward(self, x):
+        return self.ln(x)  # the Norm line
+
+
+def test_torch_plumbing_frames_dropped():
+    """Issue 28, profile size: nn.Module's call plumbing (module.py) and the
+    frame that routes a torch function through the link's mode (the caller
+    of handle_torch_function: F.layer_norm appeared twice, at its routing
+    line and at its body) are not in the paths; the link's frames follow."""
+    x, _ = leaves()
+    net = Norm()
+    got = profile("python", lambda: net(x).sum().backward())
+    frames = [f for _, _, _, full in got for f in full]
+    assert not any("nn/modules/module.py" in f for f in frames), frames
+    fwd = [full for _, k, _, full in got if k == "k_native_layer_norm"]
+    bwd = [full for _, k, _, full in got if k == "k_native_layer_norm_backward"]
+    assert len(fwd) == 1 and len(bwd) == 1, got
+    names = [f.rsplit("@", 1)[-1] for f in fwd[0]]
+    assert names[-3:] == ["forward", "forward", "layer_norm"], fwd  # Norm, LayerNorm, F.layer_norm
+    assert names.count("layer_norm") == 1, fwd
+    line = int(fwd[0][-3].rsplit(":", 1)[-1].split("@")[0])
+    assert "the Norm line" in open(HERE).read().splitlines()[line - 1]
+    # backward: under LayerNorm.forward's line (the routing frame is gone)
+    assert bwd[0][-1] == "<backward>" and bwd[0][:-1] == fwd[0][:-1], (fwd, bwd)
+
+
 def test_nothing_left_after_finalize():
     from torch.overrides import _get_current_function_mode_stack
     from torch.utils._python_dispatch import _get_current_dispatch_mode_stack

@@ -507,3 +507,76 @@ Test(core_session, threads_follow_main_live_stack, .init = reset) {
       "{\"frame\":{\"name\":\"iter2\",\"type\":\"function\"},\"metrics\":{},"
       "\"children\":[" KERNEL("b", 1, 5) "]}]},{}]");
 }
+
+/* ---- the "python" source's path memo (core/context.c, issue 28) ---------- */
+
+static uint32_t src_ids[8];
+static size_t src_n;
+
+static size_t scripted_source(void *user, uint32_t *ids, size_t max) {
+  (void)user;
+  size_t n = src_n < max ? src_n : max;
+  memcpy(ids, src_ids, n * sizeof *ids);
+  return n;
+}
+
+/* Launches kernel `k` with the source returning the path `names` (a
+ * space-separated list of frame names, outermost first). */
+static void launch_on_path(const char *names, const char *k) {
+  char buf[128];
+  snprintf(buf, sizeof buf, "%s", names);
+  src_n = 0;
+  for (char *p = strtok(buf, " "); p; p = strtok(NULL, " "))
+    cr_assert_eq(cproton_frame_intern(p, &src_ids[src_n++]), CPROTON_OK);
+  cp_fake_launch(k, 1, 0, 0);
+}
+
+static char *python_session(const char *stem, void (*body)(void)) {
+  const char *path = cpt_tmp_path(stem);
+  cproton_session_options o;
+  cproton_session_options_init(&o);
+  o.name = path, o.backend = "fake", o.context = "python";
+  int sid = -1;
+  cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK, "%s", cproton_last_error());
+  cp_fake_add_device(0);
+  body();
+  cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
+  char full[512];
+  snprintf(full, sizeof full, "%s.hatchet", path);
+  json_t *j = cpt_load_json(full);
+  cr_assert_not_null(j);
+  char *lines = cpt_profile_lines(j, 0);
+  json_decref(j);
+  return lines;
+}
+
+/* Starts and ends on one path: the next session's first launch finds the
+ * memo of this one's last. */
+static void interleaved_paths(void) {
+  for (int i = 0; i < 2; i++) {
+    launch_on_path("main other fwd", "e");
+    launch_on_path("main step fwd", "a");
+    launch_on_path("main step bwd", "b");  /* innermost differs */
+    launch_on_path("main step", "c");      /* shallower */
+    launch_on_path("main step fwd mm", "d"); /* deeper */
+    launch_on_path("", "f");               /* no frames: ROOT */
+    launch_on_path("main other fwd", "e"); /* an outer frame differs */
+  }
+}
+
+/* A repeated path reuses the thread's memo of nodes; every change of the
+ * path, at any depth, lands elsewhere; the memo does not outlive the tree,
+ * which the last finalize frees (the second session would read freed nodes). */
+Test(core_session, python_path_memo_follows_the_path, .init = reset) {
+  cr_assert_eq(cproton_context_register("python", scripted_source, NULL), CPROTON_OK);
+  const char *want = "/f=2\n/main/other/fwd/e=4\n/main/step/bwd/b=2\n/main/step/c=2\n"
+                     "/main/step/fwd/a=2\n/main/step/fwd/mm/d=2\n";
+  for (int round = 0; round < 2; round++) {
+    unsigned compactions = cp_session_compactions();
+    char *got = python_session(round ? "memo_b" : "memo_a", interleaved_paths);
+    cr_assert_str_eq(got, want);
+    free(got);
+    cr_assert_eq(cp_session_compactions(), compactions + 1); /* the tree was freed */
+  }
+  cproton_context_register("python", NULL, NULL);
+}
