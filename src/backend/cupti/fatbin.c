@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend/cupti/elf_bytes.h"
 #include "backend/cupti/fatbin.h"
 #include "core/error.h"
 
@@ -22,37 +23,26 @@
 #define ELF_HDR 64  /* Elf64_Ehdr */
 #define ELF_SHDR 64 /* Elf64_Shdr */
 
-static uint64_t rd(const uint8_t *p, int n) {
-  uint64_t v = 0;
-  for (int i = n - 1; i >= 0; i--)
-    v = v << 8 | p[i];
-  return v;
-}
-
-/* [off, off + n) lies within `size` bytes. */
-static int fits(uint64_t off, uint64_t n, uint64_t size) {
-  return off <= size && n <= size - off;
-}
 
 /* The extent of the ELF image at `p` (its headers and sections), or 0 when
  * it is not a 64-bit little-endian ELF image within `size` bytes. */
 static size_t elf_extent(const uint8_t *p, size_t size) {
   if (size < ELF_HDR || memcmp(p, "\177ELF", 4) || p[4] != 2 || p[5] != 1)
     return 0;
-  uint64_t phoff = rd(p + 0x20, 8), shoff = rd(p + 0x28, 8);
-  uint64_t phn = rd(p + 0x38, 2) * rd(p + 0x36, 2);
-  uint64_t shn = rd(p + 0x3c, 2), shsz = rd(p + 0x3a, 2);
-  if (!fits(phoff, phn, size) || !fits(shoff, shn * shsz, size))
+  uint64_t phoff = cp_le_read(p + 0x20, 8), shoff = cp_le_read(p + 0x28, 8);
+  uint64_t phn = cp_le_read(p + 0x38, 2) * cp_le_read(p + 0x36, 2);
+  uint64_t shn = cp_le_read(p + 0x3c, 2), shsz = cp_le_read(p + 0x3a, 2);
+  if (!cp_bytes_fit(phoff, phn, size) || !cp_bytes_fit(shoff, shn * shsz, size))
     return 0;
   uint64_t end = ELF_HDR;
   end = phoff + phn > end ? phoff + phn : end;
   end = shoff + shn * shsz > end ? shoff + shn * shsz : end;
   for (uint64_t i = 0; shsz >= ELF_SHDR && i < shn; i++) {
     const uint8_t *s = p + shoff + i * shsz;
-    uint64_t off = rd(s + 0x18, 8), n = rd(s + 0x20, 8);
-    if (rd(s + 4, 4) == 8 /* SHT_NOBITS */)
+    uint64_t off = cp_le_read(s + 0x18, 8), n = cp_le_read(s + 0x20, 8);
+    if (cp_le_read(s + 4, 4) == 8 /* SHT_NOBITS */)
       continue;
-    if (!fits(off, n, size))
+    if (!cp_bytes_fit(off, n, size))
       return 0;
     end = off + n > end ? off + n : end;
   }
@@ -64,12 +54,12 @@ static int walk_entries(const uint8_t *d, uint64_t off, uint64_t end,
                         unsigned arch, cp_fatbin_cubin_fn fn, void *ctx,
                         cp_fatbin_stats *st, uint64_t base) {
   while (off < end) {
-    if (!fits(off, 16, end))
+    if (!cp_bytes_fit(off, 16, end))
       return cp_error_set(CPROTON_EPARSE, "fatbin: offset %llu: truncated "
                           "entry header", (unsigned long long)off);
-    uint64_t kind = rd(d + off, 2), h = rd(d + off + 4, 4);
-    uint64_t n = rd(d + off + 8, 8);
-    if (h < 16 || !fits(off, h, end) || !fits(off + h, n, end))
+    uint64_t kind = cp_le_read(d + off, 2), h = cp_le_read(d + off + 4, 4);
+    uint64_t n = cp_le_read(d + off + 8, 8);
+    if (h < 16 || !cp_bytes_fit(off, h, end) || !cp_bytes_fit(off + h, n, end))
       return cp_error_set(CPROTON_EPARSE, "fatbin: offset %llu: entry of "
                           "%llu + %llu bytes overruns its container",
                           (unsigned long long)off, (unsigned long long)h,
@@ -78,7 +68,7 @@ static int walk_entries(const uint8_t *d, uint64_t off, uint64_t end,
     size_t elf = 0;
     if (kind != KIND_ELF) {
       /* PTX and other kinds: not a cubin */
-    } else if (arch && (h < 32 || rd(d + off + 28, 4) != arch)) {
+    } else if (arch && (h < 32 || cp_le_read(d + off + 28, 4) != arch)) {
       st->other_arch++;
     } else if (!(elf = elf_extent(payload, (size_t)n))) {
       st->compressed++;
@@ -98,15 +88,15 @@ static int walk(const uint8_t *d, size_t size, unsigned arch,
                 uint64_t base) {
   uint64_t off = 0;
   while (off + 8 <= size) {
-    if (rd(d + off, 8) == 0) { /* padding between containers */
+    if (cp_le_read(d + off, 8) == 0) { /* padding between containers */
       off += 8;
       continue;
     }
-    if (!fits(off, 16, size) || rd(d + off, 4) != FATBIN_MAGIC)
+    if (!cp_bytes_fit(off, 16, size) || cp_le_read(d + off, 4) != FATBIN_MAGIC)
       return cp_error_set(CPROTON_EPARSE, "fatbin: offset %llu: not a fat "
                           "binary container", (unsigned long long)off);
-    uint64_t h = rd(d + off + 6, 2), n = rd(d + off + 8, 8);
-    if (h < 16 || !fits(off, h, size) || !fits(off + h, n, size))
+    uint64_t h = cp_le_read(d + off + 6, 2), n = cp_le_read(d + off + 8, 8);
+    if (h < 16 || !cp_bytes_fit(off, h, size) || !cp_bytes_fit(off + h, n, size))
       return cp_error_set(CPROTON_EPARSE, "fatbin: offset %llu: container "
                           "of %llu + %llu bytes overruns the section",
                           (unsigned long long)off, (unsigned long long)h,
@@ -152,9 +142,9 @@ static int pick(const uint8_t *sh, uint64_t shn, uint64_t shsz,
   size_t w = strlen(want) + 1;
   for (uint64_t i = 0; i < shn; i++) {
     const uint8_t *s = sh + i * shsz;
-    uint64_t name = rd(s, 4);
+    uint64_t name = cp_le_read(s, 4);
     if (name < names_n && names_n - name >= w && !memcmp(names + name, want, w)) {
-      *off = rd(s + 0x18, 8), *n = rd(s + 0x20, 8);
+      *off = cp_le_read(s + 0x18, 8), *n = cp_le_read(s + 0x20, 8);
       return 1;
     }
   }
@@ -168,11 +158,11 @@ static int find_section(int fd, const char *path, uint64_t fsize,
   if (fsize < ELF_HDR || pread(fd, eh, ELF_HDR, 0) != ELF_HDR ||
       memcmp(eh, "\177ELF", 4) || eh[4] != 2 || eh[5] != 1)
     return 0; /* not a 64-bit little-endian ELF file: no cubins here */
-  uint64_t shoff = rd(eh + 0x28, 8), shn = rd(eh + 0x3c, 2);
-  uint64_t shsz = rd(eh + 0x3a, 2), stri = rd(eh + 0x3e, 2);
+  uint64_t shoff = cp_le_read(eh + 0x28, 8), shn = cp_le_read(eh + 0x3c, 2);
+  uint64_t shsz = cp_le_read(eh + 0x3a, 2), stri = cp_le_read(eh + 0x3e, 2);
   if (shn == 0 || shsz < ELF_SHDR || stri >= shn)
     return 0; /* no section headers (or extended numbering): none found */
-  if (!fits(shoff, shn * shsz, fsize))
+  if (!cp_bytes_fit(shoff, shn * shsz, fsize))
     return cp_error_set(CPROTON_EPARSE, "%s: section headers past the end "
                         "of the file", path);
   uint8_t *sh = NULL, *names = NULL;
@@ -180,13 +170,13 @@ static int find_section(int fd, const char *path, uint64_t fsize,
   if (rc)
     return rc;
   const uint8_t *str = sh + stri * shsz;
-  uint64_t str_off = rd(str + 0x18, 8), str_n = rd(str + 0x20, 8);
-  if (!fits(str_off, str_n, fsize) || str_n > (1u << 24))
+  uint64_t str_off = cp_le_read(str + 0x18, 8), str_n = cp_le_read(str + 0x20, 8);
+  if (!cp_bytes_fit(str_off, str_n, fsize) || str_n > (1u << 24))
     rc = cp_error_set(CPROTON_EPARSE, "%s: section names out of the file",
                       path);
   else if (!(rc = read_at(fd, path, str_off, str_n, &names)) &&
            (rc = pick(sh, shn, shsz, names, str_n, ".nv_fatbin", off, n)) &&
-           !fits(*off, *n, fsize))
+           !cp_bytes_fit(*off, *n, fsize))
     rc = cp_error_set(CPROTON_EPARSE, "%s: .nv_fatbin past the end of the "
                       "file", path);
   free(names);

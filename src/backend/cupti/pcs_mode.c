@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "backend/cupti/mode_number.h"
 #include "backend/cupti/pcs_mode.h"
 #include "core/error.h"
 
@@ -15,21 +16,6 @@
 static int bad(const char *mode, size_t at, const char *what) {
   return cp_error_set(CPROTON_EINVAL, "cupti mode '%s': %s at offset %zu "
                       "(valid: '' or " VALID ")", mode, what, at);
-}
-
-/* Unsigned decimal in [lo, hi]; the whole of [p, end) must be digits. */
-static int number(const char *p, size_t n, uint64_t lo, uint64_t hi,
-                  uint64_t *out) {
-  uint64_t v = 0;
-  if (n == 0 || n > 12)
-    return 0;
-  for (size_t i = 0; i < n; i++) {
-    if (p[i] < '0' || p[i] > '9')
-      return 0;
-    v = v * 10 + (uint64_t)(p[i] - '0');
-  }
-  *out = v;
-  return v >= lo && v <= hi;
 }
 
 /* floor(log2(v) + 0.5) for v >= 32: the nearest power of two. */
@@ -52,7 +38,7 @@ static int option(const char *mode, const char *p, size_t n,
   if (key == 5 && !strncmp(p, "exact", 5) && !eq)
     return o->exact = 1, CPROTON_OK;
   if (key == 8 && !strncmp(p, "interval", 8) && eq) {
-    if (!number(val, vn, CP_PCS_INTERVAL_MIN, CP_PCS_INTERVAL_MAX, &v))
+    if (!cp_mode_number(val, vn, CP_PCS_INTERVAL_MIN, CP_PCS_INTERVAL_MAX, &v))
       return bad(mode, at + 9, "interval must be an integer in "
                  "32..2147483648 (cycles; CUPTI samples every 2^5..2^31)");
     o->interval = v;
@@ -60,14 +46,14 @@ static int option(const char *mode, const char *p, size_t n,
     return CPROTON_OK;
   }
   if (key == 6 && !strncmp(p, "buffer", 6) && eq) {
-    if (!number(val, vn, CP_PCS_BUFFER_MIN, CP_PCS_BUFFER_MAX, &v))
+    if (!cp_mode_number(val, vn, CP_PCS_BUFFER_MIN, CP_PCS_BUFFER_MAX, &v))
       return bad(mode, at + 7, "buffer must be an integer in 64..1048576 "
                  "(PC records)");
     o->buffer_pcs = (uint32_t)v;
     return CPROTON_OK;
   }
   if (key == 5 && !strncmp(p, "first", 5) && eq) {
-    if (!number(val, vn, 0, CP_PCS_FIRST_MAX, &v))
+    if (!cp_mode_number(val, vn, 0, CP_PCS_FIRST_MAX, &v))
       return bad(mode, at + 6, "first must be an integer in 0..1000 "
                  "(launches per kernel function)");
     o->first = (uint32_t)v;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "backend/cupti/mode_number.h"
 #include "backend/cupti/pm_metrics.h"
 #include "backend/cupti/pm_mode.h"
 #include "core/error.h"
@@ -65,19 +66,6 @@ static int metrics(cp_pm_options *o, const char *mode, const char *p,
   return CPROTON_OK;
 }
 
-/* A decimal in lo..hi into *out; 0 when it is not one. */
-static int number(const char *p, size_t n, uint64_t lo, uint64_t hi,
-                  uint64_t *out) {
-  uint64_t v = 0;
-  int ok = n > 0 && n <= 10;
-  for (size_t i = 0; ok && i < n; i++) {
-    ok = p[i] >= '0' && p[i] <= '9';
-    v = v * 10 + (uint64_t)(p[i] - '0');
-  }
-  *out = v;
-  return ok && v >= lo && v <= hi;
-}
-
 static int option(cp_pm_options *o, const char *mode, const char *p,
                   size_t n) {
   const char *eq = memchr(p, '=', n);
@@ -89,13 +77,14 @@ static int option(cp_pm_options *o, const char *mode, const char *p,
   uint64_t v;
   size_t at = (size_t)(eq ? eq + 1 - mode : p - mode), vn = n - key - 1;
   if (eq && key == 8 && !strncmp(p, "interval", 8)) {
-    if (!number(eq + 1, vn, CP_PM_INTERVAL_MIN, CP_PM_INTERVAL_MAX, &v))
+    if (!cp_mode_number(eq + 1, vn, CP_PM_INTERVAL_MIN, CP_PM_INTERVAL_MAX,
+                        &v))
       return bad(mode, at, "interval must be an integer in 1000..1000000000 "
                  "(ns)");
     return o->interval_ns = v, CPROTON_OK;
   }
   if (eq && key == 6 && !strncmp(p, "ranges", 6)) {
-    if (!number(eq + 1, vn, 1, CP_PM_RANGES_MAX, &v))
+    if (!cp_mode_number(eq + 1, vn, 1, CP_PM_RANGES_MAX, &v))
       return bad(mode, at, "ranges must be an integer in 1..1048576");
     return o->ranges = (size_t)v, CPROTON_OK;
   }
