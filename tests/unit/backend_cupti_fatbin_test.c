@@ -28,9 +28,10 @@ typedef struct blob {
   size_t container; /* offset of the open container's header */
 } blob;
 
+/* `bytes` little-endian bytes of v (zeros past its 8). */
 static void put(blob *x, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; i++)
-    x->b[x->n++] = (uint8_t)(v >> (8 * i));
+    x->b[x->n++] = i < 8 ? (uint8_t)(v >> (8 * i)) : 0;
 }
 
 static void open_container(blob *x) {
