@@ -463,6 +463,12 @@ static int request(int w) {
   return rc;
 }
 
+/* A process that exits with sampling on (no finalize: Proton writes no
+ * profile then) must stop the decoder thread before the CUDA runtime's exit
+ * handlers tear contexts down under it. Registered after the first start,
+ * hence after CUDA's own handlers, so it runs before them. */
+static void stop_at_exit(void) { cp_pm_sampler_stop(); }
+
 int cp_pm_sampler_start(const cp_loader_api *api, const cp_pm_options *o) {
   if (P.thread_on)
     return CPROTON_OK;
@@ -494,6 +500,9 @@ int cp_pm_sampler_start(const cp_loader_api *api, const cp_pm_options *o) {
     return cp_error_set(rc, "%s", P.msg);
   }
   P.thread_on = 1;
+  static int registered;
+  if (!registered++)
+    atexit(stop_at_exit);
   return CPROTON_OK;
 }
 
