@@ -123,6 +123,45 @@ class PCSampling(BaseMode):
 
 
 @dataclass(frozen=True)
+class PMSampling(BaseMode):
+    """Hardware counters (a cproton extension; docs/hardware-metrics.md):
+    ``PMSampling()`` is ``"pmsampling"``, ``PMSampling(metrics=["dram_throughput%"],
+    interval=100000)`` is ``"pmsampling:metrics=dram_throughput%:interval=100000"``,
+    ``PMSampling(exact=True)`` reads them per launch by replay. Like
+    ``PCSampling``, the class checks types and signs; the CUPTI backend's parser
+    checks names and ranges when a session starts."""
+    name: str = field(default="pmsampling", init=False)
+    metrics: tuple = ()
+    interval: int = 0   # 0: the backend's default (250 us)
+    exact: bool = False
+    ranges: int = 0     # exact mode: launches per decode, 0: the default
+
+    def __post_init__(self):
+        if isinstance(self.metrics, str) or not all(isinstance(m, str) and m and "," not in m
+                                                     and ":" not in m for m in self.metrics):
+            raise TypeError("metrics must be a sequence of counter names (no ',' or ':').")
+        object.__setattr__(self, "metrics", tuple(self.metrics))
+        for what in ("interval", "ranges"):
+            v = getattr(self, what)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"{what} must be a non-negative integer.")
+        if not isinstance(self.exact, bool):
+            raise TypeError("exact must be a bool.")
+
+    def __str__(self):
+        parts = [self.name]
+        if self.metrics:
+            parts.append("metrics=" + ",".join(self.metrics))
+        if self.interval:
+            parts.append(f"interval={self.interval}")
+        if self.exact:
+            parts.append("exact")
+        if self.ranges:
+            parts.append(f"ranges={self.ranges}")
+        return ":".join(parts)
+
+
+@dataclass(frozen=True)
 class InstrumentationMode(BaseMode):
     """Common base class for instrumentation modes with shared configuration."""
     metric_type: METRIC_TYPE = METRIC_TYPE.CYCLE
