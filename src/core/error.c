@@ -5,17 +5,23 @@
  * overwrites another's. Not a hot path; called by any thread. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "core/error.h"
 #include "cproton/cproton.h"
 
 static _Thread_local char message[1024];
 
+/* Formatted aside first: a caller wrapping a cause in context passes the
+ * message itself as an argument (cp_error_set(rc, "x: %s",
+ * cp_error_message())), which vsnprintf must not read while writing it. */
 int cp_error_set(int code, const char *fmt, ...) {
+  char text[sizeof message];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(message, sizeof message, fmt, ap);
+  vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
+  memcpy(message, text, sizeof message);
   return code;
 }
 

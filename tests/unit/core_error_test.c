@@ -30,3 +30,13 @@ Test(core_error, version_matches_macros) {
   cr_assert_str_eq(cproton_version(), CPROTON_VERSION_STRING);
   cr_assert_eq(CPROTON_VERSION_HEX, 0x000100);
 }
+
+/* A cause wrapped in context: the message is an argument of the call that
+ * replaces it (valgrind reported the overlapping copy in loader.c's
+ * "no NVIDIA driver: %s"). */
+Test(core_error, wrapping_the_message_in_context) {
+  cp_error_set(CPROTON_ENODEVICE, "libcuda.so.1: cannot open shared object");
+  cp_error_set(CPROTON_ENODEVICE, "no NVIDIA driver: %s", cp_error_message());
+  cr_assert_str_eq(cproton_last_error(),
+                   "no NVIDIA driver: libcuda.so.1: cannot open shared object");
+}
