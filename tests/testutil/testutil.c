@@ -15,9 +15,13 @@ const char *cpt_tmp_path(const char *stem) {
   static _Thread_local int next;
   static char dir[256];
   if (!dir[0]) {
-    snprintf(dir, sizeof dir, "%s/cproton-test-%d",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
-    mkdir(dir, 0700);
+    /* a fresh directory per process, made exclusively: a name from the pid
+     * alone met a directory an earlier process of the same pid had left
+     * (pids are reused within one CI run), with its files in it */
+    snprintf(dir, sizeof dir, "%s/cproton-test-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(dir))
+      snprintf(dir, sizeof dir, "."); /* the test's own build folder */
   }
   char *p = paths[next++ % 16];
   snprintf(p, 512, "%s/%s", dir, stem);
