@@ -11,13 +11,16 @@
 
 #define PARAMS(type, var, last) type var = {.structSize = CP_PM_STRUCT_SIZE(type, last)}
 
-cp_pm_host_object *cp_pm_host_new(const cp_loader_api *api, const char *chip,
-                                  const uint8_t *avail) {
+CUptiResult cp_pm_host_new(const cp_loader_api *api, int profiler_type,
+                           const char *chip, const uint8_t *avail,
+                           cp_pm_host_object **out) {
   PARAMS(cp_pm_host_init_params, p, pHostObject);
-  p.profilerType = CP_PM_PROFILER_PM_SAMPLING;
+  p.profilerType = profiler_type;
   p.pChipName = chip;
   p.pCounterAvailabilityImage = avail;
-  return api->cuptiProfilerHostInitialize(&p) ? NULL : p.pHostObject;
+  CUptiResult r = api->cuptiProfilerHostInitialize(&p);
+  *out = r ? NULL : p.pHostObject;
+  return r;
 }
 
 void cp_pm_host_free(const cp_loader_api *api, cp_pm_host_object *h) {
@@ -25,6 +28,16 @@ void cp_pm_host_free(const cp_loader_api *api, cp_pm_host_object *h) {
   p.pHostObject = h;
   if (h)
     api->cuptiProfilerHostDeinitialize(&p);
+}
+
+CUptiResult cp_pm_host_add_metrics(const cp_loader_api *api,
+                                   cp_pm_host_object *h, const char **names,
+                                   size_t n) {
+  PARAMS(cp_pm_host_add_metrics_params, a, numMetrics);
+  a.pHostObject = h;
+  a.ppMetricNames = names;
+  a.numMetrics = n;
+  return api->cuptiProfilerHostConfigAddMetrics(&a);
 }
 
 /* The config image of names[0..n) in a fresh host object; *passes set.
@@ -35,14 +48,13 @@ uint8_t *cp_pm_config_image(const cp_loader_api *api, const char *chip,
                       const char **names, size_t n, size_t *size,
                       size_t *passes, CUptiResult *bad,
                       cp_pm_host_object **keep) {
-  cp_pm_host_object *h = cp_pm_host_new(api, chip, avail);
+  cp_pm_host_object *h;
   uint8_t *img = NULL;
-  PARAMS(cp_pm_host_add_metrics_params, a, numMetrics);
   PARAMS(cp_pm_host_image_size_params, s, configImageSize);
-  a.pHostObject = s.pHostObject = h;
-  a.ppMetricNames = names;
-  a.numMetrics = n;
-  *bad = h ? api->cuptiProfilerHostConfigAddMetrics(&a) : CUPTI_ERROR_UNKNOWN;
+  *bad = cp_pm_host_new(api, CP_PM_PROFILER_PM_SAMPLING, chip, avail, &h);
+  if (!*bad)
+    *bad = cp_pm_host_add_metrics(api, h, names, n);
+  s.pHostObject = h;
   if (!*bad && !(*bad = api->cuptiProfilerHostGetConfigImageSize(&s)) &&
       (img = calloc(1, s.configImageSize))) {
     PARAMS(cp_pm_host_image_params, g, pConfigImage);

@@ -1,7 +1,8 @@
 /* backend/cupti/pm_config.h -- the PM-sampling mode's configuration through
  * CUPTI's profiler host API (cp_pm_config_*, cp_pm_host_*): host objects,
  * config images, which counters fit one pass, counter availability.
- * Called on the decoder thread only (pm_sampler.c). Not a hot path. */
+ * Called on the decoder thread (pm_sampler.c) and, for the host objects, by
+ * the exact mode (pm_exact_ctx.c). Not a hot path. */
 #ifndef CP_BACKEND_CUPTI_PM_CONFIG_H
 #define CP_BACKEND_CUPTI_PM_CONFIG_H
 
@@ -10,12 +11,21 @@
 
 #include "backend/cupti/loader.h"
 
-/* A PM-sampling host object for `chip`; NULL when CUPTI refuses. */
-cp_pm_host_object *cp_pm_host_new(const cp_loader_api *api, const char *chip,
-                                  const uint8_t *avail);
+/* A host object for `chip` and `profiler_type` (CP_PM_PROFILER_PM_SAMPLING
+ * or _RANGE: the exact mode's, pm_exact_ctx.c) in *out; CUPTI's result
+ * (*out NULL unless CUPTI_SUCCESS). */
+CUptiResult cp_pm_host_new(const cp_loader_api *api, int profiler_type,
+                           const char *chip, const uint8_t *avail,
+                           cp_pm_host_object **out);
 
 /* Frees `h` (NULL is fine). */
 void cp_pm_host_free(const cp_loader_api *api, cp_pm_host_object *h);
+
+/* Schedules names[0..n) on `h`; CUPTI's result (a name it does not know
+ * refuses the whole list). */
+CUptiResult cp_pm_host_add_metrics(const cp_loader_api *api,
+                                   cp_pm_host_object *h, const char **names,
+                                   size_t n);
 
 /* The config image of names[0..n) in a fresh host object; *size and
  * *passes set. NULL (and *bad the CUPTI result) when CUPTI refuses a name.

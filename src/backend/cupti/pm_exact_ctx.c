@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cupti/pm_config.h"
 #include "backend/cupti/pm_exact_abi.h"
 #include "backend/cupti/pm_exact_ctx.h"
 #include "core/error.h"
@@ -100,34 +101,11 @@ static int chip_of(const cp_loader_api *api, CUcontext ctx, const char **chip,
   return CPROTON_OK;
 }
 
-/* A host object for the chip, or an error. */
+/* A range-profiler host object for the chip (pm_config.c), or an error. */
 static int host_new(const cp_loader_api *api, const char *chip,
                     const uint8_t *avail, cp_pm_host_object **out) {
-  cp_pm_host_init_params p = {.structSize = CP_PM_STRUCT_SIZE(
-                                  cp_pm_host_init_params, pHostObject),
-                              .profilerType = CP_PM_PROFILER_RANGE,
-                              .pChipName = chip,
-                              .pCounterAvailabilityImage = avail};
-  CALL(cuptiProfilerHostInitialize, p);
-  *out = p.pHostObject;
-  return CPROTON_OK;
-}
-
-static void host_free(const cp_loader_api *api, cp_pm_host_object *h) {
-  cp_pm_host_deinit_params p = {
-      .structSize = CP_PM_STRUCT_SIZE(cp_pm_host_deinit_params, pHostObject),
-      .pHostObject = h};
-  if (h)
-    api->cuptiProfilerHostDeinitialize(&p);
-}
-
-static CUptiResult add_metrics(const cp_loader_api *api, cp_pm_host_object *h,
-                               const char **names, size_t n) {
-  cp_pm_host_add_metrics_params p = {
-      .structSize =
-          CP_PM_STRUCT_SIZE(cp_pm_host_add_metrics_params, numMetrics),
-      .pHostObject = h, .ppMetricNames = names, .numMetrics = n};
-  return api->cuptiProfilerHostConfigAddMetrics(&p);
+  CUptiResult r = cp_pm_host_new(api, CP_PM_PROFILER_RANGE, chip, avail, out);
+  return r ? fail(api, "cuptiProfilerHostInitialize", r) : CPROTON_OK;
 }
 
 /* CUPTI refused the list: names the first metric it refuses alone. */
@@ -138,8 +116,8 @@ static int name_refused(const cp_loader_api *api, const char *chip,
     cp_pm_host_object *h = NULL;
     if (host_new(api, chip, avail, &h))
       break;
-    CUptiResult ri = add_metrics(api, h, &s->names[i], 1);
-    host_free(api, h);
+    CUptiResult ri = cp_pm_host_add_metrics(api, h, &s->names[i], 1);
+    cp_pm_host_free(api, h);
     if (ri != CUPTI_SUCCESS)
       return cp_error_set(CPROTON_EBACKEND,
                           "pmsampling:exact: CUPTI has no counter '%s' on "
@@ -163,9 +141,9 @@ int cp_pm_exact_ctx_check(const cp_loader_api *api, uint32_t device,
     return CPROTON_OK;
   }
   int rc = host_new(api, cp.pChipName, NULL, &h);
-  if (!rc && (r = add_metrics(api, h, s->names, s->n_names)))
+  if (!rc && (r = cp_pm_host_add_metrics(api, h, s->names, s->n_names)))
     rc = name_refused(api, cp.pChipName, NULL, s, r);
-  host_free(api, h);
+  cp_pm_host_free(api, h);
   return rc;
 }
 
@@ -248,7 +226,7 @@ static int setup_steps(const cp_loader_api *api, cp_pm_exact_ctx *x,
   if (!rc)
     rc = host_new(api, chip, avail, &x->host);
   CUptiResult r = CUPTI_SUCCESS;
-  if (!rc && (r = add_metrics(api, x->host, s->names, s->n_names)))
+  if (!rc && (r = cp_pm_host_add_metrics(api, x->host, s->names, s->n_names)))
     rc = name_refused(api, chip, avail, s, r);
   free(avail);
   if (!rc)
@@ -397,7 +375,7 @@ void cp_pm_exact_ctx_free(const cp_loader_api *api, cp_pm_exact_ctx *x) {
         .pRangeProfilerObject = x->obj};
     api->cuptiRangeProfilerDisable(&p);
   }
-  host_free(api, x->host);
+  cp_pm_host_free(api, x->host);
   free(x->config);
   free(x->image);
   cp_pm_exact_map_queue_free(&x->q);

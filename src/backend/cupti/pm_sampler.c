@@ -71,7 +71,6 @@ static struct {
 #define CALL(f, params) P.api->f(params)
 #define PARAMS(type, var, last) type var = {.structSize = CP_PM_STRUCT_SIZE(type, last)}
 
-static uint64_t mono_ns(void) { return cp_clock_now_ns(); }
 
 static const char *cupti_err(CUptiResult r) {
   return cp_loader_cupti_error(P.api, r);
@@ -105,9 +104,9 @@ static CUptiResult image_reset(device *d) {
   i.counterDataSize = d->data_size;
   i.pCounterData = d->data;
   d->done = 0;
-  uint64_t t = mono_ns();
+  uint64_t t = cp_clock_now_ns();
   CUptiResult r = CALL(cuptiPmSamplingCounterDataImageInitialize, &i);
-  P.init_ns += mono_ns() - t;
+  P.init_ns += cp_clock_now_ns() - t;
   return r;
 }
 
@@ -191,7 +190,7 @@ static int64_t offset_for(uint64_t t1) {
   struct timespec rt;
   clock_gettime(CLOCK_REALTIME, &rt);
   uint64_t now_rt = (uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec;
-  uint64_t now = mono_ns();
+  uint64_t now = cp_clock_now_ns();
   uint64_t d_rt = t1 > now_rt ? t1 - now_rt : now_rt - t1;
   uint64_t d_mono = t1 > now ? t1 - now : now - t1;
   return d_rt < d_mono ? (int64_t)(now - now_rt) : 0;
@@ -223,7 +222,7 @@ static void hand_over(device *d, size_t s, const CUpti_PmSampling_CounterData_Ge
 
 /* Hands over samples [d->done, completed) of the image. */
 static void evaluate(device *d, size_t completed) {
-  uint64_t t = mono_ns();
+  uint64_t t = cp_clock_now_ns();
   for (size_t s = d->done; s < completed; s++) {
     PARAMS(CUpti_PmSampling_CounterData_GetSampleInfo_Params, si, endTimestamp);
     si.pPmSamplingObject = d->obj;
@@ -237,7 +236,7 @@ static void evaluate(device *d, size_t completed) {
     hand_over(d, s, &si);
   }
   d->done = completed;
-  P.eval_ns += mono_ns() - t;
+  P.eval_ns += cp_clock_now_ns() - t;
 }
 
 static size_t completed(const device *d) {
@@ -260,9 +259,9 @@ static void decode(device *d) {
     p.pPmSamplingObject = d->obj;
     p.pCounterDataImage = d->data;
     p.counterDataImageSize = d->data_size;
-    uint64_t t = mono_ns();
+    uint64_t t = cp_clock_now_ns();
     CUptiResult r = CALL(cuptiPmSamplingDecodeData, &p);
-    P.decode_ns += mono_ns() - t;
+    P.decode_ns += cp_clock_now_ns() - t;
     if (r || p.overflow)
       P.overflows++;
     if (r && !P.decode_rc)
