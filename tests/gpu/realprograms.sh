@@ -46,7 +46,8 @@ pair() {
   pa=$(ls "$out/$name"/proton/*.hatchet 2>/dev/null | head -1)
   pb=$(ls "$out/$name"/cproton/*.hatchet 2>/dev/null | head -1)
   if [ -z "$pa" ] || [ -z "$pb" ]; then echo "FAIL $name: a profile is missing ($pa / $pb)"; fail=1; return; fi
-  "$py" "$compare" "$name" "$pa" "$pb" || fail=1
+  local opt=; [[ $name == *python* ]] && opt=--python
+  "$py" "$compare" "$name" "$pa" "$pb" 0.25 $opt || fail=1
 }
 # a copy of a program that uses Proton's API, with cproton imported instead
 as_cproton() {

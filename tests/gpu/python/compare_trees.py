@@ -2,7 +2,7 @@
 cproton's Hatchet JSON): the paths each has, the launch count on every path,
 and the kernel time on every path (tests/gpu/realprograms.sh).
 
-usage: compare_trees.py NAME PROTON.hatchet CPROTON.hatchet [TIME_TOLERANCE]
+usage: compare_trees.py NAME PROTON.hatchet CPROTON.hatchet [TIME_TOLERANCE] [--python]
 
 Prints RESULT lines and PASS/FAIL NAME: paths (both have the same paths with
 a count), counts (equal on every path), time (the total kernel time, and every
@@ -10,25 +10,43 @@ path holding >= 1% of it, within the tolerance, default 0.25, of Proton's:
 two runs of a program do not take the same time, so this catches a wrong
 attribution, not noise). Frames of the profilers' own launchers and of the
 runner (runpy, realprog_run.py) are dropped from python-context paths, the
-rest is compared as written."""
+rest is compared as written. With --python (context="python" profiles),
+three documented differences are taken out before comparing: frames name
+files by base name (the cproton copy of a program lives elsewhere), torch's
+own frames are dropped (cproton drops its dispatch and nn.Module plumbing
+while the backward link is on, docs/python.md), and cproton's kernels under
+its `<backward>` link (Proton, which has no link, puts autograd's kernels at
+ROOT) are compared by kernel name: every other cproton path must be
+Proton's with the same count, and each kernel's total count and time must
+be Proton's."""
 import json
 import sys
 
 SKIP = ("/triton/profiler/", "/cproton/", "runpy.py", "realprog_run.py", "<frozen runpy>")
+TORCH = "/site-packages/torch/"
 
 
-def _keep(name):
-    return not any(s in name for s in SKIP)
+def _keep(name, python):
+    return not any(s in name for s in SKIP) and not (python and TORCH in name)
 
 
-def flatten(path):
+def _frame(name, python):
+    if python and ":" in name and "/" in name.split(":", 1)[0]:
+        return name.rsplit("/", 1)[1]
+    return name
+
+
+def flatten(path, python=False):
     with open(path) as f:
         root = json.load(f)[0]
     out = {}
 
     def walk(node, prefix):
         name = node["frame"]["name"]
-        here = prefix + (name,) if _keep(name) else prefix
+        if python and name == "<backward>":
+            prefix = ("<backward>",)  # compared by kernel name, see above
+            name = None
+        here = prefix + (_frame(name, python),) if name and _keep(name, python) else prefix
         m = node.get("metrics", {})
         if m.get("count"):
             c, t = out.get(here, (0, 0.0))
@@ -50,9 +68,13 @@ def _total(tree):
 
 
 def main():
-    name, a_path, b_path = sys.argv[1:4]
-    tol = float(sys.argv[4]) if len(sys.argv) > 4 else 0.25
-    a, b = flatten(a_path), flatten(b_path)
+    python = "--python" in sys.argv
+    argv = [x for x in sys.argv if x != "--python"]
+    name, a_path, b_path = argv[1:4]
+    tol = float(argv[4]) if len(argv) > 4 else 0.25
+    a, b = flatten(a_path, python), flatten(b_path, python)
+    if python:
+        return compare_linked(name, a, b, tol)
     only_a = sorted(set(a) - set(b))
     only_b = sorted(set(b) - set(a))
     both = sorted(set(a) & set(b))
@@ -81,6 +103,37 @@ def main():
     for what, ok in (("paths", ok_paths), ("counts", ok_counts), ("time", ok_time)):
         print(f"{'PASS' if ok else 'FAIL'} {name} {what}")
     return 0 if ok_paths and ok_counts and ok_time else 1
+
+
+def by_kernel(tree):
+    out = {}
+    for p, (c, t) in tree.items():
+        k = out.get(p[-1], (0, 0.0))
+        out[p[-1]] = (k[0] + c, k[1] + t)
+    return out
+
+
+def compare_linked(name, a, b, tol):
+    linked = {p: v for p, v in b.items() if p[0] == "<backward>"}
+    forward = {p: v for p, v in b.items() if p[0] != "<backward>"}
+    bad_paths = [p for p in forward if a.get(p, (None,))[0] != forward[p][0]]
+    ka, kb = by_kernel(a), by_kernel(b)
+    bad_counts = sorted(k for k in set(ka) | set(kb) if ka.get(k, (0,))[0] != kb.get(k, (0,))[0])
+    ta, tb = _total(a), _total(b)
+    slow = [k for k in ka if ka[k][1] >= 0.01 * ta and abs(kb.get(k, (0, 0.0))[1] / ka[k][1] - 1) > tol]
+    print(f"RESULT {name}: paths proton {len(a)}, cproton {len(b)} ({len(linked)} under <backward>, "
+          f"{sum(v[0] for v in linked.values())} launches); launches proton {sum(v[0] for v in a.values())}, "
+          f"cproton {sum(v[0] for v in b.values())}; kernel time proton {ta / 1e6:.3f} ms, cproton {tb / 1e6:.3f} ms")
+    for p in bad_paths[:8]:
+        print(f"  not Proton's   : {' / '.join(p)} count {forward[p][0]}, Proton {a.get(p, (0,))[0]}")
+    for k in bad_counts[:8]:
+        print(f"  count differs  : {k} proton {ka.get(k, (0,))[0]}, cproton {kb.get(k, (0,))[0]}")
+    for k in slow[:8]:
+        print(f"  time differs   : {k}")
+    ok_time = ta > 0 and abs(tb / ta - 1) <= tol and not slow
+    for what, ok in (("paths", not bad_paths), ("counts", not bad_counts), ("time", ok_time)):
+        print(f"{'PASS' if ok else 'FAIL'} {name} {what}")
+    return 0 if not bad_paths and not bad_counts and ok_time else 1
 
 
 if __name__ == "__main__":
