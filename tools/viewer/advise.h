@@ -23,7 +23,7 @@ typedef enum av_fact {
   AF_PM_NS, AF_PM_DRAM, AF_PM_SM, /* PM sampling: pm_sampled_ns, X*ns */
   AF_N_NODE, /* the facts above are metrics of the kernel frame */
   AF_SAMPLES = AF_N_NODE, AF_STALLED, AF_S_LSB, AF_S_SSB, AF_S_MIO, AF_S_LG,
-  AF_S_BAR, AF_S_MATH, AF_S_WAIT, AF_S_SEL,
+  AF_S_BAR, AF_S_MATH, AF_S_WAIT, AF_S_SEL, AF_S_DRAIN,
   AF_N
 } av_fact;
 
@@ -52,6 +52,11 @@ typedef struct av_kernel {
   const char *s[AS_N];
   const char *hot_line; /* the source line with most samples */
   double hot_samples, hot_lsb;
+  const char *mem_line; /* the source line with most long-scoreboard samples */
+  double mem_samples, mem_lsb;
+  uint64_t parent;  /* hash of the call path above the frame */
+  uint64_t seen_in; /* bit i: profile i held the frame (i < 64) */
+  int dead; /* joined into another kernel (a renamed frame): not judged */
   cproton_device_info dev;
   int has_dev;
   int groups; /* AG_* */

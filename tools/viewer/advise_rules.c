@@ -262,24 +262,68 @@ static int not_pipelined(const av_kernel *k, const av_ctx *c, av_finding *f) {
   return 1;
 }
 
-static int uncoalesced(const av_kernel *k, const av_ctx *c, av_finding *f) {
-  (void)c;
-  double line = k->f[AF_SAMPLES] > 0 ? k->hot_samples / k->f[AF_SAMPLES] : 0;
+/* Drain share of the stalled samples from which a kernel's stores are
+ * taken as scattered: warps that exit wait for their stores to drain, and
+ * a warp's scattered store is up to 32 sector writes instead of 4. Between
+ * the coalesced H100 benchmark kernels' largest (23%, PyTorch's vectorized
+ * elementwise kernel; tuned vector add 20%) and the strided kernel's 44%,
+ * at about their geometric middle (docs/advisor.md, "Thresholds"). */
+#define STORE_DRAIN 0.32
+#define SECTOR_BITS 256.0 /* 32 bytes: what a warp's access is served in */
+
+/* Narrow loads: the line waiting most on global loads (long scoreboard)
+ * holds >= 20% of the samples, >= 50% of them on the long scoreboard, with
+ * loads <= 32 bits (or of unknown width). Returns the saved share. */
+static double narrow_loads(const av_kernel *k) {
+  double s = k->f[AF_SAMPLES], ld = k->f[AF_T_LD];
+  double line = s > 0 ? k->mem_samples / s : 0;
   /* of all the line's samples, not the stalled ones: on the H100 the hot
    * lines of coalesced 128-bit loads held 61-95% of their stalled samples on
    * the long scoreboard, so that share cannot tell coalesced from not */
-  double lsb = k->hot_samples > 0 ? k->hot_lsb / k->hot_samples : 0;
-  double bits = k->f[AF_T_LD];
-  if (line < 0.2 || lsb < 0.5 || bits > 32)
+  double lsb = k->mem_samples > 0 ? k->mem_lsb / k->mem_samples : 0;
+  if (line < 0.2 || lsb < 0.5 || ld > 32)
     return 0;
-  f->saving = T(k) * line * lsb * (isnan(bits) ? 0.4 : 0.6);
-  evs(f, "line", k->hot_line), ev(f, "line_share", line);
-  ev(f, "line_long_scoreboard", lsb);
-  if (!isnan(bits))
-    ev(f, "ld_bits", bits);
-  snprintf(f->diag, sizeof f->diag, "%.0f%% of the samples sit on one line, "
-           "%.0f%% of them waiting on global memory%s", line * 100, lsb * 100,
-           isnan(bits) ? "" : ", and the widest global load is 32 bits");
+  return line * lsb * (isnan(ld) ? 0.4 : 0.6);
+}
+
+/* Scattered accesses (drain >= STORE_DRAIN, stores <= 32 bits or unknown):
+ * each access uses width/SECTOR_BITS of the sector it moves, so the time
+ * waiting on memory (long scoreboard + drain) shrinks by that factor. */
+static double scattered(const av_kernel *k) {
+  double st = k->f[AF_T_ST], drain = share(k, AF_S_DRAIN);
+  if (drain < STORE_DRAIN || st > 32)
+    return 0;
+  double bits = isnan(st) ? 32 : st;
+  return fmin(1, share(k, AF_S_LSB) + drain) * (1 - bits / SECTOR_BITS);
+}
+
+static int uncoalesced(const av_kernel *k, const av_ctx *c, av_finding *f) {
+  (void)c;
+  double narrow = narrow_loads(k), scat = scattered(k);
+  if (!(narrow > 0) && !(scat > 0))
+    return 0;
+  f->saving = T(k) * fmax(narrow, scat);
+  double s = k->f[AF_SAMPLES];
+  double line = s > 0 ? k->mem_samples / s : 0;
+  double lsb = k->mem_samples > 0 ? k->mem_lsb / k->mem_samples : 0;
+  evs(f, "line", k->mem_line), ev(f, "line_share", line);
+  ev(f, "line_long_scoreboard", lsb), ev(f, "drain_share", share(k, AF_S_DRAIN));
+  if (!isnan(k->f[AF_T_LD]))
+    ev(f, "ld_bits", k->f[AF_T_LD]);
+  if (!isnan(k->f[AF_T_ST]))
+    ev(f, "st_bits", k->f[AF_T_ST]);
+  if (scat >= narrow)
+    snprintf(f->diag, sizeof f->diag, "%.0f%% of the stalled samples are "
+             "warps at exit waiting for their stores to drain (and %.0f%% "
+             "wait on global loads): scattered, uncoalesced accesses that "
+             "move a whole sector per element", share(k, AF_S_DRAIN) * 100,
+             share(k, AF_S_LSB) * 100);
+  else
+    snprintf(f->diag, sizeof f->diag, "%.0f%% of the samples sit on the "
+             "line waiting most on global memory, %.0f%% of them on the long "
+             "scoreboard%s", line * 100, lsb * 100,
+             isnan(k->f[AF_T_LD]) ? "" : ", and the widest global load is "
+                                         "32 bits or less");
   return 1;
 }
 
@@ -380,7 +424,7 @@ static int autotune_slower(const av_kernel *k, const av_ctx *c,
   for (uint32_t i = 0; cfg && i < c->n_kernels; i++) {
     const av_kernel *o = &c->kernels[i];
     double on = o->f[AF_COUNT] > 0 ? o->f[AF_COUNT] : 1;
-    if (o == k || !o->s[AS_CONFIG] || !(o->f[AF_TIME] > 0) ||
+    if (o == k || o->dead || !o->s[AS_CONFIG] || !(o->f[AF_TIME] > 0) ||
         strcmp(o->name, k->name) || !strcmp(o->s[AS_CONFIG], cfg))
       continue;
     if (o->f[AF_TIME] / on < best_avg)
