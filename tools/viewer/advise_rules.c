@@ -137,17 +137,29 @@ static double local_of(const av_kernel *k) {
   return fmax(isnan(cupti) ? 0 : cupti, isnan(stack) ? 0 : stack);
 }
 
+/* LG throttle share of the stalled samples from which a kernel with local
+ * memory is taken to be bound by it: LG throttle is the queue of local and
+ * global memory instructions being full (what spills and run-time indexed
+ * arrays cause). 41% on the H100's local-array kernel; every other kernel
+ * of that benchmark, the spilling softmax included, <= 3.5%. */
+#define SPILL_LG 0.12
+
 static int spills(const av_kernel *k, const av_ctx *c, av_finding *f) {
   (void)c;
   double sp = k->f[AF_T_SPILLS], regs = regs_of(k);
   double local = local_of(k);
   if (!(sp > 0) && !(local > 0))
     return 0;
-  double r = regs > 0 ? regs : 255;
-  double frac = sp > 0 ? sp / (sp + r) : local / (local + 4 * r);
-  f->saving = T(k) * fmin(0.5, frac);
+  double r = regs > 0 ? regs : 255, lg = share(k, AF_S_LG);
+  double frac = fmin(0.5, sp > 0 ? sp / (sp + r) : local / (local + 4 * r));
+  if (lg >= SPILL_LG) /* measured: local traffic fills the LSU queue */
+    frac = fmin(1, share(k, AF_S_LSB) + lg) * H_STALL;
+  f->saving = T(k) * frac;
   ev(f, "spills", first(sp, 0)), ev(f, "local_bytes", first(local, 0));
   ev(f, "regs", first(regs, 0));
+  if (lg >= SPILL_LG)
+    ev(f, "lg_throttle_share", lg), ev(f, "long_scoreboard_share",
+                                       share(k, AF_S_LSB));
   if (sp > 0)
     snprintf(f->diag, sizeof f->diag, "%.0f registers spilled (%.0f bytes of "
              "local memory per thread) at %.0f registers per thread: spilled "
@@ -338,7 +350,13 @@ static int no_tensor_cores(const av_kernel *k, const av_ctx *c,
   (void)c;
   if (!k->s[AS_MMA] || strcmp(k->s[AS_MMA], "fma"))
     return 0;
-  double cs = compute_share(k);
+  double cs = compute_share(k), issue = share(k, AF_S_SEL) +
+                                       share(k, AF_S_MATH);
+  /* measured: the samples issuing (selected) or waiting on the math pipe
+   * are the FMA work tensor cores take over; the operand loads from shared
+   * memory (short scoreboard), barriers and dispatch stay */
+  if (k->f[AF_SAMPLES] > 0 && k->f[AF_STALLED] > 0)
+    cs = fmin(cs, issue);
   f->saving = T(k) * 0.75 * cs;
   evs(f, "mma", k->s[AS_MMA]), ev(f, "compute_share", cs);
   snprintf(f->diag, sizeof f->diag, "the kernel's dot runs on FMA units, "
@@ -380,16 +398,22 @@ static int bank_conflicts(const av_kernel *k, const av_ctx *c, av_finding *f) {
 }
 
 #define LAUNCH_NS 4000.0 /* GPU idle per eager launch (CPU launch cost) */
+/* A Triton kernel is launched from Python through Triton's launcher: a tiny
+ * one took 11.1-12.6 us per launch without a profiler (docs/benchmarks.md,
+ * the launch-overhead benchmark of issue 4); the kernel's triton.* facts
+ * say which launcher it had. */
+#define TRITON_LAUNCH_NS 11000.0
 #define GRAPH_NS 1000.0  /* per kernel replayed in a CUDA graph */
 
 static int launch_bound(const av_kernel *k, const av_ctx *c, av_finding *f) {
   (void)c;
   double n = k->f[AF_COUNT], avg = T(k) / (n > 0 ? n : 1);
-  if (!(n >= 100) || avg >= LAUNCH_NS)
+  double launch = isnan(k->f[AF_T_WARPS]) ? LAUNCH_NS : TRITON_LAUNCH_NS;
+  if (!(n >= 100) || avg >= launch)
     return 0;
-  f->base = n * LAUNCH_NS;
-  f->saving = n * (LAUNCH_NS - fmax(avg, GRAPH_NS));
-  ev(f, "count", n), ev(f, "avg_time_ns", avg);
+  f->base = n * launch;
+  f->saving = n * (launch - fmax(avg, GRAPH_NS));
+  ev(f, "count", n), ev(f, "avg_time_ns", avg), ev(f, "launch_ns", launch);
   snprintf(f->diag, sizeof f->diag, "%.0f launches of %.2f us each: shorter "
            "than a launch, so the GPU waits on the CPU between them",
            n, avg / 1e3);
@@ -496,7 +520,9 @@ const av_rule av_rules[] = {
      "more num_warps in Triton; fewer live values or __launch_bounds__ in CUDA C; "
      "a per-thread array indexed at run time: shared memory, or indices known "
      "at compile time (unrolled loops) so it stays in registers",
-     "time x min(50%, spills / (spills + regs)); bytes: local / (local + 4 regs)", 0},
+     "time x min(50%, spills / (spills + regs)); bytes: local / (local + 4 regs); "
+     "LG throttle >= 12% of the stalled samples: time x (long scoreboard + LG "
+     "throttle share) x 0.8", 0},
     {"occupancy_regs", AG_TIME | AG_CONF, "registers and block size per kernel",
      CONF_MODE, occupancy_regs,
      "fewer registers per thread: smaller BLOCK_* or more num_warps in Triton, "
@@ -528,12 +554,15 @@ const av_rule av_rules[] = {
      "contiguous accesses along the fastest axis (stride 1 per thread), "
      "tl.max_contiguous/tl.multiple_of hints and aligned strides so loads "
      "become 128-bit; in CUDA C consecutive threads read consecutive addresses",
-     "time x line share x line's long-scoreboard share x 0.6 (0.4 without load widths)", 0},
+     "narrow loads: time x line share x line's long-scoreboard share x 0.6 (0.4 "
+     "without load widths); scattered (drain >= 32% of the stalled samples): "
+     "time x (long scoreboard + drain share) x (1 - store bits / 256)", 0},
     {"no_tensor_cores", AG_TIME | AG_TRITON, "the MMA kind of the kernel's dot",
      TRITON_MODE, no_tensor_cores,
      "tl.dot on fp16/bf16 (or tf32) operands with BLOCK_M/N/K >= 16 so it "
      "lowers to tensor cores",
-     "time x 0.75 x compute share of the roofline (1 without flops/bytes)", 0},
+     "time x 0.75 x compute share: the issuing + math-pipe share of the "
+     "stalled samples when sampled, else of the roofline (1 without flops/bytes)", 0},
     {"old_mma", AG_TIME | AG_TRITON, "the MMA kind of the kernel's dot",
      TRITON_MODE, old_mma,
      "on Hopper a dot becomes wgmma with num_warps 4 or 8, BLOCK_M >= 64 and "
@@ -549,7 +578,8 @@ const av_rule av_rules[] = {
      "any tree profile with kernel times", launch_bound,
      "capture the loop in a CUDA graph (torch.cuda.graphs, "
      "triton.testing.do_bench_cudagraph) or fuse the short kernels",
-     "count x (4 us launch - max(avg, 1 us graph launch)), relative to count x 4 us", 0},
+     "count x (launch - max(avg, 1 us graph launch)), relative to count x "
+     "launch; launch = 11 us for a Triton kernel (Python launcher), else 4 us", 0},
     {"host_sync", AG_SYNC, "host synchronizations per calling context "
      "(host_syncs)", SYNC_MODE, host_sync,
      "remove synchronizing calls (.item(), .cpu(), torch.cuda.synchronize) "
