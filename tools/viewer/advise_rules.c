@@ -480,7 +480,10 @@ static int roof(const av_kernel *k, av_finding *f, int memory) {
   if (ach >= 0.5)
     return 0;
   f->saving = T(k) - need / reach;
-  ev(f, memory ? "bytes" : "flops", memory ? k->f[AF_BYTES] : ft);
+  double flops = 0; /* the count, not its time (ft) */
+  for (int w = AF_FLOPS; w <= AF_FLOPS64; w++)
+    flops += isnan(k->f[w]) ? 0 : k->f[w];
+  ev(f, memory ? "bytes" : "flops", memory ? k->f[AF_BYTES] : flops);
   ev(f, "min_time_ns", need), ev(f, "roofline_fraction", ach);
   if (measured)
     snprintf(f->diag, sizeof f->diag, "%s-bound; measured %s throughput "
