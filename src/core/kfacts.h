@@ -5,18 +5,28 @@
  * hook; the profile writers add them to every kernel frame of
  * that name as "kernel.*" / "triton.*" metrics. Facts are per kernel name,
  * not per launch: the first value of each fact is kept, and the number of
- * distinct launch configurations is counted. */
+ * distinct launch configurations is counted; a kernel launched as several
+ * compiled variants (an autotuner's configs) also gets each variant's
+ * launches and time, summarized as kernel.variant_* facts. */
 #ifndef CP_CORE_KFACTS_H
 #define CP_CORE_KFACTS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* What one CUPTI kernel record says about its kernel. */
+/* What one CUPTI kernel record says about its kernel. `timed`: the record
+ * was delivered to a session, so its duration_ns counts towards its
+ * compiled variant's time (kernel.variant_*, docs/advisor.md). */
 typedef struct cp_kfacts_launch {
   int64_t regs, smem_static, smem_dynamic, local_bytes;
   uint32_t grid[3], block[3];
+  uint64_t duration_ns;
+  int timed;
 } cp_kfacts_launch;
+
+/* The most compiled variants (threads, shared memory, registers) timed per
+ * kernel; a kernel with more gets no kernel.variant_* facts. */
+#define CP_KFACTS_MAX_VARIANTS 16
 
 /* The most distinct configurations counted per kernel ("kernel.configs"
  * stays at this value beyond it). */
@@ -31,7 +41,7 @@ typedef struct cp_kfact {
 } cp_kfact;
 
 /* The most facts one kernel can have (the size of cp_kfacts_get's out). */
-#define CP_KFACTS_MAX 24
+#define CP_KFACTS_MAX 32
 
 /* Notes a launch of `kernel` (CUPTI's records thread). A name string and
  * configuration this thread noted before cost a cache probe and a strcmp
