@@ -17,6 +17,8 @@ typedef enum av_fact {
   AF_REGS, AF_SMEM_S, AF_SMEM_D, AF_LOCAL, AF_GRID, AF_BLOCK, AF_CONFIGS,
   AF_T_WARPS, AF_T_STAGES, AF_T_CTAS, AF_T_SHARED, AF_T_REGS, AF_T_SPILLS,
   AF_T_TMA, AF_T_LD, AF_T_ST, AF_T_LOCAL, AF_STACK,
+  AF_VARIANTS, AF_VAR_N, AF_VAR_NS, AF_BEST_NS, AF_BEST_N, AF_BEST_THREADS,
+  AF_BEST_SMEM, /* compiled variants' launches and time (kernel.variant_*) */
   AF_N_STATIC, /* the facts above are per kernel: shared by name */
   AF_TIME = AF_N_STATIC, AF_COUNT, AF_FLOPS, AF_FLOPS8, AF_FLOPS16,
   AF_FLOPS32, AF_FLOPS64, AF_BYTES, AF_SYNCS, AF_SYNC_NS,

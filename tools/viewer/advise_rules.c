@@ -438,7 +438,31 @@ static int host_sync(const av_kernel *k, const av_ctx *c, av_finding *f) {
   return 1;
 }
 
-/* The fastest kernel of the same name with another Triton config. */
+/* A kernel launched as several compiled variants (kernel.variant_*, timed
+ * by CUPTI per variant): pinning the fastest saves each other launch's
+ * excess over its average. Assumes the launches did like work (one problem
+ * size per call path): an autotuner keyed on sizes that picks another
+ * config per size at one call path looks alike. */
+static int variants_slower(const av_kernel *k, av_finding *f) {
+  double n = k->f[AF_VAR_N], ns = k->f[AF_VAR_NS], best = k->f[AF_BEST_NS];
+  if (!(k->f[AF_VARIANTS] >= 2) || !(n > 0) || !(ns > 0) || !(best > 0) ||
+      ns / n < 1.1 * best)
+    return 0;
+  f->saving = T(k) * fmax(0, ns - n * best) / ns;
+  ev(f, "variants", k->f[AF_VARIANTS]), ev(f, "avg_time_ns", ns / n);
+  ev(f, "best_avg_time_ns", best), ev(f, "best_launches", k->f[AF_BEST_N]);
+  ev(f, "best_threads", k->f[AF_BEST_THREADS]);
+  ev(f, "best_smem_bytes", k->f[AF_BEST_SMEM]);
+  snprintf(f->diag, sizeof f->diag, "%.0f compiled variants of this kernel "
+           "ran: %.2f us per launch on average, the fastest (%.0f threads, "
+           "%.0f bytes of shared memory per block; %.0f launches) %.2f us",
+           k->f[AF_VARIANTS], ns / n / 1e3, k->f[AF_BEST_THREADS],
+           k->f[AF_BEST_SMEM], k->f[AF_BEST_N], best / 1e3);
+  return 1;
+}
+
+/* The fastest kernel of the same name with another Triton config, else
+ * the fastest compiled variant of this one. */
 static int autotune_slower(const av_kernel *k, const av_ctx *c,
                            av_finding *f) {
   const char *cfg = k->s[AS_CONFIG];
@@ -455,7 +479,7 @@ static int autotune_slower(const av_kernel *k, const av_ctx *c,
       best = o, best_avg = o->f[AF_TIME] / on;
   }
   if (!best || best_avg * 1.1 > avg)
-    return 0;
+    return variants_slower(k, f);
   f->saving = n * (avg - best_avg);
   evs(f, "config", cfg), ev(f, "avg_time_ns", avg);
   evs(f, "best_config", best->s[AS_CONFIG]), ev(f, "best_avg_time_ns", best_avg);
@@ -589,11 +613,14 @@ const av_rule av_rules[] = {
      "from the loop",
      "syncs x 4 us (a launch the GPU waits for after each), relative to "
      "the profile's kernel time plus that", 0},
-    {"autotune_slower", AG_TIME | AG_TRITON,
-     "Triton configs (triton.config) of kernels seen several times",
-     TRITON_MODE, autotune_slower,
-     "pin the faster config (autotune key, or the config seen in the profile)",
-     "count x (avg - the fastest other config's avg)", 0},
+    {"autotune_slower", AG_TIME | AG_CONF,
+     "Triton configs (triton.config) of kernels seen several times, or the "
+     "time per compiled variant (kernel.variant_*)",
+     CUPTI_MODE " or " TRITON_MODE, autotune_slower,
+     "pin the faster config (autotune key, or the config seen in the profile; "
+     "the fastest variant's threads = num_warps x 32)",
+     "count x (avg - the fastest other config's avg); variants: time x "
+     "(variant time - launches x the fastest variant's avg) / variant time", 0},
     {"memory_roofline", AG_TIME | AG_ROOF, "bytes moved per kernel",
      ROOF_MODE, memory_roofline,
      "coalesced, vectorized accesses, fewer passes over memory (fuse with "
