@@ -353,6 +353,10 @@ static int lend_by_name(run *r) {
       av_kernel *to = pass ? k : d, *from = pass ? d : k;
       if (strcmp(d->name, k->name))
         continue; /* a hash collision: no lending */
+      if (pass)
+        k->frames = d->frames;
+      else
+        d->frames++;
       for (int f = 0; f < AF_N_STATIC; f++)
         if (isnan(to->f[f]))
           to->f[f] = from->f[f];

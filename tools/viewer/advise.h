@@ -59,6 +59,7 @@ typedef struct av_kernel {
   uint64_t parent;  /* hash of the call path above the frame */
   uint64_t seen_in; /* bit i: profile i held the frame (i < 64) */
   int dead; /* joined into another kernel (a renamed frame): not judged */
+  uint32_t frames; /* kernels (call paths) of this name in the profiles */
   cproton_device_info dev;
   int has_dev;
   int groups; /* AG_* */

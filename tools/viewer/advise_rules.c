@@ -439,13 +439,14 @@ static int host_sync(const av_kernel *k, const av_ctx *c, av_finding *f) {
 }
 
 /* A kernel launched as several compiled variants (kernel.variant_*, timed
- * by CUPTI per variant): pinning the fastest saves each other launch's
- * excess over its average. Assumes the launches did like work (one problem
- * size per call path): an autotuner keyed on sizes that picks another
- * config per size at one call path looks alike. */
+ * by CUPTI per variant, facts of the name): pinning the fastest saves each
+ * other launch's excess over its average. Only for a kernel at one call
+ * path, so the variants did like work; an autotuner keyed on sizes that
+ * picks another config per size at that one path still looks alike. */
 static int variants_slower(const av_kernel *k, av_finding *f) {
   double n = k->f[AF_VAR_N], ns = k->f[AF_VAR_NS], best = k->f[AF_BEST_NS];
-  if (!(k->f[AF_VARIANTS] >= 2) || !(n > 0) || !(ns > 0) || !(best > 0) ||
+  if (k->frames != 1 || !(k->f[AF_VARIANTS] >= 2) || !(n > 0) || !(ns > 0) ||
+      !(best > 0) ||
       ns / n < 1.1 * best)
     return 0;
   f->saving = T(k) * fmax(0, ns - n * best) / ns;
