@@ -457,7 +457,7 @@ int vw_advise(const cproton_profile *const *profiles, int n, int json,
   for (int i = 0; i < n; i++)
     if (scan(&r, profiles[i], i))
       goto out;
-  if (join_renamed(&r) || lend_by_name(&r))
+  if ((n > 1 && join_renamed(&r)) || lend_by_name(&r)) /* joins: 2+ files */
     goto out;
   av_ctx c = {0, r.k, r.n};
   for (uint32_t i = 0; i < r.n; i++)
