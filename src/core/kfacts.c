@@ -56,6 +56,7 @@ typedef struct kernel {
   char *s[N_FACTS];
   uint64_t configs[CP_KFACTS_MAX_CONFIGS];
   uint32_t n_configs;
+  char *alias;    /* a frame's name: the kernel it holds (cp_kfacts_alias) */
   variant *var;   /* CP_KFACTS_MAX_VARIANTS of them, or NULL */
   uint32_t n_var; /* used; one more seen: var_full */
   int var_full;
@@ -78,6 +79,14 @@ typedef struct seen {
   unsigned gen;
 } seen;
 static _Thread_local seen cache[64];
+
+/* What each thread last aliased, by the frame name's address (interned:
+ * one address per name), guarded like `seen`. */
+typedef struct aliased {
+  const char *frame, *kernel, *fcopy, *kcopy;
+  unsigned gen;
+} aliased;
+static _Thread_local aliased acache[64];
 static _Atomic unsigned generation = 1;
 
 static uint64_t hash_of(const char *s) {
@@ -269,12 +278,41 @@ enum { N_VARIANT_FACTS = 7 };
 _Static_assert(N_FACTS + N_VARIANT_FACTS <= CP_KFACTS_MAX,
                "cp_kfacts_get's out is too small for the variant facts");
 
+int cp_kfacts_alias(const char *frame, const char *kernel_name) {
+  if (!frame || !kernel_name || !strcmp(frame, kernel_name))
+    return CPROTON_OK; /* not renamed: its own facts */
+  unsigned gen = atomic_load_explicit(&generation, memory_order_relaxed);
+  aliased *c = &acache[((uintptr_t)frame >> 4) & 63];
+  if (c->frame == frame && c->kernel == kernel_name && c->gen == gen &&
+      !strcmp(c->fcopy, frame) && !strcmp(c->kcopy, kernel_name))
+    return CPROTON_OK;
+  pthread_mutex_lock(&mu);
+  kernel *k = find_or_add(frame);
+  int ok = k && (k->alias || (k->alias = strdup(kernel_name)));
+  if (ok)
+    *c = (aliased){frame, kernel_name, k->name, k->alias, gen};
+  pthread_mutex_unlock(&mu);
+  return ok ? CPROTON_OK : CPROTON_ENOMEM;
+}
+
+/* The entry whose facts `name` shows: its own, else its alias's. Locked. */
+static kernel *facts_of(const char *name) {
+  kernel *k = cap ? slot(table, cap, name, hash_of(name)) : NULL;
+  if (!k || !k->name)
+    return NULL;
+  if (!k->set && !k->n_var && k->alias) {
+    kernel *a = slot(table, cap, k->alias, hash_of(k->alias));
+    return a->name ? a : k;
+  }
+  return k;
+}
+
 size_t cp_kfacts_get(const char *kernel_name, cp_kfact *out) {
   size_t n = 0;
   if (!kernel_name)
     return 0;
   pthread_mutex_lock(&mu);
-  kernel *k = cap ? slot(table, cap, kernel_name, hash_of(kernel_name)) : NULL;
+  kernel *k = facts_of(kernel_name);
   for (int f = 0; k && k->name && f < N_FACTS; f++)
     if (k->set >> f & 1)
       out[n++] = (cp_kfact){facts[f].name, k->v[f], k->s[f]};
@@ -293,6 +331,7 @@ void cp_kfacts_reset(void) {
   pthread_mutex_lock(&mu);
   for (size_t i = 0; i < cap; i++) {
     free(table[i].name);
+    free(table[i].alias);
     free(table[i].var);
     for (int f = 0; f < N_FACTS; f++)
       free(table[i].s[f]);

@@ -58,8 +58,18 @@ int cp_kfacts_launch_note(const char *kernel, const cp_kfacts_launch *l);
 int cp_kfacts_set(const char *kernel, const char *fact, int64_t value,
                   const char *str);
 
-/* Copies the facts known for `kernel` into out (room for CP_KFACTS_MAX);
- * returns how many (0 for an unknown kernel). Thread-safe. */
+/* Notes that frames named `frame` hold launches of `kernel`: an op named
+ * by the launch's metadata (Triton's launch_metadata "name", e.g.
+ * matmul_kernel_2048x2048x2048) where the record of kernel `kernel` lands.
+ * cp_kfacts_get(frame) then gives `kernel`'s facts when `frame` has none of
+ * its own; the first kernel noted for a frame wins. A pair this thread
+ * noted before costs a cache probe and two strcmp. Returns CPROTON_OK or
+ * CPROTON_ENOMEM. Thread-safe. */
+int cp_kfacts_alias(const char *frame, const char *kernel);
+
+/* Copies the facts known for `kernel` (or for the kernel a frame of that
+ * name holds: cp_kfacts_alias) into out (room for CP_KFACTS_MAX); returns
+ * how many (0 for an unknown kernel). Thread-safe. */
 size_t cp_kfacts_get(const char *kernel, cp_kfact *out);
 
 /* Forgets every kernel (tests). Not while other threads use the table. */

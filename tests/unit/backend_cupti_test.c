@@ -319,6 +319,32 @@ Test(backend_cupti, kernel_records_time_variants, .init = setup,
   cp_kfacts_reset();
 }
 
+/* A launch under an op (Triton's launch hook names it by the kernel's
+ * launch_metadata): the kernel's record lands on the op's frame, which now
+ * shows the kernel's facts; the op name alone had none (issue 26: a time
+ * profile's renamed frames carried no compile facts). */
+Test(backend_cupti, op_frames_show_their_kernels_facts, .init = setup,
+     .fini = teardown) {
+  cp_kfacts_reset();
+  const char *path = cpt_tmp_path("cupti_op_facts");
+  int sid = start(path, NULL);
+  buffer b = {.n = 0};
+  cr_assert_eq(cproton_op_enter("mm_2048x2048"), CPROTON_OK);
+  launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1);
+  cproton_op_exit();
+  add_kernel(&b, "mm_kernel", 1, 1000, 100, 0, 7);
+  b.recs[0].registersPerThread = 46;
+  b.recs[0].blockX = 128, b.recs[0].blockY = b.recs[0].blockZ = 1;
+  cr_assert_eq(process(&b), 1);
+  json_t *p = finalize(sid, path, ".hatchet");
+  json_t *k = node_at(p, PATH("mm_2048x2048"));
+  cr_assert_eq(metric(k, "count"), 1);
+  cr_assert_eq(metric(k, "kernel.regs"), 46);
+  cr_assert_eq(metric(k, "kernel.block"), 128);
+  json_decref(p);
+  cp_kfacts_reset();
+}
+
 Test(backend_cupti, unknown_ids_are_counted_and_kept, .init = setup,
      .fini = teardown) {
   const char *path = cpt_tmp_path("cupti_unknown");

@@ -134,6 +134,30 @@ Test(core_kfacts, variants_only_when_complete, .init = reset) {
   cr_assert_leq(n, CP_KFACTS_MAX);
 }
 
+/* A frame named by launch metadata shows the facts of the kernel it
+ * holds; its own facts, once it has some, win; the first kernel noted for
+ * a frame wins; a frame named like its kernel is no alias. */
+Test(core_kfacts, alias_lends_facts, .init = reset) {
+  cp_kfacts_launch a = launch(40, 10, 128), b = launch(99, 10, 64);
+  cr_assert_eq(cp_kfacts_launch_note("mm", &a), CPROTON_OK);
+  cr_assert_eq(cp_kfacts_launch_note("other", &b), CPROTON_OK);
+  cr_assert_eq(cp_kfacts_alias("mm_2048", "mm"), CPROTON_OK);
+  cr_assert_eq(cp_kfacts_alias("mm_2048", "mm"), CPROTON_OK); /* cached */
+  cr_assert_eq(cp_kfacts_alias("mm_2048", "other"), CPROTON_OK);
+  cr_assert_eq(cp_kfacts_alias("mm", "mm"), CPROTON_OK);
+  cp_kfact f[CP_KFACTS_MAX];
+  size_t n = cp_kfacts_get("mm_2048", f);
+  cr_assert_eq(find(f, n, "kernel.regs")->value, 40, "the first kernel's");
+  n = cp_kfacts_get("mm", f);
+  cr_assert_eq(find(f, n, "kernel.regs")->value, 40);
+  cr_assert_eq(cp_kfacts_set("mm_2048", "triton.num_warps", 8, NULL), CPROTON_OK);
+  n = cp_kfacts_get("mm_2048", f);
+  cr_assert_null(find(f, n, "kernel.regs"), "its own facts now");
+  cr_assert_eq(find(f, n, "triton.num_warps")->value, 8);
+  cr_assert_eq(cp_kfacts_alias(NULL, "mm"), CPROTON_OK);
+  cr_assert_eq(cp_kfacts_get("unknown_frame", f), 0);
+}
+
 Test(core_kfacts, bad_facts_refused, .init = reset) {
   cr_assert_eq(cp_kfacts_set("k", "triton.bogus", 1, NULL), CPROTON_EINVAL);
   cr_assert(strstr(cproton_last_error(), "triton.bogus"));
