@@ -313,10 +313,13 @@ size_t cp_kfacts_get(const char *kernel_name, cp_kfact *out) {
     return 0;
   pthread_mutex_lock(&mu);
   kernel *k = facts_of(kernel_name);
+  /* variant times are of the name: through an alias they would mix the
+   * kernel's launches under other frames (other sizes) into this one */
+  int own = k && !strcmp(k->name, kernel_name);
   for (int f = 0; k && k->name && f < N_FACTS; f++)
     if (k->set >> f & 1)
       out[n++] = (cp_kfact){facts[f].name, k->v[f], k->s[f]};
-  if (k && k->name)
+  if (own)
     n += variant_facts(k, out + n);
   pthread_mutex_unlock(&mu);
   return n;

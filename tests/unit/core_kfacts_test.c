@@ -158,6 +158,21 @@ Test(core_kfacts, alias_lends_facts, .init = reset) {
   cr_assert_eq(cp_kfacts_get("unknown_frame", f), 0);
 }
 
+/* Variant times are the name's: an alias frame shows the kernel's compile
+ * facts but not its variants (launches under other frames would mix in). */
+Test(core_kfacts, alias_shows_no_variants, .init = reset) {
+  cp_kfacts_launch a = timed(10, 128, 0, 300), b = timed(10, 256, 0, 100);
+  cr_assert_eq(cp_kfacts_launch_note("mm", &a), CPROTON_OK);
+  cr_assert_eq(cp_kfacts_launch_note("mm", &b), CPROTON_OK);
+  cr_assert_eq(cp_kfacts_alias("mm_1024", "mm"), CPROTON_OK);
+  cp_kfact f[CP_KFACTS_MAX];
+  size_t n = cp_kfacts_get("mm", f);
+  cr_assert_eq(find(f, n, "kernel.variants")->value, 2);
+  n = cp_kfacts_get("mm_1024", f);
+  cr_assert_not_null(find(f, n, "kernel.regs"));
+  cr_assert_null(find(f, n, "kernel.variants"));
+}
+
 Test(core_kfacts, bad_facts_refused, .init = reset) {
   cr_assert_eq(cp_kfacts_set("k", "triton.bogus", 1, NULL), CPROTON_EINVAL);
   cr_assert(strstr(cproton_last_error(), "triton.bogus"));
