@@ -131,15 +131,17 @@ def _advise(viewer, out, name):
 
 def _evidence(out, name):
     """What the case's profiles hold for the rules that need more than kernel
-    times: source-line frames with PC samples, kernel.stack_bytes, host_syncs
-    (a RESULT line per case, to tell a missing fact from a rule that judged)."""
-    seen = {"line frames": 0, "stack_bytes": 0, "host_syncs": 0}
+    times: source-line frames with PC samples, kernel.stack_bytes, host_syncs,
+    frames with kernel.variant_* facts (a RESULT line per case, to tell a
+    missing fact from a rule that judged)."""
+    seen = {"line frames": 0, "stack_bytes": 0, "host_syncs": 0, "variant facts": 0}
 
     def walk(n):
         m = n.get("metrics", {})
         seen["line frames"] += "@" in n.get("frame", {}).get("name", "") and "num_samples" in m
         seen["stack_bytes"] += "kernel.stack_bytes" in m
         seen["host_syncs"] += int(m.get("host_syncs", 0) or 0)
+        seen["variant facts"] += "kernel.variants" in m
         for c in n.get("children", []):
             walk(c)
     for suffix in ("", "_pcs"):

@@ -1,7 +1,8 @@
 /* core/kfacts.c -- the table of facts per kernel name (core/kfacts.h):
  * an open-addressing hash table of kernels under one mutex, each with a
- * value and a "set" bit per fact of the fact table below, and the hashes
- * of the distinct launch configurations seen (to count them).
+ * value and a "set" bit per fact of the fact table below, the hashes
+ * of the distinct launch configurations seen (to count them), and the
+ * launches and time of each compiled variant.
  *
  * Invariant: a fact, once set, never changes (the first launch or compile
  * wins), so every profile written later shows the same facts. Warm path:
@@ -36,7 +37,16 @@ static const struct {
     {"triton.remarks", 1},    {"triton.config", 1},
     {"kernel.stack_bytes", 0}};
 enum { N_FACTS = sizeof facts / sizeof *facts, F_CONFIGS = 6 };
-_Static_assert(N_FACTS <= CP_KFACTS_MAX, "cp_kfacts_get's out is too small");
+
+/* A compiled variant of a kernel: its launches of one (threads, shared
+ * memory, registers), whatever the grid (one variant at several problem
+ * sizes), with their number and time. Atomics: the cache's fast path adds
+ * without the lock. Allocated apart from the kernel, so a grown table
+ * leaves the cache's pointers valid. */
+typedef struct variant {
+  int64_t threads, smem, regs;
+  _Atomic uint64_t n, ns;
+} variant;
 
 typedef struct kernel {
   char *name; /* NULL: a free slot */
@@ -46,6 +56,10 @@ typedef struct kernel {
   char *s[N_FACTS];
   uint64_t configs[CP_KFACTS_MAX_CONFIGS];
   uint32_t n_configs;
+  char *alias;    /* a frame's name: the kernel it holds (cp_kfacts_alias) */
+  variant *var;   /* CP_KFACTS_MAX_VARIANTS of them, or NULL */
+  uint32_t n_var; /* used; one more seen: var_full */
+  int var_full;
 } kernel;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -60,10 +74,19 @@ static size_t cap, used;
  * kernel; `gen` against cp_kfacts_reset. */
 typedef struct seen {
   const char *ptr, *copy;
-  uint64_t config;
+  uint64_t config; /* config_of and the variant's registers, static smem */
+  variant *var;    /* the launch's variant (NULL: none kept) */
   unsigned gen;
 } seen;
 static _Thread_local seen cache[64];
+
+/* What each thread last aliased, by the frame name's address (interned:
+ * one address per name), guarded like `seen`. */
+typedef struct aliased {
+  const char *frame, *kernel, *fcopy, *kcopy;
+  unsigned gen;
+} aliased;
+static _Thread_local aliased acache[64];
 static _Atomic unsigned generation = 1;
 
 static uint64_t hash_of(const char *s) {
@@ -133,15 +156,45 @@ static void count_config(kernel *k, uint64_t h) {
   k->v[F_CONFIGS] = k->n_configs, k->set |= 1u << F_CONFIGS;
 }
 
+/* The variant of launch l in k, added when new; NULL when k has no room
+ * (var_full) or memory. Locked. */
+static variant *variant_of(kernel *k, const cp_kfacts_launch *l) {
+  int64_t threads = (int64_t)l->block[0] * l->block[1] * l->block[2];
+  int64_t smem = l->smem_static + l->smem_dynamic;
+  for (uint32_t i = 0; i < k->n_var; i++)
+    if (k->var[i].threads == threads && k->var[i].smem == smem &&
+        k->var[i].regs == l->regs)
+      return &k->var[i];
+  if (!k->var && !(k->var = calloc(CP_KFACTS_MAX_VARIANTS, sizeof *k->var)))
+    return NULL;
+  if (k->n_var == CP_KFACTS_MAX_VARIANTS) {
+    k->var_full = 1; /* its times would be partial: none are written */
+    return NULL;
+  }
+  variant *v = &k->var[k->n_var++];
+  v->threads = threads, v->smem = smem, v->regs = l->regs;
+  return v;
+}
+
+static void time_variant(variant *v, const cp_kfacts_launch *l) {
+  if (!v || !l->timed)
+    return;
+  atomic_fetch_add_explicit(&v->n, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&v->ns, l->duration_ns, memory_order_relaxed);
+}
+
 int cp_kfacts_launch_note(const char *kernel_name, const cp_kfacts_launch *l) {
   if (!kernel_name || !l)
     return CPROTON_EINVAL;
-  uint64_t config = config_of(l);
+  uint64_t config = (config_of(l) ^ (uint64_t)l->regs) * 0x100000001b3ull;
+  config = (config ^ (uint64_t)l->smem_static) * 0x100000001b3ull;
   unsigned gen = atomic_load_explicit(&generation, memory_order_relaxed);
   seen *c = &cache[((uintptr_t)kernel_name >> 4) & 63];
   if (c->ptr == kernel_name && c->config == config && c->gen == gen &&
-      !strcmp(c->copy, kernel_name))
-    return CPROTON_OK; /* nothing new: first values kept, config counted */
+      !strcmp(c->copy, kernel_name)) {
+    time_variant(c->var, l); /* first values kept, config counted */
+    return CPROTON_OK;
+  }
   pthread_mutex_lock(&mu);
   kernel *k = find_or_add(kernel_name);
   if (k) {
@@ -149,8 +202,10 @@ int cp_kfacts_launch_note(const char *kernel_name, const cp_kfacts_launch *l) {
     put(k, 2, l->smem_dynamic), put(k, 3, l->local_bytes);
     put(k, 4, (int64_t)l->grid[0] * l->grid[1] * l->grid[2]);
     put(k, 5, (int64_t)l->block[0] * l->block[1] * l->block[2]);
-    count_config(k, config);
-    *c = (seen){kernel_name, k->name, config, gen};
+    count_config(k, config_of(l));
+    variant *v = variant_of(k, l);
+    time_variant(v, l);
+    *c = (seen){kernel_name, k->name, config, v, gen};
   }
   pthread_mutex_unlock(&mu);
   return k ? CPROTON_OK : CPROTON_ENOMEM;
@@ -186,15 +241,86 @@ int cp_kfacts_set(const char *kernel_name, const char *fact, int64_t value,
   return rc;
 }
 
+/* The kernel.variant_* facts of k into out: only for a kernel timed as two
+ * or more compiled variants (all of them kept): their number, launches and
+ * time, and the fastest one per launch (its average, launches, threads and
+ * shared memory), from which the advisor's autotune_slower rule tells what
+ * pinning it saves. Returns how many. Locked. */
+static size_t variant_facts(const kernel *k, cp_kfact *out) {
+  uint64_t n = 0, ns = 0, timed = 0;
+  const variant *best = NULL;
+  for (uint32_t i = 0; !k->var_full && i < k->n_var; i++) {
+    const variant *v = &k->var[i];
+    uint64_t vn = atomic_load_explicit(&v->n, memory_order_relaxed);
+    uint64_t vns = atomic_load_explicit(&v->ns, memory_order_relaxed);
+    if (!vn)
+      continue;
+    timed++, n += vn, ns += vns;
+    if (!best || (double)vns / vn < (double)best->ns / best->n)
+      best = v;
+  }
+  if (timed < 2)
+    return 0;
+  uint64_t bn = atomic_load_explicit(&best->n, memory_order_relaxed);
+  uint64_t bns = atomic_load_explicit(&best->ns, memory_order_relaxed);
+  const cp_kfact f[] = {
+      {"kernel.variants", (int64_t)timed, NULL},
+      {"kernel.variant_launches", (int64_t)n, NULL},
+      {"kernel.variant_ns", (int64_t)ns, NULL},
+      {"kernel.best_variant_ns", (int64_t)(bns / bn), NULL},
+      {"kernel.best_variant_launches", (int64_t)bn, NULL},
+      {"kernel.best_variant_threads", best->threads, NULL},
+      {"kernel.best_variant_smem", best->smem, NULL}};
+  memcpy(out, f, sizeof f);
+  return sizeof f / sizeof *f;
+}
+enum { N_VARIANT_FACTS = 7 };
+_Static_assert(N_FACTS + N_VARIANT_FACTS <= CP_KFACTS_MAX,
+               "cp_kfacts_get's out is too small for the variant facts");
+
+int cp_kfacts_alias(const char *frame, const char *kernel_name) {
+  if (!frame || !kernel_name || !strcmp(frame, kernel_name))
+    return CPROTON_OK; /* not renamed: its own facts */
+  unsigned gen = atomic_load_explicit(&generation, memory_order_relaxed);
+  aliased *c = &acache[((uintptr_t)frame >> 4) & 63];
+  if (c->frame == frame && c->kernel == kernel_name && c->gen == gen &&
+      !strcmp(c->fcopy, frame) && !strcmp(c->kcopy, kernel_name))
+    return CPROTON_OK;
+  pthread_mutex_lock(&mu);
+  kernel *k = find_or_add(frame);
+  int ok = k && (k->alias || (k->alias = strdup(kernel_name)));
+  if (ok)
+    *c = (aliased){frame, kernel_name, k->name, k->alias, gen};
+  pthread_mutex_unlock(&mu);
+  return ok ? CPROTON_OK : CPROTON_ENOMEM;
+}
+
+/* The entry whose facts `name` shows: its own, else its alias's. Locked. */
+static kernel *facts_of(const char *name) {
+  kernel *k = cap ? slot(table, cap, name, hash_of(name)) : NULL;
+  if (!k || !k->name)
+    return NULL;
+  if (!k->set && !k->n_var && k->alias) {
+    kernel *a = slot(table, cap, k->alias, hash_of(k->alias));
+    return a->name ? a : k;
+  }
+  return k;
+}
+
 size_t cp_kfacts_get(const char *kernel_name, cp_kfact *out) {
   size_t n = 0;
   if (!kernel_name)
     return 0;
   pthread_mutex_lock(&mu);
-  kernel *k = cap ? slot(table, cap, kernel_name, hash_of(kernel_name)) : NULL;
+  kernel *k = facts_of(kernel_name);
+  /* variant times are of the name: through an alias they would mix the
+   * kernel's launches under other frames (other sizes) into this one */
+  int own = k && !strcmp(k->name, kernel_name);
   for (int f = 0; k && k->name && f < N_FACTS; f++)
     if (k->set >> f & 1)
       out[n++] = (cp_kfact){facts[f].name, k->v[f], k->s[f]};
+  if (own)
+    n += variant_facts(k, out + n);
   pthread_mutex_unlock(&mu);
   return n;
 }
@@ -208,6 +334,8 @@ void cp_kfacts_reset(void) {
   pthread_mutex_lock(&mu);
   for (size_t i = 0; i < cap; i++) {
     free(table[i].name);
+    free(table[i].alias);
+    free(table[i].var);
     for (int f = 0; f < N_FACTS; f++)
       free(table[i].s[f]);
   }

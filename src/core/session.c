@@ -30,6 +30,7 @@
 #include "core/native.h"
 #include "core/phase.h"
 #include "core/kernel_times.h"
+#include "core/kfacts.h"
 #include "core/session.h"
 #include "core/session_table.h"
 #include "core/strtab.h"
@@ -303,6 +304,10 @@ int cp_session_deliver_kernel(const cp_launch_site *site,
     atomic_fetch_add_explicit(&s->kernels, count, memory_order_relaxed);
     rc = cp_data_add_kernel(p->data, n, dur, count, r->device_id,
                             r->device_type);
+    /* an op frame (named by launch_metadata) shows its kernel's facts */
+    if (site->is_op[s->kind] &&
+        cp_kfacts_alias(cp_strtab_str(n->name), r->name) != CPROTON_OK)
+      rc = CPROTON_ENOMEM;
     if (s->is_trace)
       trace_kernel(p->trace, site, r, n);
   }

@@ -288,6 +288,63 @@ Test(backend_cupti, kernel_records_give_kernel_facts, .init = setup,
   cp_kfacts_reset();
 }
 
+/* An autotuned kernel's records: two compiled variants (block, dynamic
+ * shared memory) of one name; each delivered record's duration goes to its
+ * variant, so the profile tells the slow variant from the fast one
+ * (kernel.variant_*, the advisor's autotune_slower). */
+Test(backend_cupti, kernel_records_time_variants, .init = setup,
+     .fini = teardown) {
+  cp_kfacts_reset();
+  const char *path = cpt_tmp_path("cupti_variants");
+  int sid = start(path, NULL);
+  buffer b = {.n = 0};
+  for (uint32_t c = 1; c <= 4; c++) {
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, c);
+    add_kernel(&b, "tuned_k", c, 1000 * c, c == 4 ? 40 : 150, 0, 7);
+    krec *k = &b.recs[b.n - 1];
+    k->gridX = c == 4 ? 256 : 4096, k->gridY = k->gridZ = 1;
+    k->blockX = c == 4 ? 256 : 128, k->blockY = k->blockZ = 1;
+    k->dynamicSharedMemory = c == 4 ? 98304 : 4096;
+  }
+  cr_assert_eq(process(&b), 4);
+  json_t *p = finalize(sid, path, ".hatchet");
+  json_t *k = node_at(p, PATH("tuned_k"));
+  cr_assert_eq(metric(k, "time (ns)"), 3 * 150 + 40);
+  cr_assert_eq(metric(k, "kernel.variants"), 2);
+  cr_assert_eq(metric(k, "kernel.variant_launches"), 4);
+  cr_assert_eq(metric(k, "kernel.variant_ns"), 3 * 150 + 40);
+  cr_assert_eq(metric(k, "kernel.best_variant_ns"), 40);
+  cr_assert_eq(metric(k, "kernel.best_variant_threads"), 256);
+  json_decref(p);
+  cp_kfacts_reset();
+}
+
+/* A launch under an op (Triton's launch hook names it by the kernel's
+ * launch_metadata): the kernel's record lands on the op's frame, which now
+ * shows the kernel's facts; the op name alone had none (issue 26: a time
+ * profile's renamed frames carried no compile facts). */
+Test(backend_cupti, op_frames_show_their_kernels_facts, .init = setup,
+     .fini = teardown) {
+  cp_kfacts_reset();
+  const char *path = cpt_tmp_path("cupti_op_facts");
+  int sid = start(path, NULL);
+  buffer b = {.n = 0};
+  cr_assert_eq(cproton_op_enter("mm_2048x2048"), CPROTON_OK);
+  launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1);
+  cproton_op_exit();
+  add_kernel(&b, "mm_kernel", 1, 1000, 100, 0, 7);
+  b.recs[0].registersPerThread = 46;
+  b.recs[0].blockX = 128, b.recs[0].blockY = b.recs[0].blockZ = 1;
+  cr_assert_eq(process(&b), 1);
+  json_t *p = finalize(sid, path, ".hatchet");
+  json_t *k = node_at(p, PATH("mm_2048x2048"));
+  cr_assert_eq(metric(k, "count"), 1);
+  cr_assert_eq(metric(k, "kernel.regs"), 46);
+  cr_assert_eq(metric(k, "kernel.block"), 128);
+  json_decref(p);
+  cp_kfacts_reset();
+}
+
 Test(backend_cupti, unknown_ids_are_counted_and_kept, .init = setup,
      .fini = teardown) {
   const char *path = cpt_tmp_path("cupti_unknown");

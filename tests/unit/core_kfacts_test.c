@@ -83,6 +83,96 @@ Test(core_kfacts, configs_saturate, .init = reset) {
   cr_assert_eq(find(f, n, "kernel.configs")->value, CP_KFACTS_MAX_CONFIGS);
 }
 
+static cp_kfacts_launch timed(uint32_t gx, uint32_t bx, int64_t smem,
+                               uint64_t ns) {
+  cp_kfacts_launch l = launch(40, gx, bx);
+  l.smem_dynamic = smem, l.duration_ns = ns, l.timed = 1;
+  return l;
+}
+
+/* An autotuned kernel: two compiled variants (threads, shared memory),
+ * one at two grids (two problem sizes, one variant). Each variant's
+ * launches and time are summed, through the cache's fast path too; the
+ * fastest per launch is named; untimed records (not delivered) add nothing. */
+Test(core_kfacts, variants_timed, .init = reset) {
+  static const char name[] = "mm";
+  cp_kfacts_launch slow = timed(4096, 128, 4096, 300), slow2 = timed(64, 128, 4096, 100);
+  cp_kfacts_launch fast = timed(256, 256, 98304, 100), untimed = fast;
+  untimed.timed = 0, untimed.duration_ns = 1000000;
+  for (int i = 0; i < 3; i++)
+    cr_assert_eq(cp_kfacts_launch_note(name, &slow), CPROTON_OK);
+  cr_assert_eq(cp_kfacts_launch_note(name, &slow2), CPROTON_OK);
+  cr_assert_eq(cp_kfacts_launch_note(name, &fast), CPROTON_OK);
+  cr_assert_eq(cp_kfacts_launch_note(name, &fast), CPROTON_OK);
+  cr_assert_eq(cp_kfacts_launch_note(name, &untimed), CPROTON_OK);
+  cp_kfact f[CP_KFACTS_MAX];
+  size_t n = cp_kfacts_get(name, f);
+  cr_assert_eq(find(f, n, "kernel.variants")->value, 2);
+  cr_assert_eq(find(f, n, "kernel.variant_launches")->value, 6);
+  cr_assert_eq(find(f, n, "kernel.variant_ns")->value, 3 * 300 + 100 + 200);
+  cr_assert_eq(find(f, n, "kernel.best_variant_ns")->value, 100);
+  cr_assert_eq(find(f, n, "kernel.best_variant_launches")->value, 2);
+  cr_assert_eq(find(f, n, "kernel.best_variant_threads")->value, 256);
+  cr_assert_eq(find(f, n, "kernel.best_variant_smem")->value, 98304 + 1024);
+}
+
+/* One variant (however many grids) or more variants than are kept: no
+ * variant facts (partial times would mislead). */
+Test(core_kfacts, variants_only_when_complete, .init = reset) {
+  cp_kfacts_launch a = timed(10, 128, 0, 5), b = timed(20, 128, 0, 9);
+  cr_assert_eq(cp_kfacts_launch_note("one", &a), CPROTON_OK);
+  cr_assert_eq(cp_kfacts_launch_note("one", &b), CPROTON_OK);
+  cp_kfact f[CP_KFACTS_MAX];
+  size_t n = cp_kfacts_get("one", f);
+  cr_assert_null(find(f, n, "kernel.variants"));
+  for (uint32_t t = 1; t <= CP_KFACTS_MAX_VARIANTS + 1; t++) {
+    cp_kfacts_launch l = timed(10, 32 * t, 0, t);
+    cr_assert_eq(cp_kfacts_launch_note("lots", &l), CPROTON_OK);
+  }
+  n = cp_kfacts_get("lots", f);
+  cr_assert_null(find(f, n, "kernel.variants"));
+  cr_assert_leq(n, CP_KFACTS_MAX);
+}
+
+/* A frame named by launch metadata shows the facts of the kernel it
+ * holds; its own facts, once it has some, win; the first kernel noted for
+ * a frame wins; a frame named like its kernel is no alias. */
+Test(core_kfacts, alias_lends_facts, .init = reset) {
+  cp_kfacts_launch a = launch(40, 10, 128), b = launch(99, 10, 64);
+  cr_assert_eq(cp_kfacts_launch_note("mm", &a), CPROTON_OK);
+  cr_assert_eq(cp_kfacts_launch_note("other", &b), CPROTON_OK);
+  cr_assert_eq(cp_kfacts_alias("mm_2048", "mm"), CPROTON_OK);
+  cr_assert_eq(cp_kfacts_alias("mm_2048", "mm"), CPROTON_OK); /* cached */
+  cr_assert_eq(cp_kfacts_alias("mm_2048", "other"), CPROTON_OK);
+  cr_assert_eq(cp_kfacts_alias("mm", "mm"), CPROTON_OK);
+  cp_kfact f[CP_KFACTS_MAX];
+  size_t n = cp_kfacts_get("mm_2048", f);
+  cr_assert_eq(find(f, n, "kernel.regs")->value, 40, "the first kernel's");
+  n = cp_kfacts_get("mm", f);
+  cr_assert_eq(find(f, n, "kernel.regs")->value, 40);
+  cr_assert_eq(cp_kfacts_set("mm_2048", "triton.num_warps", 8, NULL), CPROTON_OK);
+  n = cp_kfacts_get("mm_2048", f);
+  cr_assert_null(find(f, n, "kernel.regs"), "its own facts now");
+  cr_assert_eq(find(f, n, "triton.num_warps")->value, 8);
+  cr_assert_eq(cp_kfacts_alias(NULL, "mm"), CPROTON_OK);
+  cr_assert_eq(cp_kfacts_get("unknown_frame", f), 0);
+}
+
+/* Variant times are the name's: an alias frame shows the kernel's compile
+ * facts but not its variants (launches under other frames would mix in). */
+Test(core_kfacts, alias_shows_no_variants, .init = reset) {
+  cp_kfacts_launch a = timed(10, 128, 0, 300), b = timed(10, 256, 0, 100);
+  cr_assert_eq(cp_kfacts_launch_note("mm", &a), CPROTON_OK);
+  cr_assert_eq(cp_kfacts_launch_note("mm", &b), CPROTON_OK);
+  cr_assert_eq(cp_kfacts_alias("mm_1024", "mm"), CPROTON_OK);
+  cp_kfact f[CP_KFACTS_MAX];
+  size_t n = cp_kfacts_get("mm", f);
+  cr_assert_eq(find(f, n, "kernel.variants")->value, 2);
+  n = cp_kfacts_get("mm_1024", f);
+  cr_assert_not_null(find(f, n, "kernel.regs"));
+  cr_assert_null(find(f, n, "kernel.variants"));
+}
+
 Test(core_kfacts, bad_facts_refused, .init = reset) {
   cr_assert_eq(cp_kfacts_set("k", "triton.bogus", 1, NULL), CPROTON_EINVAL);
   cr_assert(strstr(cproton_last_error(), "triton.bogus"));

@@ -26,12 +26,16 @@ static const char *const fact_names[AF_N] = {
     "triton.shared", "triton.n_regs", "triton.n_spills", "triton.tma",
     "triton.ld_bits", "triton.st_bits", "triton.local_bytes",
     "kernel.stack_bytes",
+    "kernel.variants", "kernel.variant_launches", "kernel.variant_ns",
+    "kernel.best_variant_ns", "kernel.best_variant_launches",
+    "kernel.best_variant_threads", "kernel.best_variant_smem",
     "time (ns)", "count", "flops", "flops8", "flops16", "flops32", "flops64",
     "bytes", "host_syncs", "host_sync_ns",
     "pm_sampled_ns", "dram_throughput%*ns", "sm_throughput%*ns",
     "num_samples", "num_stalled_samples", "stalled_long_scoreboard", "stalled_short_scoreboard",
     "stalled_mio_throttle", "stalled_lg_throttle", "stalled_barrier",
-    "stalled_math_pipe_throttle", "stalled_wait", "stalled_selected"};
+    "stalled_math_pipe_throttle", "stalled_wait", "stalled_selected",
+    "stalled_drain"};
 
 static const char *const sfact_names[AS_N] = {"triton.mma", "triton.remarks",
                                               "triton.config"};
@@ -181,23 +185,27 @@ static void take_node(av_kernel *k, const cproton_profile *p, uint32_t node,
   add_samples(k, p, node, ks);
 }
 
-/* Adds a source line's samples (frames "file:line@function") to k. */
+/* Adds a source line's samples (frames "file:line@function") to k; keeps
+ * the line with most samples (hot) and the one with most long-scoreboard
+ * samples (the load that waits most: the hot line may be the exit, where
+ * stores drain). */
 static void take_line(av_kernel *k, const cproton_profile *p, uint32_t node,
                       const keys *ks) {
   double s = add_samples(k, p, node, ks);
   if (isnan(s))
     return;
-  if (s > k->hot_samples) {
-    k->hot_samples = s;
-    k->hot_line = cproton_profile_node_name(p, node);
-    double l = num(p, node, ks->f[AF_S_LSB]);
-    k->hot_lsb = isnan(l) ? 0 : l;
-  }
+  double l = num(p, node, ks->f[AF_S_LSB]);
+  l = isnan(l) ? 0 : l;
+  const char *name = cproton_profile_node_name(p, node);
+  if (s > k->hot_samples)
+    k->hot_samples = s, k->hot_line = name, k->hot_lsb = l;
+  if (l > k->mem_lsb)
+    k->mem_samples = s, k->mem_line = name, k->mem_lsb = l;
 }
 
 /* One profile: every kernel frame joined into r by call path, every source
  * line's samples added to the kernel frame above it. */
-static int scan(run *r, const cproton_profile *p) {
+static int scan(run *r, const cproton_profile *p, int index) {
   keys ks;
   find_keys(p, &ks);
   uint32_t n = cproton_profile_node_count(p);
@@ -227,7 +235,11 @@ static int scan(run *r, const cproton_profile *p) {
       if (*slot == UINT32_MAX && r->n < r->cap)
         new_kernel(&r->k[*slot = r->n++], p, i);
       if (*slot != UINT32_MAX) {
-        take_node(&r->k[*slot], p, i, &ks);
+        av_kernel *k = &r->k[*slot];
+        if (!k->seen_in)
+          k->parent = ok_par ? path[par] : 0;
+        k->seen_in |= index < 64 ? 1ull << index : 0;
+        take_node(k, p, i, &ks);
         r->k[*slot].host |= is_host;
         owner[i] = is_kernel ? *slot : UINT32_MAX;
       }
@@ -236,6 +248,90 @@ static int scan(run *r, const cproton_profile *p) {
     }
   }
   free(path), free(owner);
+  return 0;
+}
+
+/* A kernel frame that only one profile holds (a candidate for a join). */
+static int single(const av_kernel *k) {
+  return !k->host && k->seen_in && !(k->seen_in & (k->seen_in - 1)) &&
+         k->f[AF_COUNT] > 0;
+}
+
+static int has_static(const av_kernel *k) {
+  for (int f = 0; f < AF_N_STATIC; f++)
+    if (!isnan(k->f[f]))
+      return 1;
+  for (int s = 0; s < AS_N; s++)
+    if (k->s[s])
+      return 1;
+  return 0;
+}
+
+/* Joins a and b, one kernel under two names, into the frame of the earlier
+ * profile (its time and path win, as for a path join); the name becomes
+ * the one its compile facts are filed under (the compiled kernel's, not
+ * the launch_metadata name); samples add. */
+static void join(av_kernel *a, av_kernel *b) {
+  av_kernel *to = a->seen_in < b->seen_in ? a : b, *from = to == a ? b : a;
+  if (has_static(from) && !has_static(to))
+    to->name = from->name;
+  for (int f = 0; f < AF_N; f++)
+    if (isnan(to->f[f]))
+      to->f[f] = from->f[f];
+    else if (f >= AF_N_NODE && !isnan(from->f[f]))
+      to->f[f] += from->f[f]; /* samples add, like a path join's */
+  for (int s = 0; s < AS_N; s++)
+    to->s[s] = to->s[s] ? to->s[s] : from->s[s];
+  if (!to->has_dev && from->has_dev)
+    to->dev = from->dev, to->has_dev = 1;
+  if (from->hot_samples > to->hot_samples)
+    to->hot_line = from->hot_line, to->hot_samples = from->hot_samples,
+    to->hot_lsb = from->hot_lsb;
+  if (from->mem_lsb > to->mem_lsb)
+    to->mem_line = from->mem_line, to->mem_samples = from->mem_samples,
+    to->mem_lsb = from->mem_lsb;
+  to->seen_in |= from->seen_in;
+  from->dead = 1;
+}
+
+static uint64_t join_key(const av_kernel *k) {
+  char buf[40];
+  snprintf(buf, sizeof buf, "%.17g", k->f[AF_COUNT]);
+  return hash_str(k->parent ^ 0x9e3779b97f4a7c15ull, buf);
+}
+
+/* One kernel under two names: Triton's launch hook names a kernel frame by
+ * its launch_metadata "name" (e.g. matmul_kernel_2048x2048x2048) where a
+ * profile without the hook (pcsampling) names it matmul_kernel, so the path
+ * join misses it and the kernel's time was counted twice. Frames each held
+ * by one profile, below the same call path with the same launch count, are
+ * joined when that (path, count) has exactly two of them, from different
+ * profiles; anything ambiguous stays apart. Linear: a table by (path, count). */
+static int join_renamed(run *r) {
+  table t;
+  uint32_t *cnt = NULL;
+  if (table_init(&t, r->n) || !(cnt = calloc(t.cap, sizeof *cnt)))
+    return free(t.key), free(t.val), vw_fail("out of memory");
+  for (int pass = 0; pass < 2; pass++)
+    for (uint32_t i = 0; i < r->n; i++) {
+      av_kernel *k = &r->k[i];
+      if (!single(k))
+        continue;
+      uint32_t *slot = table_slot(&t, join_key(k));
+      uint32_t *c = &cnt[slot - t.val];
+      if (*slot == UINT32_MAX)
+        *slot = i;
+      if (!pass) {
+        *c += *c < 3;
+        continue;
+      }
+      av_kernel *o = &r->k[*slot];
+      if (*c == 2 && o != k && !o->dead && single(o) &&
+          o->seen_in != k->seen_in && o->parent == k->parent &&
+          o->f[AF_COUNT] == k->f[AF_COUNT])
+        join(o, k);
+    }
+  free(cnt), free(t.key), free(t.val);
   return 0;
 }
 
@@ -248,6 +344,8 @@ static int lend_by_name(run *r) {
   for (int pass = 0; pass < 2; pass++)
     for (uint32_t i = 0; i < r->n; i++) {
       av_kernel *k = &r->k[i];
+      if (k->dead)
+        continue;
       uint32_t *slot = table_slot(&names, hash_str(0x84222325ull, k->name));
       if (*slot == UINT32_MAX)
         *slot = i;
@@ -255,6 +353,10 @@ static int lend_by_name(run *r) {
       av_kernel *to = pass ? k : d, *from = pass ? d : k;
       if (strcmp(d->name, k->name))
         continue; /* a hash collision: no lending */
+      if (pass)
+        k->frames = d->frames;
+      else
+        d->frames++;
       for (int f = 0; f < AF_N_STATIC; f++)
         if (isnan(to->f[f]))
           to->f[f] = from->f[f];
@@ -308,6 +410,8 @@ static int evaluate(run *r, const av_ctx *c, av_finding **out, size_t *n_out,
     return vw_fail("out of memory");
   for (uint32_t i = 0; i < r->n; i++) {
     av_kernel *k = &r->k[i];
+    if (k->dead)
+      continue;
     k->groups = groups_of(k);
     for (int q = 0; q < av_n_rules; q++) {
       int needs = av_rules[q].needs;
@@ -351,14 +455,15 @@ int vw_advise(const cproton_profile *const *profiles, int n, int json,
     goto out;
   }
   for (int i = 0; i < n; i++)
-    if (scan(&r, profiles[i]))
+    if (scan(&r, profiles[i], i))
       goto out;
-  if (lend_by_name(&r))
+  if ((n > 1 && join_renamed(&r)) || lend_by_name(&r)) /* joins: 2+ files */
     goto out;
   av_ctx c = {0, r.k, r.n};
   for (uint32_t i = 0; i < r.n; i++)
-    c.total_time += r.k[i].f[AF_TIME] > 0 && !r.k[i].host ? r.k[i].f[AF_TIME]
-                                                           : 0;
+    c.total_time += r.k[i].f[AF_TIME] > 0 && !r.k[i].host && !r.k[i].dead
+                        ? r.k[i].f[AF_TIME]
+                        : 0;
   if (evaluate(&r, &c, &f, &n_f, have))
     goto out;
   int unavail[64];

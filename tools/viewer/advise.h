@@ -17,13 +17,15 @@ typedef enum av_fact {
   AF_REGS, AF_SMEM_S, AF_SMEM_D, AF_LOCAL, AF_GRID, AF_BLOCK, AF_CONFIGS,
   AF_T_WARPS, AF_T_STAGES, AF_T_CTAS, AF_T_SHARED, AF_T_REGS, AF_T_SPILLS,
   AF_T_TMA, AF_T_LD, AF_T_ST, AF_T_LOCAL, AF_STACK,
+  AF_VARIANTS, AF_VAR_N, AF_VAR_NS, AF_BEST_NS, AF_BEST_N, AF_BEST_THREADS,
+  AF_BEST_SMEM, /* compiled variants' launches and time (kernel.variant_*) */
   AF_N_STATIC, /* the facts above are per kernel: shared by name */
   AF_TIME = AF_N_STATIC, AF_COUNT, AF_FLOPS, AF_FLOPS8, AF_FLOPS16,
   AF_FLOPS32, AF_FLOPS64, AF_BYTES, AF_SYNCS, AF_SYNC_NS,
   AF_PM_NS, AF_PM_DRAM, AF_PM_SM, /* PM sampling: pm_sampled_ns, X*ns */
   AF_N_NODE, /* the facts above are metrics of the kernel frame */
   AF_SAMPLES = AF_N_NODE, AF_STALLED, AF_S_LSB, AF_S_SSB, AF_S_MIO, AF_S_LG,
-  AF_S_BAR, AF_S_MATH, AF_S_WAIT, AF_S_SEL,
+  AF_S_BAR, AF_S_MATH, AF_S_WAIT, AF_S_SEL, AF_S_DRAIN,
   AF_N
 } av_fact;
 
@@ -52,6 +54,12 @@ typedef struct av_kernel {
   const char *s[AS_N];
   const char *hot_line; /* the source line with most samples */
   double hot_samples, hot_lsb;
+  const char *mem_line; /* the source line with most long-scoreboard samples */
+  double mem_samples, mem_lsb;
+  uint64_t parent;  /* hash of the call path above the frame */
+  uint64_t seen_in; /* bit i: profile i held the frame (i < 64) */
+  int dead; /* joined into another kernel (a renamed frame): not judged */
+  uint32_t frames; /* kernels (call paths) of this name in the profiles */
   cproton_device_info dev;
   int has_dev;
   int groups; /* AG_* */

@@ -148,10 +148,10 @@ void av_print_text(const av_finding *const *f, size_t n, const int *unavail,
   for (int q = 0; q < av_n_rules; q++)
     n_un += unavail[q] != 0;
   for (uint32_t i = 0; i < c->n_kernels; i++)
-    n_k += !c->kernels[i].host;
-  fprintf(out, "%zu finding%s over %u kernel frames (%.3f ms of kernel time), "
-          "sorted by estimated time saved; %d rule%s unavailable\n", n,
-          n == 1 ? "" : "s", n_k, c->total_time / 1e6, n_un,
+    n_k += !c->kernels[i].host && !c->kernels[i].dead; /* joins: one */
+  fprintf(out, "%zu finding%s over %u kernel frame%s (%.3f ms of kernel "
+          "time), sorted by estimated time saved; %d rule%s unavailable\n", n,
+          n == 1 ? "" : "s", n_k, n_k == 1 ? "" : "s", c->total_time / 1e6, n_un,
           n_un == 1 ? "" : "s");
   for (size_t i = 0; i < n; i++)
     text_finding(i + 1, f[i], c, &ps, &pcap, out);

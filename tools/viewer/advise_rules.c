@@ -137,17 +137,29 @@ static double local_of(const av_kernel *k) {
   return fmax(isnan(cupti) ? 0 : cupti, isnan(stack) ? 0 : stack);
 }
 
+/* LG throttle share of the stalled samples from which a kernel with local
+ * memory is taken to be bound by it: LG throttle is the queue of local and
+ * global memory instructions being full (what spills and run-time indexed
+ * arrays cause). 41% on the H100's local-array kernel; every other kernel
+ * of that benchmark, the spilling softmax included, <= 3.5%. */
+#define SPILL_LG 0.12
+
 static int spills(const av_kernel *k, const av_ctx *c, av_finding *f) {
   (void)c;
   double sp = k->f[AF_T_SPILLS], regs = regs_of(k);
   double local = local_of(k);
   if (!(sp > 0) && !(local > 0))
     return 0;
-  double r = regs > 0 ? regs : 255;
-  double frac = sp > 0 ? sp / (sp + r) : local / (local + 4 * r);
-  f->saving = T(k) * fmin(0.5, frac);
+  double r = regs > 0 ? regs : 255, lg = share(k, AF_S_LG);
+  double frac = fmin(0.5, sp > 0 ? sp / (sp + r) : local / (local + 4 * r));
+  if (lg >= SPILL_LG) /* measured: local traffic fills the LSU queue */
+    frac = fmin(1, share(k, AF_S_LSB) + lg) * H_STALL;
+  f->saving = T(k) * frac;
   ev(f, "spills", first(sp, 0)), ev(f, "local_bytes", first(local, 0));
   ev(f, "regs", first(regs, 0));
+  if (lg >= SPILL_LG)
+    ev(f, "lg_throttle_share", lg), ev(f, "long_scoreboard_share",
+                                       share(k, AF_S_LSB));
   if (sp > 0)
     snprintf(f->diag, sizeof f->diag, "%.0f registers spilled (%.0f bytes of "
              "local memory per thread) at %.0f registers per thread: spilled "
@@ -262,24 +274,68 @@ static int not_pipelined(const av_kernel *k, const av_ctx *c, av_finding *f) {
   return 1;
 }
 
-static int uncoalesced(const av_kernel *k, const av_ctx *c, av_finding *f) {
-  (void)c;
-  double line = k->f[AF_SAMPLES] > 0 ? k->hot_samples / k->f[AF_SAMPLES] : 0;
+/* Drain share of the stalled samples from which a kernel's stores are
+ * taken as scattered: warps that exit wait for their stores to drain, and
+ * a warp's scattered store is up to 32 sector writes instead of 4. Between
+ * the coalesced H100 benchmark kernels' largest (23%, PyTorch's vectorized
+ * elementwise kernel; tuned vector add 20%) and the strided kernel's 44%,
+ * at about their geometric middle (docs/advisor.md, "Thresholds"). */
+#define STORE_DRAIN 0.32
+#define SECTOR_BITS 256.0 /* 32 bytes: what a warp's access is served in */
+
+/* Narrow loads: the line waiting most on global loads (long scoreboard)
+ * holds >= 20% of the samples, >= 50% of them on the long scoreboard, with
+ * loads <= 32 bits (or of unknown width). Returns the saved share. */
+static double narrow_loads(const av_kernel *k) {
+  double s = k->f[AF_SAMPLES], ld = k->f[AF_T_LD];
+  double line = s > 0 ? k->mem_samples / s : 0;
   /* of all the line's samples, not the stalled ones: on the H100 the hot
    * lines of coalesced 128-bit loads held 61-95% of their stalled samples on
    * the long scoreboard, so that share cannot tell coalesced from not */
-  double lsb = k->hot_samples > 0 ? k->hot_lsb / k->hot_samples : 0;
-  double bits = k->f[AF_T_LD];
-  if (line < 0.2 || lsb < 0.5 || bits > 32)
+  double lsb = k->mem_samples > 0 ? k->mem_lsb / k->mem_samples : 0;
+  if (line < 0.2 || lsb < 0.5 || ld > 32)
     return 0;
-  f->saving = T(k) * line * lsb * (isnan(bits) ? 0.4 : 0.6);
-  evs(f, "line", k->hot_line), ev(f, "line_share", line);
-  ev(f, "line_long_scoreboard", lsb);
-  if (!isnan(bits))
-    ev(f, "ld_bits", bits);
-  snprintf(f->diag, sizeof f->diag, "%.0f%% of the samples sit on one line, "
-           "%.0f%% of them waiting on global memory%s", line * 100, lsb * 100,
-           isnan(bits) ? "" : ", and the widest global load is 32 bits");
+  return line * lsb * (isnan(ld) ? 0.4 : 0.6);
+}
+
+/* Scattered accesses (drain >= STORE_DRAIN, stores <= 32 bits or unknown):
+ * each access uses width/SECTOR_BITS of the sector it moves, so the time
+ * waiting on memory (long scoreboard + drain) shrinks by that factor. */
+static double scattered(const av_kernel *k) {
+  double st = k->f[AF_T_ST], drain = share(k, AF_S_DRAIN);
+  if (drain < STORE_DRAIN || st > 32)
+    return 0;
+  double bits = isnan(st) ? 32 : st;
+  return fmin(1, share(k, AF_S_LSB) + drain) * (1 - bits / SECTOR_BITS);
+}
+
+static int uncoalesced(const av_kernel *k, const av_ctx *c, av_finding *f) {
+  (void)c;
+  double narrow = narrow_loads(k), scat = scattered(k);
+  if (!(narrow > 0) && !(scat > 0))
+    return 0;
+  f->saving = T(k) * fmax(narrow, scat);
+  double s = k->f[AF_SAMPLES];
+  double line = s > 0 ? k->mem_samples / s : 0;
+  double lsb = k->mem_samples > 0 ? k->mem_lsb / k->mem_samples : 0;
+  evs(f, "line", k->mem_line), ev(f, "line_share", line);
+  ev(f, "line_long_scoreboard", lsb), ev(f, "drain_share", share(k, AF_S_DRAIN));
+  if (!isnan(k->f[AF_T_LD]))
+    ev(f, "ld_bits", k->f[AF_T_LD]);
+  if (!isnan(k->f[AF_T_ST]))
+    ev(f, "st_bits", k->f[AF_T_ST]);
+  if (scat >= narrow)
+    snprintf(f->diag, sizeof f->diag, "%.0f%% of the stalled samples are "
+             "warps at exit waiting for their stores to drain (and %.0f%% "
+             "wait on global loads): scattered, uncoalesced accesses that "
+             "move a whole sector per element", share(k, AF_S_DRAIN) * 100,
+             share(k, AF_S_LSB) * 100);
+  else
+    snprintf(f->diag, sizeof f->diag, "%.0f%% of the samples sit on the "
+             "line waiting most on global memory, %.0f%% of them on the long "
+             "scoreboard%s", line * 100, lsb * 100,
+             isnan(k->f[AF_T_LD]) ? "" : ", and the widest global load is "
+                                         "32 bits or less");
   return 1;
 }
 
@@ -294,7 +350,13 @@ static int no_tensor_cores(const av_kernel *k, const av_ctx *c,
   (void)c;
   if (!k->s[AS_MMA] || strcmp(k->s[AS_MMA], "fma"))
     return 0;
-  double cs = compute_share(k);
+  double cs = compute_share(k), issue = share(k, AF_S_SEL) +
+                                       share(k, AF_S_MATH);
+  /* measured: the samples issuing (selected) or waiting on the math pipe
+   * are the FMA work tensor cores take over; the operand loads from shared
+   * memory (short scoreboard), barriers and dispatch stay */
+  if (k->f[AF_SAMPLES] > 0 && k->f[AF_STALLED] > 0)
+    cs = fmin(cs, issue);
   f->saving = T(k) * 0.75 * cs;
   evs(f, "mma", k->s[AS_MMA]), ev(f, "compute_share", cs);
   snprintf(f->diag, sizeof f->diag, "the kernel's dot runs on FMA units, "
@@ -336,16 +398,22 @@ static int bank_conflicts(const av_kernel *k, const av_ctx *c, av_finding *f) {
 }
 
 #define LAUNCH_NS 4000.0 /* GPU idle per eager launch (CPU launch cost) */
+/* A Triton kernel is launched from Python through Triton's launcher: a tiny
+ * one took 11.1-12.6 us per launch without a profiler (docs/benchmarks.md,
+ * the launch-overhead benchmark of issue 4); the kernel's triton.* facts
+ * say which launcher it had. */
+#define TRITON_LAUNCH_NS 11000.0
 #define GRAPH_NS 1000.0  /* per kernel replayed in a CUDA graph */
 
 static int launch_bound(const av_kernel *k, const av_ctx *c, av_finding *f) {
   (void)c;
   double n = k->f[AF_COUNT], avg = T(k) / (n > 0 ? n : 1);
-  if (!(n >= 100) || avg >= LAUNCH_NS)
+  double launch = isnan(k->f[AF_T_WARPS]) ? LAUNCH_NS : TRITON_LAUNCH_NS;
+  if (!(n >= 100) || avg >= launch)
     return 0;
-  f->base = n * LAUNCH_NS;
-  f->saving = n * (LAUNCH_NS - fmax(avg, GRAPH_NS));
-  ev(f, "count", n), ev(f, "avg_time_ns", avg);
+  f->base = n * launch;
+  f->saving = n * (launch - fmax(avg, GRAPH_NS));
+  ev(f, "count", n), ev(f, "avg_time_ns", avg), ev(f, "launch_ns", launch);
   snprintf(f->diag, sizeof f->diag, "%.0f launches of %.2f us each: shorter "
            "than a launch, so the GPU waits on the CPU between them",
            n, avg / 1e3);
@@ -370,7 +438,32 @@ static int host_sync(const av_kernel *k, const av_ctx *c, av_finding *f) {
   return 1;
 }
 
-/* The fastest kernel of the same name with another Triton config. */
+/* A kernel launched as several compiled variants (kernel.variant_*, timed
+ * by CUPTI per variant, facts of the name): pinning the fastest saves each
+ * other launch's excess over its average. Only for a kernel at one call
+ * path, so the variants did like work; an autotuner keyed on sizes that
+ * picks another config per size at that one path still looks alike. */
+static int variants_slower(const av_kernel *k, av_finding *f) {
+  double n = k->f[AF_VAR_N], ns = k->f[AF_VAR_NS], best = k->f[AF_BEST_NS];
+  if (k->frames != 1 || !(k->f[AF_VARIANTS] >= 2) || !(n > 0) || !(ns > 0) ||
+      !(best > 0) ||
+      ns / n < 1.1 * best)
+    return 0;
+  f->saving = T(k) * fmax(0, ns - n * best) / ns;
+  ev(f, "variants", k->f[AF_VARIANTS]), ev(f, "avg_time_ns", ns / n);
+  ev(f, "best_avg_time_ns", best), ev(f, "best_launches", k->f[AF_BEST_N]);
+  ev(f, "best_threads", k->f[AF_BEST_THREADS]);
+  ev(f, "best_smem_bytes", k->f[AF_BEST_SMEM]);
+  snprintf(f->diag, sizeof f->diag, "%.0f compiled variants of this kernel "
+           "ran: %.2f us per launch on average, the fastest (%.0f threads, "
+           "%.0f bytes of shared memory per block; %.0f launches) %.2f us",
+           k->f[AF_VARIANTS], ns / n / 1e3, k->f[AF_BEST_THREADS],
+           k->f[AF_BEST_SMEM], k->f[AF_BEST_N], best / 1e3);
+  return 1;
+}
+
+/* The fastest kernel of the same name with another Triton config, else
+ * the fastest compiled variant of this one. */
 static int autotune_slower(const av_kernel *k, const av_ctx *c,
                            av_finding *f) {
   const char *cfg = k->s[AS_CONFIG];
@@ -380,14 +473,14 @@ static int autotune_slower(const av_kernel *k, const av_ctx *c,
   for (uint32_t i = 0; cfg && i < c->n_kernels; i++) {
     const av_kernel *o = &c->kernels[i];
     double on = o->f[AF_COUNT] > 0 ? o->f[AF_COUNT] : 1;
-    if (o == k || !o->s[AS_CONFIG] || !(o->f[AF_TIME] > 0) ||
+    if (o == k || o->dead || !o->s[AS_CONFIG] || !(o->f[AF_TIME] > 0) ||
         strcmp(o->name, k->name) || !strcmp(o->s[AS_CONFIG], cfg))
       continue;
     if (o->f[AF_TIME] / on < best_avg)
       best = o, best_avg = o->f[AF_TIME] / on;
   }
   if (!best || best_avg * 1.1 > avg)
-    return 0;
+    return variants_slower(k, f);
   f->saving = n * (avg - best_avg);
   evs(f, "config", cfg), ev(f, "avg_time_ns", avg);
   evs(f, "best_config", best->s[AS_CONFIG]), ev(f, "best_avg_time_ns", best_avg);
@@ -412,7 +505,10 @@ static int roof(const av_kernel *k, av_finding *f, int memory) {
   if (ach >= 0.5)
     return 0;
   f->saving = T(k) - need / reach;
-  ev(f, memory ? "bytes" : "flops", memory ? k->f[AF_BYTES] : ft);
+  double flops = 0; /* the count, not its time (ft) */
+  for (int w = AF_FLOPS; w <= AF_FLOPS64; w++)
+    flops += isnan(k->f[w]) ? 0 : k->f[w];
+  ev(f, memory ? "bytes" : "flops", memory ? k->f[AF_BYTES] : flops);
   ev(f, "min_time_ns", need), ev(f, "roofline_fraction", ach);
   if (measured)
     snprintf(f->diag, sizeof f->diag, "%s-bound; measured %s throughput "
@@ -452,7 +548,9 @@ const av_rule av_rules[] = {
      "more num_warps in Triton; fewer live values or __launch_bounds__ in CUDA C; "
      "a per-thread array indexed at run time: shared memory, or indices known "
      "at compile time (unrolled loops) so it stays in registers",
-     "time x min(50%, spills / (spills + regs)); bytes: local / (local + 4 regs)", 0},
+     "time x min(50%, spills / (spills + regs)); bytes: local / (local + 4 regs); "
+     "LG throttle >= 12% of the stalled samples: time x (long scoreboard + LG "
+     "throttle share) x 0.8", 0},
     {"occupancy_regs", AG_TIME | AG_CONF, "registers and block size per kernel",
      CONF_MODE, occupancy_regs,
      "fewer registers per thread: smaller BLOCK_* or more num_warps in Triton, "
@@ -484,12 +582,15 @@ const av_rule av_rules[] = {
      "contiguous accesses along the fastest axis (stride 1 per thread), "
      "tl.max_contiguous/tl.multiple_of hints and aligned strides so loads "
      "become 128-bit; in CUDA C consecutive threads read consecutive addresses",
-     "time x line share x line's long-scoreboard share x 0.6 (0.4 without load widths)", 0},
+     "narrow loads: time x line share x line's long-scoreboard share x 0.6 (0.4 "
+     "without load widths); scattered (drain >= 32% of the stalled samples): "
+     "time x (long scoreboard + drain share) x (1 - store bits / 256)", 0},
     {"no_tensor_cores", AG_TIME | AG_TRITON, "the MMA kind of the kernel's dot",
      TRITON_MODE, no_tensor_cores,
      "tl.dot on fp16/bf16 (or tf32) operands with BLOCK_M/N/K >= 16 so it "
      "lowers to tensor cores",
-     "time x 0.75 x compute share of the roofline (1 without flops/bytes)", 0},
+     "time x 0.75 x compute share: the issuing + math-pipe share of the "
+     "stalled samples when sampled, else of the roofline (1 without flops/bytes)", 0},
     {"old_mma", AG_TIME | AG_TRITON, "the MMA kind of the kernel's dot",
      TRITON_MODE, old_mma,
      "on Hopper a dot becomes wgmma with num_warps 4 or 8, BLOCK_M >= 64 and "
@@ -505,18 +606,22 @@ const av_rule av_rules[] = {
      "any tree profile with kernel times", launch_bound,
      "capture the loop in a CUDA graph (torch.cuda.graphs, "
      "triton.testing.do_bench_cudagraph) or fuse the short kernels",
-     "count x (4 us launch - max(avg, 1 us graph launch)), relative to count x 4 us", 0},
+     "count x (launch - max(avg, 1 us graph launch)), relative to count x "
+     "launch; launch = 11 us for a Triton kernel (Python launcher), else 4 us", 0},
     {"host_sync", AG_SYNC, "host synchronizations per calling context "
      "(host_syncs)", SYNC_MODE, host_sync,
      "remove synchronizing calls (.item(), .cpu(), torch.cuda.synchronize) "
      "from the loop",
      "syncs x 4 us (a launch the GPU waits for after each), relative to "
      "the profile's kernel time plus that", 0},
-    {"autotune_slower", AG_TIME | AG_TRITON,
-     "Triton configs (triton.config) of kernels seen several times",
-     TRITON_MODE, autotune_slower,
-     "pin the faster config (autotune key, or the config seen in the profile)",
-     "count x (avg - the fastest other config's avg)", 0},
+    {"autotune_slower", AG_TIME | AG_CONF,
+     "Triton configs (triton.config) of kernels seen several times, or the "
+     "time per compiled variant (kernel.variant_*)",
+     CUPTI_MODE " or " TRITON_MODE, autotune_slower,
+     "pin the faster config (autotune key, or the config seen in the profile; "
+     "the fastest variant's threads = num_warps x 32)",
+     "count x (avg - the fastest other config's avg); variants: time x "
+     "(variant time - launches x the fastest variant's avg) / variant time", 0},
     {"memory_roofline", AG_TIME | AG_ROOF, "bytes moved per kernel",
      ROOF_MODE, memory_roofline,
      "coalesced, vectorized accesses, fewer passes over memory (fuse with "

@@ -147,8 +147,9 @@ static uint32_t threads_of(const kernel_record *k) {
 }
 
 /* The kernel's launch facts for the advisor (core/kfacts.h): kept once per
- * kernel name, the distinct configurations counted. */
-static void note_facts(const kernel_record *k) {
+ * kernel name, the distinct configurations counted; a record delivered to
+ * a session (`timed`) adds its duration to its compiled variant's time. */
+static void note_facts(const kernel_record *k, int timed) {
   cp_kfacts_launch l = {
       .regs = k->registersPerThread,
       .smem_static = k->staticSharedMemory,
@@ -159,7 +160,9 @@ static void note_facts(const kernel_record *k) {
                k->gridZ > 0 ? (uint32_t)k->gridZ : 0},
       .block = {k->blockX > 0 ? (uint32_t)k->blockX : 0,
                 k->blockY > 0 ? (uint32_t)k->blockY : 0,
-                k->blockZ > 0 ? (uint32_t)k->blockZ : 0}};
+                k->blockZ > 0 ? (uint32_t)k->blockZ : 0},
+      .duration_ns = k->end > k->start ? k->end - k->start : 0,
+      .timed = timed};
   if (k->name)
     cp_kfacts_launch_note(k->name, &l);
 }
@@ -169,9 +172,10 @@ static void on_kernel(cp_cupti_state *st, const CUpti_Activity *rec) {
   if (k->graphId && st->graph_level)
     return; /* graph-level mode: the graph's own record counts it */
   cp_records_note_device(st, k->deviceId);
-  note_facts(k);
   cp_launch_site site;
-  if (!site_of(st, k, &site))
+  int delivered = site_of(st, k, &site);
+  note_facts(k, delivered);
+  if (!delivered)
     return;
   /* hardware metrics: every launch's interval, before adaptive batching */
   cp_pm_attr_kernel(k->name, &site, k->start, k->end, k->deviceId);

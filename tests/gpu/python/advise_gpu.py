@@ -7,7 +7,9 @@ their finding: a dot on FMA units (no_tensor_cores), 8 long blocks on the
 whole GPU (small_grid), 2,000 launches of a tiny kernel (launch_bound);
 (3) a pcsampling profile of the same program joins the time profile by call
 path (uncoalesced / bank_conflicts / not_pipelined become available); (4)
-cproton.advise agrees with the viewer. Prints PASS/FAIL/RESULT lines."""
+cproton.advise agrees with the viewer; (5) a kernel launched as two compiled
+variants gets kernel.variant_* and autotune_slower. Prints PASS/FAIL/RESULT
+lines."""
 import json
 import subprocess
 import sys
@@ -59,6 +61,12 @@ def few_blocks(x, n, BLOCK: tl.constexpr):
     for start in range(tl.program_id(0) * BLOCK, n, 8 * BLOCK):
         off = start + tl.arange(0, BLOCK)
         tl.store(x + off, tl.load(x + off, mask=off < n) + 1.0, mask=off < n)
+
+
+@triton.jit
+def scale2(x, n, BLOCK: tl.constexpr):
+    off = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x + off, tl.load(x + off, mask=off < n) * 2.0, mask=off < n)
 
 
 @triton.jit
@@ -126,6 +134,31 @@ def finding_checks(data):
                   f"saving_ns={f['estimated_saving_ns']:.0f}")
 
 
+def variant_checks():
+    """(5) One kernel launched as two compiled variants (an autotuner's slow
+    config 10 times, a fast one once): CUPTI times each variant
+    (kernel.variant_*), and autotune_slower fires when the average launch
+    is >= 10% slower than the fastest variant's."""
+    n = 1 << 24
+    x = torch.randn(n, device="cuda")
+    sid = proton.start("adv_variants", hook="triton")
+    for _ in range(10):
+        scale2[(n // 32,)](x, n, BLOCK=32, num_warps=1)
+    scale2[(n // 1024,)](x, n, BLOCK=1024, num_warps=4)
+    torch.cuda.synchronize()
+    proton.finalize(sid)
+    nodes = find(load("adv_variants.hatchet")[0], "scale2")
+    m = nodes[0]["metrics"] if nodes else {}
+    print("RESULT variants " + " ".join(f"{k}={v}" for k, v in sorted(m.items()) if "variant" in k))
+    check("facts_variants", m.get("kernel.variants") == 2 and m.get("kernel.variant_launches") == 11
+          and m.get("kernel.best_variant_threads") in (32, 128), str(m))
+    if m.get("kernel.variant_launches"):
+        slower = m["kernel.variant_ns"] / m["kernel.variant_launches"] >= 1.1 * m["kernel.best_variant_ns"]
+        rules = {f["rule"] for f in advise("adv_variants.hatchet")["findings"] if f["kernel"] == "scale2"}
+        check("advise_variants_autotune_slower", ("autotune_slower" in rules) == slower,
+              f"slower {slower}, rules {sorted(rules)}")
+
+
 def main():
     early[(1,)](torch.zeros(1024, device="cuda"), 1024, BLOCK=1024)  # loaded before start
     sid = proton.start("adv_time", hook="triton")
@@ -145,6 +178,7 @@ def main():
     py = proton.advise(["adv_time.hatchet", "adv_pcs.hatchet"])
     check("advise_python_agrees", [f.rule for f in py.findings] == [f["rule"] for f in joined["findings"]], "")
     print(py.text)
+    variant_checks()
     sys.exit(1 if fails else 0)
 
 
