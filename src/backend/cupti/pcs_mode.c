@@ -9,6 +9,7 @@
 
 #include "backend/cupti/mode_number.h"
 #include "backend/cupti/pcs_mode.h"
+#include "core/check.h"
 #include "core/error.h"
 
 #define VALID CP_PCS_GRAMMAR
@@ -43,6 +44,7 @@ static int option(const char *mode, const char *p, size_t n,
                  "32..2147483648 (cycles; CUPTI samples every 2^5..2^31)");
     o->interval = v;
     o->period_log2 = nearest_log2(v);
+    CP_ASSERT(o->period_log2 >= 5 && o->period_log2 <= 31); /* CUPTI's range */
     return CPROTON_OK;
   }
   if (key == 6 && !strncmp(p, "buffer", 6) && eq) {

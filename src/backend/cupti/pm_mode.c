@@ -9,6 +9,7 @@
 #include "backend/cupti/mode_number.h"
 #include "backend/cupti/pm_metrics.h"
 #include "backend/cupti/pm_mode.h"
+#include "core/check.h"
 #include "core/error.h"
 
 static int bad(const char *mode, size_t at, const char *why) {
@@ -115,8 +116,12 @@ int cp_pm_mode_parse(const char *mode, cp_pm_options *o) {
    * (it may follow metrics=): the sampler's or Nsight Compute's own */
   for (size_t i = 0; i < o->n; i++) {
     cp_pm_metric m;
-    cp_pm_metrics_resolve(o->name[i], &m); /* resolved once already */
+    int unknown = cp_pm_metrics_resolve(o->name[i], &m);
+    CP_ASSERT(!unknown); /* resolved once already (or a default row) */
+    (void)unknown;
     snprintf(o->cupti[i], CP_PM_NAME_MAX, "%s", o->exact ? m.exact : m.cupti);
+    /* every counter has a stored and a Perfworks name */
+    CP_ASSERT(o->name[i][0] && o->cupti[i][0]);
   }
   return CPROTON_OK;
 }

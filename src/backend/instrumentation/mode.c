@@ -18,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/check.h"
 #include "core/error.h"
 #include "backend/instrumentation/mode.h"
 #include "cproton/instrumentation.h"
@@ -103,6 +104,7 @@ typedef struct canon {
 } canon;
 
 static void put(canon *c, const char *a, size_t n) {
+  CP_ASSERT(c->n + n < sizeof c->s); /* the bound above: it always fits */
   if (c->n + n < sizeof c->s) {
     memcpy(c->s + c->n, a, n);
     c->n += n;
