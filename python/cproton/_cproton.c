@@ -123,8 +123,8 @@ static PyObject *py_check_mode(PyObject *m, PyObject *args) {
 
 /* A yes/no question about session `arg`'s parsed mode, as a bool. */
 static PyObject *session_question(PyObject *arg, int (*ask)(int, int *)) {
-  int id = (int)PyLong_AsLong(arg), out = 0;
-  if (id == -1 && PyErr_Occurred())
+  int id, out = 0;
+  if (cpy_session_id(arg, &id))
     return NULL;
   int rc = ask(id, &out);
   if (rc)
@@ -170,8 +170,8 @@ static PyObject *py_start(PyObject *m, PyObject *args, PyObject *kw) {
 typedef int (*session_fn)(int);
 
 static PyObject *call_session(PyObject *arg, session_fn fn) {
-  int sid = (int)PyLong_AsLong(arg);
-  if (sid == -1 && PyErr_Occurred())
+  int sid;
+  if (cpy_session_id(arg, &sid))
     return NULL;
   int rc;
   Py_BEGIN_ALLOW_THREADS
@@ -222,8 +222,8 @@ static PyObject *py_check_format(PyObject *m, PyObject *args) {
 }
 
 static PyObject *py_output_path(PyObject *m, PyObject *arg) {
-  int sid = (int)PyLong_AsLong(arg);
-  if (sid == -1 && PyErr_Occurred())
+  int sid;
+  if (cpy_session_id(arg, &sid))
     return NULL;
   char buf[4096];
   int rc = cproton_session_output_path(sid, buf, sizeof buf);
@@ -233,8 +233,8 @@ static PyObject *py_output_path(PyObject *m, PyObject *arg) {
 }
 
 static PyObject *py_data_json(PyObject *m, PyObject *arg) {
-  int sid = (int)PyLong_AsLong(arg);
-  if (sid == -1 && PyErr_Occurred())
+  int sid;
+  if (cpy_session_id(arg, &sid))
     return NULL;
   char *json = NULL;
   size_t size = 0;
@@ -270,8 +270,8 @@ static PyObject *py_data(PyObject *m, PyObject *args) {
 }
 
 static PyObject *py_advance_phase(PyObject *m, PyObject *arg) {
-  int sid = (int)PyLong_AsLong(arg);
-  if (sid == -1 && PyErr_Occurred())
+  int sid;
+  if (cpy_session_id(arg, &sid))
     return NULL;
   uint32_t phase = 0;
   int rc;

@@ -18,6 +18,7 @@
  * keeps loaded kernels as long). Not a hot path except instr_alloc and
  * instr_launch, which do no Python-level allocation beyond their result. */
 #include "_instrument.h"
+#include "_status.h"
 
 #include <cproton/cproton.h>
 
@@ -261,28 +262,20 @@ static PyObject *py_instr_mode_parse(PyObject *m, PyObject *args) {
   int is_trace;
   if (!PyArg_ParseTuple(args, "zp:instr_mode_parse", &mode, &is_trace))
     return NULL;
-  cproton_instr_mode_info *info = PyMem_Malloc(sizeof *info);
-  if (!info)
-    return PyErr_NoMemory();
-  int rc = cproton_instr_mode_parse(mode, is_trace, info);
-  PyObject *out = rc ? fail(rc) : info_dict(info);
-  PyMem_Free(info);
-  return out;
+  cproton_instr_mode_info info; /* 2.5 KiB */
+  int rc = cproton_instr_mode_parse(mode, is_trace, &info);
+  return rc ? fail(rc) : info_dict(&info);
 }
 
 /* session_instr_config(session) -> info_dict: the session's mode as its
  * backend parsed it when the session started (cproton_session_instr_mode). */
 static PyObject *py_session_instr_config(PyObject *m, PyObject *arg) {
-  int id = (int)PyLong_AsLong(arg);
-  if (id == -1 && PyErr_Occurred())
+  int id;
+  if (cpy_session_id(arg, &id))
     return NULL;
-  cproton_instr_mode_info *info = PyMem_Malloc(sizeof *info);
-  if (!info)
-    return PyErr_NoMemory();
-  int rc = cproton_session_instr_mode(id, info);
-  PyObject *out = rc ? fail(rc) : info_dict(info);
-  PyMem_Free(info);
-  return out;
+  cproton_instr_mode_info info;
+  int rc = cproton_session_instr_mode(id, &info);
+  return rc ? fail(rc) : info_dict(&info);
 }
 
 /* The C parser is the authority on mode strings: Python parses only the

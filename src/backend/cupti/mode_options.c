@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "backend/cupti/mode_options.h"
+#include "core/check.h"
 
 /* The value of p[0..n) in *out; 1 when it is a decimal in lo..hi: digits
  * only, at most 12 (no overflow). */
@@ -33,6 +34,22 @@ static const cp_mode_opt *row_of(const char *p, size_t n,
   return NULL;
 }
 
+/* A row without a setter: `value` into its field (unsigned, 1 to 8 bytes;
+ * the row's range keeps it within the field). */
+static void store(void *opts, const cp_mode_opt *row, uint64_t value) {
+  unsigned char *field = (unsigned char *)opts + row->offset;
+  uint8_t u8 = (uint8_t)value;
+  uint16_t u16 = (uint16_t)value;
+  uint32_t u32 = (uint32_t)value;
+  switch (row->size) {
+  case 1: memcpy(field, &u8, 1); break;
+  case 2: memcpy(field, &u16, 2); break;
+  case 4: memcpy(field, &u32, 4); break;
+  default: memcpy(field, &value, 8); break;
+  }
+  CP_ASSERT(row->size == 1 || row->size == 2 || row->size == 4 || row->size == 8);
+}
+
 static int one(const char *mode, const char *p, size_t n,
                const cp_mode_opt *table, size_t rows, void *opts,
                cp_mode_bad_fn bad) {
@@ -49,7 +66,10 @@ static int one(const char *mode, const char *p, size_t n,
   if (row->kind == CP_MODE_NUMBER &&
       !number(v.text, v.len, row->lo, row->hi, &v.number))
     return bad(mode, v.at, row->refusal);
-  return row->set(opts, &v);
+  if (row->set)
+    return row->set(opts, &v);
+  store(opts, row, row->kind == CP_MODE_FLAG ? 1 : v.number);
+  return 0;
 }
 
 int cp_mode_options_parse(const char *mode, size_t from, const char *seps,

@@ -31,9 +31,16 @@ typedef struct cp_mode_opt {
   cp_mode_opt_kind kind;
   uint64_t lo, hi;     /* CP_MODE_NUMBER: the range */
   const char *refusal; /* CP_MODE_NUMBER: why a value is refused */
+  /* Where the loop stores the value itself when `set` is NULL: the field
+   * at `offset` of the family's options, an unsigned integer of `size`
+   * bytes (1 for a flag, the number otherwise; CP_MODE_FIELD). */
+  size_t offset, size;
   /* Stores the value in the family's options; 0 or the family's error. */
   int (*set)(void *opts, const cp_mode_value *v);
 } cp_mode_opt;
+
+/* The offset and size of field `f` of options type `T`, for a row. */
+#define CP_MODE_FIELD(T, f) offsetof(T, f), sizeof(((T *)0)->f)
 
 /* The family's refusal: an EINVAL naming `why` and offset `at`. */
 typedef int (*cp_mode_bad_fn)(const char *mode, size_t at, const char *why);

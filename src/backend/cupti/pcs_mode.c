@@ -3,6 +3,7 @@
  * error that names the option, its offset and the valid values. Pure; not a
  * hot path; fuzzed by tests/fuzz/cupti_mode_fuzz.c. Called by the family
  * table (cupti_mode.c) for strings whose first word is "pcsampling". */
+#include <stddef.h>
 #include <string.h>
 #include <strings.h>
 
@@ -27,12 +28,7 @@ static uint32_t nearest_log2(uint64_t v) {
   return v - lo >= (lo << 1) - v && k < 31 ? k + 1 : k;
 }
 
-static int set_exact(void *opts, const cp_mode_value *v) {
-  (void)v;
-  ((cp_pcs_options *)opts)->exact = 1;
-  return CPROTON_OK;
-}
-
+/* interval also sets CUPTI's period, the nearest power of two. */
 static int set_interval(void *opts, const cp_mode_value *v) {
   cp_pcs_options *o = opts;
   o->interval = v->number;
@@ -41,27 +37,18 @@ static int set_interval(void *opts, const cp_mode_value *v) {
   return CPROTON_OK;
 }
 
-static int set_buffer(void *opts, const cp_mode_value *v) {
-  ((cp_pcs_options *)opts)->buffer_pcs = (uint32_t)v->number;
-  return CPROTON_OK;
-}
-
-static int set_first(void *opts, const cp_mode_value *v) {
-  ((cp_pcs_options *)opts)->first = (uint32_t)v->number;
-  return CPROTON_OK;
-}
-
 /* The family's options (the shared loop in mode_options.c reads them). */
 static const cp_mode_opt options[] = {
-    {"exact", CP_MODE_FLAG, 0, 0, NULL, set_exact},
+    {"exact", CP_MODE_FLAG, 0, 0, NULL, CP_MODE_FIELD(cp_pcs_options, exact), NULL},
     {"interval", CP_MODE_NUMBER, CP_PCS_INTERVAL_MIN, CP_PCS_INTERVAL_MAX,
      "interval must be an integer in 32..2147483648 (cycles; CUPTI samples "
-     "every 2^5..2^31)", set_interval},
+     "every 2^5..2^31)", 0, 0, set_interval},
     {"buffer", CP_MODE_NUMBER, CP_PCS_BUFFER_MIN, CP_PCS_BUFFER_MAX,
-     "buffer must be an integer in 64..1048576 (PC records)", set_buffer},
+     "buffer must be an integer in 64..1048576 (PC records)",
+     CP_MODE_FIELD(cp_pcs_options, buffer_pcs), NULL},
     {"first", CP_MODE_NUMBER, 0, CP_PCS_FIRST_MAX,
      "first must be an integer in 0..1000 (launches per kernel function)",
-     set_first},
+     CP_MODE_FIELD(cp_pcs_options, first), NULL},
 };
 
 int cp_pcs_mode_parse(const char *mode, cp_pcs_options *o) {

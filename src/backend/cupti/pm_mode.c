@@ -2,6 +2,7 @@
  * Invariant: on success every counter has a stored and a Perfworks name,
  * no name twice; on failure the message names the option and its offset.
  * Pure; not a hot path (session start). */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -67,36 +68,22 @@ static int metrics(cp_pm_options *o, const char *mode, const char *p,
   return CPROTON_OK;
 }
 
-static int set_exact(void *opts, const cp_mode_value *v) {
-  (void)v;
-  ((cp_pm_options *)opts)->exact = 1;
-  return CPROTON_OK;
-}
-
 static int set_metrics(void *opts, const cp_mode_value *v) {
   cp_pm_options *o = opts;
   o->user_metrics = 1;
   return metrics(o, v->mode, v->text, v->len);
 }
 
-static int set_interval(void *opts, const cp_mode_value *v) {
-  ((cp_pm_options *)opts)->interval_ns = v->number;
-  return CPROTON_OK;
-}
-
-static int set_ranges(void *opts, const cp_mode_value *v) {
-  ((cp_pm_options *)opts)->ranges = (size_t)v->number;
-  return CPROTON_OK;
-}
-
 /* The family's options (the shared loop in mode_options.c reads them). */
 static const cp_mode_opt options[] = {
-    {"exact", CP_MODE_FLAG, 0, 0, NULL, set_exact},
-    {"metrics", CP_MODE_TEXT, 0, 0, NULL, set_metrics},
+    {"exact", CP_MODE_FLAG, 0, 0, NULL, CP_MODE_FIELD(cp_pm_options, exact), NULL},
+    {"metrics", CP_MODE_TEXT, 0, 0, NULL, 0, 0, set_metrics},
     {"interval", CP_MODE_NUMBER, CP_PM_INTERVAL_MIN, CP_PM_INTERVAL_MAX,
-     "interval must be an integer in 1000..1000000000 (ns)", set_interval},
+     "interval must be an integer in 1000..1000000000 (ns)",
+     CP_MODE_FIELD(cp_pm_options, interval_ns), NULL},
     {"ranges", CP_MODE_NUMBER, 1, CP_PM_RANGES_MAX,
-     "ranges must be an integer in 1..1048576", set_ranges},
+     "ranges must be an integer in 1..1048576",
+     CP_MODE_FIELD(cp_pm_options, ranges), NULL},
 };
 
 int cp_pm_mode_parse(const char *mode, cp_pm_options *o) {
