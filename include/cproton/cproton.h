@@ -262,6 +262,13 @@ CPROTON_API int cproton_backend_check_mode(const char *backend,
  * for an unknown session, EINVAL for NULL `out`. */
 CPROTON_API int cproton_session_wants_loaded_cubins(int session, int *out);
 
+/* Whether session `session`'s backend instruments kernels, so the front
+ * end installs its compile hook (the instrumentation pass); a descriptor
+ * flag of the backend that parsed the mode, not a name. Errors: EINVAL,
+ * ENOTFOUND. */
+CPROTON_API int cproton_session_wants_instrumentation_hook(int session,
+                                                           int *out);
+
 /* PC sampling (mode "pcsampling"): hands the profiler the cubin of a module
  * loaded before the session started (Triton keeps each compiled kernel's
  * cubin), so its samples get source lines. The image is copied; duplicates

@@ -112,13 +112,21 @@ typedef struct cproton_instr_mode_info {
 } cproton_instr_mode_info;
 
 /* Parses `mode` once for a session recording a trace (is_trace 1) or a
- * tree, filling `out`: what the front end needs before the session starts
- * (the Python hook calls this once per session). Errors: those of
+ * tree, filling `out`: the instrumentation backend's own parse, for a mode
+ * without a session (a session's is read with cproton_session_instr_mode). Errors: those of
  * cproton_instr_mode_options; EINVAL for reduce=kernel with a trace or
  * with optimizations=time_shift, which need records; ELIMIT for a
  * canonical form over 2047 bytes. Thread-safe. */
 CPROTON_API int cproton_instr_mode_parse(const char *mode, int is_trace,
                                          cproton_instr_mode_info *out);
+
+/* The parsed mode of instrumentation session `session`: what its backend's
+ * one parse made when the session started (the same function as
+ * cproton_instr_mode_parse, for the session's data kind), read, not parsed
+ * again. Errors: ENOTFOUND; EINVAL when the session's backend does not
+ * instrument kernels. */
+CPROTON_API int cproton_session_instr_mode(int session,
+                                           cproton_instr_mode_info *out);
 
 /* A registered instrumented kernel: its name and buffer layout (copied). */
 typedef struct cproton_instr_kernel cproton_instr_kernel;

@@ -121,15 +121,26 @@ static PyObject *py_check_mode(PyObject *m, PyObject *args) {
   Py_RETURN_NONE;
 }
 
-/* session_wants_loaded_cubins(id) -> bool, from the session's parsed mode. */
-static PyObject *py_session_wants_loaded_cubins(PyObject *m, PyObject *arg) {
-  int id = (int)PyLong_AsLong(arg), out = 0;
-  if (id == -1 && PyErr_Occurred())
+/* A yes/no question about session `arg`'s parsed mode, as a bool. */
+static PyObject *session_question(PyObject *arg, int (*ask)(int, int *)) {
+  int id, out = 0;
+  if (cpy_session_id(arg, &id))
     return NULL;
-  int rc = cproton_session_wants_loaded_cubins(id, &out);
+  int rc = ask(id, &out);
   if (rc)
     return cpy_status_raise(rc);
   return PyBool_FromLong(out);
+}
+
+/* session_wants_loaded_cubins(id) -> bool, from the session's parsed mode. */
+static PyObject *py_session_wants_loaded_cubins(PyObject *m, PyObject *arg) {
+  return session_question(arg, cproton_session_wants_loaded_cubins);
+}
+
+/* session_wants_instrumentation_hook(id) -> bool: the session's backend
+ * instruments kernels (a descriptor flag, not its name). */
+static PyObject *py_session_wants_instrumentation_hook(PyObject *m, PyObject *arg) {
+  return session_question(arg, cproton_session_wants_instrumentation_hook);
 }
 
 static PyObject *py_proton_compat(PyObject *m, PyObject *unused) {
@@ -159,8 +170,8 @@ static PyObject *py_start(PyObject *m, PyObject *args, PyObject *kw) {
 typedef int (*session_fn)(int);
 
 static PyObject *call_session(PyObject *arg, session_fn fn) {
-  int sid = (int)PyLong_AsLong(arg);
-  if (sid == -1 && PyErr_Occurred())
+  int sid;
+  if (cpy_session_id(arg, &sid))
     return NULL;
   int rc;
   Py_BEGIN_ALLOW_THREADS
@@ -211,8 +222,8 @@ static PyObject *py_check_format(PyObject *m, PyObject *args) {
 }
 
 static PyObject *py_output_path(PyObject *m, PyObject *arg) {
-  int sid = (int)PyLong_AsLong(arg);
-  if (sid == -1 && PyErr_Occurred())
+  int sid;
+  if (cpy_session_id(arg, &sid))
     return NULL;
   char buf[4096];
   int rc = cproton_session_output_path(sid, buf, sizeof buf);
@@ -222,8 +233,8 @@ static PyObject *py_output_path(PyObject *m, PyObject *arg) {
 }
 
 static PyObject *py_data_json(PyObject *m, PyObject *arg) {
-  int sid = (int)PyLong_AsLong(arg);
-  if (sid == -1 && PyErr_Occurred())
+  int sid;
+  if (cpy_session_id(arg, &sid))
     return NULL;
   char *json = NULL;
   size_t size = 0;
@@ -259,8 +270,8 @@ static PyObject *py_data(PyObject *m, PyObject *args) {
 }
 
 static PyObject *py_advance_phase(PyObject *m, PyObject *arg) {
-  int sid = (int)PyLong_AsLong(arg);
-  if (sid == -1 && PyErr_Occurred())
+  int sid;
+  if (cpy_session_id(arg, &sid))
     return NULL;
   uint32_t phase = 0;
   int rc;
@@ -356,6 +367,8 @@ static PyMethodDef methods[] = {
      "check_mode(backend, mode): ValueError unless the backend parses mode"},
     {"session_wants_loaded_cubins", py_session_wants_loaded_cubins, METH_O,
      "session_wants_loaded_cubins(session) -> bool"},
+    {"session_wants_instrumentation_hook", py_session_wants_instrumentation_hook, METH_O,
+     "session_wants_instrumentation_hook(session) -> bool"},
     {"python_frames", py_python_frames, METH_NOARGS,
      "the calling thread's frames as the python context sees them"},
     {"set_frame_skip", py_set_frame_skip, METH_VARARGS,

@@ -18,6 +18,7 @@
  * keeps loaded kernels as long). Not a hot path except instr_alloc and
  * instr_launch, which do no Python-level allocation beyond their result. */
 #include "_instrument.h"
+#include "_status.h"
 
 #include <cproton/cproton.h>
 
@@ -243,28 +244,38 @@ static PyObject *py_instr_release(PyObject *m, PyObject *args) {
   Py_RETURN_NONE;
 }
 
-/* instr_mode_parse(mode, is_trace) -> {canonical, reduce, time_shift,
- * sums_in_kernel, sums_in_kernel_host_buffer}: the one parse a session's
- * front end makes (cproton_instr_mode_parse), refusals included. */
+/* A parsed mode as {canonical, reduce, time_shift, sums_in_kernel,
+ * sums_in_kernel_host_buffer}. */
+static PyObject *info_dict(const cproton_instr_mode_info *info) {
+  static const char *const kinds[] = {"auto", "kernel", "device", "host"};
+  return Py_BuildValue("{sssssNsNsN}", "canonical", info->canonical, "reduce", kinds[info->reduce],
+                       "time_shift", PyBool_FromLong(info->decode_flags & CPROTON_DECODE_TIME_SHIFT),
+                       "sums_in_kernel", PyBool_FromLong(info->sums_in_kernel),
+                       "sums_in_kernel_host_buffer", PyBool_FromLong(info->sums_in_kernel_host_buffer));
+}
+
+/* instr_mode_parse(mode, is_trace) -> info_dict: the backend's own parse
+ * (cproton_instr_mode_parse), refusals included, for a mode without a
+ * session. */
 static PyObject *py_instr_mode_parse(PyObject *m, PyObject *args) {
   const char *mode;
   int is_trace;
   if (!PyArg_ParseTuple(args, "zp:instr_mode_parse", &mode, &is_trace))
     return NULL;
-  static const char *const kinds[] = {"auto", "kernel", "device", "host"};
-  cproton_instr_mode_info *info = PyMem_Malloc(sizeof *info);
-  if (!info)
-    return PyErr_NoMemory();
-  int rc = cproton_instr_mode_parse(mode, is_trace, info);
-  PyObject *out = rc ? fail(rc)
-                     : Py_BuildValue("{sssssNsNsN}", "canonical", info->canonical,
-                                     "reduce", kinds[info->reduce], "time_shift",
-                                     PyBool_FromLong(info->decode_flags & CPROTON_DECODE_TIME_SHIFT),
-                                     "sums_in_kernel", PyBool_FromLong(info->sums_in_kernel),
-                                     "sums_in_kernel_host_buffer",
-                                     PyBool_FromLong(info->sums_in_kernel_host_buffer));
-  PyMem_Free(info);
-  return out;
+  cproton_instr_mode_info info; /* 2.5 KiB */
+  int rc = cproton_instr_mode_parse(mode, is_trace, &info);
+  return rc ? fail(rc) : info_dict(&info);
+}
+
+/* session_instr_config(session) -> info_dict: the session's mode as its
+ * backend parsed it when the session started (cproton_session_instr_mode). */
+static PyObject *py_session_instr_config(PyObject *m, PyObject *arg) {
+  int id;
+  if (cpy_session_id(arg, &id))
+    return NULL;
+  cproton_instr_mode_info info;
+  int rc = cproton_session_instr_mode(id, &info);
+  return rc ? fail(rc) : info_dict(&info);
 }
 
 /* The C parser is the authority on mode strings: Python parses only the
@@ -358,7 +369,9 @@ static PyMethodDef instrument_methods[] = {
      "instr_mode_normalize(mode) -> the canonical form of a valid mode string "
      "(ValueError with the parser's message otherwise)"},
     {"instr_mode_parse", py_instr_mode_parse, METH_VARARGS,
-     "instr_mode_parse(mode, is_trace) -> dict: the one parse of a session's mode"},
+     "instr_mode_parse(mode, is_trace) -> dict: the backend's parse of a mode without a session"},
+    {"session_instr_config", py_session_instr_config, METH_O,
+     "session_instr_config(session) -> dict: the session's mode as its backend parsed it"},
     {"instr_read", py_instr_read, METH_VARARGS,
      "instr_read(ptr, size, stream) -> bytes, after the stream's work"},
     {"buffer_to_proton", py_buffer_to_proton, METH_VARARGS,

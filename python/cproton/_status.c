@@ -51,6 +51,11 @@ PyObject *cpy_status_raise_as(int rc, unsigned runtime) {
 
 PyObject *cpy_status_raise(int rc) { return cpy_status_raise_as(rc, 0); }
 
+int cpy_session_id(PyObject *arg, int *out) {
+  *out = (int)PyLong_AsLong(arg);
+  return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
 /* Emits a CprotonWarning with the library's message; -1 if it raised. */
 int cpy_status_warn(int rc) {
   const char *msg = cproton_last_error();

@@ -19,6 +19,9 @@ PyObject *cpy_status_raise_as(int rc, unsigned runtime);
 /* cpy_status_raise_as(rc, 0). */
 PyObject *cpy_status_raise(int rc);
 
+/* A session id from a Python int: 0, or -1 with the exception set. */
+int cpy_session_id(PyObject *arg, int *out);
+
 /* Emits a CprotonWarning with the library's message; -1 if it raised. */
 int cpy_status_warn(int rc);
 

@@ -38,9 +38,10 @@ def _session_info(session):
 
 def _gpu_present() -> bool:
     """True when the default GPU backend's C probe finds a driver with at
-    least one device (``cproton_backend_probe``: the driver only)."""
-    backend, _runs, _devices = _cproton.probe(None)
-    return backend != "none"
+    least one device (``cproton_backend_probe``: the driver only; its device
+    count, not the name of the backend it answers with)."""
+    _backend, _runs, devices = _cproton.probe(None)
+    return devices > 0
 
 
 _warned_no_gpu = False
@@ -182,9 +183,6 @@ def start(
             raise ValueError(f"unknown hook '{hook}' (valid: None, 'triton')")
     name = DEFAULT_PROFILE_NAME if name is None else name
     mode_str = _get_mode_str(backend, mode)
-    instr_hook = None
-    if backend == "instrumentation":  # a mode the C parser or the hook refuses starts no session
-        instr_hook = InstrumentationHook(mode, data)
     chosen = _select_backend(backend)
     knobs.export()
     rank, local_rank = _ranks()
@@ -207,8 +205,11 @@ def start(
         HookManager.register(LaunchHook(), session)
     if isinstance(hook, LaunchHook) or hook in ("triton", "launch"):
         facts.record_loaded()  # the advisor's facts of kernels loaded before start
-    if instr_hook is not None:
-        HookManager.register(instr_hook, session)
+    if _cproton.session_wants_instrumentation_hook(session):  # the backend's flag, not its name
+        # the mode as the session's backend parsed it at start (a mode it
+        # refuses started no session: _cproton.start raised its message)
+        config = _cproton.session_instr_config(session)
+        HookManager.register(InstrumentationHook(mode, data, config), session)
     if _cproton.session_wants_loaded_cubins(session):  # from the session's parsed mode
         _add_loaded_cubins()
     return session

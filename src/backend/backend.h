@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include "cproton/instrumentation.h"
+
 /* A session's mode, parsed once by its backend's own table (`parse_mode`)
  * when the session starts; `start` and `same_mode` read the parsed form and
  * nothing parses the string again. `mode` is the string as given (NULL =
@@ -21,6 +23,11 @@
 #define CP_BACKEND_OPTS_BYTES 8192
 typedef struct cp_backend_config {
   const char *mode;
+  /* Input to parse_mode (cp_backend_parse_mode sets it): the session
+   * records a trace, not a tree. A backend refuses a mode here that the
+   * data kind cannot run (instrumentation: in-kernel sums keep no records,
+   * which a trace needs). */
+  int is_trace;
   /* The backend whose parse_mode filled `opts` (cp_backend_parse_mode
    * sets it): a session that fell back to the CPU-only backend keeps the
    * configuration its own backend parsed, and only that backend reads it. */
@@ -89,6 +96,15 @@ typedef struct cp_backend_ops {
   /* Non-zero when the mode asks for collection that needs the cubins of
    * kernels loaded before the session started (CUPTI's PC sampling). */
   int (*wants_loaded_cubins)(const cp_backend_config *config);
+  /* Non-zero for in-kernel backends: their sessions need the front end's
+   * compile hook (the instrumentation pass), which reads the session's
+   * parsed mode through `instr_mode_info`. A flag, so no front end compares
+   * a backend's name. */
+  int instruments_kernels;
+  /* For backends with `instruments_kernels`: the parsed mode as the public
+   * cproton_instr_mode_info (what parse_mode made, not parsed again). */
+  int (*instr_mode_info)(const cp_backend_config *config,
+                         cproton_instr_mode_info *out);
 } cp_backend_ops;
 
 /* The backend named `name`, or NULL (message lists the valid names). */
@@ -104,9 +120,10 @@ const cp_backend_ops *cp_backend_default(void);
 /* The CPU-only backend sessions fall back to (the is_cpu_fallback row). */
 const cp_backend_ops *cp_backend_cpu_fallback(void);
 
-/* `b`'s parse_mode, or for a backend without modes, `out->mode = mode`. */
+/* `b`'s parse_mode for a session recording a trace (`is_trace` 1) or a
+ * tree, or for a backend without modes, `out->mode = mode`. */
 int cp_backend_parse_mode(const cp_backend_ops *b, const char *mode,
-                          cp_backend_config *out);
+                          int is_trace, cp_backend_config *out);
 
 /* Whether `b` runs with `a` and `c` alike (same_mode, or equal strings). */
 int cp_backend_same_mode(const cp_backend_ops *b, const cp_backend_config *a,

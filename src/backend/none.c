@@ -20,7 +20,7 @@ static void none_probe(cp_backend_probe *out) {
  * compare their strings (no same_mode). */
 static int none_parse_mode(const char *mode, cp_backend_config *out) {
   const cp_backend_ops *gpu = cp_backend_default_candidate();
-  int rc = gpu ? cp_backend_parse_mode(gpu, mode, out) : CPROTON_OK;
+  int rc = gpu ? cp_backend_parse_mode(gpu, mode, out->is_trace, out) : CPROTON_OK;
   out->mode = mode;
   return rc;
 }

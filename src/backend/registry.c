@@ -80,8 +80,9 @@ void cp_backend_config_set(cp_backend_config *c, const char *mode,
 }
 
 int cp_backend_parse_mode(const cp_backend_ops *b, const char *mode,
-                          cp_backend_config *out) {
+                          int is_trace, cp_backend_config *out) {
   memset(out, 0, sizeof *out);
+  out->is_trace = is_trace;
   int rc = b->parse_mode ? b->parse_mode(mode, out) : CPROTON_OK;
   out->mode = mode;
   out->parsed_by = b;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/check.h"
 #include "core/device.h"
 #include "core/log.h"
 
@@ -42,6 +43,8 @@ int cp_device_list(cp_device_info *out, int max) {
   memcpy(out, devices, (size_t)n * sizeof *out);
   pthread_mutex_unlock(&lock);
   qsort(out, (size_t)n, sizeof *out, by_type_id);
+  for (int i = 1; i < n; i++) /* at most one entry per (type, id) */
+    CP_ASSERT(by_type_id(&out[i - 1], &out[i]) < 0);
   return n;
 }
 

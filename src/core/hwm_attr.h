@@ -51,6 +51,18 @@ typedef struct cp_hwm_kernel {
 int cp_hwm_attr_apply(const cp_hwm_sample *s, size_t n, cp_hwm_kernel *k,
                       size_t nk);
 
+/* cp_hwm_attr_apply for `nm` metrics sampled together, each overlap
+ * computed once: sample i spans [t[2i], t[2i+1]) and holds values
+ * values[i*nm .. i*nm+nm); kernel j's sums of value * overlap_ns go to
+ * weighted[j*nm + m] (the caller zeroes them once), and its covered_ns,
+ * unsampled_ns, samples and shared are accumulated once, not per metric.
+ * Each sum adds the same terms in the same order as cp_hwm_attr_apply on
+ * that metric alone, so the results are bit-identical. Errors: those of
+ * cp_hwm_attr_apply. */
+int cp_hwm_attr_apply_metrics(const uint64_t *t, const double *values,
+                              size_t n, size_t nm, cp_hwm_kernel *k,
+                              size_t nk, double *weighted);
+
 /* The kernel's time-weighted average; returns 0 and leaves *out alone when
  * no sample overlapped it (no value rather than a made-up one). */
 int cp_hwm_attr_value(const cp_hwm_kernel *k, double *out);

@@ -118,6 +118,7 @@ static _Atomic(entry *) *id_slot(tier *t, uint32_t id) {
 static int take_id(tier *t, entry *e) {
   uint32_t n = atomic_fetch_add(&t->taken, 1) + 1; /* 0 is never an id */
   e->id = n | (t == &scoped ? SCOPED_BIT : 0);
+  CP_ASSERT(n != 0); /* 0 is never an id (taken wraps only past the table) */
   _Atomic(entry *) *slot = n < CHUNK_SIZE * N_CHUNKS ? id_slot(t, e->id) : NULL;
   if (!slot)
     return cp_error_set(CPROTON_ELIMIT, "too many distinct names");

@@ -179,6 +179,8 @@ static int write_all(int fd, const void *p, size_t n, off_t off) {
 /* The current buffer is full: spill it, or keep it and start another. */
 static int make_room(cp_trace *t) {
   if (t->tail && open_spill(t)) {
+    /* spilling decided at the first full buffer: memory stays one buffer */
+    CP_ASSERT(t->head == t->tail);
     if (write_all(t->fd, t->tail->events, t->tail->n * sizeof(cp_event),
                   (off_t)(t->spilled * sizeof(cp_event)))) {
       t->dropped += t->tail->n;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/check.h"
 #include "core/error.h"
 #include "core/grow.h"
 #include "instrument/ptx_header.h"
@@ -99,6 +100,8 @@ static int push_site(reader *r, const cp_ptx_site *site) {
       return cp_error_set(CPROTON_ENOMEM, "out of memory reading PTX");
     k->sites = p;
   }
+  /* sites in increasing order, so the writer copies the bytes between */
+  CP_ASSERT(k->n_sites == 0 || k->sites[k->n_sites - 1].at <= site->at);
   k->sites[k->n_sites++] = *site;
   return 0;
 }

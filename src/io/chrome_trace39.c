@@ -39,6 +39,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/check.h"
 #include "core/cct.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -143,6 +144,7 @@ static void index_scope(state *st, const cp_event *e) {
       return;
     st->spans = p;
   }
+  CP_ASSERT(st->n_spans < MAX_INDEXED_SCOPES);
   st->spans[st->n_spans++] = (scope_span){
       .lane = e->u.scope.thread, .node = e->node, .start = e->start_ns,
       .end = e->end_ns};

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/check.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/strtab.h"
@@ -148,8 +149,10 @@ static void put_devices(cp_sink *s, const seen_devices *seen) {
     if (was_seen(seen, &all[i]))
       devs[n++] = all[i];
   uint32_t types = 0;
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n; i++) {
+    CP_ASSERT(i == 0 || devs[i - 1].type <= devs[i].type); /* grouped below */
     types += i == 0 || devs[i - 1].type != devs[i].type;
+  }
   cp_msgpack_map(s, types);
   for (int i = 0; i < n;) {
     int j = i;

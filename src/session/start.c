@@ -169,7 +169,7 @@ static int check_mode(const session *s, const cp_backend_config *mine) {
  * unknown names: Python raises ValueError for the one (Proton's mode
  * parsers do) and RuntimeError for the other (Proton's C++). */
 static int start_backend(session *s, cp_backend_config *config) {
-  if (cp_backend_parse_mode(s->backend, s->mode, config))
+  if (cp_backend_parse_mode(s->backend, s->mode, s->is_trace, config))
     return CPROTON_EPARSE;
   if (cp_ss_backend_users(s->backend) > 0)
     return check_mode(s, config);

@@ -38,23 +38,51 @@ def test_gpu_presence_is_the_c_probe(monkeypatch):
     assert profile._select_backend(None) == "none"
 
 
-def test_an_instrumentation_session_parses_its_mode_once_in_python(monkeypatch):
-    """start(backend="instrumentation") parses the mode string once in the
-    front end (cproton_instr_mode_parse), not once per question."""
+def test_an_instrumentation_session_parses_its_mode_once(monkeypatch):
+    """start(backend="instrumentation") parses the mode string once, in C,
+    by the backend when the session starts; the hook reads that parse
+    (session_instr_config) and parses nothing itself. Which sessions get
+    the hook is the backend's flag (session_wants_instrumentation_hook)."""
     calls = []
-    for name in ("instr_mode_parse", "instr_mode_normalize"):
+    for name in ("instr_mode_parse", "instr_mode_normalize", "session_instr_config"):
         real = getattr(_cproton, name)
         monkeypatch.setattr(_cproton, name,
                             lambda *a, _real=real, _name=name: calls.append(_name) or _real(*a))
     with pytest.warns(proton.CprotonWarning, match="not available here"):
         sid = proton.start("once", backend="instrumentation", mode="default:reduce=kernel:granularity=cta")
+    try:
+        assert calls == ["session_instr_config"]
+        assert _cproton.session_wants_instrumentation_hook(sid)
+        hook = next(h for h in proton.hooks.HookManager.active_hooks if isinstance(h, instr.InstrumentationHook))
+        assert hook._parsed == _cproton.instr_mode_parse("default:reduce=kernel:granularity=cta", False)
+        assert hook.reduce == "kernel" and hook.sums_in_kernel()
+        assert hook.mode == mode.Default(granularity="cta")
+    finally:
+        proton.finalize(sid)
+    sid = proton.start("nohook", backend="none")
+    assert not _cproton.session_wants_instrumentation_hook(sid)
+    with pytest.raises(ValueError, match="does not instrument kernels"):
+        _cproton.session_instr_config(sid)
     proton.finalize(sid)
-    assert calls == ["instr_mode_parse"]
+    # a hook built without a session (Proton's API) parses with the same C function
     del calls[:]
     hook = instr.InstrumentationHook("default:reduce=kernel", "tree")
-    assert hook.reduce == "kernel" and hook.sums_in_kernel() and hook.sums_in_kernel()
+    assert hook.reduce == "kernel" and hook.sums_in_kernel()
     assert hook.mode == mode.Default()
     assert calls == ["instr_mode_parse"]
+
+
+def test_a_refused_instrumentation_mode_starts_no_session():
+    """The backend's parse at start refuses what the hook's parse refused,
+    with the same message, and no session is left."""
+    for text, data in (("default:buffer_strategy=flsuh", "tree"), ("default:reduce=kernel", "trace"),
+                       ("default:reduce=kernel:optimizations=time_shift", "tree")):
+        with pytest.raises(ValueError) as standalone:
+            _cproton.instr_mode_parse(text, data == "trace")
+        with pytest.raises(ValueError) as started:
+            proton.start("refused", backend="instrumentation", mode=text, data=data)
+        assert str(started.value) == str(standalone.value)
+        assert _cproton.session_count() == 0
 
 
 def test_the_kernel_sums_refusal_is_c_s():

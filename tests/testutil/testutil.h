@@ -1,10 +1,12 @@
 /* testutil.h -- helpers shared by the unit tests: temp paths, whole-file
- * reads and JSON comparison with jansson. */
+ * reads, JSON comparison with jansson, and the captured log. */
 #ifndef CP_TESTUTIL_H
 #define CP_TESTUTIL_H
 
 #include <jansson.h>
 #include <stddef.h>
+
+#include "cproton/cproton.h"
 
 /* A fresh path under a per-process temporary folder: <dir>/<stem>. The
  * string is static per call site index `slot` (0..15). */
@@ -49,5 +51,22 @@ struct cp_launch_site;
 /* Captures into *site the launch site of a kernel launched inside scope
  * `name` (entered and left around the capture), as a launch callback would. */
 void cpt_capture_in(const char *name, struct cp_launch_site *site);
+
+/* What the library logged since cpt_log_capture (log_capture.c): every
+ * message at or above its level, one per line (what fits), the warnings (and
+ * errors) counted, and the last of them. cp_log calls the handler under
+ * its lock, so messages from several threads do not interleave. */
+typedef struct cpt_log {
+  char all[8192];
+  char last_warning[2048];
+  _Atomic int n_warnings; /* a backend's thread may warn */
+} cpt_log;
+extern cpt_log cpt_logged;
+
+/* Clears cpt_logged and sends every message at `min` and above to it. */
+void cpt_log_capture(cproton_log_level min);
+
+/* The default handler again (warnings to stderr). */
+void cpt_log_release(void);
 
 #endif

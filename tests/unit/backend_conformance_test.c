@@ -57,7 +57,7 @@ Test(backend_conformance, life_cycle_twice) {
     cr_assert(b->available(), "%s must run on the CPU", cpu_backends[i]);
     for (int round = 0; round < 2; round++) {
       cp_backend_config config;
-      cr_assert_eq(cp_backend_parse_mode(b, NULL, &config), CPROTON_OK);
+      cr_assert_eq(cp_backend_parse_mode(b, NULL, 0, &config), CPROTON_OK);
       cr_assert_eq(b->start(&config), CPROTON_OK, "%s: %s", cpu_backends[i],
                    cproton_last_error());
       cr_assert_eq(b->flush(), CPROTON_OK, "%s: %s", cpu_backends[i],
@@ -75,10 +75,10 @@ Test(backend_conformance, bad_mode_refused_with_message) {
     const cp_backend_ops *b = find(checked[i].name);
     cp_backend_config config;
     cr_assert(b->parse_mode, "%s: a backend with modes parses them", checked[i].name);
-    cr_assert_eq(cp_backend_parse_mode(b, checked[i].bad_mode, &config),
+    cr_assert_eq(cp_backend_parse_mode(b, checked[i].bad_mode, 0, &config),
                  CPROTON_EINVAL, "%s", checked[i].name);
     cr_assert(strlen(cproton_last_error()) > 0, "%s: no message", checked[i].name);
-    cr_assert_eq(cp_backend_parse_mode(b, NULL, &config), CPROTON_OK,
+    cr_assert_eq(cp_backend_parse_mode(b, NULL, 0, &config), CPROTON_OK,
                  "%s: the default mode", checked[i].name);
   }
 }
@@ -86,8 +86,8 @@ Test(backend_conformance, bad_mode_refused_with_message) {
 /* Both modes parsed once, as the session layer does, then compared. */
 static int same(const cp_backend_ops *b, const char *x, const char *y) {
   cp_backend_config a, c;
-  cr_assert_eq(cp_backend_parse_mode(b, x, &a), CPROTON_OK, "%s", b->name);
-  cr_assert_eq(cp_backend_parse_mode(b, y, &c), CPROTON_OK, "%s", b->name);
+  cr_assert_eq(cp_backend_parse_mode(b, x, 0, &a), CPROTON_OK, "%s", b->name);
+  cr_assert_eq(cp_backend_parse_mode(b, y, 0, &c), CPROTON_OK, "%s", b->name);
   return cp_backend_same_mode(b, &a, &c);
 }
 
@@ -197,4 +197,47 @@ Test(backend_conformance, public_probe_and_cubins) {
     cr_assert_eq(cproton_session_wants_loaded_cubins(id, &wants), CPROTON_ENOTFOUND);
   }
   unlink("/tmp/cp_conform_cubins.hatchet");
+}
+
+/* An in-kernel backend says so with a flag and describes its parsed mode;
+ * the front end reads a session's parse (no second parse), and a mode the
+ * session's data kind cannot run is refused at start. */
+Test(backend_conformance, instrumentation_hook_from_the_session_parse) {
+  static const char *const all[] = {"none", "fake", "skeleton", "instrumentation"};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
+    const cp_backend_ops *b = find(all[i]);
+    cr_assert_eq(!!b->instruments_kernels, !!b->instr_mode_info, "%s", all[i]);
+  }
+  cproton_session_options o;
+  cproton_session_options_init(&o);
+  o.name = "/tmp/cp_conform_instr", o.backend = "instrumentation";
+  o.mode = "default:reduce=kernel:granularity=warpgroup";
+  int id, wants = -1;
+  cproton_log_set_handler(count_log, NULL, CPROTON_LOG_WARN); /* no driver: falls back */
+  cr_assert_eq(cproton_session_start(&o, &id), CPROTON_OK, "%s", cproton_last_error());
+  cr_assert_eq(cproton_session_wants_instrumentation_hook(id, &wants), CPROTON_OK);
+  cr_assert_eq(wants, 1);
+  cproton_instr_mode_info got, parsed;
+  cr_assert_eq(cproton_session_instr_mode(id, &got), CPROTON_OK, "%s", cproton_last_error());
+  cr_assert_eq(cproton_instr_mode_parse(o.mode, 0, &parsed), CPROTON_OK);
+  cr_assert_eq(memcmp(&got, &parsed, sizeof got), 0, "the session's parse is the parser's");
+  cr_assert_str_eq(got.canonical, "default:reduce=kernel:granularity=warp_group");
+  cr_assert(got.sums_in_kernel && !got.sums_in_kernel_host_buffer);
+  cr_assert_eq(cproton_session_finalize(id, NULL), CPROTON_OK);
+  cr_assert_eq(cproton_session_instr_mode(id, &got), CPROTON_ENOTFOUND);
+
+  o.backend = "none", o.mode = NULL;
+  cr_assert_eq(cproton_session_start(&o, &id), CPROTON_OK, "%s", cproton_last_error());
+  cr_assert_eq(cproton_session_wants_instrumentation_hook(id, &wants), CPROTON_OK);
+  cr_assert_eq(wants, 0);
+  cr_assert_eq(cproton_session_instr_mode(id, &got), CPROTON_EINVAL);
+  cr_assert_eq(cproton_session_finalize(id, NULL), CPROTON_OK);
+
+  /* in-kernel sums keep no records, which a trace needs: refused at start */
+  o.backend = "instrumentation", o.mode = "default:reduce=kernel", o.data = "trace";
+  cr_assert_eq(cproton_session_start(&o, &id), CPROTON_EPARSE);
+  cr_assert(strstr(cproton_last_error(), "which traces need"), "%s", cproton_last_error());
+  cr_assert_eq(cproton_session_count(), 0);
+  cproton_log_set_handler(NULL, NULL, CPROTON_LOG_WARN);
+  unlink("/tmp/cp_conform_instr.hatchet");
 }

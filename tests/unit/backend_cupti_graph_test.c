@@ -31,7 +31,6 @@
 /* ---- the fake driver ------------------------------------------------------ */
 
 static cp_cupti_state st;
-static char logged[8192];
 
 static int fake_node_id(void *node, uint64_t *id) {
   *id = (uint64_t)(uintptr_t)node;
@@ -44,14 +43,6 @@ static int fake_describe(uint32_t id, cp_device_info *d) {
   return 0;
 }
 
-static void capture_log(void *user, cproton_log_level level, const char *m) {
-  (void)user;
-  (void)level;
-  size_t len = strlen(logged);
-  if (len + 1 < sizeof logged)
-    snprintf(logged + len, sizeof logged - len, "%s\n", m);
-}
-
 static void setup(void) {
   cp_session_reset_all();
   cp_device_reset();
@@ -62,14 +53,13 @@ static void setup(void) {
   st.graphs = cp_graph_new(c.graph_nodes, c.graph_max);
   st.hooks.graph_node_id = fake_node_id;
   st.hooks.describe_device = fake_describe;
-  logged[0] = '\0';
-  cproton_log_set_handler(capture_log, NULL, CPROTON_LOG_DEBUG);
+  cpt_log_capture(CPROTON_LOG_DEBUG);
 }
 
 static void teardown(void) {
   cp_corr_free(st.corr);
   cp_graph_free(st.graphs);
-  cproton_log_set_handler(NULL, NULL, CPROTON_LOG_WARN);
+  cpt_log_release();
 }
 
 /* Correlation ids as the driver hands them out: one per API call. */
@@ -291,7 +281,7 @@ Test(backend_cupti_graph, replays_keep_capture_path_when_records_lag,
                "captured launches get no record: overwriting them loses "
                "nothing");
   cr_expect_eq(cp_stats_report(&st.stats, cp_corr_capacity(st.corr)), 0,
-               "no warning: %s", logged);
+               "no warning: %s", cpt_logged.all);
   free_pending();
 }
 
@@ -320,7 +310,7 @@ Test(backend_cupti_graph, hundred_thousand_nodes_in_one_graph, .init = setup,
                2 * NODES);
   json_decref(p);
   cr_assert_eq(cp_stats_report(&st.stats, cp_corr_capacity(st.corr)), 0,
-               "%s", logged);
+               "%s", cpt_logged.all);
   free_pending();
 }
 
@@ -388,9 +378,9 @@ Test(backend_cupti_graph, evicted_entries_are_counted_and_warned,
   cr_assert_eq(count_at(p, PATH("<captured_at>", "k")), 30);
   json_decref(p);
   cr_assert(cp_stats_report(&st.stats, cp_corr_capacity(st.corr)));
-  cr_assert(strstr(logged, "30 replayed graph kernels placed without "
+  cr_assert(strstr(cpt_logged.all, "30 replayed graph kernels placed without "
                            "<captured_at>"),
-            "%s", logged);
+            "%s", cpt_logged.all);
   free_pending();
 }
 
@@ -419,11 +409,11 @@ Test(backend_cupti_graph, graph_captured_before_start, .init = setup,
   cr_assert_eq(count_at(p, PATH("replay0", "k")), 3);
   cr_assert_eq(count_at(p, PATH("replay1", "k")), 3);
   json_decref(p);
-  const char *w = strstr(logged, "Cannot find graph for graphExecId: 42");
-  cr_assert_not_null(w, "%s", logged);
+  const char *w = strstr(cpt_logged.all, "Cannot find graph for graphExecId: 42");
+  cr_assert_not_null(w, "%s", cpt_logged.all);
   cr_assert_null(strstr(w + 1, "Cannot find graph for graphExecId"),
-                 "once per graph: %s", logged);
-  cr_assert(strstr(logged, "start profiling before the graph is created"));
+                 "once per graph: %s", cpt_logged.all);
+  cr_assert(strstr(cpt_logged.all, "start profiling before the graph is created"));
   free_pending();
 }
 
@@ -731,7 +721,7 @@ Test(backend_cupti_graph, captured_tensor_metrics_land_at_each_replay,
   cr_expect_eq(metric_at(p, PATH("scope_a"), "bytes"), 16,
                "the capture node keeps the eager value only");
   cr_expect_eq(metric_at(p, PATH("scope_b"), "sum"), -1);
-  cr_expect_null(strstr(logged, "no replay of theirs"), "%s", logged);
+  cr_expect_null(strstr(cpt_logged.all, "no replay of theirs"), "%s", cpt_logged.all);
   json_decref(p);
   free_pending();
 }
@@ -779,9 +769,9 @@ Test(backend_cupti_graph, inactive_replay_shifts_no_captured_metric,
   cr_expect_eq(json_real_value(json_object_get(json_object_get(n, "metrics"),
                                                "sum_metric")),
                9.0);
-  cr_expect_not_null(strstr(logged, "1 records of metrics given during a CUDA "
+  cr_expect_not_null(strstr(cpt_logged.all, "1 records of metrics given during a CUDA "
                                     "graph capture found no replay of theirs"),
-                     "%s", logged);
+                     "%s", cpt_logged.all);
   json_decref(p);
   free_pending();
 }
@@ -821,8 +811,8 @@ Test(backend_cupti_graph, places_of_dropped_records_are_forgotten,
                5);
   cr_expect_eq(metric_at(p, PATH("test1", "<captured_at>", "scope_a"), "bytes"),
                7, "the later replay's record at its own place");
-  cr_expect_not_null(strstr(logged, "2 graph replays of captured metrics lost"),
-                     "%s", logged);
+  cr_expect_not_null(strstr(cpt_logged.all, "2 graph replays of captured metrics lost"),
+                     "%s", cpt_logged.all);
   json_decref(p);
   free_pending();
 }

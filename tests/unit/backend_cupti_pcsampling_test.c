@@ -24,7 +24,7 @@
 #define CTX ((CUcontext)0x1000)
 
 static CUpti_PCSamplingData *configured; /* the buffer given at configure */
-static _Atomic int open_range, enable_fails, n_warnings, n_stops; /* threads too */
+static _Atomic int open_range, enable_fails, n_stops; /* threads too */
 static size_t hw_bytes; /* the hardware buffer size configured */
 static uint32_t sleep_ms; /* CUPTI's decoding period configured */
 static uint32_t stall_index = 7;
@@ -144,15 +144,6 @@ static int describe_h100(uint32_t id, cp_device_info *d) {
   return 0;
 }
 
-static char last_warning[1024];
-static void on_log(void *u, cproton_log_level level, const char *m) {
-  (void)u;
-  if (level >= CPROTON_LOG_WARN) {
-    n_warnings++;
-    snprintf(last_warning, sizeof last_warning, "%s", m);
-  }
-}
-
 static void setup(void) {
   cp_session_reset_all();
   memset(&api, 0, sizeof api);
@@ -182,19 +173,19 @@ static void setup(void) {
   late_record = NULL;
   hw_bytes = 0;
   sleep_ms = 0;
-  open_range = enable_fails = n_warnings = n_stops = 0;
+  open_range = enable_fails = n_stops = 0;
   current = CTX;
   enabled_on = NULL;
   primary_active = 1;
   retained = n_enables = 0;
-  cproton_log_set_handler(on_log, NULL, CPROTON_LOG_DEBUG);
+  cpt_log_capture(CPROTON_LOG_DEBUG);
 }
 
 static void teardown(void) {
   cp_pcsampling_disable();
   cp_corr_free(st.corr);
   cp_session_reset_all();
-  cproton_log_set_handler(NULL, NULL, CPROTON_LOG_WARN);
+  cpt_log_release();
 }
 
 static int start(const char *path, const char *mode) {
@@ -309,9 +300,9 @@ Test(pcsampling, concurrent_reads_buffer_and_getdata, .init = setup, .fini = tea
   cr_assert_eq(json_integer_value(json_object_get(json_object_get(root, "metrics"),
                                                   "num_dropped_samples")), 3);
   cr_assert_eq(samples(root), 0); /* Proton's zeroed ROOT metrics */
-  cr_assert_eq(n_warnings, 0);
+  cr_assert_eq(cpt_logged.n_warnings, 0);
   cp_pcsampling_disable();
-  cr_assert_eq(n_warnings, 1, "dropped samples are reported once at stop");
+  cr_assert_eq(cpt_logged.n_warnings, 1, "dropped samples are reported once at stop");
   json_decref(j);
 }
 
@@ -642,7 +633,7 @@ Test(pcsampling, refused_gives_one_warning, .init = setup, .fini = teardown) {
   void (*seen)(void *) = atomic_load(&st.hooks.launch_context);
   seen((void *)0x2000);
   seen((void *)0x3000);
-  cr_assert_eq(n_warnings, 1);
+  cr_assert_eq(cpt_logged.n_warnings, 1);
   cr_assert_null(configured);
 }
 

@@ -177,17 +177,6 @@ static void run_kernel(double value, double ns) {
 
 static cp_loader_api api;
 static cp_cupti_state st;
-static int n_warnings;
-static char last_warning[2048];
-
-static void on_log(void *u, cproton_log_level level, const char *m) {
-  (void)u;
-  if (level >= CPROTON_LOG_WARN) {
-    n_warnings++;
-    snprintf(last_warning, sizeof last_warning, "%s", m);
-  }
-}
-
 static void setup(void) {
   cp_session_reset_all();
   memset(&api, 0, sizeof api);
@@ -232,15 +221,13 @@ static void setup(void) {
   decode_fails = 0;
   current = CTX;
   primary_active = 1;
-  n_warnings = 0;
-  last_warning[0] = '\0';
-  cproton_log_set_handler(on_log, NULL, CPROTON_LOG_DEBUG);
+  cpt_log_capture(CPROTON_LOG_DEBUG);
 }
 
 static void teardown(void) {
   cp_pm_exact_stop();
   cp_session_reset_all();
-  cproton_log_set_handler(NULL, NULL, CPROTON_LOG_WARN);
+  cpt_log_release();
 }
 
 typedef void (*bracket_fn)(void *, uint32_t, const char *, const cp_launch_site *, int);
@@ -355,7 +342,7 @@ Test(pmexact, ranges_map_to_launches_in_order, .init = setup, .fini = teardown) 
   cr_assert_eq(c.ranges, 3);
   cr_assert_eq(c.delivered, 3);
   cp_pm_exact_stop();
-  cr_assert_eq(n_warnings, 0, "%s", last_warning);
+  cr_assert_eq(cpt_logged.n_warnings, 0, "%s", cpt_logged.last_warning);
   cr_assert_eq(n_disables, 1);
 }
 
@@ -378,7 +365,7 @@ Test(pmexact, decodes_when_full, .init = setup, .fini = teardown) {
   cr_assert_float_eq(num(m, "sm_throughput%*ns"), (10 + 20 + 30 + 40 + 50) * 100.0, 1e-6);
   json_decref(j);
   cp_pm_exact_stop();
-  cr_assert_eq(n_warnings, 0, "%s", last_warning);
+  cr_assert_eq(cpt_logged.n_warnings, 0, "%s", cpt_logged.last_warning);
 }
 
 /* CUPTI dropped a range (the fake's image holds 2, three kernels ran
@@ -400,11 +387,11 @@ Test(pmexact, drops_counted_and_reported, .init = setup, .fini = teardown) {
   json_t *j = finish(sid, path), *root = json_array_get(j, 0);
   cr_assert_eq(num(kernel_metrics(root, "s", "k"), "pm_samples"), 1);
   json_decref(j);
-  cr_assert_eq(n_warnings, 0);
+  cr_assert_eq(cpt_logged.n_warnings, 0);
   cp_pm_exact_stop();
-  cr_assert_eq(n_warnings, 1, "drops are reported once, at stop");
-  cr_assert(strstr(last_warning, "1 ranges dropped by CUPTI, 1 ranges with no launch"),
-            "%s", last_warning);
+  cr_assert_eq(cpt_logged.n_warnings, 1, "drops are reported once, at stop");
+  cr_assert(strstr(cpt_logged.last_warning, "1 ranges dropped by CUPTI, 1 ranges with no launch"),
+            "%s", cpt_logged.last_warning);
 }
 
 /* Fewer ranges than launches (a launch that ran no kernel): the launch is
@@ -426,8 +413,8 @@ Test(pmexact, unmeasured_and_unevaluated, .init = setup, .fini = teardown) {
   cr_assert_eq(c.delivered, 0);
   cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
   cp_pm_exact_stop();
-  cr_assert(strstr(last_warning, "1 launches with no range"), "%s", last_warning);
-  cr_assert(strstr(last_warning, "1 ranges not evaluated"), "%s", last_warning);
+  cr_assert(strstr(cpt_logged.last_warning, "1 launches with no range"), "%s", cpt_logged.last_warning);
+  cr_assert(strstr(cpt_logged.last_warning, "1 ranges not evaluated"), "%s", cpt_logged.last_warning);
 }
 
 /* A decode CUPTI fails: the flush says so, the queued launches are counted
@@ -442,9 +429,9 @@ Test(pmexact, failed_decode_counted_and_rearmed, .init = setup, .fini = teardown
   decode_fails = 1;
   cr_assert_eq(cp_pm_exact_flush(), CPROTON_EBACKEND);
   cr_assert(strstr(cproton_last_error(), "1 context(s) not decoded"), "%s", cproton_last_error());
-  cr_assert_eq(n_warnings, 1);
-  cr_assert(strstr(last_warning, "cuptiRangeProfilerDecodeData failed"), "%s", last_warning);
-  cr_assert(strstr(last_warning, "counted as unmeasured"), "%s", last_warning);
+  cr_assert_eq(cpt_logged.n_warnings, 1);
+  cr_assert(strstr(cpt_logged.last_warning, "cuptiRangeProfilerDecodeData failed"), "%s", cpt_logged.last_warning);
+  cr_assert(strstr(cpt_logged.last_warning, "counted as unmeasured"), "%s", cpt_logged.last_warning);
   cr_assert(started, "re-armed");
   launch(b, "k", "kept", 3, 30.0, 100);
   cr_assert_eq(cp_pm_exact_flush(), CPROTON_OK);
@@ -457,8 +444,8 @@ Test(pmexact, failed_decode_counted_and_rearmed, .init = setup, .fini = teardown
   cr_assert_null(child(child(root, "lost"), "k"), "nothing invented for the lost launches");
   json_decref(j);
   cp_pm_exact_stop();
-  cr_assert(strstr(last_warning, "2 launches with no range") && strstr(last_warning, "1 failed decodes"),
-            "%s", last_warning);
+  cr_assert(strstr(cpt_logged.last_warning, "2 launches with no range") && strstr(cpt_logged.last_warning, "1 failed decodes"),
+            "%s", cpt_logged.last_warning);
 }
 
 /* A graph launch names no kernel: what ran before it is decoded at its
@@ -506,7 +493,7 @@ Test(pmexact, launch_inside_decode_does_not_deadlock, .init = setup, .fini = tea
   cr_assert_eq(c.unmeasured, 0, "the internal launches were not queued");
   cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
   cp_pm_exact_stop();
-  cr_assert_eq(n_warnings, 0, "%s", last_warning);
+  cr_assert_eq(cpt_logged.n_warnings, 0, "%s", cpt_logged.last_warning);
 }
 
 /* The driver restricts the counters to administrators: start refuses with
@@ -553,8 +540,8 @@ Test(pmexact, later_context_unsupported_warns_once, .init = setup, .fini = teard
   launch(b, "k", "s", 1, 10.0, 100);
   launch(b, "k", "s", 2, 10.0, 100);
   cr_assert_eq(n_enables, 1, "set up once, at the first launch");
-  cr_assert_eq(n_warnings, 1);
-  cr_assert(strstr(last_warning, "has no range profiler"), "%s", last_warning);
+  cr_assert_eq(cpt_logged.n_warnings, 1);
+  cr_assert(strstr(cpt_logged.last_warning, "has no range profiler"), "%s", cpt_logged.last_warning);
   cr_assert_eq(cp_pm_exact_flush(), CPROTON_OK);
   cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
 }
@@ -599,8 +586,8 @@ Test(pmexact, refusals_and_missing_api, .init = setup, .fini = teardown) {
   atomic_store(&st.hooks.launch_bracket, NULL);
   api.cuptiRangeProfilerEnable = NULL; /* CUPTI older than 12.6 */
   cr_assert_eq(cp_pm_exact_start(&api, &st, m, n, &o), CPROTON_OK);
-  cr_assert_eq(n_warnings, 1);
-  cr_assert(strstr(last_warning, "no range profiler"), "%s", last_warning);
+  cr_assert_eq(cpt_logged.n_warnings, 1);
+  cr_assert(strstr(cpt_logged.last_warning, "no range profiler"), "%s", cpt_logged.last_warning);
   cr_assert_null(atomic_load(&st.hooks.launch_bracket));
 }
 

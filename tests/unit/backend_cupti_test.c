@@ -33,8 +33,6 @@
 
 static cp_cupti_state st;
 static int n_described;
-static char logged[4096];
-static int n_warnings;
 
 static int fake_describe(uint32_t id, cp_device_info *d) {
   n_described++;
@@ -52,14 +50,6 @@ static int fake_node_id(void *node, uint64_t *id) {
   return 0;
 }
 
-static void capture_log(void *user, cproton_log_level level, const char *m) {
-  if (level >= CPROTON_LOG_WARN)
-    n_warnings++;
-  size_t len = strlen(logged);
-  if (len + 1 < sizeof logged) /* keep what fits, never overflow */
-    snprintf(logged + len, sizeof logged - len, "%s\n", m);
-}
-
 static void setup_sized(size_t ring, size_t graph_nodes) {
   cp_session_reset_all();
   cp_device_reset();
@@ -69,9 +59,7 @@ static void setup_sized(size_t ring, size_t graph_nodes) {
   st.hooks.describe_device = fake_describe;
   st.hooks.graph_node_id = fake_node_id;
   n_described = 0;
-  logged[0] = '\0';
-  n_warnings = 0;
-  cproton_log_set_handler(capture_log, NULL, CPROTON_LOG_DEBUG);
+  cpt_log_capture(CPROTON_LOG_DEBUG);
 }
 
 static void setup(void) { setup_sized(1024, 1024); }
@@ -79,7 +67,7 @@ static void setup(void) { setup_sized(1024, 1024); }
 static void teardown(void) {
   cp_corr_free(st.corr);
   cp_graph_free(st.graphs);
-  cproton_log_set_handler(NULL, NULL, CPROTON_LOG_WARN);
+  cpt_log_release();
 }
 
 static int start(const char *name, const char *data) {
@@ -357,7 +345,7 @@ Test(backend_cupti, unknown_ids_are_counted_and_kept, .init = setup,
   cr_assert_eq(metric(node_at(p, PATH("orphan")), "count"), 1);
   json_decref(p);
   cr_assert(cp_stats_report(&st.stats, cp_corr_capacity(st.corr)));
-  cr_assert(strstr(logged, "1 kernel records unattributed"), "%s", logged);
+  cr_assert(strstr(cpt_logged.all, "1 kernel records unattributed"), "%s", cpt_logged.all);
 }
 
 /* A long run wraps the ring: entries whose records were already read are
@@ -761,16 +749,16 @@ Test(backend_cupti, trace_has_gpu_lanes_and_flows, .init = setup,
 Test(backend_cupti, dropped_records_warn_once, .init = setup,
      .fini = teardown) {
   cr_assert_not(cp_stats_report(&st.stats, 1024), "clean run: no warning");
-  cr_assert_eq(n_warnings, 0);
+  cr_assert_eq(cpt_logged.n_warnings, 0);
   atomic_store(&st.stats.kernels, 40000);
   atomic_store(&st.stats.dropped, 5);
   atomic_store(&st.stats.no_buffer, 2);
   cr_assert(cp_stats_report(&st.stats, 1024));
-  cr_assert_eq(n_warnings, 1);
-  cr_assert(strstr(logged, "of 40000 kernel records: 5 kernel records dropped "
+  cr_assert_eq(cpt_logged.n_warnings, 1);
+  cr_assert(strstr(cpt_logged.all, "of 40000 kernel records: 5 kernel records dropped "
                            "by CUPTI"),
-            "%s", logged);
-  cr_assert(strstr(logged, "2 activity buffer requests refused"), "%s", logged);
+            "%s", cpt_logged.all);
+  cr_assert(strstr(cpt_logged.all, "2 activity buffer requests refused"), "%s", cpt_logged.all);
 }
 
 Test(backend_cupti, pool_recycles_and_bounds, .init = setup, .fini = teardown) {
@@ -880,8 +868,8 @@ Test(backend_cupti, sessions_fall_back_to_cpu_only, .init = setup,
   int sid;
   cr_assert_eq(cproton_session_start(&o, &sid), CPROTON_OK, "%s",
                cproton_last_error());
-  cr_assert_eq(n_warnings, 1, "%s", logged);
-  cr_assert(strstr(logged, "recording CPU scopes only"), "%s", logged);
+  cr_assert_eq(cpt_logged.n_warnings, 1, "%s", cpt_logged.all);
+  cr_assert(strstr(cpt_logged.all, "recording CPU scopes only"), "%s", cpt_logged.all);
   cproton_scope_enter("cpu", NULL);
   cproton_scope_exit("cpu");
   json_t *p = finalize(sid, path, ".hatchet");

@@ -77,3 +77,44 @@ Test(hwm_attr, bad_input_is_refused_and_changes_nothing) {
   cr_assert_eq(cp_hwm_attr_apply(NULL, 0, bad, 1), CPROTON_EINVAL);
   cr_assert(strstr(cp_error_message(), "kernel interval 0"));
 }
+
+/* Several counters sampled together (pm_attr's packed columns): one pass
+ * gives each counter the bits cp_hwm_attr_apply gives it alone, and the
+ * overlap counts once. Values with many significant bits and uneven
+ * overlaps, so a different order of additions would show. */
+Test(hwm_attr, metrics_at_once_match_one_at_a_time_bit_for_bit) {
+  enum { N = 40, NM = 3, NK = 4 };
+  uint64_t t[2 * N];
+  double v[N * NM];
+  for (size_t i = 0; i < N; i++) {
+    t[2 * i] = 7 * i + (i % 3), t[2 * i + 1] = 7 * i + 7;
+    for (size_t m = 0; m < NM; m++)
+      v[i * NM + m] = 100.0 / (double)(i + 3 + 11 * m) + 0.1 * (double)m;
+  }
+  const cp_hwm_kernel spans[NK] = {{.start = 3, .end = 101}, {.start = 50, .end = 53},
+                                   {.start = 90, .end = 250}, {.start = 260, .end = 400}};
+  cp_hwm_kernel all[NK];
+  double w[NK * NM] = {0};
+  memcpy(all, spans, sizeof all);
+  cr_assert_eq(cp_hwm_attr_apply_metrics(t, v, N, NM, all, NK, w), CPROTON_OK);
+  for (size_t m = 0; m < NM; m++) {
+    cp_hwm_sample s[N];
+    cp_hwm_kernel one[NK];
+    for (size_t i = 0; i < N; i++)
+      s[i] = (cp_hwm_sample){t[2 * i], t[2 * i + 1], v[i * NM + m]};
+    memcpy(one, spans, sizeof one);
+    cr_assert_eq(cp_hwm_attr_apply(s, N, one, NK), CPROTON_OK);
+    for (size_t j = 0; j < NK; j++) {
+      cr_assert_eq(memcmp(&one[j].weighted, &w[j * NM + m], sizeof(double)), 0,
+                   "kernel %zu counter %zu: %.17g vs %.17g", j, m, one[j].weighted, w[j * NM + m]);
+      cr_assert_eq(one[j].covered_ns, all[j].covered_ns);
+      cr_assert_eq(one[j].unsampled_ns, all[j].unsampled_ns);
+      cr_assert_eq(one[j].samples, all[j].samples);
+      cr_assert_eq(one[j].shared, all[j].shared);
+    }
+  }
+  /* [50, 56) over the kernel at 50; [84, 91), [92, 98), [100, 105) over the one at 90 */
+  cr_assert_eq(all[0].shared, 4);
+  uint64_t bad[] = {10, 5};
+  cr_assert_eq(cp_hwm_attr_apply_metrics(bad, v, 1, NM, all, 1, w), CPROTON_EINVAL);
+}

@@ -84,12 +84,6 @@ Test(core_phase, a_later_phase_record_completes_earlier_ones,
   cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
 }
 
-static char logged[1024];
-static void capture(void *user, cproton_log_level level, const char *msg) {
-  (void)user, (void)level;
-  snprintf(logged, sizeof logged, "%s", msg);
-}
-
 Test(core_phase, records_of_a_cleared_phase_are_counted, .init = reset) {
   char name[300];
   snprintf(name, sizeof name, "%s", cpt_tmp_path("late"));
@@ -101,12 +95,11 @@ Test(core_phase, records_of_a_cleared_phase_are_counted, .init = reset) {
   cr_assert_eq(cproton_session_data(sid, 0, NULL, &buf, NULL),
                CPROTON_ENOTFOUND);
   cr_assert(strstr(cproton_last_error(), "phase 0 of session"));
-  cproton_log_set_handler(capture, NULL, CPROTON_LOG_WARN);
-  logged[0] = '\0';
+  cpt_log_capture(CPROTON_LOG_WARN);
   cr_assert_eq(cproton_session_finalize(sid, NULL), CPROTON_OK);
-  cproton_log_set_handler(NULL, NULL, CPROTON_LOG_WARN);
-  cr_assert(strstr(logged, "1 records arrived after their phase"), "%s",
-            logged);
+  cpt_log_release();
+  cr_assert(strstr(cpt_logged.last_warning, "1 records arrived after their phase"), "%s",
+            cpt_logged.last_warning);
   char part[400];
   snprintf(part, sizeof part, "%s.part_1.hatchet", name);
   cr_assert_eq(access(part, F_OK), 0, "the remaining phase is a part");
@@ -265,13 +258,6 @@ Test(core_phase, cpu_only_periodic_parts_are_written_at_each_advance,
   cr_assert_eq(access(path, F_OK), 0, "the last phase at finalize");
 }
 
-static char all_logged[8192];
-static void capture_all(void *user, cproton_log_level level, const char *msg) {
-  (void)user, (void)level;
-  size_t n = strlen(all_logged);
-  snprintf(all_logged + n, sizeof all_logged - n, "%s\n", msg);
-}
-
 /* A full disk, played by a file-size limit (SIGXFSZ ignored, so a write past
  * it fails with EFBIG): phases 2 and 5 are too large for it, the others fit.
  * Each lost part is named in its own warning, and finalize counts them and
@@ -284,8 +270,7 @@ Test(core_phase, every_part_a_full_disk_loses_is_named, .init = reset) {
   struct rlimit lim = {64 << 10, 64 << 10};
   int sid = cpt_start_session(name, "none", NULL, "periodic_flushing");
   cr_assert_geq(sid, 0, "%s", cproton_last_error());
-  cproton_log_set_handler(capture_all, NULL, CPROTON_LOG_WARN);
-  all_logged[0] = '\0';
+  cpt_log_capture(CPROTON_LOG_WARN);
   cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
   int advance_failed = 0;
   for (int phase = 0; phase < 6; phase++) {
@@ -298,7 +283,7 @@ Test(core_phase, every_part_a_full_disk_loses_is_named, .init = reset) {
   snprintf(error, sizeof error, "%s", cproton_last_error());
   struct rlimit none = {RLIM_INFINITY, RLIM_INFINITY};
   setrlimit(RLIMIT_FSIZE, &none);
-  cproton_log_set_handler(NULL, NULL, CPROTON_LOG_WARN);
+  cpt_log_release();
   cr_assert_eq(advance_failed, 1, "the advance that wrote phase 2 says so");
   cr_assert_eq(rc, CPROTON_EIO, "finalize could not write phase 5");
   cr_assert(strstr(error, "2 of 6 parts were not written (phases 2, 5"), "%s",
@@ -308,9 +293,9 @@ Test(core_phase, every_part_a_full_disk_loses_is_named, .init = reset) {
     snprintf(said, sizeof said, "phase %d was not written to", phase);
     part_path(path, sizeof path, name, phase);
     int lost = phase == 2 || phase == 5;
-    cr_assert_eq(strstr(all_logged, said) != NULL, lost, "%s", all_logged);
+    cr_assert_eq(strstr(cpt_logged.all, said) != NULL, lost, "%s", cpt_logged.all);
     cr_assert_eq(access(path, F_OK) != 0, lost, "%s", path);
   }
-  cr_assert(strstr(all_logged, "2 of 6 parts were not written (phases 2, 5); "
-                               "their data is lost"), "%s", all_logged);
+  cr_assert(strstr(cpt_logged.all, "2 of 6 parts were not written (phases 2, 5); "
+                               "their data is lost"), "%s", cpt_logged.all);
 }

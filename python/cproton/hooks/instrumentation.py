@@ -95,11 +95,12 @@ def _selected(name: str) -> bool:
 
 
 def check_mode(mode_str: Optional[str], data: str = "tree") -> str:
-    """Checks a mode string for a session recording `data`; returns its
-    ``reduce`` ('auto', 'kernel', 'device' or 'host'). ValueError for a mode
-    cproton cannot run, with the C parser's message (one parse:
-    ``cproton_instr_mode_parse``, which also refuses reduce=kernel where
-    records are needed)."""
+    """Checks a mode string for a session recording `data`, before any
+    session exists; returns its ``reduce`` ('auto', 'kernel', 'device' or
+    'host'). ValueError for a mode cproton cannot run, with the message of
+    the instrumentation backend's own parse (``cproton_instr_mode_parse``,
+    the function a session's start runs, which also refuses reduce=kernel
+    where records are needed)."""
     return _cproton.instr_mode_parse(mode_str, data == "trace")["reduce"]
 
 
@@ -178,15 +179,19 @@ class InstrumentationHook(Hook):
     enable_host_buffer: bool = False
     host_buffer: Optional[Any] = None
 
-    def __init__(self, mode_obj: Union[None, str, _mode.InstrumentationMode], data: Optional[str] = None):
+    def __init__(self, mode_obj: Union[None, str, _mode.InstrumentationMode], data: Optional[str] = None,
+                 config: Optional[Dict[str, Any]] = None):
         self.data = data or "tree"
-        # The session's one parse in the front end (the C parser; the
-        # backend parses once more, in C, when the session starts). The
+        # `config`: the session's mode as its backend parsed it, once, when
+        # the session started (start() passes _cproton.session_instr_config).
+        # Proton's API also builds a hook with no session
+        # (HookManager.register(InstrumentationHook(mode), ...)): that one is
+        # validated by the same C function, cproton_instr_mode_parse. The
         # reduce key lives only in mode strings (str(self.mode) drops it).
         if mode_obj is not None and not isinstance(mode_obj, (str, _mode.BaseMode)):
             raise TypeError("mode must be a str")
-        self._mode_for_c = mode_obj if mode_obj is None or isinstance(mode_obj, str) else str(mode_obj)
-        self._parsed = _cproton.instr_mode_parse(self._mode_for_c, self.data == "trace")
+        self._parsed = config if config is not None else _cproton.instr_mode_parse(
+            mode_obj if mode_obj is None or isinstance(mode_obj, str) else str(mode_obj), self.data == "trace")
         self.mode: _mode.InstrumentationMode = (
             mode_obj if isinstance(mode_obj, _mode.InstrumentationMode)
             else _mode.from_canonical(self._parsed["canonical"]))

@@ -99,6 +99,7 @@ static void prune(store *s) {
          (s->n - s->head > MAX_KEPT ||
           s->t[2 * s->head + 1] + CP_PM_ATTR_RETAIN_NS < s->newest))
     s->pruned_to = s->t[2 * s->head++ + 1];
+  CP_ASSERT(s->n - s->head <= MAX_KEPT);
   if (s->head > 4096 && s->head * 2 > s->n) {
     size_t live = s->n - s->head;
     memmove(s->t, s->t + 2 * s->head, live * 2 * sizeof *s->t);
@@ -119,6 +120,8 @@ static int push(store *s, uint64_t t0, uint64_t t1, const double *values) {
     return CPROTON_ENOMEM;
   s->v = v;
   s->cap = cap;
+  /* kept in time order (cp_pm_attr_sample refuses a t1 before the newest) */
+  CP_ASSERT(s->n == s->head || s->t[2 * s->n - 1] <= t1);
   s->t[2 * s->n] = t0;
   s->t[2 * s->n + 1] = t1;
   memcpy(s->v + A.nm * s->n, values, A.nm * sizeof *values);
@@ -196,18 +199,16 @@ static int attribute(const store *s, const pending *b, size_t nb) {
     to++;
   size_t ns = to - from;
   cp_hwm_kernel *k = calloc(nb, sizeof *k);
-  cp_hwm_sample *smp = calloc(ns ? ns : 1, sizeof *smp);
   double *w = calloc(nb * (A.nm ? A.nm : 1), sizeof *w);
-  int rc = k && smp && w ? CPROTON_OK : CPROTON_ENOMEM;
-  for (size_t m = 0; !rc && m < A.nm; m++) {
+  int rc = k && w ? CPROTON_OK : CPROTON_ENOMEM;
+  /* every counter at once: the overlaps (covered, samples, shared) are the
+   * same for all of them; without counters the kernels stay zeroed */
+  if (!rc && A.nm) {
     for (size_t i = 0; i < nb; i++)
       k[i] = (cp_hwm_kernel){.start = b[i].start, .end = b[i].end};
-    for (size_t j = 0; j < ns; j++)
-      smp[j] = (cp_hwm_sample){s->t[2 * (from + j)], s->t[2 * (from + j) + 1],
-                               s->v[A.nm * (from + j) + m]};
-    rc = cp_hwm_attr_apply(smp, ns, k, nb);
-    for (size_t i = 0; !rc && i < nb; i++)
-      w[i * A.nm + m] = k[i].weighted;
+    rc = cp_hwm_attr_apply_metrics(ns ? s->t + 2 * from : NULL,
+                                   ns ? s->v + A.nm * from : NULL, ns, A.nm,
+                                   k, nb, w);
   }
   for (size_t i = 0; !rc && i < nb; i++) {
     if (!k[i].covered_ns && b[i].end < s->pruned_to)
@@ -215,7 +216,6 @@ static int attribute(const store *s, const pending *b, size_t nb) {
     deliver_one(&b[i], &k[i], w + i * A.nm);
   }
   free(k);
-  free(smp);
   free(w);
   return rc;
 }

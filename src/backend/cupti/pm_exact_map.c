@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend/cupti/pm_exact_map.h"
+#include "core/check.h"
 #include "core/error.h"
 #include "core/strtab.h"
 #include "cproton/cproton.h"
@@ -131,7 +132,7 @@ size_t cp_pm_exact_map_deliver(cp_pm_exact_queue *q,
                                const cp_pm_exact_ranges *r,
                                const cp_pm_exact_names *names, int graph,
                                cp_pm_exact_counts *c) {
-  size_t done = 0;
+  size_t done = 0, launches = q->n;
   c->ranges += r->n;
   if (graph) {
     c->graph_ranges += r->n;
@@ -143,6 +144,9 @@ size_t cp_pm_exact_map_deliver(cp_pm_exact_queue *q,
   }
   if (graph)
     c->unmeasured += q->n;
+  /* a range reaches at most one launch and a launch at most one range */
+  CP_ASSERT(done <= r->n && done <= launches);
+  (void)launches;
   q->n = 0;
   return done;
 }

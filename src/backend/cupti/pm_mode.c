@@ -2,13 +2,15 @@
  * Invariant: on success every counter has a stored and a Perfworks name,
  * no name twice; on failure the message names the option and its offset.
  * Pure; not a hot path (session start). */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
-#include "backend/cupti/mode_number.h"
+#include "backend/cupti/mode_options.h"
 #include "backend/cupti/pm_metrics.h"
 #include "backend/cupti/pm_mode.h"
+#include "core/check.h"
 #include "core/error.h"
 
 static int bad(const char *mode, size_t at, const char *why) {
@@ -66,30 +68,23 @@ static int metrics(cp_pm_options *o, const char *mode, const char *p,
   return CPROTON_OK;
 }
 
-static int option(cp_pm_options *o, const char *mode, const char *p,
-                  size_t n) {
-  const char *eq = memchr(p, '=', n);
-  size_t key = eq ? (size_t)(eq - p) : n;
-  if (!eq && key == 5 && !strncmp(p, "exact", 5))
-    return o->exact = 1, CPROTON_OK;
-  if (eq && key == 7 && !strncmp(p, "metrics", 7))
-    return o->user_metrics = 1, metrics(o, mode, eq + 1, n - key - 1);
-  uint64_t v;
-  size_t at = (size_t)(eq ? eq + 1 - mode : p - mode), vn = n - key - 1;
-  if (eq && key == 8 && !strncmp(p, "interval", 8)) {
-    if (!cp_mode_number(eq + 1, vn, CP_PM_INTERVAL_MIN, CP_PM_INTERVAL_MAX,
-                        &v))
-      return bad(mode, at, "interval must be an integer in 1000..1000000000 "
-                 "(ns)");
-    return o->interval_ns = v, CPROTON_OK;
-  }
-  if (eq && key == 6 && !strncmp(p, "ranges", 6)) {
-    if (!cp_mode_number(eq + 1, vn, 1, CP_PM_RANGES_MAX, &v))
-      return bad(mode, at, "ranges must be an integer in 1..1048576");
-    return o->ranges = (size_t)v, CPROTON_OK;
-  }
-  return bad(mode, (size_t)(p - mode), "unknown option");
+static int set_metrics(void *opts, const cp_mode_value *v) {
+  cp_pm_options *o = opts;
+  o->user_metrics = 1;
+  return metrics(o, v->mode, v->text, v->len);
 }
+
+/* The family's options (the shared loop in mode_options.c reads them). */
+static const cp_mode_opt options[] = {
+    {"exact", CP_MODE_FLAG, 0, 0, NULL, CP_MODE_FIELD(cp_pm_options, exact), NULL},
+    {"metrics", CP_MODE_TEXT, 0, 0, NULL, 0, 0, set_metrics},
+    {"interval", CP_MODE_NUMBER, CP_PM_INTERVAL_MIN, CP_PM_INTERVAL_MAX,
+     "interval must be an integer in 1000..1000000000 (ns)",
+     CP_MODE_FIELD(cp_pm_options, interval_ns), NULL},
+    {"ranges", CP_MODE_NUMBER, 1, CP_PM_RANGES_MAX,
+     "ranges must be an integer in 1..1048576",
+     CP_MODE_FIELD(cp_pm_options, ranges), NULL},
+};
 
 int cp_pm_mode_parse(const char *mode, cp_pm_options *o) {
   memset(o, 0, sizeof *o);
@@ -98,14 +93,10 @@ int cp_pm_mode_parse(const char *mode, cp_pm_options *o) {
   if (!cp_pm_mode_is(mode))
     return bad(mode ? mode : "", 0, "unknown mode");
   o->enabled = 1;
-  for (const char *p = mode + 10; *p;) {
-    p++; /* the ':' */
-    size_t n = strcspn(p, ":");
-    int rc = option(o, mode, p, n);
-    if (rc)
-      return rc;
-    p += n;
-  }
+  int rc = cp_mode_options_parse(mode, 10, ":", options,
+                                 sizeof options / sizeof *options, o, bad);
+  if (rc)
+    return rc;
   size_t nd;
   const cp_pm_metric *d = cp_pm_metrics_defaults(&nd);
   for (size_t i = 0, fill = !o->n; fill && i < nd; i++)
@@ -115,8 +106,12 @@ int cp_pm_mode_parse(const char *mode, cp_pm_options *o) {
    * (it may follow metrics=): the sampler's or Nsight Compute's own */
   for (size_t i = 0; i < o->n; i++) {
     cp_pm_metric m;
-    cp_pm_metrics_resolve(o->name[i], &m); /* resolved once already */
+    int unknown = cp_pm_metrics_resolve(o->name[i], &m);
+    CP_ASSERT(!unknown); /* resolved once already (or a default row) */
+    (void)unknown;
     snprintf(o->cupti[i], CP_PM_NAME_MAX, "%s", o->exact ? m.exact : m.cupti);
+    /* every counter has a stored and a Perfworks name */
+    CP_ASSERT(o->name[i][0] && o->cupti[i][0]);
   }
   return CPROTON_OK;
 }

@@ -83,6 +83,7 @@ void cp_pool_give(cp_pool *p, uint8_t *buf) {
     p->free_list[p->n_free++] = buf;
   else
     free(buf); /* not ours: cannot happen with take/give pairs */
+  CP_ASSERT(p->n_free <= p->n_allocated); /* n_free + n_out == n_allocated */
   pthread_mutex_unlock(&p->lock);
 }
 

@@ -108,6 +108,7 @@ int cp_sitemap_put_locked(cp_sitemap *m, uint64_t key,
   }
   CP_ASSERT(((m->mask + 1) & m->mask) == 0);
   CP_ASSERT(m->count * 4 <= (m->mask + 1) * 3);
+  CP_ASSERT(m->mask + 1 <= m->max_slots);
   m->e[i].v = *v;
   return 1;
 }

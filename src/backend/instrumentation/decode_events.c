@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "backend/instrumentation/decode_events.h"
+#include "core/check.h"
 #include "core/error.h"
 
 /* (scope, owner, seq): a unit's records of one event in recording order. */
@@ -39,6 +40,7 @@ static void match(const cp_ev_rec *r, size_t n, int same_owner, uint8_t *used, s
                   size_t *n_pairs) {
   size_t head = 0, tail = 0;
   for (size_t i = 0; i < n; i++) {
+    CP_ASSERT(i == 0 || r[i - 1].scope <= r[i].scope); /* sorted: runs are contiguous */
     if (i == 0 || r[i].scope != r[i - 1].scope || (same_owner && r[i].owner != r[i - 1].owner))
       head = tail = 0; /* a new run */
     if (!r[i].is_end) {

@@ -4,8 +4,9 @@
  * type's name) are accepted as well as Proton's lower-case names.
  * This parser is the only authority on mode strings: the session layer
  * parses a session's mode once (cp_instr_mode_parse_config, the backend's
- * parse_mode), and the Python hook once per session
- * (cproton_instr_mode_parse); Python's mode classes and
+ * parse_mode), and the Python hook reads that parse
+ * (cproton_session_instr_mode); cproton_instr_mode_parse is the same
+ * function for a mode without a session; Python's mode classes and
  * cproton.mode.parse_instrumentation_mode read the canonical form it
  * writes, so the two cannot disagree.
  * Refused: an empty field ("default::x=1", "default:"), an empty key, and
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/check.h"
 #include "core/error.h"
 #include "backend/instrumentation/mode.h"
 #include "cproton/instrumentation.h"
@@ -102,6 +104,7 @@ typedef struct canon {
 } canon;
 
 static void put(canon *c, const char *a, size_t n) {
+  CP_ASSERT(c->n + n < sizeof c->s); /* the bound above: it always fits */
   if (c->n + n < sizeof c->s) {
     memcpy(c->s + c->n, a, n);
     c->n += n;
@@ -326,9 +329,9 @@ int cproton_instr_mode_options(const char *mode, cproton_ptx_options *out) {
 /* What the runtime needs, from one parse. */
 static int parse_instr(const char *mode, cp_instr_mode *m, canon *c) {
   parsed ps;
-  int rc = parse_mode_canon(mode, &m->options, &ps, c);
-  m->decode_flags = !rc && (ps.opts & OPT_TIME_SHIFT) ? CPROTON_DECODE_TIME_SHIFT : 0;
-  m->reduce = rc ? CPROTON_REDUCE_AUTO : (cproton_reduce_kind)ps.reduce;
+  int rc = parse_mode_canon(mode, &m->info.options, &ps, c);
+  m->info.decode_flags = !rc && (ps.opts & OPT_TIME_SHIFT) ? CPROTON_DECODE_TIME_SHIFT : 0;
+  m->info.reduce = rc ? CPROTON_REDUCE_AUTO : (cproton_reduce_kind)ps.reduce;
   m->reduce_on_device = rc || ps.reduce != CPROTON_REDUCE_HOST;
   return rc;
 }
@@ -336,25 +339,13 @@ static int parse_instr(const char *mode, cp_instr_mode *m, canon *c) {
 _Static_assert(sizeof(cp_instr_mode) <= CP_BACKEND_OPTS_BYTES,
                "an instrumentation mode fits a backend configuration");
 
-const cp_instr_mode *cp_instr_mode_of(const cp_backend_config *config) {
-  return CP_BACKEND_OPTS(cp_instr_mode, config);
-}
-
-int cp_instr_mode_parse_config(const char *mode, cp_backend_config *out) {
-  cp_instr_mode m;
-  canon c;
-  int rc = parse_instr(mode, &m, &c);
-  cp_backend_config_set(out, mode, &m, sizeof m);
-  return rc;
-}
-
 int cproton_instr_mode_decode_flags(const char *mode, unsigned *flags) {
   if (!flags)
     return cp_error_set(CPROTON_EINVAL, "instrumentation mode: flags is NULL");
   cp_instr_mode m;
   canon c;
   int rc = parse_instr(mode, &m, &c);
-  *flags = m.decode_flags;
+  *flags = m.info.decode_flags;
   return rc;
 }
 
@@ -374,7 +365,7 @@ int cproton_instr_mode_reduce_kind(const char *mode, cproton_reduce_kind *out) {
   cp_instr_mode m;
   canon c;
   int rc = parse_instr(mode, &m, &c);
-  *out = m.reduce;
+  *out = m.info.reduce;
   return rc;
 }
 
@@ -383,9 +374,9 @@ int cproton_instr_mode_reduce_kind(const char *mode, cproton_reduce_kind *out) {
  * need reduce unset or `kernel`, a tree profile, and nothing that needs
  * records (the host buffer, time_shift). */
 static int sums_rule(const cp_instr_mode *m, int is_trace, int host_buffer) {
-  int reduce_ok = m->reduce == CPROTON_REDUCE_AUTO || m->reduce == CPROTON_REDUCE_KERNEL;
+  int reduce_ok = m->info.reduce == CPROTON_REDUCE_AUTO || m->info.reduce == CPROTON_REDUCE_KERNEL;
   return reduce_ok && !is_trace && !host_buffer &&
-         !(m->decode_flags & CPROTON_DECODE_TIME_SHIFT);
+         !(m->info.decode_flags & CPROTON_DECODE_TIME_SHIFT);
 }
 
 int cproton_instr_mode_sums_in_kernel(const char *mode, int is_trace,
@@ -403,33 +394,58 @@ int cproton_instr_mode_sums_in_kernel(const char *mode, int is_trace,
 
 /* reduce=kernel asked for where records are needed: refused, not ignored. */
 static int kernel_sums_refused(const cp_instr_mode *m, int is_trace) {
-  if (m->reduce != CPROTON_REDUCE_KERNEL ||
-      (!is_trace && !(m->decode_flags & CPROTON_DECODE_TIME_SHIFT)))
+  if (m->info.reduce != CPROTON_REDUCE_KERNEL ||
+      (!is_trace && !(m->info.decode_flags & CPROTON_DECODE_TIME_SHIFT)))
     return CPROTON_OK;
   return cp_error_set(CPROTON_EINVAL, "instrumentation mode: reduce=kernel sums per-scope totals inside the "
                       "kernel and stores no records, which %s need; use reduce=device or leave reduce out",
                       is_trace ? "traces" : "time_shift");
 }
 
+/* The one parse of a session's mode (the backend's parse_mode and the
+ * public cproton_instr_mode_parse): the fields, the refusal of in-kernel
+ * sums where the data kind needs records, the AUTO rule with and without
+ * the host buffer, the canonical form. */
+static int parse_session(const char *mode, int is_trace, cp_instr_mode *m) {
+  canon c;
+  memset(m, 0, sizeof *m);
+  int rc = parse_instr(mode, m, &c);
+  if (!rc)
+    rc = kernel_sums_refused(m, is_trace);
+  if (!rc && c.n >= sizeof m->info.canonical)
+    rc = cp_error_set(CPROTON_ELIMIT, "instrumentation mode: canonical form over %zu bytes",
+                      sizeof m->info.canonical - 1);
+  if (rc)
+    return rc;
+  m->info.sums_in_kernel = sums_rule(m, is_trace, 0);
+  m->info.sums_in_kernel_host_buffer = sums_rule(m, is_trace, 1);
+  memcpy(m->info.canonical, c.s, c.n + 1);
+  return CPROTON_OK;
+}
+
 int cproton_instr_mode_parse(const char *mode, int is_trace, cproton_instr_mode_info *out) {
   if (!out)
     return cp_error_set(CPROTON_EINVAL, "instrumentation mode: out is NULL");
-  cp_instr_mode m;
-  canon c;
   memset(out, 0, sizeof *out);
-  int rc = parse_instr(mode, &m, &c);
+  cp_instr_mode m;
+  int rc = parse_session(mode, is_trace, &m);
   if (!rc)
-    rc = kernel_sums_refused(&m, is_trace);
-  if (!rc && c.n >= sizeof out->canonical)
-    rc = cp_error_set(CPROTON_ELIMIT, "instrumentation mode: canonical form over %zu bytes",
-                      sizeof out->canonical - 1);
-  if (rc)
-    return rc;
-  out->options = m.options;
-  out->reduce = m.reduce;
-  out->decode_flags = m.decode_flags;
-  out->sums_in_kernel = sums_rule(&m, is_trace, 0);
-  out->sums_in_kernel_host_buffer = sums_rule(&m, is_trace, 1);
-  memcpy(out->canonical, c.s, c.n + 1);
+    *out = m.info;
+  return rc;
+}
+
+const cp_instr_mode *cp_instr_mode_of(const cp_backend_config *config) {
+  return CP_BACKEND_OPTS(cp_instr_mode, config);
+}
+
+int cp_instr_mode_parse_config(const char *mode, cp_backend_config *out) {
+  cp_instr_mode m;
+  int rc = parse_session(mode, out->is_trace, &m);
+  cp_backend_config_set(out, mode, &m, sizeof m);
+  return rc;
+}
+
+int cp_instr_mode_info_of(const cp_backend_config *config, cproton_instr_mode_info *out) {
+  *out = cp_instr_mode_of(config)->info;
   return CPROTON_OK;
 }

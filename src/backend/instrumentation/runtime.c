@@ -128,9 +128,9 @@ unsigned cp_instr_mode_decode_flags(void) {
 static int instr_start(const cp_backend_config *config) {
   const cp_instr_mode *m = cp_instr_mode_of(config);
   pthread_mutex_lock(&g->lock);
-  g->current = m->options;
+  g->current = m->info.options;
   g->have_current = 1;
-  g->mode_decode_flags = m->decode_flags;
+  g->mode_decode_flags = m->info.decode_flags;
   g->mode_reduce_device = m->reduce_on_device;
   const char *check = cp_config_get("CPROTON_INSTR_REDUCE_CHECK");
   g->reduce_check = check && *check && strcmp(check, "0") != 0;
@@ -180,4 +180,6 @@ const cp_backend_ops cp_instrumentation_backend = {
     .start = instr_start,
     .flush = instr_flush,
     .stop = instr_stop,
+    .instruments_kernels = 1,
+    .instr_mode_info = cp_instr_mode_info_of,
 };

@@ -16,6 +16,7 @@
 #include "backend/cudadrv.h"
 #include "backend/instrumentation/runtime.h"
 #include "backend/instrumentation/runtime_state.h"
+#include "core/check.h"
 #include "core/clock.h"
 #include "core/error.h"
 
@@ -58,6 +59,7 @@ static int take_buffer(const cp_cudadrv *d, size_t size, cp_cucontext ctx,
         g->buffers[i].size >= size && g->buffers[i].size <= 2 * size + 65536) {
       g->buffers[i].in_use = 1;
       *out = &g->buffers[i];
+      CP_ASSERT((*out)->size >= size); /* at least `size` */
       return CPROTON_OK;
     }
   if (!g->buffers && !(g->buffers = calloc(MAX_BUFFERS, sizeof *g->buffers)))

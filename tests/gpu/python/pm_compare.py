@@ -20,7 +20,6 @@
 A counter's Nsight Compute metric is the one its short name stands for in
 Nsight Compute's own sections; cproton reads the PM-sampling counter CUPTI
 offers for it on the device (src/backend/cupti/pm_metrics.c)."""
-import csv
 import json
 import os
 import sys
@@ -28,6 +27,7 @@ from collections import defaultdict
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import ncu_csv  # noqa: E402
 
 NCU = {
     "sm_throughput%": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
@@ -50,14 +50,11 @@ ALT = {
 TOLERANCE_PP = 5.0
 
 
-def klass(name):
-    from pm_ncu_table import klass as k
-    return k(name)
 
 
 def walk(node, out):
     name = node.get("frame", {}).get("name", "")
-    k = klass(name)
+    k = ncu_csv.klass(name)
     if k is not None and "pm_sampled_ns" in node.get("metrics", {}):
         out.append((k, node["metrics"]))
     for c in node.get("children", []):
@@ -95,24 +92,12 @@ def cproton_values(path):
 
 
 def ncu_values(path):
-    with open(path, newline="") as f:
-        rows = [r for r in csv.reader(f) if r]
-    head = next(i for i, r in enumerate(rows) if "Kernel Name" in r)
-    cols = rows[head]
-    kcol = cols.index("Kernel Name")
-    sums = defaultdict(lambda: [0.0, 0])
-    for r in rows[head + 2:]:
-        k = klass(r[kcol]) if len(r) == len(cols) else None
-        for short, metric in NCU.items():
-            if k is None or metric not in cols:
-                continue
-            try:
-                v = float(r[cols.index(metric)].replace(",", ""))
-            except ValueError:
-                continue
-            sums[(k, short)][0] += v
-            sums[(k, short)][1] += 1
-    return {key: s / n for key, (s, n) in sums.items() if n}
+    """{(kernel class, short name): ncu's mean} for the metrics of NCU."""
+    table = ncu_csv.means(path, lambda column: column in NCU.values())
+    if table is None:
+        raise ValueError(f"no ncu table in {path}")
+    return {(k, short): table[(k, metric)][0]
+            for short, metric in NCU.items() for k, column in table if column == metric}
 
 
 def run(mode, out):
@@ -153,8 +138,8 @@ def train(mode, steps, out):
     return 0
 
 
-def compare(profile, ncu_csv):
-    mine, ref = cproton_values(profile), ncu_values(ncu_csv)
+def compare(profile, csv_path):
+    mine, ref = cproton_values(profile), ncu_values(csv_path)
     fails = 0
     for k in sorted(mine):
         v = mine[k]

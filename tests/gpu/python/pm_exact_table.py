@@ -1,7 +1,7 @@
 """pmsampling:exact's values per kernel class, and Nsight Compute's beside
 them (tests/gpu/pmexact.sh). argv: the cproton profile (.hatchet) and the
 log of pm_ncu_table.py for the same kernels (its RESULT pm_ncu
-lines; may be missing). For each kernel class (pm_ncu_table.klass) and
+lines; may be missing). For each kernel class (ncu_csv.klass) and
 default metric prints cproton's duration-weighted mean
 (<name>*ns / pm_sampled_ns, the storage contract), ncu's mean over the same
 launches, and the difference in percentage points; PASS when every pair is
@@ -22,7 +22,7 @@ from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pm_compare import NCU  # noqa: E402
-from pm_ncu_table import klass  # noqa: E402
+from ncu_csv import klass  # noqa: E402
 
 TOLERANCE = 5.0
 
