@@ -217,6 +217,9 @@ def drive(a, names):
     out = Path(a.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("TRITON_CACHE_DIR", str(out / "triton-cache"))
+    # the host_sync rule's evidence (off by default, docs/cupti.md); the
+    # profiling workers inherit it
+    os.environ["CPROTON_HOST_SYNCS"] = "1"
     me = [sys.executable, str(Path(__file__).resolve())]
     scale, rounds, steps = (0.5, 5, 3) if a.quick else (1.0, 9, 5)
     rc, secs = _run(me + ["--worker-time", str(out), ",".join(names), str(scale), str(rounds)], 600)

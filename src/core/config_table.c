@@ -65,6 +65,8 @@ static const cp_config_row rows[] = {
    "library search"},
   {"CPROTON_CUPTI_LAZY", CP_CFG_BOOL, "1", NULL, "cupti/config.c", CUPTI,
    "lazy launch callbacks"},
+  {"CPROTON_HOST_SYNCS", CP_CFG_BOOL, "0", NULL, "cupti/config.c", CUPTI,
+   "host synchronizations as host_syncs/host_sync_ns (the advisor)"},
   {"CPROTON_CUPTI_ADAPTIVE", CP_CFG_INT, "0", NULL, "cupti/config.c", CUPTI,
    "N: adaptive mode, records delivered N at a time"},
   {"CPROTON_CUPTI_GRAPHS", CP_CFG_STRING, "node", NULL, "cupti/config.c",

@@ -3,7 +3,7 @@
  * enter and exit add host_syncs and host_sync_ns to the calling context
  * (a scope, or ROOT outside scopes), the advisor's host_sync evidence;
  * cproton's own waits are not counted; the sync callbacks are in the table
- * under their own group. No GPU. */
+ * under their own group, subscribed only with CPROTON_HOST_SYNCS=1. No GPU. */
 #include <criterion/criterion.h>
 
 #ifdef CPROTON_HAVE_CUPTI
@@ -12,6 +12,8 @@
 #include <time.h>
 
 #include "backend/cupti/callbacks.h"
+#include "backend/cupti/config.h"
+#include "backend/cupti/features.h"
 #include "core/context.h"
 #include "core/session.h"
 #include "cproton/cproton.h"
@@ -80,6 +82,61 @@ Test(cupti_sync, table_lists_the_sync_calls) {
                : ids[i].cbid == CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize ? 4
                : ids[i].cbid == CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2 ? 8 : 0;
   cr_assert_eq(found, 15);
+}
+
+/* Which sync callbacks the backend's feature rows subscribe. */
+static int sync_cb_on;
+static CUptiResult f_enable_cb(uint32_t on, CUpti_SubscriberHandle s,
+                               CUpti_CallbackDomain d, CUpti_CallbackId id) {
+  (void)s;
+  if (d == CUPTI_CB_DOMAIN_DRIVER_API &&
+      (id == CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize ||
+       id == CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2))
+    sync_cb_on += on ? 1 : -1;
+  return CUPTI_SUCCESS;
+}
+static CUptiResult f_activity(CUpti_ActivityKind k) { return (void)k, CUPTI_SUCCESS; }
+static CUptiResult f_flush(uint32_t flag) { return (void)flag, CUPTI_SUCCESS; }
+
+static int sync_callbacks_with(const char *value) {
+  cp_loader_api fake = {.cuptiEnableCallback = f_enable_cb,
+                        .cuptiActivityEnable = f_activity,
+                        .cuptiActivityDisable = f_activity,
+                        .cuptiActivityFlushAll = f_flush};
+  if (value)
+    setenv("CPROTON_HOST_SYNCS", value, 1);
+  else
+    unsetenv("CPROTON_HOST_SYNCS");
+  cp_cupti_config cfg;
+  cp_cupti_config_from_env(&cfg);
+  unsetenv("CPROTON_HOST_SYNCS");
+  cr_assert_str_empty(cfg.bad);
+  memset(&st, 0, sizeof st);
+  cp_features_env env = {.api = &fake, .state = &st, .config = &cfg};
+  sync_cb_on = 0;
+  cr_assert_eq(cp_features_enable(&env), CPROTON_OK, "%s", cproton_last_error());
+  int on = sync_cb_on;
+  cp_features_disable(&env);
+  cr_assert_eq(sync_cb_on, 0, "disable switches them off");
+  return on;
+}
+
+/* Off by default: host_syncs would be metrics in every profile, which
+ * Proton's files never hold (Proton 3.9's test_trace and
+ * test_scope_exclusive failed on a GPU while they were always on). */
+Test(cupti_sync, subscribed_only_on_request) {
+  cr_assert_eq(sync_callbacks_with(NULL), 0, "default: no sync callbacks");
+  cr_assert_eq(sync_callbacks_with("0"), 0);
+  cr_assert_eq(sync_callbacks_with("1"), 2);
+  cr_assert_eq(sync_callbacks_with("on"), 2);
+}
+
+Test(cupti_sync, a_bad_value_is_refused) {
+  setenv("CPROTON_HOST_SYNCS", "maybe", 1);
+  cp_cupti_config cfg;
+  cp_cupti_config_from_env(&cfg);
+  unsetenv("CPROTON_HOST_SYNCS");
+  cr_assert(strstr(cfg.bad, "CPROTON_HOST_SYNCS='maybe'"), "%s", cfg.bad);
 }
 
 #else

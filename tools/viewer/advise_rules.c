@@ -535,7 +535,7 @@ static int compute_roofline(const av_kernel *k, const av_ctx *c,
 
 #define CONF_MODE "this cproton's CUPTI profile (kernel records) or hook=\"triton\""
 #define CUPTI_MODE "this cproton's CUPTI profile (kernel records)"
-#define SYNC_MODE "this cproton's CUPTI profile (its driver callbacks count them)"
+#define SYNC_MODE "CPROTON_HOST_SYNCS=1 with this cproton's CUPTI backend"
 #define TRITON_MODE "hook=\"triton\" with this cproton (compile facts)"
 #define PCS_MODE "mode=\"pcsampling\" (a second profile may hold it)"
 #define ROOF_MODE "launch_metadata returning flops/bytes (hook=\"triton\") or " \

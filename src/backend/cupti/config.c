@@ -194,6 +194,7 @@ void cp_cupti_config_from_env(cp_cupti_config *c) {
   c->nvtx = cp_cupti_config_nvtx_from_env();
   cp_cupti_config_graphs_from_env(c);
   c->lazy = bool_env("CPROTON_CUPTI_LAZY", 1); /* the default since 2026-11-26 (docs/cupti.md) */
+  c->host_syncs = bool_env("CPROTON_HOST_SYNCS", 0);
   /* 0 or 1: off; not a number or above CP_ADAPTIVE_MAX (adaptive.h): the
    * backend's start fails with a message naming the variable */
   int n = int_env("CPROTON_CUPTI_ADAPTIVE", -1);
@@ -207,7 +208,8 @@ void cp_cupti_config_from_env(cp_cupti_config *c) {
   else if (kb_text && *kb_text)
     snprintf(c->bad, sizeof c->bad, "CPROTON_CUPTI_BUFFER_KB='%.40s' is not "
              "a number of KiB in 64..65536", kb_text);
-  if (!c->bad[0] && !bad_bool("CPROTON_CUPTI_LAZY", c->bad, sizeof c->bad))
+  if (!c->bad[0] && !bad_bool("CPROTON_CUPTI_LAZY", c->bad, sizeof c->bad) &&
+      !bad_bool("CPROTON_HOST_SYNCS", c->bad, sizeof c->bad))
     bad_ablation(cp_config_get("CPROTON_CUPTI_ABLATE"), c->bad, sizeof c->bad);
 }
 

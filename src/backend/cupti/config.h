@@ -40,6 +40,9 @@ typedef struct cp_cupti_config {
   size_t max_buffers; /* the pool's limit */
   int nvtx;           /* NVTX ranges become scopes */
   int lazy;           /* CPROTON_CUPTI_LAZY=1: lazy launch callbacks (lazy.h) */
+  int host_syncs;     /* CPROTON_HOST_SYNCS=1: synchronizing driver calls
+                         become host_syncs/host_sync_ns metrics (off: they
+                         are metrics Proton's files never hold) */
   unsigned adaptive;  /* CPROTON_CUPTI_ADAPTIVE=N (>= 2): batches of N
                          repeated records (adaptive.h); 0: off */
   unsigned ablate;    /* CPROTON_CUPTI_ABLATE: cp_cupti_ablate bits */
