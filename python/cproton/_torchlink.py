@@ -2,8 +2,8 @@
 with context "python" runs and torch is imported:
 
 - Backward link: a TorchFunctionMode sees each PyTorch call of the thread
-  that started the session; for each output's autograd node
-  `_cproton.link_outputs` (C, _torchlink.c) adds it to the run of calls
+  that started the session; `_cproton.link_call` (C, _torchlink.c) runs
+  the call, and for each output's autograd node adds it to the run of calls
   with the caller's frames; a run's last node gets a pre-hook that hands
   the frames to the thread that runs it; after nodes the mode did not see
   (a gap in autograd's sequence counter) the run's first node gets a
@@ -66,25 +66,22 @@ def _make_modes(torch):
     from torch.utils._python_dispatch import TorchDispatchMode
     compiling = torch.compiler.is_compiling
     backward = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad)
-    link = _cproton.link_outputs
     # autograd's sequence counter (torch.autograd._get_sequence_nr): nodes
     # made between two linked calls show as a gap (see _torchlink.c)
     peek = getattr(torch.autograd, "_get_sequence_nr", None)
-    _cproton.link_setup(torch.Tensor, peek)
-    peek = peek or (lambda: None)
+    _cproton.link_setup(torch.Tensor, peek, backward,
+                        lambda func, args, kwargs: _backward(func, args, kwargs or {}, torch))
+    call = _cproton.link_call
 
     class ForwardLink(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            if kwargs is None:
-                kwargs = {}
+            # Dynamo inlines this method and folds compiling() to True, so
+            # a compiled graph sees only the call; outside it, link_call (C)
+            # runs the call and links its outputs, or hands a backward()
+            # to _backward
             if compiling():
-                return func(*args, **kwargs)
-            if func in backward:
-                return _backward(func, args, kwargs, torch)
-            seq = peek()
-            out = func(*args, **kwargs)
-            link(out, args, seq)
-            return out
+                return func(*args, **(kwargs or {}))
+            return call(func, args, kwargs)
 
     class OperatorFrames(TorchDispatchMode):
         @classmethod
