@@ -102,8 +102,56 @@ static PyObject *py_op_pop(PyObject *m, PyObject *unused) {
   Py_RETURN_NONE;
 }
 
+/* op_call(func, args, kwargs): the operator-frames mode's body outside
+ * torch.compile, in one C call per ATen operator (issue 28, cost): its
+ * "aten::name" frame (interned once per operator: func._schema.name) is
+ * innermost while the operator runs. */
+static PyObject *op_ids; /* {func: frame id} */
+
+static long op_id_of(PyObject *func) {
+  PyObject *id = op_ids ? PyDict_GetItemWithError(op_ids, func) : NULL;
+  if (id)
+    return PyLong_AsLong(id);
+  if (PyErr_Occurred() || (!op_ids && !(op_ids = PyDict_New())))
+    return -1;
+  PyObject *schema = PyObject_GetAttrString(func, "_schema");
+  PyObject *name = schema ? PyObject_GetAttrString(schema, "name") : NULL;
+  Py_XDECREF(schema);
+  if (!name)
+    return -1;
+  PyObject *fid = py_frame_id(NULL, name);
+  Py_DECREF(name);
+  long v = fid ? PyLong_AsLong(fid) : -1;
+  if (fid && PyDict_SetItem(op_ids, func, fid) < 0)
+    v = -1;
+  Py_XDECREF(fid);
+  return v;
+}
+
+static PyObject *py_op_call(PyObject *m, PyObject *const *a, Py_ssize_t n) {
+  if (n != 3) {
+    PyErr_SetString(PyExc_TypeError, "op_call(func, args, kwargs)");
+    return NULL;
+  }
+  PyObject *kw = a[2] == Py_None ? NULL : a[2];
+  if (kw && !PyDict_Check(kw))
+    return PyErr_Format(PyExc_TypeError, "op_call: kwargs must be a dict or None");
+  long fid = op_id_of(a[0]);
+  if (fid < 0)
+    return NULL;
+  PyObject *args = PyTuple_Check(a[1]) ? Py_NewRef(a[1]) : PySequence_Tuple(a[1]);
+  if (!args)
+    return NULL;
+  cpy_link_op_push((uint32_t)fid);
+  PyObject *out = PyObject_Call(a[0], args, kw);
+  cpy_link_op_pop();
+  Py_DECREF(args);
+  return out;
+}
+
 static PyObject *py_link_reset(PyObject *m, PyObject *unused) {
   cpy_link_reset();
+  Py_CLEAR(op_ids);
   memset(&stats, 0, sizeof stats);
   Py_RETURN_NONE;
 }
@@ -352,6 +400,8 @@ static PyMethodDef methods[] = {
     {"frame_id", py_frame_id, METH_O, "frame_id(name): an interned frame id"},
     {"op_push", py_op_push, METH_O, "op_push(id): enter an operator frame"},
     {"op_pop", py_op_pop, METH_NOARGS, "op_pop(): leave it"},
+    {"op_call", (PyCFunction)(void (*)(void))py_op_call, METH_FASTCALL,
+     "op_call(func, args, kwargs): run an ATen operator under its aten:: frame"},
     {"link_reset", py_link_reset, METH_NOARGS, "forget backward links"},
     {"link_call", (PyCFunction)(void (*)(void))py_link_call, METH_FASTCALL,
      "link_call(func, args, kwargs): run a PyTorch call and link its outputs"},

@@ -12,8 +12,9 @@ with context "python" runs and torch is imported:
   backward pass (`backward_begin/_end`). C (_pylink.c) puts "<backward>"
   under the link.
 - Operator frames ("python,aten"): a TorchDispatchMode pushes "aten::name"
-  around each operator; the modes' state is thread-local and autograd hands
-  it to its engine threads, so backward operators get frames too.
+  around each operator (`_cproton.op_call`, C); the modes' state is
+  thread-local and autograd hands it to its engine threads, so backward
+  operators get frames too.
 
 Both modes step aside while torch.compile traces (torch.compiler
 .is_compiling()), so compiled graphs do not change; a compiled region's
@@ -25,7 +26,6 @@ import threading
 from . import _cproton
 
 _installed = []  # (mode, thread id), innermost last
-_op_ids = {}
 
 
 def _roots(args, kwargs, torch):
@@ -71,7 +71,7 @@ def _make_modes(torch):
     peek = getattr(torch.autograd, "_get_sequence_nr", None)
     _cproton.link_setup(torch.Tensor, peek, backward,
                         lambda func, args, kwargs: _backward(func, args, kwargs or {}, torch))
-    call = _cproton.link_call
+    call, op_call = _cproton.link_call, _cproton.op_call
 
     class ForwardLink(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -92,17 +92,9 @@ def _make_modes(torch):
             return True
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
             if compiling():
-                return func(*args, **kwargs)
-            fid = _op_ids.get(func)
-            if fid is None:
-                fid = _op_ids[func] = _cproton.frame_id(func._schema.name)
-            _cproton.op_push(fid)
-            try:
-                return func(*args, **kwargs)
-            finally:
-                _cproton.op_pop()
+                return func(*args, **(kwargs or {}))
+            return op_call(func, args, kwargs)  # C: under the "aten::" frame
 
     return ForwardLink, OperatorFrames
 
@@ -223,7 +215,6 @@ def uninstall() -> None:
             type(mode).__torch_function__ = _passthrough
             type(mode).__torch_dispatch__ = _passthrough
             _classes.clear()  # those classes are inert now: new ones next time
-    _op_ids.clear()
     _cproton.link_reset()
 
 
