@@ -4,7 +4,7 @@
  * C callables (no Python frame or bytecode per node), the linking of a
  * PyTorch call's outputs to the caller's frames, and operator frames.
  *
- * link_outputs runs once per PyTorch call of a profiled thread, so it does
+ * link_call runs once per PyTorch call of a profiled thread, so it does
  * the work in C: one walk of the frames (cached ids, _pyframes.c), and two
  * hooks per run of calls with the same frames (below). */
 #include "_torchlink.h"
@@ -15,7 +15,12 @@
 #include "_pylink.h"
 #include "cproton/cproton.h"
 
-
+/* What the link did since link_setup or link_reset (link_stats). */
+static struct {
+  unsigned long long calls;  /* through link_call */
+  unsigned long long linked; /* calls whose outputs joined a run (a walk each) */
+  unsigned long long runs, post_hooks; /* pre-hooks and post-hooks registered */
+} stats;
 
 static PyObject *py_frame_ids(PyObject *m, PyObject *unused) {
   uint32_t fids[CPY_LINK_MAX];
@@ -97,8 +102,57 @@ static PyObject *py_op_pop(PyObject *m, PyObject *unused) {
   Py_RETURN_NONE;
 }
 
+/* op_call(func, args, kwargs): the operator-frames mode's body outside
+ * torch.compile, in one C call per ATen operator (issue 28, cost): its
+ * "aten::name" frame (interned once per operator: func._schema.name) is
+ * innermost while the operator runs. */
+static PyObject *op_ids; /* {func: frame id} */
+
+static long op_id_of(PyObject *func) {
+  PyObject *id = op_ids ? PyDict_GetItemWithError(op_ids, func) : NULL;
+  if (id)
+    return PyLong_AsLong(id);
+  if (PyErr_Occurred() || (!op_ids && !(op_ids = PyDict_New())))
+    return -1;
+  PyObject *schema = PyObject_GetAttrString(func, "_schema");
+  PyObject *name = schema ? PyObject_GetAttrString(schema, "name") : NULL;
+  Py_XDECREF(schema);
+  if (!name)
+    return -1;
+  PyObject *fid = py_frame_id(NULL, name);
+  Py_DECREF(name);
+  long v = fid ? PyLong_AsLong(fid) : -1;
+  if (fid && PyDict_SetItem(op_ids, func, fid) < 0)
+    v = -1;
+  Py_XDECREF(fid);
+  return v;
+}
+
+static PyObject *py_op_call(PyObject *m, PyObject *const *a, Py_ssize_t n) {
+  if (n != 3) {
+    PyErr_SetString(PyExc_TypeError, "op_call(func, args, kwargs)");
+    return NULL;
+  }
+  PyObject *kw = a[2] == Py_None ? NULL : a[2];
+  if (kw && !PyDict_Check(kw))
+    return PyErr_Format(PyExc_TypeError, "op_call: kwargs must be a dict or None");
+  long fid = op_id_of(a[0]);
+  if (fid < 0)
+    return NULL;
+  PyObject *args = PyTuple_Check(a[1]) ? Py_NewRef(a[1]) : PySequence_Tuple(a[1]);
+  if (!args)
+    return NULL;
+  cpy_link_op_push((uint32_t)fid);
+  PyObject *out = PyObject_Call(a[0], args, kw);
+  cpy_link_op_pop();
+  Py_DECREF(args);
+  return out;
+}
+
 static PyObject *py_link_reset(PyObject *m, PyObject *unused) {
   cpy_link_reset();
+  Py_CLEAR(op_ids);
+  memset(&stats, 0, sizeof stats);
   Py_RETURN_NONE;
 }
 
@@ -146,7 +200,9 @@ static PyTypeObject LinkHookType = {
  * line. State: the run of the thread that has the mode (GIL-guarded). */
 
 static PyObject *tensor_type, *post_hook, *s_grad_fn, *s_prehook, *s_hook,
-    *peek; /* torch.autograd._get_sequence_nr, or None */
+    *peek,         /* torch.autograd._get_sequence_nr, or None */
+    *backward_fns, /* a tuple: the calls that open a backward pass */
+    *on_backward;  /* the Python handler of those */
 static link_hook *run_hook;  /* the current run's frames */
 static PyObject *run_last;   /* its last node, not yet pre-hooked */
 static long long seq_end = -1; /* the counter after the last linked call */
@@ -165,6 +221,7 @@ static int flush(void) {
   if (run_last && run_hook) {
     PyObject *r = PyObject_CallMethodOneArg(run_last, s_prehook, (PyObject *)run_hook);
     rc = r ? 0 : -1;
+    stats.runs += r != NULL;
     Py_XDECREF(r);
   }
   Py_CLEAR(run_last);
@@ -207,6 +264,7 @@ static int link_one(PyObject *t, PyObject *args, int gap, int *fresh) {
     if (rc == 0 && *fresh == 1) {
       PyObject *r = PyObject_CallMethodOneArg(node, s_hook, post_hook);
       rc = r ? 0 : -1;
+      stats.post_hooks += r != NULL;
       Py_XDECREF(r);
     }
     *fresh = 0;
@@ -232,31 +290,66 @@ static long long counter(void) {
   return v;
 }
 
-/* link_outputs(out, args, seq): the autograd nodes of `out` (a tensor, or
- * a tuple/list of them) join the run of the caller's frames; `seq` is the
- * sequence counter read before the call (None: unknown). */
-static PyObject *py_link_outputs(PyObject *m, PyObject *const *a, Py_ssize_t n) {
-  if (n != 3 || !tensor_type) {
-    PyErr_SetString(PyExc_TypeError, "link_outputs(out, args, seq) after link_setup()");
-    return NULL;
-  }
-  PyObject *out = a[0];
-  long long start = a[2] == Py_None ? -1 : PyLong_AsLongLong(a[2]);
-  if (start == -1 && PyErr_Occurred())
-    return NULL;
+/* The nodes of `out` (a tensor, or a tuple/list of them) join the run of
+ * the caller's frames; `start` is the sequence counter read before the call
+ * (-1: unknown). 0, or -1 with an exception. */
+static int link_out(PyObject *out, PyObject *args, long long start) {
   int gap = start < 0 || seq_end < 0 || start != seq_end;
   int rc = 0, fresh = -1;
   if (PyTuple_Check(out) || PyList_Check(out)) {
     for (Py_ssize_t i = 0; rc == 0 && i < PySequence_Fast_GET_SIZE(out); i++)
-      rc = link_one(PySequence_Fast_GET_ITEM(out, i), a[1], gap, &fresh);
+      rc = link_one(PySequence_Fast_GET_ITEM(out, i), args, gap, &fresh);
   } else {
-    rc = link_one(out, a[1], gap, &fresh);
+    rc = link_one(out, args, gap, &fresh);
   }
-  if (rc < 0)
-    return NULL;
-  if (fresh == 0) /* a node joined: the counter after this call */
+  if (rc == 0 && fresh == 0) { /* a node joined: the counter after this call */
+    stats.linked++;
     seq_end = counter();
-  Py_RETURN_NONE;
+  }
+  return rc;
+}
+
+static int is_backward(PyObject *func) {
+  Py_ssize_t n = backward_fns ? PyTuple_GET_SIZE(backward_fns) : 0;
+  for (Py_ssize_t i = 0; i < n; i++)
+    if (PyTuple_GET_ITEM(backward_fns, i) == func)
+      return 1;
+  return 0;
+}
+
+/* link_call(func, args, kwargs): the body of the link's __torch_function__
+ * outside torch.compile (one C call per PyTorch call instead of a dozen
+ * bytecodes and three calls: issue 28, cost): a backward entry goes to the
+ * Python handler; else the call runs between a read of the sequence counter
+ * and the linking of its outputs. */
+static PyObject *py_link_call(PyObject *m, PyObject *const *a, Py_ssize_t n) {
+  if (n != 3 || !tensor_type || !on_backward) {
+    PyErr_SetString(PyExc_TypeError, "link_call(func, args, kwargs) after link_setup()");
+    return NULL;
+  }
+  PyObject *func = a[0], *kw = a[2] == Py_None ? NULL : a[2];
+  if (kw && !PyDict_Check(kw))
+    return PyErr_Format(PyExc_TypeError, "link_call: kwargs must be a dict or None");
+  stats.calls++;
+  if (is_backward(func))
+    return PyObject_CallFunctionObjArgs(on_backward, func, a[1], a[2], NULL);
+  PyObject *args = PyTuple_Check(a[1]) ? Py_NewRef(a[1]) : PySequence_Tuple(a[1]);
+  if (!args)
+    return NULL;
+  long long start = counter();
+  PyObject *out = PyObject_Call(func, args, kw);
+  if (out && link_out(out, args, start) < 0)
+    Py_CLEAR(out);
+  Py_DECREF(args);
+  return out;
+}
+
+/* link_stats(): what the link did since link_setup or link_reset (issue
+ * 28, cost: counts that a regression in the runs shows, not timings). */
+static PyObject *py_link_stats(PyObject *m, PyObject *unused) {
+  return Py_BuildValue("{s:K,s:K,s:K,s:K}", "calls", stats.calls, "linked",
+                       stats.linked, "runs", stats.runs, "post_hooks",
+                       stats.post_hooks);
 }
 
 /* link_flush(): ends the current run (before a backward pass, at stop). */
@@ -267,16 +360,23 @@ static PyObject *py_link_flush(PyObject *m, PyObject *unused) {
   Py_RETURN_NONE;
 }
 
-/* link_setup(torch.Tensor, peek): the type link_outputs looks for, and
- * torch.autograd._get_sequence_nr (or None where torch lacks it). */
+/* link_setup(torch.Tensor, peek[, backward_fns, on_backward]): the type
+ * link_call looks for, torch.autograd._get_sequence_nr (or None where
+ * torch lacks it), and for link_call the tuple of calls that open a
+ * backward pass and their handler, on_backward(func, args, kwargs). Clears
+ * the counts of link_stats. */
 static PyObject *py_link_setup(PyObject *m, PyObject *args) {
-  PyObject *type, *fn;
-  if (!PyArg_ParseTuple(args, "O!O", &PyType_Type, &type, &fn))
+  PyObject *type, *fn, *fns = NULL, *handler = NULL;
+  if (!PyArg_ParseTuple(args, "O!O|O!O", &PyType_Type, &type, &fn, &PyTuple_Type,
+                        &fns, &handler))
     return NULL;
-  Py_INCREF(type);
-  Py_XSETREF(tensor_type, type);
-  Py_INCREF(fn);
-  Py_XSETREF(peek, fn);
+  if (fns && !PyCallable_Check(handler))
+    return PyErr_Format(PyExc_TypeError, "link_setup: on_backward must be callable");
+  Py_XSETREF(tensor_type, Py_NewRef(type));
+  Py_XSETREF(peek, Py_NewRef(fn));
+  Py_XSETREF(backward_fns, Py_XNewRef(fns));
+  Py_XSETREF(on_backward, Py_XNewRef(handler));
+  memset(&stats, 0, sizeof stats);
   Py_RETURN_NONE;
 }
 
@@ -300,10 +400,15 @@ static PyMethodDef methods[] = {
     {"frame_id", py_frame_id, METH_O, "frame_id(name): an interned frame id"},
     {"op_push", py_op_push, METH_O, "op_push(id): enter an operator frame"},
     {"op_pop", py_op_pop, METH_NOARGS, "op_pop(): leave it"},
+    {"op_call", (PyCFunction)(void (*)(void))py_op_call, METH_FASTCALL,
+     "op_call(func, args, kwargs): run an ATen operator under its aten:: frame"},
     {"link_reset", py_link_reset, METH_NOARGS, "forget backward links"},
-    {"link_outputs", (PyCFunction)(void (*)(void))py_link_outputs, METH_FASTCALL,
-     "link_outputs(out, args): link a call's autograd nodes to its caller"},
-    {"link_setup", py_link_setup, METH_VARARGS, "link_setup(torch.Tensor, peek)"},
+    {"link_call", (PyCFunction)(void (*)(void))py_link_call, METH_FASTCALL,
+     "link_call(func, args, kwargs): run a PyTorch call and link its outputs"},
+    {"link_stats", py_link_stats, METH_NOARGS,
+     "link_stats(): calls, linked calls, runs and post-hooks since link_setup"},
+    {"link_setup", py_link_setup, METH_VARARGS,
+     "link_setup(torch.Tensor, peek[, backward_fns, on_backward])"},
     {"link_flush", py_link_flush, METH_NOARGS, "end the current run of linked calls"},
     {"backward_root", py_backward_root, METH_VARARGS,
      "pre-hook of a backward root: the fallback unless a link is set"},

@@ -2,8 +2,8 @@
 with context "python" runs and torch is imported:
 
 - Backward link: a TorchFunctionMode sees each PyTorch call of the thread
-  that started the session; for each output's autograd node
-  `_cproton.link_outputs` (C, _torchlink.c) adds it to the run of calls
+  that started the session; `_cproton.link_call` (C, _torchlink.c) runs
+  the call, and for each output's autograd node adds it to the run of calls
   with the caller's frames; a run's last node gets a pre-hook that hands
   the frames to the thread that runs it; after nodes the mode did not see
   (a gap in autograd's sequence counter) the run's first node gets a
@@ -12,8 +12,9 @@ with context "python" runs and torch is imported:
   backward pass (`backward_begin/_end`). C (_pylink.c) puts "<backward>"
   under the link.
 - Operator frames ("python,aten"): a TorchDispatchMode pushes "aten::name"
-  around each operator; the modes' state is thread-local and autograd hands
-  it to its engine threads, so backward operators get frames too.
+  around each operator (`_cproton.op_call`, C); the modes' state is
+  thread-local and autograd hands it to its engine threads, so backward
+  operators get frames too.
 
 Both modes step aside while torch.compile traces (torch.compiler
 .is_compiling()), so compiled graphs do not change; a compiled region's
@@ -25,7 +26,6 @@ import threading
 from . import _cproton
 
 _installed = []  # (mode, thread id), innermost last
-_op_ids = {}
 
 
 def _roots(args, kwargs, torch):
@@ -66,25 +66,22 @@ def _make_modes(torch):
     from torch.utils._python_dispatch import TorchDispatchMode
     compiling = torch.compiler.is_compiling
     backward = (torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad)
-    link = _cproton.link_outputs
     # autograd's sequence counter (torch.autograd._get_sequence_nr): nodes
     # made between two linked calls show as a gap (see _torchlink.c)
     peek = getattr(torch.autograd, "_get_sequence_nr", None)
-    _cproton.link_setup(torch.Tensor, peek)
-    peek = peek or (lambda: None)
+    _cproton.link_setup(torch.Tensor, peek, backward,
+                        lambda func, args, kwargs: _backward(func, args, kwargs or {}, torch))
+    call, op_call = _cproton.link_call, _cproton.op_call
 
     class ForwardLink(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            if kwargs is None:
-                kwargs = {}
+            # Dynamo inlines this method and folds compiling() to True, so
+            # a compiled graph sees only the call; outside it, link_call (C)
+            # runs the call and links its outputs, or hands a backward()
+            # to _backward
             if compiling():
-                return func(*args, **kwargs)
-            if func in backward:
-                return _backward(func, args, kwargs, torch)
-            seq = peek()
-            out = func(*args, **kwargs)
-            link(out, args, seq)
-            return out
+                return func(*args, **(kwargs or {}))
+            return call(func, args, kwargs)
 
     class OperatorFrames(TorchDispatchMode):
         @classmethod
@@ -95,17 +92,9 @@ def _make_modes(torch):
             return True
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
             if compiling():
-                return func(*args, **kwargs)
-            fid = _op_ids.get(func)
-            if fid is None:
-                fid = _op_ids[func] = _cproton.frame_id(func._schema.name)
-            _cproton.op_push(fid)
-            try:
-                return func(*args, **kwargs)
-            finally:
-                _cproton.op_pop()
+                return func(*args, **(kwargs or {}))
+            return op_call(func, args, kwargs)  # C: under the "aten::" frame
 
     return ForwardLink, OperatorFrames
 
@@ -226,7 +215,6 @@ def uninstall() -> None:
             type(mode).__torch_function__ = _passthrough
             type(mode).__torch_dispatch__ = _passthrough
             _classes.clear()  # those classes are inert now: new ones next time
-    _op_ids.clear()
     _cproton.link_reset()
 
 

@@ -306,3 +306,35 @@ def test_finalize_from_another_thread_leaves_inert_modes():
     _get_current_function_mode_stack()[-1].__exit__(None, None, None)
     got = profile("python", lambda: step(x, w))  # a later session works
     assert any("<backward>" in p for p, _, _, _ in got)
+
+
+def test_link_counts_one_run_per_line_and_walks_only_linked_calls():
+    """Issue 28, cost: the link walks the frames only for a call whose
+    output has an autograd node, and registers one pre-hook per run of calls
+    from the same line (a loop of 10 iterations, two operations on one line:
+    one run), not one per node; calls without a node (a shape read, calls
+    under no_grad) pass through. Counts, not timings (_cproton.link_stats)."""
+    from cproton import _cproton
+    x, w = leaves()
+    seen = {}
+
+    def body():
+        h = x
+        for _ in range(10):
+            h = torch.tanh(h @ w)  # one line: one run
+        with torch.no_grad():
+            for _ in range(5):
+                h.shape, w.mul(2)  # no node: not linked
+        loss = h.sum()  # a second run
+        before = _cproton.link_stats()
+        loss.backward()
+        seen.update(before=before, after=_cproton.link_stats())
+
+    got = profile("python", body)
+    # 20 in the loop, no_grad's two grad-mode switches, 10 without a node,
+    # sum; the loop's run ended (its pre-hook) when sum's began, and only
+    # the first run follows a gap (the session's start: one post-hook)
+    assert seen["before"] == {"calls": 20 + 2 + 10 + 1, "linked": 20 + 1, "runs": 1, "post_hooks": 1}, seen
+    # backward() goes through the mode too and ends the last run
+    assert seen["after"] == {"calls": 34, "linked": 21, "runs": 2, "post_hooks": 1}, seen
+    assert {k for _, k, _, _ in got} >= {"k_tanh_backward", "k_mm"}, got
