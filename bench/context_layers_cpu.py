@@ -11,6 +11,7 @@ usage: context_layers_cpu.py [ROUNDS] [lines|loop]
 Prints RESULT lines: microseconds per forward operation (its backward
 included) for none, shadow, python, python,aten, torch.profiler(with_stack)."""
 import json
+import tempfile
 import os
 import sys
 import time
@@ -50,7 +51,10 @@ def child(variant, shape):
         stop = lambda: prof.__exit__(None, None, None)  # noqa: E731
     elif variant != "none":
         import cproton as proton
-        proton.start("cpu_layers", context=variant, backend="fake")
+        # the profile is not the measure: a private temporary folder, never
+        # the caller's working directory
+        proton.start(os.path.join(tempfile.mkdtemp(prefix="cproton-bench-"), "cpu_layers"),
+                     context=variant, backend="fake")
         stop = proton.finalize
     for _ in range(5):
         step()
