@@ -11,9 +11,9 @@ usage: context_layers_cpu.py [ROUNDS] [lines|loop]
 Prints RESULT lines: microseconds per forward operation (its backward
 included) for none, shadow, python, python,aten, torch.profiler(with_stack)."""
 import json
-import tempfile
 import os
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels"))
