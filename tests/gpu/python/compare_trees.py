@@ -67,42 +67,47 @@ def _total(tree):
     return sum(t for _, t in tree.values())
 
 
+def _show(label, rows):
+    for r in rows[:8]:
+        print(f"  {label:<15}: {r}")
+
+
+def _verdict(name, checks):
+    for what, ok in checks:
+        print(f"{'PASS' if ok else 'FAIL'} {name} {what}")
+    return 0 if all(ok for _, ok in checks) else 1
+
+
+def _launches(tree):
+    return sum(c for c, _ in tree.values())
+
+
+def _off(mine, theirs, tol):
+    return theirs > 0 and abs(mine / theirs - 1) > tol
+
+
 def main():
     python = "--python" in sys.argv
     argv = [x for x in sys.argv if x != "--python"]
     name, a_path, b_path = argv[1:4]
     tol = float(argv[4]) if len(argv) > 4 else 0.25
     a, b = flatten(a_path, python), flatten(b_path, python)
-    if python:
-        return compare_linked(name, a, b, tol)
-    only_a = sorted(set(a) - set(b))
-    only_b = sorted(set(b) - set(a))
-    both = sorted(set(a) & set(b))
-    bad_counts = [(p, a[p][0], b[p][0]) for p in both if a[p][0] != b[p][0]]
     ta, tb = _total(a), _total(b)
-    print(f"RESULT {name}: paths proton {len(a)}, cproton {len(b)}, common {len(both)}; "
-          f"launches proton {sum(v[0] for p, v in a.items())}, cproton {sum(v[0] for p, v in b.items())}; "
-          f"kernel time proton {ta / 1e6:.3f} ms, cproton {tb / 1e6:.3f} ms")
-    for p in only_a[:8]:
-        print(f"  only in proton : {' / '.join(p)} count {a[p][0]}")
-    for p in only_b[:8]:
-        print(f"  only in cproton: {' / '.join(p)} count {b[p][0]}")
-    for p, ca, cb in bad_counts[:8]:
-        print(f"  count differs  : {' / '.join(p)} proton {ca}, cproton {cb}")
-    slow = []
-    for p in both:
-        if ta > 0 and a[p][1] >= 0.01 * ta and a[p][1] > 0:
-            r = b[p][1] / a[p][1]
-            if abs(r - 1) > tol:
-                slow.append((p, r))
-    for p, r in slow[:8]:
-        print(f"  time differs   : {' / '.join(p)} cproton/proton {r:.2f}")
-    ok_paths = not only_a and not only_b
-    ok_counts = not bad_counts
-    ok_time = ta > 0 and abs(tb / ta - 1) <= tol and not slow
-    for what, ok in (("paths", ok_paths), ("counts", ok_counts), ("time", ok_time)):
-        print(f"{'PASS' if ok else 'FAIL'} {name} {what}")
-    return 0 if ok_paths and ok_counts and ok_time else 1
+    head = (f"launches proton {_launches(a)}, cproton {_launches(b)}; "
+            f"kernel time proton {ta / 1e6:.3f} ms, cproton {tb / 1e6:.3f} ms")
+    if python:
+        return compare_linked(name, a, b, tol, head)
+    both = sorted(set(a) & set(b))
+    only_a, only_b = sorted(set(a) - set(b)), sorted(set(b) - set(a))
+    bad_counts = [p for p in both if a[p][0] != b[p][0]]
+    slow = [p for p in both if a[p][1] >= 0.01 * ta and _off(b[p][1], a[p][1], tol)]
+    print(f"RESULT {name}: paths proton {len(a)}, cproton {len(b)}, common {len(both)}; {head}")
+    _show("only in proton", [f"{' / '.join(p)} count {a[p][0]}" for p in only_a])
+    _show("only in cproton", [f"{' / '.join(p)} count {b[p][0]}" for p in only_b])
+    _show("count differs", [f"{' / '.join(p)} proton {a[p][0]}, cproton {b[p][0]}" for p in bad_counts])
+    _show("time differs", [f"{' / '.join(p)} cproton/proton {b[p][1] / a[p][1]:.2f}" for p in slow])
+    return _verdict(name, [("paths", not only_a and not only_b), ("counts", not bad_counts),
+                           ("time", ta > 0 and not _off(tb, ta, tol) and not slow)])
 
 
 def by_kernel(tree):
@@ -113,27 +118,21 @@ def by_kernel(tree):
     return out
 
 
-def compare_linked(name, a, b, tol):
+def compare_linked(name, a, b, tol, head):
     linked = {p: v for p, v in b.items() if p[0] == "<backward>"}
     forward = {p: v for p, v in b.items() if p[0] != "<backward>"}
     bad_paths = [p for p in forward if a.get(p, (None,))[0] != forward[p][0]]
     ka, kb = by_kernel(a), by_kernel(b)
     bad_counts = sorted(k for k in set(ka) | set(kb) if ka.get(k, (0,))[0] != kb.get(k, (0,))[0])
     ta, tb = _total(a), _total(b)
-    slow = [k for k in ka if ka[k][1] >= 0.01 * ta and abs(kb.get(k, (0, 0.0))[1] / ka[k][1] - 1) > tol]
+    slow = [k for k in ka if ka[k][1] >= 0.01 * ta and _off(kb.get(k, (0, 0.0))[1], ka[k][1], tol)]
     print(f"RESULT {name}: paths proton {len(a)}, cproton {len(b)} ({len(linked)} under <backward>, "
-          f"{sum(v[0] for v in linked.values())} launches); launches proton {sum(v[0] for v in a.values())}, "
-          f"cproton {sum(v[0] for v in b.values())}; kernel time proton {ta / 1e6:.3f} ms, cproton {tb / 1e6:.3f} ms")
-    for p in bad_paths[:8]:
-        print(f"  not Proton's   : {' / '.join(p)} count {forward[p][0]}, Proton {a.get(p, (0,))[0]}")
-    for k in bad_counts[:8]:
-        print(f"  count differs  : {k} proton {ka.get(k, (0,))[0]}, cproton {kb.get(k, (0,))[0]}")
-    for k in slow[:8]:
-        print(f"  time differs   : {k}")
-    ok_time = ta > 0 and abs(tb / ta - 1) <= tol and not slow
-    for what, ok in (("paths", not bad_paths), ("counts", not bad_counts), ("time", ok_time)):
-        print(f"{'PASS' if ok else 'FAIL'} {name} {what}")
-    return 0 if not bad_paths and not bad_counts and ok_time else 1
+          f"{_launches(linked)} launches); {head}")
+    _show("not Proton's", [f"{' / '.join(p)} count {forward[p][0]}, Proton {a.get(p, (0,))[0]}" for p in bad_paths])
+    _show("count differs", [f"{k} proton {ka.get(k, (0,))[0]}, cproton {kb.get(k, (0,))[0]}" for k in bad_counts])
+    _show("time differs", slow)
+    return _verdict(name, [("paths", not bad_paths), ("counts", not bad_counts),
+                           ("time", ta > 0 and not _off(tb, ta, tol) and not slow)])
 
 
 if __name__ == "__main__":
