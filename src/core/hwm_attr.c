@@ -4,7 +4,7 @@
  * the accumulated values as they were. Pure; runs on the PM-sampling
  * decoder thread, never in a CUPTI callback. */
 #include <stddef.h>
-#include <string.h>
+#include <stdlib.h>
 
 #include "core/hwm_attr.h"
 #include "core/error.h"
@@ -14,34 +14,17 @@ static uint64_t overlap(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
   return hi > lo ? hi - lo : 0;
 }
 
-/* Samples as the two entry points hold them: sample i's t0 and t1 and its
- * `nm` values, `stride` bytes from sample i-1's (memcpy'd: the same code
- * reads cp_hwm_sample arrays and pm_attr's packed columns). */
-typedef struct view {
-  const char *t0, *t1, *v;
-  size_t t_stride, v_stride, n, nm;
-} view;
-
-static uint64_t t_at(const char *base, size_t stride, size_t i) {
-  uint64_t x;
-  memcpy(&x, base + i * stride, sizeof x);
-  return x;
-}
-
-static double v_at(const view *s, size_t i, size_t m) {
-  double x;
-  memcpy(&x, s->v + i * s->v_stride + m * sizeof x, sizeof x);
-  return x;
-}
-
-static int check(const view *s, const cp_hwm_kernel *k, size_t nk) {
-  for (size_t i = 0; i < s->n; i++) {
-    uint64_t t0 = t_at(s->t0, s->t_stride, i), t1 = t_at(s->t1, s->t_stride, i);
-    if (t1 < t0)
+/* Samples in pm_attr's packed columns: sample i spans [t[2i], t[2i+1])
+ * and holds v[i*nm .. i*nm+nm). */
+static int check(const uint64_t *t, size_t n, const cp_hwm_kernel *k,
+                 size_t nk) {
+  for (size_t i = 0; i < n; i++) {
+    if (t[2 * i + 1] < t[2 * i])
       return cp_error_set(CPROTON_EINVAL, "hardware-metric sample %zu ends "
                           "(%llu) before it starts (%llu)", i,
-                          (unsigned long long)t1, (unsigned long long)t0);
-    if (i && t0 < t_at(s->t1, s->t_stride, i - 1))
+                          (unsigned long long)t[2 * i + 1],
+                          (unsigned long long)t[2 * i]);
+    if (i && t[2 * i] < t[2 * i - 1])
       return cp_error_set(CPROTON_EINVAL, "hardware-metric sample %zu starts "
                           "before sample %zu ends (samples must be sorted "
                           "and disjoint)", i, i - 1);
@@ -65,18 +48,18 @@ static int others(const cp_hwm_kernel *k, size_t nk, size_t self,
 /* Samples are sorted, so the covered time of kernel j is the union of its
  * overlaps; the rest of its run is unsampled. Each overlap is computed once
  * and weights all `nm` values into w[0..nm). */
-static void one_kernel(const view *s, cp_hwm_kernel *k, size_t nk, size_t j,
+static void one_kernel(const uint64_t *t, const double *v, size_t n,
+                       size_t nm, cp_hwm_kernel *k, size_t nk, size_t j,
                        double *w) {
   cp_hwm_kernel *kj = &k[j];
   uint64_t covered = 0;
-  for (size_t i = 0; i < s->n && t_at(s->t0, s->t_stride, i) < kj->end; i++) {
-    uint64_t t0 = t_at(s->t0, s->t_stride, i);
-    uint64_t ov = overlap(t0, t_at(s->t1, s->t_stride, i), kj->start, kj->end);
+  for (size_t i = 0; i < n && t[2 * i] < kj->end; i++) {
+    uint64_t ov = overlap(t[2 * i], t[2 * i + 1], kj->start, kj->end);
     if (!ov)
       continue;
-    uint64_t lo = t0 > kj->start ? t0 : kj->start;
-    for (size_t m = 0; m < s->nm; m++)
-      w[m] += v_at(s, i, m) * (double)ov;
+    uint64_t lo = t[2 * i] > kj->start ? t[2 * i] : kj->start;
+    for (size_t m = 0; m < nm; m++)
+      w[m] += v[i * nm + m] * (double)ov;
     kj->covered_ns += ov;
     kj->samples++;
     covered += ov;
@@ -85,31 +68,40 @@ static void one_kernel(const view *s, cp_hwm_kernel *k, size_t nk, size_t j,
   kj->unsampled_ns += (kj->end - kj->start) - covered;
 }
 
-int cp_hwm_attr_apply(const cp_hwm_sample *s, size_t n, cp_hwm_kernel *k,
-                      size_t nk) {
-  const char *b = (const char *)s; /* NULL when n is 0: no offset added */
-  view v = {b, b ? b + offsetof(cp_hwm_sample, t1) : NULL,
-            b ? b + offsetof(cp_hwm_sample, value) : NULL, sizeof *s,
-            sizeof *s, n, 1};
-  int rc = check(&v, k, nk);
-  if (rc)
-    return rc;
-  for (size_t j = 0; j < nk; j++)
-    one_kernel(&v, k, nk, j, &k[j].weighted);
-  return CPROTON_OK;
-}
-
 int cp_hwm_attr_apply_metrics(const uint64_t *t, const double *values,
                               size_t n, size_t nm, cp_hwm_kernel *k,
                               size_t nk, double *weighted) {
-  view v = {(const char *)t, t ? (const char *)(t + 1) : NULL,
-            (const char *)values, 2 * sizeof *t, nm * sizeof *values, n, nm};
-  int rc = check(&v, k, nk);
+  int rc = check(t, n, k, nk);
   if (rc)
     return rc;
   for (size_t j = 0; j < nk; j++)
-    one_kernel(&v, k, nk, j, weighted + j * nm);
+    one_kernel(t, values, n, nm, k, nk, j, weighted + j * nm);
   return CPROTON_OK;
+}
+
+/* One metric in cp_hwm_sample form: the same pass over packed copies,
+ * each kernel's weighted sum continued from its field (the same additions
+ * in the same order) and written back only on success. */
+int cp_hwm_attr_apply(const cp_hwm_sample *s, size_t n, cp_hwm_kernel *k,
+                      size_t nk) {
+  uint64_t *t = malloc((n ? 2 * n : 1) * sizeof *t);
+  double *v = malloc((n ? n : 1) * sizeof *v);
+  double *w = malloc((nk ? nk : 1) * sizeof *w);
+  int rc = t && v && w ? CPROTON_OK
+                       : cp_error_set(CPROTON_ENOMEM, "no memory for %zu "
+                                      "hardware-metric samples", n);
+  for (size_t i = 0; !rc && i < n; i++)
+    t[2 * i] = s[i].t0, t[2 * i + 1] = s[i].t1, v[i] = s[i].value;
+  for (size_t j = 0; !rc && j < nk; j++)
+    w[j] = k[j].weighted;
+  if (!rc)
+    rc = cp_hwm_attr_apply_metrics(t, v, n, 1, k, nk, w);
+  for (size_t j = 0; !rc && j < nk; j++)
+    k[j].weighted = w[j];
+  free(t);
+  free(v);
+  free(w);
+  return rc;
 }
 
 int cp_hwm_attr_value(const cp_hwm_kernel *k, double *out) {

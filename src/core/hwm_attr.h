@@ -47,7 +47,9 @@ typedef struct cp_hwm_kernel {
  * batches. Returns CPROTON_OK, or CPROTON_EINVAL with a message naming the
  * index of the first sample that is unsorted or has t1 < t0, or of the
  * first kernel with end < start (nothing is accumulated then). O(n * nk)
- * worst case; samples past all kernels end the scan early. */
+ * worst case; samples past all kernels end the scan early. Copies the
+ * samples into cp_hwm_attr_apply_metrics's layout (CPROTON_ENOMEM when
+ * that fails, nothing accumulated). */
 int cp_hwm_attr_apply(const cp_hwm_sample *s, size_t n, cp_hwm_kernel *k,
                       size_t nk);
 
