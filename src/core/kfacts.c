@@ -89,10 +89,14 @@ typedef struct aliased {
 static _Thread_local aliased acache[64];
 static _Atomic unsigned generation = 1;
 
+/* One FNV-1a step: names, configurations and cache keys hash alike. */
+static uint64_t mix(uint64_t h, uint64_t x) { return (h ^ x) * 0x100000001b3ull; }
+#define FNV_BASIS 0xcbf29ce484222325ull
+
 static uint64_t hash_of(const char *s) {
-  uint64_t h = 0xcbf29ce484222325ull;
+  uint64_t h = FNV_BASIS;
   for (; *s; s++)
-    h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+    h = mix(h, (uint8_t)*s);
   return h;
 }
 
@@ -139,11 +143,11 @@ static void put(kernel *k, int f, int64_t v) {
 }
 
 static uint64_t config_of(const cp_kfacts_launch *l) {
-  uint64_t h = 0xcbf29ce484222325ull;
+  uint64_t h = FNV_BASIS;
   const uint32_t w[7] = {l->grid[0], l->grid[1], l->grid[2], l->block[0],
                          l->block[1], l->block[2], (uint32_t)l->smem_dynamic};
   for (int i = 0; i < 7; i++)
-    h = (h ^ w[i]) * 0x100000001b3ull;
+    h = mix(h, w[i]);
   return h;
 }
 
@@ -186,8 +190,10 @@ static void time_variant(variant *v, const cp_kfacts_launch *l) {
 int cp_kfacts_launch_note(const char *kernel_name, const cp_kfacts_launch *l) {
   if (!kernel_name || !l)
     return CPROTON_EINVAL;
-  uint64_t config = (config_of(l) ^ (uint64_t)l->regs) * 0x100000001b3ull;
-  config = (config ^ (uint64_t)l->smem_static) * 0x100000001b3ull;
+  /* the cache's key: the configuration and the variant (registers and
+   * static shared memory tell compiled variants apart) */
+  uint64_t cfg = config_of(l);
+  uint64_t config = mix(mix(cfg, (uint64_t)l->regs), (uint64_t)l->smem_static);
   unsigned gen = atomic_load_explicit(&generation, memory_order_relaxed);
   seen *c = &cache[((uintptr_t)kernel_name >> 4) & 63];
   if (c->ptr == kernel_name && c->config == config && c->gen == gen &&
@@ -202,7 +208,7 @@ int cp_kfacts_launch_note(const char *kernel_name, const cp_kfacts_launch *l) {
     put(k, 2, l->smem_dynamic), put(k, 3, l->local_bytes);
     put(k, 4, (int64_t)l->grid[0] * l->grid[1] * l->grid[2]);
     put(k, 5, (int64_t)l->block[0] * l->block[1] * l->block[2]);
-    count_config(k, config_of(l));
+    count_config(k, cfg);
     variant *v = variant_of(k, l);
     time_variant(v, l);
     *c = (seen){kernel_name, k->name, config, v, gen};
