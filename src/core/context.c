@@ -27,6 +27,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/fnv.h"
 #include "core/context.h"
 #include "core/error.h"
 #include "core/native.h"
@@ -282,10 +283,7 @@ static cp_node *resolve_source(cp_thread *t, cp_context_kind kind) {
 }
 
 uint64_t cp_context_name_hash(const char *name) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
-  for (; *name; name++)
-    h = (h ^ (unsigned char)*name) * 1099511628211ull;
-  return h;
+  return cp_fnv_str(name);
 }
 
 /* The shadow node of the innermost resolved frame of `t`; NULL if none

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "core/fnv.h"
 #include "core/kernel_times.h"
 #include "core/strtab.h"
 
@@ -24,17 +25,11 @@ static struct {
   int found, valid;
 } cache;
 
-static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
 
 void cp_ktimes_put(const char *name, uint64_t launch_ns, uint64_t start_ns, uint64_t end_ns) {
   if (!name || !launch_ns)
     return;
-  ktime k = {hash_str(name), launch_ns, start_ns, end_ns};
+  ktime k = {cp_fnv_str(name), launch_ns, start_ns, end_ns};
   pthread_mutex_lock(&lock);
   ring[n_put++ % CP_KTIMES_SLOTS] = k;
   pthread_mutex_unlock(&lock);
@@ -60,7 +55,7 @@ int64_t cp_ktimes_shift(uint32_t kernel_name, uint64_t launch_ns) {
   pthread_mutex_lock(&lock);
   if (!cache.valid || cache.group != kernel_name || cache.launch_ns != launch_ns || cache.n_put != n_put) {
     const char *name = cp_strtab_str(kernel_name);
-    const ktime *k = name ? find(hash_str(name), launch_ns) : NULL;
+    const ktime *k = name ? find(cp_fnv_str(name), launch_ns) : NULL;
     cache.group = kernel_name;
     cache.launch_ns = launch_ns;
     cache.n_put = n_put;

@@ -17,6 +17,7 @@
 
 #include "core/check.h"
 #include "core/error.h"
+#include "core/fnv.h"
 #include "cproton/cproton.h"
 #include "core/kfacts.h"
 
@@ -89,16 +90,6 @@ typedef struct aliased {
 static _Thread_local aliased acache[64];
 static _Atomic unsigned generation = 1;
 
-/* One FNV-1a step: names, configurations and cache keys hash alike. */
-static uint64_t mix(uint64_t h, uint64_t x) { return (h ^ x) * 0x100000001b3ull; }
-#define FNV_BASIS 0xcbf29ce484222325ull
-
-static uint64_t hash_of(const char *s) {
-  uint64_t h = FNV_BASIS;
-  for (; *s; s++)
-    h = mix(h, (uint8_t)*s);
-  return h;
-}
 
 static kernel *slot(kernel *t, size_t c, const char *name, uint64_t h) {
   size_t i = h & (c - 1);
@@ -122,7 +113,7 @@ static int grow(void) {
 
 /* The kernel's entry, added when new; NULL when out of memory. Locked. */
 static kernel *find_or_add(const char *name) {
-  uint64_t h = hash_of(name);
+  uint64_t h = cp_fnv_str(name);
   kernel *k = cap ? slot(table, cap, name, h) : NULL;
   if (k && k->name)
     return k;
@@ -143,11 +134,11 @@ static void put(kernel *k, int f, int64_t v) {
 }
 
 static uint64_t config_of(const cp_kfacts_launch *l) {
-  uint64_t h = FNV_BASIS;
+  uint64_t h = CP_FNV_BASIS;
   const uint32_t w[7] = {l->grid[0], l->grid[1], l->grid[2], l->block[0],
                          l->block[1], l->block[2], (uint32_t)l->smem_dynamic};
   for (int i = 0; i < 7; i++)
-    h = mix(h, w[i]);
+    h = cp_fnv_mix(h, w[i]);
   return h;
 }
 
@@ -193,7 +184,7 @@ int cp_kfacts_launch_note(const char *kernel_name, const cp_kfacts_launch *l) {
   /* the cache's key: the configuration and the variant (registers and
    * static shared memory tell compiled variants apart) */
   uint64_t cfg = config_of(l);
-  uint64_t config = mix(mix(cfg, (uint64_t)l->regs), (uint64_t)l->smem_static);
+  uint64_t config = cp_fnv_mix(cp_fnv_mix(cfg, (uint64_t)l->regs), (uint64_t)l->smem_static);
   unsigned gen = atomic_load_explicit(&generation, memory_order_relaxed);
   seen *c = &cache[((uintptr_t)kernel_name >> 4) & 63];
   if (c->ptr == kernel_name && c->config == config && c->gen == gen &&
@@ -303,11 +294,11 @@ int cp_kfacts_alias(const char *frame, const char *kernel_name) {
 
 /* The entry whose facts `name` shows: its own, else its alias's. Locked. */
 static kernel *facts_of(const char *name) {
-  kernel *k = cap ? slot(table, cap, name, hash_of(name)) : NULL;
+  kernel *k = cap ? slot(table, cap, name, cp_fnv_str(name)) : NULL;
   if (!k || !k->name)
     return NULL;
   if (!k->set && !k->n_var && k->alias) {
-    kernel *a = slot(table, cap, k->alias, hash_of(k->alias));
+    kernel *a = slot(table, cap, k->alias, cp_fnv_str(k->alias));
     return a->name ? a : k;
   }
   return k;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fnv.h"
 #include "core/error.h"
 #include "core/native_addr.h"
 #include "core/native_sym.h"
@@ -125,12 +126,6 @@ typedef struct label_count {
 static label_count *labels;
 static size_t labels_cap, labels_used;
 
-static uint64_t str_hash(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
 
 static int labels_grow(void) {
   size_t ncap = labels_cap ? labels_cap * 2 : 1024;
@@ -139,7 +134,7 @@ static int labels_grow(void) {
     return -1;
   for (size_t i = 0; i < labels_cap; i++)
     if (labels[i].label) {
-      size_t j = str_hash(labels[i].label) & (ncap - 1);
+      size_t j = cp_fnv_str(labels[i].label) & (ncap - 1);
       while (n[j].label)
         j = (j + 1) & (ncap - 1);
       n[j] = labels[i];
@@ -153,7 +148,7 @@ static int labels_grow(void) {
 static uint32_t label_use(const char *label) {
   if ((labels_used + 1) * 2 > labels_cap && labels_grow())
     return 0;
-  size_t j = str_hash(label) & (labels_cap - 1);
+  size_t j = cp_fnv_str(label) & (labels_cap - 1);
   while (labels[j].label && strcmp(labels[j].label, label) != 0)
     j = (j + 1) & (labels_cap - 1);
   if (!labels[j].label) {

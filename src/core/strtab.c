@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fnv.h"
 #include "core/check.h"
 #include "core/error.h"
 #include "core/sohash.h"
@@ -73,9 +74,7 @@ static int same_name(const cp_solink *l, const void *key) {
 /* FNV-1a, then a finaliser round: the set orders by the whole hash and
  * buckets by its top bits, which then depend on every bit of every byte. */
 static uint64_t hash_bytes(const char *s, size_t len) {
-  uint64_t h = 14695981039346656037ULL;
-  for (size_t i = 0; i < len; i++)
-    h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+  uint64_t h = cp_fnv_bytes(s, len);
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdULL;
   h ^= h >> 33;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fnv.h"
 #include "core/check.h"
 #include "core/error.h"
 #include "cproton/instrument.h"
@@ -45,12 +46,6 @@ static const char *where(assigner *a, const cp_ptx_site *s) {
   return cp_ptx_site_where(a->text, s, a->where, sizeof a->where);
 }
 
-static uint64_t hash_name(const char *s, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; i++)
-    h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-  return h;
-}
 
 static int is_event_id(const cp_scope_table *t, uint32_t id) {
   return t->parents[id] == CPROTON_SCOPE_PARENT_EVENT;
@@ -64,7 +59,7 @@ static int lookup(assigner *a, const cp_ptx_site *st, int32_t parent, uint32_t *
   size_t n = st->name_len;
   if (st->is_event)
     parent = CPROTON_SCOPE_PARENT_EVENT;
-  size_t i = hash_name(s, n) & (a->hcap - 1);
+  size_t i = cp_fnv_bytes(s, n) & (a->hcap - 1);
   for (; a->hash[i]; i = (i + 1) & (a->hcap - 1)) {
     const char *nm = t->names[a->hash[i] - 1];
     if (strlen(nm) == n && !memcmp(nm, s, n)) {

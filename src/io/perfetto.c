@@ -46,6 +46,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/fnv.h"
 #include "core/cct.h"
 #include "core/error.h"
 #include "core/grow.h"
@@ -77,10 +78,10 @@ int cp_perfetto_bit_test_set(writer *w, bits *b, uint32_t i) {
 }
 
 static uint64_t key_hash(const track_key *k) {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = CP_FNV_BASIS;
   const uint32_t v[5] = {k->kind, k->a, k->b, k->c, k->d};
   for (int i = 0; i < 5; i++)
-    h = (h ^ v[i]) * 1099511628211ull;
+    h = cp_fnv_mix(h, v[i]);
   return h;
 }
 
