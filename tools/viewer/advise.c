@@ -77,10 +77,14 @@ static const char *str(const cproton_profile *p, uint32_t node, uint32_t key) {
   return v.s;
 }
 
-static uint64_t hash_str(uint64_t h, const char *s) {
-  for (; *s; s++)
-    h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ ((const uint8_t *)p)[i]) * 0x100000001b3ull;
   return h ^ (h >> 29);
+}
+
+static uint64_t hash_str(uint64_t h, const char *s) {
+  return hash_bytes(h, s, strlen(s));
 }
 
 /* Open-addressing table from a 64-bit key to a kernel index. */
@@ -294,10 +298,11 @@ static void join(av_kernel *a, av_kernel *b) {
   from->dead = 1;
 }
 
+/* (parent path, launch count): the count's bits, as equal counts are
+ * equal doubles (whole numbers read from the same kind of field). */
 static uint64_t join_key(const av_kernel *k) {
-  char buf[40];
-  snprintf(buf, sizeof buf, "%.17g", k->f[AF_COUNT]);
-  return hash_str(k->parent ^ 0x9e3779b97f4a7c15ull, buf);
+  double count = k->f[AF_COUNT];
+  return hash_bytes(k->parent ^ 0x9e3779b97f4a7c15ull, &count, sizeof count);
 }
 
 /* One kernel under two names: Triton's launch hook names a kernel frame by
