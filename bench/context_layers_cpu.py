@@ -5,9 +5,13 @@ timed loops in each process, in CPU time of the thread: autograd runs CPU
 tensors' backward on the calling thread, and on a shared machine wall time
 counts other processes' turns).
 
-usage: context_layers_cpu.py [ROUNDS] [lines|loop]
-  lines: 25 blocks of four lines, one operation each (a run per operation,
-         the worst case for the link); loop: one line in a loop (one run)
+usage: context_layers_cpu.py [ROUNDS] [lines|loop] [kernels]
+  lines: 25 blocks of four lines, one operation each; loop: one line in a
+         loop; kernels: a fake kernel launched inside each ATen operator,
+         forward and backward (as tests/python/torch_fake_kernels.py does;
+         in every variant, "none" included, so the difference is cproton's:
+         the backward link works at launches, and without them it costs
+         nothing)
 Prints RESULT lines: microseconds per forward operation (its backward
 included) for none, shadow, python, python,aten, torch.profiler(with_stack)."""
 import json
@@ -22,7 +26,20 @@ from fresh_worker import interleaved, median_of  # noqa: E402
 VARIANTS = ("none", "shadow", "python", "python,aten", "torch_profiler")
 
 
-def child(variant, shape):
+def fake_kernels():
+    """A dispatch mode that launches one fake kernel inside each operator."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from cproton import _cproton
+
+    class FakeKernels(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            _cproton._fake_launch("k", release_gil=True)
+            return out
+    return FakeKernels()
+
+
+def child(variant, shape, kernels=False):
     import torch
     torch.set_num_threads(1)
     x = torch.randn(8, 8, requires_grad=True)
@@ -45,6 +62,8 @@ def child(variant, shape):
         h.sum().backward()
 
     stop = lambda: None  # noqa: E731
+    if kernels:
+        fake_kernels().__enter__()  # outer to cproton's modes, as a GPU operator's launch is
     if variant == "torch_profiler":
         prof = torch.profiler.profile(with_stack=True)
         prof.__enter__()
@@ -71,14 +90,16 @@ def child(variant, shape):
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     shape = sys.argv[2] if len(sys.argv) > 2 else "lines"
-    med = median_of(interleaved(__file__, VARIANTS, [shape], rounds), "us_per_op")
+    extra = sys.argv[3:4]  # "kernels"
+    med = median_of(interleaved(__file__, VARIANTS, [shape] + extra, rounds), "us_per_op")
     base = med["none"]
+    label = " ".join([shape] + extra)
     for v, m in med.items():
-        print(f"RESULT cpu {shape} {v}: {m:.2f} us per forward op (+{m - base:.2f})")
+        print(f"RESULT cpu {label} {v}: {m:.2f} us per forward op (+{m - base:.2f})")
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 3 and sys.argv[1] == "--child":
-        child(sys.argv[2], sys.argv[3])
+        child(sys.argv[2], sys.argv[3], sys.argv[4:5] == ["kernels"])
     else:
         main()
