@@ -71,11 +71,11 @@ static int query(uint64_t *seq, uint32_t *fb, size_t *n_fb, size_t max) {
 
 static cpy_link_torch torch_fns = {.query = query};
 
-/* Looks the two functions up in `lib` (once per process: they stay). NULL,
- * or why the link cannot be on. */
+/* Looks the two functions up in `lib` (each set-up; torch keeps the
+ * library loaded, so the same addresses come back and a launch still
+ * using the last ones is not disturbed). NULL, or why the link cannot be
+ * on. */
 static const char *resolve(const char *lib) {
-  if (torch_fns.peek && torch_fns.task_id)
-    return NULL;
   void *h = dlopen(lib, RTLD_NOLOAD | RTLD_LAZY);
   if (!h)
     return "libtorch_cpu is not loaded";
