@@ -6,9 +6,14 @@ Checks: no kernel at ROOT; kernels under "<backward>" == kernels the
 shadow run puts under its "backward" scope; kernel counts equal to
 context="shadow", also with "python,aten"; eager with "python,aten": >= 99%
 of kernel time under an "aten::" frame (compiled: reported); no nn.Module
-plumbing frame (module.py) and no torch.nn.functional frame doubled by the
-link's mode. Prints PASS/FAIL/RESULT lines."""
+plumbing frame (module.py) and no torch.nn.functional frame doubled; eager:
+every backward GEMM and layer-norm kernel under the forward path of the
+operation that made its node (a forward kernel's path: nn.Linear's or
+F.layer_norm's line; the fc2 line's weight-grad GEMMs under it); the
+compiled step: no recompile in a python session (Dynamo's unique_graphs
+count unchanged). Prints PASS/FAIL/RESULT lines."""
 import contextlib
+import re
 import json
 import os
 import sys
@@ -51,11 +56,15 @@ def main():
     step, sync = workloads.WORKLOADS[kind](chosen)
     for _ in range(3):  # warm-up: compile, autotune, allocator
         step()
-    for ctx in ("python", "python,aten"):  # Dynamo guards on the torch-function
-        proton.start(f"{kind}_warmup", context=ctx)  # mode stack: a compiled step
-        step()  # recompiles once under a python session (same graph)
+    from torch._dynamo.utils import counters
+    graphs = {}
+    for ctx in ("python", "python,aten"):  # no mode with "python": no recompile
+        before = counters["stats"].get("unique_graphs", 0)
+        proton.start(f"{kind}_warmup", context=ctx)
+        step()
         sync()
         proton.finalize()
+        graphs[ctx] = counters["stats"].get("unique_graphs", 0) - before
     scope["s"] = proton.scope
     shadow = run(step, sync, "shadow", f"{kind}_shadow")
     scope["s"] = contextlib.nullcontext
@@ -78,6 +87,11 @@ def main():
               (linked == backward and backward > 0, "every backward kernel under <backward>"),
               (not any("nn/modules/module.py" in f for f in frames), "no nn.Module plumbing frames"),
               (doubled == 0, "no torch function's frame doubled by the link's mode")]
+    print(f"RESULT {kind} new graphs in a session: {graphs}")
+    if kind == "train":
+        checks.append((graphs["python"] == 0, "no recompile in a python session"))
+    else:
+        checks += forward_paths(python)
     aten = run(step, sync, "python,aten", f"{kind}_aten")
     total = sum(t for _, _, t in aten)
     under = sum(t for p, _, t in aten if any(f.startswith("aten::") for f in p))
@@ -92,6 +106,31 @@ def main():
     sizes = {c: os.path.getsize(f"{kind}_{c}.hatchet") for c in ("shadow", "python", "aten")}
     print(f"RESULT {kind} profile bytes {sizes}")
     return 0 if all(ok for ok, _ in checks) else 1
+
+
+GEMM = re.compile(r"gemm|nvjet|xmma|cutlass", re.I)
+NORM = re.compile(r"layer_?norm|GammaBeta", re.I)
+
+
+def forward_paths(python):
+    """Eager: each backward GEMM / layer-norm kernel sits under the path of
+    a forward kernel (the node's first launch), which ends in nn.Linear's
+    forward or F.layer_norm; the fc2 line's weight-grad GEMMs under it."""
+    forward = {p for p, _, _ in python if "<backward>" not in p}
+    bw = [(p[:p.index("<backward>")], p[-1]) for p, _, _ in python if "<backward>" in p]
+    gemm = [pre for pre, k in bw if GEMM.search(k)]
+    norm = [pre for pre, k in bw if NORM.search(k)]
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench", "workloads.py")
+    fc2 = next(i + 1 for i, line in enumerate(open(src)) if "self.fc2(" in line)
+    under_fc2 = [pre for pre in gemm if len(pre) > 1 and pre[-2].endswith(f"workloads.py:{fc2}@forward")
+                 and "nn/modules/linear.py" in pre[-1]]
+    print(f"RESULT eager backward GEMM kernels {len(gemm)}, layer-norm {len(norm)}, "
+          f"under the fc2 line {len(under_fc2)}")
+    return [(gemm and all(pre in forward and "nn/modules/linear.py" in pre[-1] for pre in gemm),
+             "every backward GEMM under nn.Linear's forward path (a forward kernel's)"),
+            (norm and all(pre in forward and pre[-1].endswith("@layer_norm") for pre in norm),
+             "every backward layer-norm kernel under F.layer_norm's forward path"),
+            (len(under_fc2) > 0, "weight-grad GEMMs under the fc2 line")]
 
 
 if __name__ == "__main__":
