@@ -13,7 +13,9 @@ usage: context_layers_cpu.py [ROUNDS] [lines|loop] [kernels]
          the backward link works at launches, and without them it costs
          nothing)
 Prints RESULT lines: microseconds per forward operation (its backward
-included) for none, shadow, python, python,aten, torch.profiler(with_stack)."""
+included) for none, shadow, python, python,aten, torch.profiler(with_stack);
+with kernels also the forward pass alone per operation and the backward
+pass per backward launch."""
 import json
 import os
 import sys
@@ -26,15 +28,21 @@ from fresh_worker import interleaved, median_of  # noqa: E402
 VARIANTS = ("none", "shadow", "python", "python,aten", "torch_profiler")
 
 
+LAUNCHES = [0]
+
+
 def fake_kernels():
-    """A dispatch mode that launches one fake kernel inside each operator."""
+    """A dispatch mode that launches one fake kernel inside each operator
+    that computes (views launch nothing, as on a GPU), and counts them."""
     from torch.utils._python_dispatch import TorchDispatchMode
     from cproton import _cproton
 
     class FakeKernels(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
-            _cproton._fake_launch("k", release_gil=True)
+            if not func.is_view:
+                _cproton._fake_launch("k", release_gil=True)
+                LAUNCHES[0] += 1
             return out
     return FakeKernels()
 
@@ -51,15 +59,23 @@ def child(variant, shape, kernels=False):
         c = b * 0.5
         return c + h
 
+    parts = {"forward": 0.0, "backward": 0.0, "bw_launches": 0}
+
     def step():
+        t0 = time.thread_time()
         h = x
-        if shape == "loop":  # one line: one run for the whole chain
+        if shape == "loop":  # one line in a loop
             for _ in range(50):
                 h = torch.tanh(h @ w)
         else:
             for _ in range(25):
                 h = block(h)
-        h.sum().backward()
+        loss = h.sum()
+        t1, n = time.thread_time(), LAUNCHES[0]
+        loss.backward()
+        parts["forward"] += t1 - t0
+        parts["backward"] += time.thread_time() - t1
+        parts["bw_launches"] += LAUNCHES[0] - n
 
     stop = lambda: None  # noqa: E731
     if kernels:
@@ -77,25 +93,36 @@ def child(variant, shape, kernels=False):
         stop = proton.finalize
     for _ in range(5):
         step()
-    best = float("inf")
+    best = {"us_per_op": float("inf"), "fwd_us_per_op": float("inf"), "bw_us_per_launch": float("inf")}
     for _ in range(5):
+        parts.update(forward=0.0, backward=0.0, bw_launches=0)
         t = time.thread_time()  # CPU time: the machine may be shared
         for _ in range(20):
             step()
-        best = min(best, (time.thread_time() - t) / 20 / 100)
+        best["us_per_op"] = min(best["us_per_op"], (time.thread_time() - t) / 20 / 100 * 1e6)
+        best["fwd_us_per_op"] = min(best["fwd_us_per_op"], parts["forward"] / 20 / 100 * 1e6)
+        if parts["bw_launches"]:
+            best["bw_us_per_launch"] = min(best["bw_us_per_launch"],
+                                           parts["backward"] / parts["bw_launches"] * 1e6)
     stop()
-    print("JSON " + json.dumps({"us_per_op": best * 1e6}))  # 100 forward operations a step
+    print("JSON " + json.dumps(best))  # 100 forward operations a step
 
 
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     shape = sys.argv[2] if len(sys.argv) > 2 else "lines"
     extra = sys.argv[3:4]  # "kernels"
-    med = median_of(interleaved(__file__, VARIANTS, [shape] + extra, rounds), "us_per_op")
+    got = interleaved(__file__, VARIANTS, [shape] + extra, rounds)
+    med = median_of(got, "us_per_op")
     base = med["none"]
     label = " ".join([shape] + extra)
     for v, m in med.items():
         print(f"RESULT cpu {label} {v}: {m:.2f} us per forward op (+{m - base:.2f})")
+    if extra:  # the two passes apart
+        fwd, bw = median_of(got, "fwd_us_per_op"), median_of(got, "bw_us_per_launch")
+        for v in fwd:
+            print(f"RESULT cpu {label} {v} parts: forward {fwd[v]:.2f} us per op (+{fwd[v] - fwd['none']:.2f}), "
+                  f"backward {bw[v]:.2f} us per backward launch (+{bw[v] - bw['none']:.2f})")
 
 
 if __name__ == "__main__":
