@@ -28,6 +28,13 @@
  * reuses its longest matching outer part under the same validation rule
  * and probes the table only below it (see "the per-thread memo").
  *
+ * PyTorch. The kept frames go to the backward link (_pylink.c,
+ * cpy_link_compose), which records them as a forward path or replaces the
+ * caller's part by a node's forward path; inside a backward pass the walk
+ * tells it where the engine's entry frame is (cpy_frames_set_entries), and
+ * cpy_frames_before_entry finds the frames of another thread's backward()
+ * caller (with the GIL, for autograd's device threads).
+ *
  * Hot path: cpy_frames_unwind (launch callbacks, scope enter with
  * context="python"): in steady state no formatting, no allocation, no lock.
  * Called by cproton's core (through cproton_context_register) and by
@@ -145,11 +152,10 @@ static unsigned n_entries;
 static atomic_uint generation = 1;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* Which frames are dropped: those of files under a `skip` prefix, and the
- * callers of a function of `callers` ("file-prefix@function"): PyTorch's
- * torch-function dispatch calls a function twice, once to route it through
- * the backward link's mode (the frame that calls handle_torch_function)
- * and once to run it; only the second is the user's operation. Both lists
- * NULL-terminated, replaced under lock, old ones leaked. */
+ * callers of a function of `callers` ("file-prefix@function"): a router
+ * that calls its caller again (as PyTorch's handle_torch_function does
+ * under a torch-function mode) would show the user's operation twice.
+ * Both lists NULL-terminated, replaced under lock, old ones leaked. */
 static char **skip, **callers;
 #define DROP_SELF 1
 #define DROP_CALLER 2
