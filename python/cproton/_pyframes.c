@@ -574,8 +574,8 @@ int cpy_frames_set_entries(PyObject *codes) {
     }
   for (Py_ssize_t i = 0; i < MAX_ENTRIES; i++) {
     PyObject *co = i < n ? Py_NewRef(PySequence_Fast_GET_ITEM(seq, i)) : NULL;
-    /* the old ones may be compared by a launch right now: kept alive */
-    atomic_store(&entries[i], (PyCodeObject *)co);
+    /* a launch comparing the old pointer right now only compares it */
+    Py_XDECREF((PyObject *)atomic_exchange(&entries[i], (PyCodeObject *)co));
   }
   Py_DECREF(seq);
   return 0;

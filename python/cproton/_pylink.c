@@ -225,12 +225,14 @@ static size_t join(uint32_t *out, size_t max, const uint32_t *base, size_t nb,
     return 0;
   if (nb > max - 1)
     nb = max - 1;
-  memcpy(out, base, nb * sizeof *out);
+  if (nb)
+    memcpy(out, base, nb * sizeof *out);
   out[nb] = backward_id();
   size_t n = nb + 1;
   if (no > max - n)
     no = max - n;
-  memcpy(out + n, own, no * sizeof *out);
+  if (no)
+    memcpy(out + n, own, no * sizeof *out);
   return n + no;
 }
 
