@@ -43,6 +43,9 @@ def run(step, sync, ctx, name):
         step()
     sync()
     proton.finalize()
+    if ctx.startswith("python"):  # the link's counts (issue 28): lost links show here
+        from cproton import _cproton
+        print(f"RESULT {name} link {_cproton.link_stats()}")
     with open(name + ".hatchet") as f:
         return kernels(json.load(f)[0])
 
