@@ -437,3 +437,37 @@ def test_missing_libtorch_symbols_turn_the_link_off(monkeypatch):
         got = profile("python", lambda: step(x, w))
     assert got and not any("<backward>" in p for p, _, _, _ in got), got
     assert _cproton.link_stats() == before  # nothing recorded
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = torch.nn.LayerNorm(4)
+        self.fc1, self.fc2 = torch.nn.Linear(4, 8), torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.ln(x))))  # the MLP line
+
+
+def test_module_backward_under_its_forward_kernels():
+    """A GPT block's MLP (as bench/workloads.py's, 3-d input): each backward
+    GEMM (AddmmBackward0's mm) and the layer norm's backward sit under the
+    path of a forward kernel: nn.Linear's forward under the MLP line, and
+    F.layer_norm; the views around the GEMMs (aten::linear on 3-d input)
+    launch nothing and do not take a kernel's place."""
+    net = Mlp()
+    x = torch.randn(2, 3, 4, requires_grad=True)
+    got = profile("python", lambda: net(x).sum().backward())
+    forward = {f for p, _, _, f in got if "<backward>" not in p}
+    bw = {k: [(f[:f.index("<backward>")], c) for p, kk, c, f in got if kk == k and "<backward>" in p]
+          for k in ("k_mm", "k_native_layer_norm_backward")}
+    line = next(i + 1 for i, s in enumerate(open(HERE)) if "# the MLP line" in s and "return" in s)
+    # two linears, two GEMMs each (input and weight gradients), one path:
+    # fc1 and fc2 are called from one line
+    assert sum(c for _, c in bw["k_mm"]) == 4 and len(bw["k_native_layer_norm_backward"]) == 1, got
+    bw = {k: [pre for pre, _ in v] for k, v in bw.items()}
+    for pre in bw["k_mm"]:
+        assert pre in forward and pre[-1].rsplit("@", 1)[-1] == "forward" and "linear.py" in pre[-1], pre
+        assert pre[-2].startswith(f"{HERE}:{line}@"), pre
+    (ln,) = bw["k_native_layer_norm_backward"]
+    assert ln in forward and ln[-1].endswith("@layer_norm"), ln
