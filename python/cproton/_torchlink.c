@@ -197,6 +197,26 @@ static PyObject *py_link_ring_size(PyObject *m, PyObject *o) {
   Py_RETURN_NONE;
 }
 
+/* _frames_before_entry(): what a device thread's fallback search finds now
+ * (tests: the frame ids of another thread's backward() caller, outermost
+ * first), or None when no thread is inside backward(). */
+static PyObject *py_frames_before_entry(PyObject *m, PyObject *unused) {
+  uint32_t ids[CPY_LINK_MAX];
+  size_t n = cpy_frames_before_entry(ids, CPY_LINK_MAX);
+  if (n == CPY_NO_ENTRY)
+    Py_RETURN_NONE;
+  PyObject *list = PyList_New((Py_ssize_t)n);
+  for (size_t i = 0; list && i < n; i++) {
+    PyObject *id = PyLong_FromUnsignedLong(ids[i]);
+    if (!id) {
+      Py_CLEAR(list);
+      break;
+    }
+    PyList_SET_ITEM(list, (Py_ssize_t)i, id);
+  }
+  return list;
+}
+
 static PyMethodDef methods[] = {
     {"frame_id", py_frame_id, METH_O, "frame_id(name): an interned frame id"},
     {"op_call", (PyCFunction)(void (*)(void))py_op_call, METH_FASTCALL,
@@ -209,6 +229,9 @@ static PyMethodDef methods[] = {
      "link_stats(): the backward link's counts since link_setup"},
     {"_link_ring_size", py_link_ring_size, METH_O,
      "_link_ring_size(n): the ring's size at the next link_setup (tests)"},
+    {"_frames_before_entry", py_frames_before_entry, METH_NOARGS,
+     "_frames_before_entry(): another thread's backward() caller's frame ids "
+     "(tests)"},
     {NULL}};
 
 int cpy_torchlink_add(PyObject *m) {

@@ -471,3 +471,44 @@ def test_module_backward_under_its_forward_kernels():
         assert pre[-2].startswith(f"{HERE}:{line}@"), pre
     (ln,) = bw["k_native_layer_norm_backward"]
     assert ln in forward and ln[-1].endswith("@layer_norm"), ln
+
+
+def test_backward_caller_found_from_another_thread():
+    """On autograd's device threads (CUDA) the fallback is the frames of the
+    thread inside backward(), found with the GIL: here a thread waits inside
+    a custom Function's backward while this one looks (as a device thread's
+    first unlinked launch does)."""
+    import threading
+    from cproton import _cproton
+    ready, done = threading.Event(), threading.Event()
+
+    class Wait(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            ready.set()
+            done.wait(10)
+            return g
+
+    x, _ = leaves()
+
+    def caller():
+        Wait.apply(x).sum().backward()  # the caller line
+
+    sid = proton.start("t", context="python", backend="fake")
+    try:
+        assert _cproton._frames_before_entry() is None  # no thread inside backward()
+        t = threading.Thread(target=caller)
+        t.start()
+        assert ready.wait(10)
+        found = _cproton._frames_before_entry()
+        done.set()
+        t.join()
+    finally:
+        done.set()
+        proton.finalize(sid)
+    line = next(i + 1 for i, s in enumerate(open(HERE)) if "# the caller line" in s and "backward()" in s)
+    assert found and found[-1] == _cproton.frame_id(f"{HERE}:{line}@caller"), found
