@@ -65,8 +65,10 @@ static uint64_t hash_of(const uint32_t *ids, size_t n) {
   return h;
 }
 
-static int same(const cpy_pathtab *t, int32_t i, const uint32_t *ids, size_t n) {
-  return t->len[i] == n && memcmp(t->ids + t->start[i], ids, n * sizeof *ids) == 0;
+static int same(const cpy_pathtab *t, int32_t i, const uint32_t *ids,
+                size_t n) {
+  return t->len[i] == n &&
+         memcmp(t->ids + t->start[i], ids, n * sizeof *ids) == 0;
 }
 
 int32_t cpy_pathtab_intern(cpy_pathtab *t, const uint32_t *ids, size_t n) {

@@ -73,7 +73,7 @@ static cpy_link_counts counts;
 static atomic_uint fwd_gen;
 static _Thread_local unsigned my_gen;
 static _Atomic uint64_t last_p; /* written by the forward thread only */
-static uint64_t first_seq; /* the counter at start: older nodes have no record */
+static uint64_t first_seq; /* the counter at start: older nodes, no record */
 
 static _Thread_local struct {
   uint32_t ids[CPY_LINK_MAX];
@@ -131,7 +131,8 @@ void cpy_link_reset(void) {
 }
 
 int cpy_link_task(void) {
-  const cpy_link_torch *t = atomic_load_explicit(&torch_ops, memory_order_acquire);
+  const cpy_link_torch *t =
+      atomic_load_explicit(&torch_ops, memory_order_acquire);
   return t ? t->task_id() : -2;
 }
 
@@ -141,7 +142,7 @@ void cpy_link_counts_get(cpy_link_counts *out) {
   pthread_mutex_unlock(&lock);
 }
 
-/* ---- the forward record ---------------------------------------------------- */
+/* ---- the forward record ------------------------------------------------ */
 
 static size_t common_prefix(int32_t a, const uint32_t *ids, size_t n) {
   size_t na;
@@ -157,12 +158,14 @@ static void put(uint64_t seq, int32_t path) {
 }
 
 /* Nodes [from, p-1) at the common prefix, node p-1 at ids. Under lock. */
-static void record_nodes(uint64_t from, uint64_t p, const uint32_t *ids, size_t n) {
+static void record_nodes(uint64_t from, uint64_t p, const uint32_t *ids,
+                         size_t n) {
   int32_t exact = cpy_pathtab_intern(paths, ids, n);
   if (p - from > ring_mask + 1)
     from = p - (ring_mask + 1); /* older ones would be overwritten at once */
   if (from + 1 < p && prev_path >= 0) {
-    int32_t pre = cpy_pathtab_intern(paths, ids, common_prefix(prev_path, ids, n));
+    size_t n_pre = common_prefix(prev_path, ids, n);
+    int32_t pre = cpy_pathtab_intern(paths, ids, n_pre);
     for (uint64_t s = from; s + 1 < p; s++)
       if (pre >= 0)
         put(s, pre), counts.prefix++;
@@ -182,7 +185,8 @@ static void record_nodes(uint64_t from, uint64_t p, const uint32_t *ids, size_t 
 static void record(const cpy_link_torch *t, const uint32_t *ids, size_t n) {
   if (my_gen != atomic_load_explicit(&fwd_gen, memory_order_relaxed))
     return;
-  uint64_t p = t->peek(), from = atomic_load_explicit(&last_p, memory_order_relaxed);
+  uint64_t p = t->peek();
+  uint64_t from = atomic_load_explicit(&last_p, memory_order_relaxed);
   if (p == from || p == 0)
     return;
   atomic_store_explicit(&last_p, p, memory_order_relaxed);
@@ -194,7 +198,7 @@ static void record(const cpy_link_torch *t, const uint32_t *ids, size_t n) {
   pthread_mutex_unlock(&lock);
 }
 
-/* ---- the backward lookup --------------------------------------------------- */
+/* ---- the backward lookup ----------------------------------------------- */
 
 /* The cached fallback of graph task `task` into fb. 1 when cached. */
 static int fb_cached(int task, uint32_t *fb, size_t *n) {
@@ -289,7 +293,8 @@ static size_t backward_path(const cpy_link_torch *t, uint32_t *ids, size_t n,
 
 size_t cpy_link_compose(uint32_t *ids, size_t n, size_t n_outer, int task,
                         size_t max) {
-  const cpy_link_torch *t = atomic_load_explicit(&torch_ops, memory_order_acquire);
+  const cpy_link_torch *t =
+      atomic_load_explicit(&torch_ops, memory_order_acquire);
   if (t && task == -1)
     record(t, ids, n);
   else if (t && task >= 0)
@@ -300,7 +305,7 @@ size_t cpy_link_compose(uint32_t *ids, size_t n, size_t n_outer, int task,
   return n;
 }
 
-/* ---- operator frames ------------------------------------------------------- */
+/* ---- operator frames --------------------------------------------------- */
 
 void cpy_link_op_push(uint32_t id) {
   if (ops.n < CPY_LINK_MAX)

@@ -30,7 +30,8 @@ static PyObject *s_sequence_nr;
 static size_t ring_size; /* the test-only setter's; 0: the default */
 
 static const char *const sym_peek = "_ZN2at15sequence_number4peekEv";
-static const char *const sym_task = "_ZN5torch8autograd25get_current_graph_task_idEv";
+static const char *const sym_task =
+    "_ZN5torch8autograd25get_current_graph_task_idEv";
 
 static int finalizing(void) {
 #if PY_VERSION_HEX >= 0x030D0000
@@ -97,7 +98,8 @@ static PyObject *py_link_setup(PyObject *m, PyObject *args) {
   if (!PyArg_ParseTuple(args, "sOO", &lib, &node_fn, &codes))
     return NULL;
   if (!PyCallable_Check(node_fn))
-    return PyErr_Format(PyExc_TypeError, "link_setup: current_node must be callable");
+    return PyErr_Format(PyExc_TypeError,
+                        "link_setup: current_node must be callable");
   const char *missing = resolve(lib);
   if (missing)
     return PyUnicode_FromFormat("%s: %s not found in %s", "backward link off",
