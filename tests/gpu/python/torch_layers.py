@@ -26,12 +26,13 @@ STEPS = 3
 
 
 def kernels(node, path=()):
-    """(path of frame names, count, time ns) of every kernel node."""
+    """(path of frame names, count, time ns, kernel name) of every kernel
+    node."""
     out = []
     for c in node["children"]:
         name, m = c["frame"]["name"], c["metrics"]
         if m.get("count", 0) and not c["children"]:
-            out.append((path, m["count"], m.get("time (ns)", 0)))
+            out.append((path, m["count"], m.get("time (ns)", 0), name))
         out += kernels(c, path + (name,))
     return out
 
@@ -72,17 +73,17 @@ def main():
     shadow = run(step, sync, "shadow", f"{kind}_shadow")
     scope["s"] = contextlib.nullcontext
     python = run(step, sync, "python", f"{kind}_python")
-    n_shadow, n_python = sum(c for _, c, _ in shadow), sum(c for _, c, _ in python)
-    backward = sum(c for p, c, _ in shadow if "backward" in p)
-    at_root = sum(c for p, c, _ in python if not p)
-    linked = sum(c for p, c, _ in python if "<backward>" in p)
+    n_shadow, n_python = sum(c for _, c, _, _ in shadow), sum(c for _, c, _, _ in python)
+    backward = sum(c for p, c, _, _ in shadow if "backward" in p)
+    at_root = sum(c for p, c, _, _ in python if not p)
+    linked = sum(c for p, c, _, _ in python if "<backward>" in p)
     print(f"RESULT {kind} kernels shadow={n_shadow} python={n_python} backward={backward} "
           f"under <backward>={linked} at ROOT={at_root}")
-    frames = {f for p, _, _ in python for f in p}
+    frames = {f for p, _, _, _ in python for f in p}
     # issue 28, profile size: nn.Module's call plumbing is not in the paths,
     # nor the routing frame of a torch function under the link's mode
     # (F.layer_norm at its handle_torch_function line above its body line)
-    doubled = sum(1 for p, _, _ in python for a, b in zip(p, p[1:])
+    doubled = sum(1 for p, _, _, _ in python for a, b in zip(p, p[1:])
                   if a.rsplit("@", 1)[-1] == b.rsplit("@", 1)[-1]
                   and a.rsplit(":", 1)[0] == b.rsplit(":", 1)[0] and "functional.py" in a)
     checks = [(at_root == 0, "no kernel at ROOT"),
@@ -96,12 +97,12 @@ def main():
     else:
         checks += forward_paths(python)
     aten = run(step, sync, "python,aten", f"{kind}_aten")
-    total = sum(t for _, _, t in aten)
-    under = sum(t for p, _, t in aten if any(f.startswith("aten::") for f in p))
-    n_aten = sum(c for _, c, _ in aten)
+    total = sum(t for _, _, t, _ in aten)
+    under = sum(t for p, _, t, _ in aten if any(f.startswith("aten::") for f in p))
+    n_aten = sum(c for _, c, _, _ in aten)
     print(f"RESULT {kind} aten: {under / max(total, 1):.4f} of kernel time under aten:: ({n_aten} kernels)")
     checks += [(n_aten == n_shadow, "python,aten: kernel count unchanged against shadow"),
-               (sum(c for p, c, _ in aten if not p) == 0, "python,aten: no kernel at ROOT")]
+               (sum(c for p, c, _, _ in aten if not p) == 0, "python,aten: no kernel at ROOT")]
     if kind == "eager":  # Inductor's own Triton kernels run inside no operator
         checks.append((under >= 0.99 * total and total > 0, ">= 99% of kernel time under aten::"))
     for ok, what in checks:
@@ -119,8 +120,8 @@ def forward_paths(python):
     """Eager: each backward GEMM / layer-norm kernel sits under the path of
     a forward kernel (the node's first launch), which ends in nn.Linear's
     forward or F.layer_norm; the fc2 line's weight-grad GEMMs under it."""
-    forward = {p for p, _, _ in python if "<backward>" not in p}
-    bw = [(p[:p.index("<backward>")], p[-1]) for p, _, _ in python if "<backward>" in p]
+    forward = {p for p, _, _, _ in python if "<backward>" not in p}
+    bw = [(p[:p.index("<backward>")], k) for p, _, _, k in python if "<backward>" in p]
     gemm = [pre for pre, k in bw if GEMM.search(k)]
     norm = [pre for pre, k in bw if NORM.search(k)]
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench", "workloads.py")
