@@ -18,15 +18,12 @@ from fresh_worker import interleaved, median_of  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VARIANTS = ("none", "python", "python_aten", "torch_profiler", "proton36", "shadow",
-            "python_nolink", "python_passthrough", "shadow_callbacks")
+            "python_nolink", "shadow_callbacks")
 # python_nolink: context="python" without the PyTorch layers (backward at
 # ROOT, as Proton), to split the cost between the Python context and the
 # link; shadow_callbacks: "shadow" with a CUPTI callback per launch
 # (CPROTON_CUPTI_LAZY=0), the floor that "python" pays: it reads a call path
-# per launch, so lazy callbacks (docs/cupti.md) stay on; python_passthrough:
-# python_nolink with a TorchFunctionMode that only passes each call on, the
-# floor of any such mode (PyTorch's dispatch to Python per call), to split
-# the link's cost between that and its own work.
+# per launch, so lazy callbacks (docs/cupti.md) stay on.
 STEPS = 20
 
 
@@ -40,21 +37,17 @@ def child(variant, kind, out):
         step()
     sync()
     stop, path = (lambda: None), None
-    if variant in ("python", "python_aten", "shadow", "python_nolink", "python_passthrough",
-                   "shadow_callbacks"):
+    if variant in ("python", "python_aten", "shadow", "python_nolink", "shadow_callbacks"):
         if variant == "shadow_callbacks":
             os.environ["CPROTON_CUPTI_LAZY"] = "0"
         import cproton as proton
-        if variant in ("python_nolink", "python_passthrough"):
+        if variant == "python_nolink":
             from cproton import _torchlink
             _torchlink.install = lambda *a, **k: None
         path = os.path.join(out, f"{variant}")
         proton.start(path, context={"python_aten": "python,aten", "python_nolink": "python",
-                                    "python_passthrough": "python",
                                     "shadow_callbacks": "shadow"}.get(variant, variant))
         stop = proton.finalize
-        if variant == "python_passthrough":
-            stop = _passthrough_mode(proton.finalize)
     elif variant == "proton36":
         import triton.profiler as proton
         path = os.path.join(out, "proton36")
@@ -65,8 +58,8 @@ def child(variant, kind, out):
         prof = torch.profiler.profile(with_stack=True)
         prof.__enter__()
         stop = lambda: prof.__exit__(None, None, None)  # noqa: E731
-    for _ in range(3):  # under the profiler: a compiled step recompiles once
-        step()  # under a python session (Dynamo guards on the mode stack)
+    for _ in range(3):  # under the profiler first (torch.profiler's own warm-up)
+        step()
     sync()
     t = time.perf_counter()
     for _ in range(STEPS):
@@ -79,23 +72,11 @@ def child(variant, kind, out):
     print("JSON " + json.dumps({"variant": variant, "step_s": dt, "bytes": size, "link": link}))
 
 
-def _passthrough_mode(stop):
-    """Pushes a TorchFunctionMode that only passes calls on; returns `stop`
-    preceded by its pop."""
-    from torch.overrides import TorchFunctionMode
-
-    class Passthrough(TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            return func(*args, **(kwargs or {}))
-
-    mode = Passthrough()
-    mode.__enter__()
-    return lambda: (mode.__exit__(None, None, None), stop())
-
-
 def _link_stats(variant, steps):
-    """The backward link's counts per step (_cproton.link_stats: PyTorch
-    calls through its mode, calls linked, runs, post-hooks), or None."""
+    """The backward link's counts per step (_cproton.link_stats: forward
+    records, nodes linked exactly and at a common prefix, backward lookups,
+    linked, fallback, evicted, fallback not found, paths not stored), or
+    None."""
     if variant not in ("python", "python_aten"):
         return None
     from cproton import _cproton

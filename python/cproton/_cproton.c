@@ -6,7 +6,8 @@
  * _status.c (exceptions, warnings, the log queue), _metrics.c (metrics
  * and tensor metrics), _scope.c (the `Scope` type, scopes, states, ops,
  * the profiling flag), _launch.c (the Triton launch hook's body),
- * _instrument.c, _hookchain.c, _torchlink.c, _pyframes.c, _pylink.c.
+ * _instrument.c, _hookchain.c, _torchlink.c, _pyframes.c, _pylink.c,
+ * _pathtab.c.
  * Called by the Python modules of the package (profile.py, scope.py, ...).
  * Uses only the public header of the C library. */
 #define PY_SSIZE_T_CLEAN

@@ -28,6 +28,13 @@
  * reuses its longest matching outer part under the same validation rule
  * and probes the table only below it (see "the per-thread memo").
  *
+ * PyTorch. The kept frames go to the backward link (_pylink.c,
+ * cpy_link_compose), which records them as a forward path or replaces the
+ * caller's part by a node's forward path; inside a backward pass the walk
+ * tells it where the engine's entry frame is (cpy_frames_set_entries), and
+ * cpy_frames_before_entry finds the frames of another thread's backward()
+ * caller (with the GIL, for autograd's device threads).
+ *
  * Hot path: cpy_frames_unwind (launch callbacks, scope enter with
  * context="python"): in steady state no formatting, no allocation, no lock.
  * Called by cproton's core (through cproton_context_register) and by
@@ -145,11 +152,10 @@ static unsigned n_entries;
 static atomic_uint generation = 1;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* Which frames are dropped: those of files under a `skip` prefix, and the
- * callers of a function of `callers` ("file-prefix@function"): PyTorch's
- * torch-function dispatch calls a function twice, once to route it through
- * the backward link's mode (the frame that calls handle_torch_function)
- * and once to run it; only the second is the user's operation. Both lists
- * NULL-terminated, replaced under lock, old ones leaked. */
+ * callers of a function of `callers` ("file-prefix@function"): a router
+ * that calls its caller again (as PyTorch's handle_torch_function does
+ * under a torch-function mode) would show the user's operation twice.
+ * Both lists NULL-terminated, replaced under lock, old ones leaked. */
 static char **skip, **callers;
 #define DROP_SELF 1
 #define DROP_CALLER 2
@@ -281,12 +287,32 @@ static const entry *resolve(PyCodeObject *co, int offset, int gil,
   return e;
 }
 
+/* ---- the engine's entry ----------------------------------------------------
+ *
+ * Inside a backward pass the link (_pylink.c) needs to know which of the
+ * thread's frames are the caller of backward() and which run the node:
+ * those older and newer than the innermost frame of the engine's entry
+ * (torch.autograd.graph._engine_run_backward, or torch.autograd.backward
+ * and .grad in a torch without it; cpy_frames_set_entries). Checked only
+ * on backward launches. */
+
+#define MAX_ENTRIES 4
+static _Atomic(PyCodeObject *) entries[MAX_ENTRIES]; /* strong references */
+
+static int is_entry(const PyCodeObject *co) {
+  for (int i = 0; i < MAX_ENTRIES; i++)
+    if (co == atomic_load_explicit(&entries[i], memory_order_relaxed) && co)
+      return 1;
+  return 0;
+}
+
 /* ---- walking ------------------------------------------------------------- */
 
 typedef struct walk {
   const entry *frames[MAX_WALK]; /* innermost first */
   size_t raw_index[MAX_WALK];    /* of each kept frame, among all frames */
   size_t n, raw;
+  size_t entry_raw; /* the innermost entry frame's raw index, or CPY_NO_ENTRY */
   int gil;
   int inner_drops_caller; /* the frame visited last (inner) says so */
   entry scratch;
@@ -295,6 +321,8 @@ typedef struct walk {
 
 static void visit(walk *w, PyCodeObject *co, int offset) {
   size_t raw = w->raw++;
+  if (w->entry_raw == CPY_NO_ENTRY && is_entry(co))
+    w->entry_raw = raw;
   int caller_dropped = w->inner_drops_caller;
   w->inner_drops_caller = 0;
   if (w->n >= MAX_WALK)
@@ -356,6 +384,7 @@ static void walk_public(walk *w, PyThreadState *ts) {
 
 static void walk_current(walk *w) {
   w->n = w->raw = 0;
+  w->entry_raw = CPY_NO_ENTRY;
   w->inner_drops_caller = 0;
   PyThreadState *ts = PyGILState_GetThisThreadState();
   if (!ts || !atomic_load(&registered))
@@ -456,25 +485,36 @@ static void refresh(memo *m, size_t raw) {
   m->n = keep;
 }
 
-/* The link prefix (when the thread runs a linked backward node), the kept
- * frames of m->f[from, raw) (all of them without a link), then the
- * operator frames; outermost first. */
+/* ---- the link's view of the walk ---------------------------------------- */
+
+/* The raw index (outermost first) of the innermost entry frame of m's
+ * walk, or CPY_NO_ENTRY. */
+static size_t entry_of(const memo *m, size_t raw) {
+  for (size_t j = raw; j-- > 0;)
+    if (is_entry(m->f[j].code))
+      return j;
+  return CPY_NO_ENTRY;
+}
+
+/* The kept frames of m->f[0, raw), outermost first, without the entry
+ * frame, then the link's composition (the forward record, or the backward
+ * path) and the operator frames. */
 static size_t emit(const memo *m, size_t raw, uint32_t *ids, size_t max) {
-  cpy_link_view v;
-  cpy_link_view_get(&v, raw);
-  size_t n = 0, from = 0;
-  if (v.n_prefix) {
-    for (; n < v.n_prefix && n < max; n++)
-      ids[n] = v.prefix[n];
-    from = v.anchor; /* frames newer than the anchor */
-  }
-  for (size_t j = from; j < raw && n < max; j++)
+  int task = cpy_link_task();
+  size_t at = task >= 0 ? entry_of(m, raw) : CPY_NO_ENTRY;
+  size_t n = 0, outer = CPY_NO_ENTRY;
+  for (size_t j = 0; j < raw && n < max; j++) {
+    if (j == at) {
+      outer = n;
+      continue;
+    }
     if (!(m->f[j].drop & DROP_SELF) &&
         !(j + 1 < raw && (m->f[j + 1].drop & DROP_CALLER)))
       ids[n++] = m->f[j].id;
-  for (size_t i = 0; i < v.n_ops && n < max; i++)
-    ids[n++] = v.ops[i];
-  return n;
+  }
+  if (at != CPY_NO_ENTRY && outer == CPY_NO_ENTRY)
+    outer = n; /* the ids ran out before the entry */
+  return cpy_link_compose(ids, n, outer, task, max);
 }
 
 /* The walk without the memo (other Python versions, stacks deeper than
@@ -482,21 +522,18 @@ static size_t emit(const memo *m, size_t raw, uint32_t *ids, size_t max) {
 static size_t unwind_plain(uint32_t *ids, size_t max) {
   static _Thread_local walk w;
   walk_current(&w);
-  cpy_link_view v;
-  cpy_link_view_get(&v, w.raw);
-  size_t n = 0, own = w.n;
-  if (v.n_prefix) {
-    for (n = 0; n < v.n_prefix && n < max; n++)
-      ids[n] = v.prefix[n];
-    own = 0; /* frames newer than the anchor: innermost raw indices */
-    while (own < w.n && w.raw_index[own] < w.raw - v.anchor)
-      own++;
+  int task = cpy_link_task();
+  size_t n = 0, outer = CPY_NO_ENTRY;
+  for (size_t i = w.n; i-- > 0 && n < max;) { /* outermost first */
+    if (task >= 0 && w.entry_raw != CPY_NO_ENTRY && outer == CPY_NO_ENTRY &&
+        w.raw_index[i] <= w.entry_raw)
+      outer = n; /* the frames from here on are newer than the entry */
+    if (w.raw_index[i] != w.entry_raw)
+      ids[n++] = w.frames[i]->id;
   }
-  for (size_t i = own; i-- > 0 && n < max;) /* outermost first */
-    ids[n++] = w.frames[i]->id;
-  for (size_t i = 0; i < v.n_ops && n < max; i++)
-    ids[n++] = v.ops[i];
-  return n;
+  if (task >= 0 && w.entry_raw != CPY_NO_ENTRY && outer == CPY_NO_ENTRY)
+    outer = n;
+  return cpy_link_compose(ids, n, outer, task, max);
 }
 
 /* The calling thread's memo. Not inlined: the module is a shared object,
@@ -524,19 +561,76 @@ size_t cpy_frames_unwind(void *user, uint32_t *ids, size_t max) {
   return unwind_plain(ids, max);
 }
 
-size_t cpy_frames_raw_depth(void) {
-#if CPY_DIRECT_WALK /* a count: no frame is named */
-  PyThreadState *ts = PyGILState_GetThisThreadState();
-  size_t n = 0;
-  if (ts && atomic_load_explicit(&registered, memory_order_relaxed))
-    for (iframe *f = innermost(ts); f; f = visible(f->previous))
-      n++;
-  return n;
-#else
-  static _Thread_local walk w;
-  walk_current(&w);
-  return w.raw;
-#endif
+int cpy_frames_set_entries(PyObject *codes) {
+  PyObject *seq = PySequence_Fast(codes, "entries must be a sequence of code objects");
+  if (!seq)
+    return -1;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  for (Py_ssize_t i = 0; i < n; i++)
+    if (!PyCode_Check(PySequence_Fast_GET_ITEM(seq, i)) || i >= MAX_ENTRIES) {
+      Py_DECREF(seq);
+      PyErr_SetString(PyExc_TypeError, "entries: at most 4 code objects");
+      return -1;
+    }
+  for (Py_ssize_t i = 0; i < MAX_ENTRIES; i++) {
+    PyObject *co = i < n ? Py_NewRef(PySequence_Fast_GET_ITEM(seq, i)) : NULL;
+    /* a launch comparing the old pointer right now only compares it */
+    Py_XDECREF((PyObject *)atomic_exchange(&entries[i], (PyCodeObject *)co));
+  }
+  Py_DECREF(seq);
+  return 0;
+}
+
+/* The frames of `ts` older than its innermost entry frame, outermost
+ * first, through the cache and the skip rules as the unwinder names them;
+ * CPY_NO_ENTRY when it has no entry frame. GIL. */
+static size_t thread_before_entry(PyThreadState *ts, uint32_t *ids, size_t max) {
+  static _Thread_local struct {
+    PyCodeObject *code[MAX_WALK];
+    int offset[MAX_WALK];
+    uint32_t kept[MAX_WALK];
+    entry scratch;
+    char text[TEXT_MAX];
+  } w;
+  size_t raw = 0, k = CPY_NO_ENTRY, n = 0;
+  PyFrameObject *f = PyThreadState_GetFrame(ts);
+  for (; f && raw < MAX_WALK; raw++) { /* the frames keep their code alive */
+    PyCodeObject *co = PyFrame_GetCode(f);
+    if (k == CPY_NO_ENTRY && is_entry(co))
+      k = raw;
+    w.code[raw] = co, w.offset[raw] = PyFrame_GetLasti(f) / 2;
+    Py_DECREF(co);
+    PyFrameObject *back = PyFrame_GetBack(f);
+    Py_DECREF(f);
+    f = back;
+  }
+  Py_XDECREF(f);
+  if (k == CPY_NO_ENTRY)
+    return CPY_NO_ENTRY;
+  int dropped = 0; /* by the frame inner to this one (DROP_CALLER) */
+  for (size_t i = k; i < raw; i++) {
+    const entry *e = resolve(w.code[i], w.offset[i], 1, &w.scratch, w.text);
+    int keep = i != k && e && !(e->drop & DROP_SELF) && !dropped;
+    dropped = e && (e->drop & DROP_CALLER);
+    if (keep)
+      w.kept[n++] = e->id;
+  }
+  size_t out = n < max ? n : max; /* the outermost ones */
+  for (size_t i = 0; i < out; i++)
+    ids[i] = w.kept[n - 1 - i];
+  return out;
+}
+
+size_t cpy_frames_before_entry(uint32_t *ids, size_t max) {
+  PyThreadState *me = PyThreadState_Get();
+  PyInterpreterState *in = PyThreadState_GetInterpreter(me);
+  for (PyThreadState *ts = PyInterpreterState_ThreadHead(in); ts;
+       ts = PyThreadState_Next(ts)) {
+    size_t n = ts == me ? CPY_NO_ENTRY : thread_before_entry(ts, ids, max);
+    if (n != CPY_NO_ENTRY)
+      return n;
+  }
+  return CPY_NO_ENTRY;
 }
 
 PyObject *cpy_frames_current(void) {

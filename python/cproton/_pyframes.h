@@ -29,8 +29,16 @@ PyObject *cpy_frames_current(void);
 /* The unwinder itself (cproton_unwind_fn). */
 size_t cpy_frames_unwind(void *user, uint32_t *ids, size_t max);
 
-/* The number of frames of the calling thread, skipped ones included (the
- * anchor of a backward link, see _pylink.h). */
-size_t cpy_frames_raw_depth(void);
+/* The code objects of the autograd engine's entry (at most 4; a sequence
+ * of code objects, references kept): in a backward pass the frames older
+ * than the innermost one are backward()'s caller, the newer ones the
+ * node's own (_pylink.h). Returns 0, or -1 with an exception. GIL. */
+int cpy_frames_set_entries(PyObject *codes);
+
+/* The frames of another thread inside backward() (one whose frames hold
+ * an entry), older than its innermost entry frame: named and skipped as
+ * the unwinder does, outermost first, at most `max`; their number, or
+ * CPY_NO_ENTRY (_pylink.h) when no thread is inside backward(). GIL. */
+size_t cpy_frames_before_entry(uint32_t *ids, size_t max);
 
 #endif

@@ -50,9 +50,9 @@ def set_python_skip(prefixes, callers_of=()) -> None:
 
 
 def set_torch_skip(prefixes, callers_of=()) -> None:
-    """PyTorch's dispatch helpers, dropped too while the backward link is
-    on (profile._link_torch), and the callers of the functions in
-    `callers_of` ("file-prefix@function")."""
+    """PyTorch's dispatch helpers and nn.Module's call plumbing, dropped
+    too while the backward link is on (profile._link_torch), and the callers
+    of the functions in `callers_of` ("file-prefix@function"; none now)."""
     global _torch_skip, _torch_callers
     _torch_skip, _torch_callers = list(prefixes), list(callers_of)
     _cproton.set_frame_skip(_skip + _torch_skip, _callers + _torch_callers)

@@ -332,7 +332,7 @@ def _link_torch():
 
 def _torch_skip():
     if _torchlink.installed():
-        _context.set_torch_skip(_torchlink.torch_skip(), _torchlink.torch_skip_callers())
+        _context.set_torch_skip(_torchlink.torch_skip())
     else:
         _context.set_torch_skip([])
 
