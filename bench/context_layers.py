@@ -24,7 +24,10 @@ VARIANTS = ("none", "python", "python_aten", "torch_profiler", "proton36", "shad
 # link; shadow_callbacks: "shadow" with a CUPTI callback per launch
 # (CPROTON_CUPTI_LAZY=0), the floor that "python" pays: it reads a call path
 # per launch, so lazy callbacks (docs/cupti.md) stay on.
-STEPS = 20
+# Timed steps per process: the eager step is ~7 ms, so 60 steps (~0.4 s)
+# keep a process's figure from hanging on a few slow steps (20 steps gave
+# spreads of ~1 ms/step between rounds).
+STEPS = int(os.environ.get("CONTEXT_LAYERS_STEPS", "60"))
 
 
 def child(variant, kind, out):
