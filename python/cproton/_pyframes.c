@@ -298,13 +298,23 @@ static const entry *resolve(PyCodeObject *co, int offset, int gil,
 
 #define MAX_ENTRIES 4
 static _Atomic(PyCodeObject *) entries[MAX_ENTRIES]; /* strong references */
+/* Node makers: Python functions that make an autograd node and then run
+ * Python code that launches (autograd.Function.apply: its node is made
+ * before forward() runs). A node's forward path ends at the caller of the
+ * innermost maker frame, not at its first kernel's launch site inside
+ * forward() (for a compiled region, Inductor's first kernel call). Checked
+ * only when a forward launch records (cpy_link_wants_record). */
+static _Atomic(PyCodeObject *) makers[MAX_ENTRIES];
 
-static int is_entry(const PyCodeObject *co) {
+static int in_set(_Atomic(PyCodeObject *) *set, const PyCodeObject *co) {
   for (int i = 0; i < MAX_ENTRIES; i++)
-    if (co == atomic_load_explicit(&entries[i], memory_order_relaxed) && co)
+    if (co == atomic_load_explicit(&set[i], memory_order_relaxed) && co)
       return 1;
   return 0;
 }
+
+static int is_entry(const PyCodeObject *co) { return in_set(entries, co); }
+static int is_maker(const PyCodeObject *co) { return in_set(makers, co); }
 
 /* ---- walking ------------------------------------------------------------- */
 
@@ -313,6 +323,7 @@ typedef struct walk {
   size_t raw_index[MAX_WALK];    /* of each kept frame, among all frames */
   size_t n, raw;
   size_t entry_raw; /* the innermost entry frame's raw index, or CPY_NO_ENTRY */
+  size_t maker_raw; /* the innermost node maker's, or CPY_NO_ENTRY */
   int gil;
   int inner_drops_caller; /* the frame visited last (inner) says so */
   entry scratch;
@@ -323,6 +334,8 @@ static void visit(walk *w, PyCodeObject *co, int offset) {
   size_t raw = w->raw++;
   if (w->entry_raw == CPY_NO_ENTRY && is_entry(co))
     w->entry_raw = raw;
+  if (w->maker_raw == CPY_NO_ENTRY && is_maker(co))
+    w->maker_raw = raw;
   int caller_dropped = w->inner_drops_caller;
   w->inner_drops_caller = 0;
   if (w->n >= MAX_WALK)
@@ -384,7 +397,7 @@ static void walk_public(walk *w, PyThreadState *ts) {
 
 static void walk_current(walk *w) {
   w->n = w->raw = 0;
-  w->entry_raw = CPY_NO_ENTRY;
+  w->entry_raw = w->maker_raw = CPY_NO_ENTRY;
   w->inner_drops_caller = 0;
   PyThreadState *ts = PyGILState_GetThisThreadState();
   if (!ts || !atomic_load(&registered))
@@ -489,24 +502,38 @@ static void refresh(memo *m, size_t raw) {
 
 /* The raw index (outermost first) of the innermost entry frame of m's
  * walk, or CPY_NO_ENTRY. */
-static size_t entry_of(const memo *m, size_t raw) {
+static size_t innermost_of(const memo *m, size_t raw,
+                           int (*is)(const PyCodeObject *)) {
   for (size_t j = raw; j-- > 0;)
-    if (is_entry(m->f[j].code))
+    if (is(m->f[j].code))
       return j;
   return CPY_NO_ENTRY;
 }
 
+/* The raw index that splits m's walk for the link: inside backward the
+ * engine's entry; at a forward launch that records, the innermost node
+ * maker; else none. */
+static size_t split_of(const memo *m, size_t raw, int task) {
+  if (task >= 0)
+    return innermost_of(m, raw, is_entry);
+  if (task == -1 && cpy_link_wants_record())
+    return innermost_of(m, raw, is_maker);
+  return CPY_NO_ENTRY;
+}
+
 /* The kept frames of m->f[0, raw), outermost first, without the entry
- * frame, then the link's composition (the forward record, or the backward
- * path) and the operator frames. */
+ * frame (a maker frame stays: it is part of the launch's own path), then
+ * the link's composition (the forward record, or the backward path) and
+ * the operator frames. */
 static size_t emit(const memo *m, size_t raw, uint32_t *ids, size_t max) {
   int task = cpy_link_task();
-  size_t at = task >= 0 ? entry_of(m, raw) : CPY_NO_ENTRY;
+  size_t at = split_of(m, raw, task);
   size_t n = 0, outer = CPY_NO_ENTRY;
   for (size_t j = 0; j < raw && n < max; j++) {
     if (j == at) {
       outer = n;
-      continue;
+      if (task >= 0)
+        continue;
     }
     if (!(m->f[j].drop & DROP_SELF) &&
         !(j + 1 < raw && (m->f[j + 1].drop & DROP_CALLER)))
@@ -523,15 +550,18 @@ static size_t unwind_plain(uint32_t *ids, size_t max) {
   static _Thread_local walk w;
   walk_current(&w);
   int task = cpy_link_task();
+  size_t split = task >= 0 ? w.entry_raw
+                 : task == -1 && cpy_link_wants_record() ? w.maker_raw
+                                                         : CPY_NO_ENTRY;
   size_t n = 0, outer = CPY_NO_ENTRY;
   for (size_t i = w.n; i-- > 0 && n < max;) { /* outermost first */
-    if (task >= 0 && w.entry_raw != CPY_NO_ENTRY && outer == CPY_NO_ENTRY &&
-        w.raw_index[i] <= w.entry_raw)
-      outer = n; /* the frames from here on are newer than the entry */
-    if (w.raw_index[i] != w.entry_raw)
+    if (split != CPY_NO_ENTRY && outer == CPY_NO_ENTRY &&
+        w.raw_index[i] <= split)
+      outer = n; /* the frames from here on are newer than the split */
+    if (task < 0 || w.raw_index[i] != w.entry_raw)
       ids[n++] = w.frames[i]->id;
   }
-  if (task >= 0 && w.entry_raw != CPY_NO_ENTRY && outer == CPY_NO_ENTRY)
+  if (split != CPY_NO_ENTRY && outer == CPY_NO_ENTRY)
     outer = n;
   return cpy_link_compose(ids, n, outer, task, max);
 }
@@ -561,24 +591,32 @@ size_t cpy_frames_unwind(void *user, uint32_t *ids, size_t max) {
   return unwind_plain(ids, max);
 }
 
-int cpy_frames_set_entries(PyObject *codes) {
-  PyObject *seq = PySequence_Fast(codes, "entries must be a sequence of code objects");
+static int set_codes(_Atomic(PyCodeObject *) *set, PyObject *codes,
+                     const char *what) {
+  PyObject *seq = PySequence_Fast(codes, "expected a sequence of code objects");
   if (!seq)
     return -1;
   Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
   for (Py_ssize_t i = 0; i < n; i++)
     if (!PyCode_Check(PySequence_Fast_GET_ITEM(seq, i)) || i >= MAX_ENTRIES) {
       Py_DECREF(seq);
-      PyErr_SetString(PyExc_TypeError, "entries: at most 4 code objects");
+      PyErr_Format(PyExc_TypeError, "%s: at most 4 code objects", what);
       return -1;
     }
   for (Py_ssize_t i = 0; i < MAX_ENTRIES; i++) {
     PyObject *co = i < n ? Py_NewRef(PySequence_Fast_GET_ITEM(seq, i)) : NULL;
     /* a launch comparing the old pointer right now only compares it */
-    Py_XDECREF((PyObject *)atomic_exchange(&entries[i], (PyCodeObject *)co));
+    Py_XDECREF((PyObject *)atomic_exchange(&set[i], (PyCodeObject *)co));
   }
   Py_DECREF(seq);
   return 0;
+}
+
+int cpy_frames_set_entries(PyObject *codes, PyObject *node_makers) {
+  return set_codes(entries, codes, "entries") < 0 ||
+                 set_codes(makers, node_makers, "node makers") < 0
+             ? -1
+             : 0;
 }
 
 /* The frames of `ts` older than its innermost entry frame, outermost

@@ -32,8 +32,10 @@ size_t cpy_frames_unwind(void *user, uint32_t *ids, size_t max);
 /* The code objects of the autograd engine's entry (at most 4; a sequence
  * of code objects, references kept): in a backward pass the frames older
  * than the innermost one are backward()'s caller, the newer ones the
- * node's own (_pylink.h). Returns 0, or -1 with an exception. GIL. */
-int cpy_frames_set_entries(PyObject *codes);
+ * node's own (_pylink.h). And those of the node makers (at most 4;
+ * autograd.Function.apply): a forward record made below one ends at the
+ * frames older than it. Returns 0, or -1 with an exception. GIL. */
+int cpy_frames_set_entries(PyObject *codes, PyObject *node_makers);
 
 /* The frames of another thread inside backward() (one whose frames hold
  * an entry), older than its innermost entry frame: named and skipped as

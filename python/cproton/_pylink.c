@@ -180,6 +180,15 @@ static void record_nodes(uint64_t from, uint64_t p, const uint32_t *ids,
   counts.records++;
 }
 
+int cpy_link_wants_record(void) {
+  const cpy_link_torch *t =
+      atomic_load_explicit(&torch_ops, memory_order_acquire);
+  if (!t || my_gen != atomic_load_explicit(&fwd_gen, memory_order_relaxed))
+    return 0;
+  uint64_t p = t->peek();
+  return p != 0 && p != atomic_load_explicit(&last_p, memory_order_relaxed);
+}
+
 /* A launch of the forward thread outside backward: one compare, and a
  * record when the sequence counter moved since the last one. */
 static void record(const cpy_link_torch *t, const uint32_t *ids, size_t n) {
@@ -295,8 +304,8 @@ size_t cpy_link_compose(uint32_t *ids, size_t n, size_t n_outer, int task,
                         size_t max) {
   const cpy_link_torch *t =
       atomic_load_explicit(&torch_ops, memory_order_acquire);
-  if (t && task == -1)
-    record(t, ids, n);
+  if (t && task == -1) /* below a node maker: the frames older than it */
+    record(t, ids, n_outer != CPY_NO_ENTRY && n_outer < n ? n_outer : n);
   else if (t && task >= 0)
     n = backward_path(t, ids, n, n_outer, task, max);
   size_t n_ops = ops.n < CPY_LINK_MAX ? ops.n : CPY_LINK_MAX;

@@ -39,10 +39,16 @@ void cpy_link_reset(void);
  * else the graph task id. Hot path: two loads and one call. */
 int cpy_link_task(void);
 
+/* 1 when a launch of the calling thread now would record (the forward
+ * thread, the sequence counter moved): the unwinder then looks for a node
+ * maker frame. */
+int cpy_link_wants_record(void);
+
 /* Composes the launch's path in place: ids[0, n) are the launching
  * thread's kept frames, outermost first, of which ids[0, n_outer) are
- * older than the innermost frame of the engine's entry (CPY_NO_ENTRY: the
- * thread is not inside backward()); `task` is cpy_link_task()'s. Records
+ * older than the innermost frame of the engine's entry (task >= 0) or of
+ * a node maker (task -1; the record ends there), CPY_NO_ENTRY when there is
+ * none; `task` is cpy_link_task()'s. Records
  * the forward path (task -1, the forward thread) or puts the backward
  * kernel under its node's forward path (task >= 0; takes the GIL through
  * query, never while holding a lock); then appends the operator frames.

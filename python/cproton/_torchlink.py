@@ -67,6 +67,16 @@ def _engine_entries(torch):
     return [f.__code__ for f in fns if hasattr(f, "__code__")]
 
 
+def _node_makers(torch):
+    """The code objects of functions that make an autograd node and then run
+    Python that launches: autograd.Function.apply (custom Functions, and
+    torch.compile's compiled regions). A backward kernel of such a node goes
+    under apply's caller, not under the first forward kernel's launch site."""
+    apply = getattr(getattr(torch.autograd, "Function", None), "apply", None)
+    code = getattr(getattr(apply, "__func__", apply), "__code__", None)
+    return [code] if code is not None else []
+
+
 def _libtorch_cpu(torch):
     return os.path.join(os.path.dirname(os.path.abspath(torch.__file__)), "lib", "libtorch_cpu.so")
 
@@ -75,7 +85,8 @@ def _link(torch) -> None:
     """The backward link on (once per install), or one warning why not."""
     node = getattr(torch._C, "_current_autograd_node", None)
     why = "torch._C._current_autograd_node is missing" if node is None else \
-        _cproton.link_setup(_libtorch_cpu(torch), node, _engine_entries(torch))
+        _cproton.link_setup(_libtorch_cpu(torch), node, _engine_entries(torch),
+                                _node_makers(torch))
     if why is None:
         _linked.append(True)
     else:
@@ -88,12 +99,21 @@ def installed() -> bool:
 
 
 # Torch's own machinery between user code and a launch: dispatch helpers,
-# Tensor.backward's wrapper, the engine's entry, dynamo's disable, and
+# Tensor.backward's wrapper, the engine's entry, dynamo's disable,
 # nn.Module's call plumbing (two frames per module level between the
-# caller's line and the module's forward, nothing of the user's in either).
+# caller's line and the module's forward, nothing of the user's in either),
+# autograd.Function's apply (forward and backward side), and a compiled
+# region's runtime between the compiled module's call and Inductor's
+# generated code: AOTAutograd's wrappers (up to 10 frames on each side of
+# "<backward>") and Inductor's call and launch plumbing. What stays: the
+# user's lines, the generated code's `call` line of each kernel, Triton's
+# launcher stub.
 _TORCH_SKIP = ("overrides.py", "_ops.py", "_tensor.py", "_compile.py", "autograd/__init__.py",
                "autograd/graph.py", "utils/_python_dispatch.py", "_dynamo/eval_frame.py",
-               "nn/modules/module.py")
+               "nn/modules/module.py", "autograd/function.py", "_functorch/aot_autograd.py",
+               "_functorch/_aot_autograd/", "_inductor/output_code.py", "_inductor/utils.py",
+               "_inductor/runtime/triton_heuristics.py",
+               "_inductor/runtime/static_triton_launcher.py")
 
 
 def torch_skip() -> list:

@@ -113,6 +113,45 @@ def test_python_backward_frames_kept_below_the_link():
     assert any(p[-1] == "backward" and "<backward>" in p for p in in_backward), got
 
 
+def test_function_backward_under_the_apply_line():
+    """A custom Function's node is made in apply, before forward() runs:
+    its backward kernels go under the line that called apply, not under
+    forward()'s first kernel (for torch.compile's compiled regions that
+    would be Inductor's first kernel call)."""
+    class Cube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            b = a * a  # forward's first kernel
+            return b * a
+
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved_tensors
+            return 3 * a * a * g
+
+    x, _ = leaves()
+
+    def body():
+        y = Cube.apply(x)  # the apply line
+        y.sum().backward()
+
+    got = profile("python", body)
+    lines = open(HERE).read().splitlines()
+
+    def line_of(frame):
+        return lines[int(frame.rsplit(":", 1)[-1].split("@")[0]) - 1]
+
+    fwd = [f for p, k, _, f in got if k == "k_mul" and "<backward>" not in f and p[-1] == "forward"]
+    assert fwd and "forward's first kernel" in line_of(fwd[0][-1]), got
+    bw = [f for _, _, _, f in got if "<backward>" in f and f[f.index("<backward>") + 1:][:1]
+          and f[f.index("<backward>") + 1].endswith("@backward")]
+    assert bw, got
+    for f in bw:  # Cube.backward's kernels: under the apply line, then <backward>
+        pre = f[:f.index("<backward>")]
+        assert "the apply line" in line_of(pre[-1]), (pre, f)
+
+
 def test_aten_frames_between_python_and_kernels():
     x, w = leaves()
     got = profile("python,aten", lambda: step(x, w))

@@ -77,8 +77,12 @@ def main():
     backward = sum(c for p, c, _, _ in shadow if "backward" in p)
     at_root = sum(c for p, c, _, _ in python if not p)
     linked = sum(c for p, c, _, _ in python if "<backward>" in p)
+    # the seed gradient (ones_like, one per backward()) is launched by
+    # backward() itself before autograd's engine runs: at the backward() line
+    bw_line = f"workloads.py:{line_of('loss.backward()')}@_train_step"
+    seeds = sum(c for p, c, _, _ in python if "<backward>" not in p and p and p[-1].endswith(bw_line))
     print(f"RESULT {kind} kernels shadow={n_shadow} python={n_python} backward={backward} "
-          f"under <backward>={linked} at ROOT={at_root}")
+          f"under <backward>={linked} seed gradients at backward()={seeds} at ROOT={at_root}")
     frames = {f for p, _, _, _ in python for f in p}
     # issue 28, profile size: nn.Module's call plumbing is not in the paths,
     # nor the routing frame of a torch function under the link's mode
@@ -88,12 +92,14 @@ def main():
                   and a.rsplit(":", 1)[0] == b.rsplit(":", 1)[0] and "functional.py" in a)
     checks = [(at_root == 0, "no kernel at ROOT"),
               (n_python == n_shadow, "kernel count unchanged against shadow"),
-              (linked == backward and backward > 0, "every backward kernel under <backward>"),
+              (linked + seeds == backward and backward > 0 and seeds <= STEPS,
+               "every backward kernel under <backward> (but one seed gradient per step)"),
               (not any("nn/modules/module.py" in f for f in frames), "no nn.Module plumbing frames"),
               (doubled == 0, "no torch function's frame doubled by the link's mode")]
     print(f"RESULT {kind} new graphs in a session: {graphs}")
     if kind == "train":
         checks.append((graphs["python"] == 0, "no recompile in a python session"))
+        checks += compiled_paths(python)
     else:
         checks += forward_paths(python)
     aten = run(step, sync, "python,aten", f"{kind}_aten")
@@ -112,8 +118,30 @@ def main():
     return 0 if all(ok for ok, _ in checks) else 1
 
 
-GEMM = re.compile(r"gemm|nvjet|xmma|cutlass", re.I)
+GEMM = re.compile(r"^(?!.*(fmha|flash)).*(gemm|nvjet|xmma|cutlass)", re.I)  # not attention's
 NORM = re.compile(r"layer_?norm|GammaBeta", re.I)
+
+
+def line_of(text):
+    """The line number of the first line of bench/workloads.py holding text."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench", "workloads.py")
+    return next(i + 1 for i, line in enumerate(open(src)) if text in line)
+
+
+def compiled_paths(python):
+    """Compiled step: the compiled region's node is made in
+    autograd.Function.apply, so its backward kernels sit under the line
+    that called the compiled module (GPT.forward's frame), not under
+    Inductor's first forward kernel; and no AOTAutograd or Inductor runtime
+    plumbing frame is in any path."""
+    pre = [p[:p.index("<backward>")] for p, _, _, _ in python if "<backward>" in p]
+    ends = {q[-1].rsplit("/", 1)[-1] for q in pre if q}
+    plumbing = {f for p, _, _, _ in python for f in p
+                if "_functorch/" in f or "_inductor/runtime/" in f or "autograd/function.py" in f}
+    print(f"RESULT train forward paths of backward kernels end at {sorted(ends)}")
+    return [(pre and all(q and ("workloads.py:" in q[-1] or "functional.py:" in q[-1]) for q in pre),
+             "every backward kernel under a line of the program (or torch.nn.functional's)"),
+            (not plumbing, "no AOTAutograd/Inductor runtime frames")]
 
 
 def forward_paths(python):
@@ -124,8 +152,7 @@ def forward_paths(python):
     bw = [(p[:p.index("<backward>")], k) for p, _, _, k in python if "<backward>" in p]
     gemm = [pre for pre, k in bw if GEMM.search(k)]
     norm = [pre for pre, k in bw if NORM.search(k)]
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench", "workloads.py")
-    fc2 = next(i + 1 for i, line in enumerate(open(src)) if "self.fc2(" in line)
+    fc2 = line_of("self.fc2(")
     under_fc2 = [pre for pre in gemm if len(pre) > 1 and pre[-2].endswith(f"workloads.py:{fc2}@forward")
                  and "nn/modules/linear.py" in pre[-1]]
     print(f"RESULT eager backward GEMM kernels {len(gemm)}, layer-norm {len(norm)}, "
