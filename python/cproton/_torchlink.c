@@ -63,9 +63,21 @@ static int query(uint64_t *seq, uint32_t *fb, size_t *n_fb, size_t max) {
   if (finalizing())
     return -1;
   PyGILState_STATE g = PyGILState_Ensure();
+  /* a launch from Python code that has an exception pending keeps it */
+#if PY_VERSION_HEX >= 0x030C0000
+  PyObject *pending = PyErr_GetRaisedException();
+#else
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+#endif
   *seq = node_seq();
   if (fb)
     *n_fb = cpy_frames_before_entry(fb, max);
+#if PY_VERSION_HEX >= 0x030C0000
+  PyErr_SetRaisedException(pending);
+#else
+  PyErr_Restore(type, value, tb);
+#endif
   PyGILState_Release(g);
   return 0;
 }
