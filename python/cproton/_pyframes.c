@@ -303,7 +303,7 @@ static _Atomic(PyCodeObject *) entries[MAX_ENTRIES]; /* strong references */
  * before forward() runs). A node's forward path ends at the caller of the
  * innermost maker frame, not at its first kernel's launch site inside
  * forward() (for a compiled region, Inductor's first kernel call). Checked
- * only when a forward launch records (cpy_link_wants_record). */
+ * only when a forward launch records (cpy_link_launch_get). */
 static _Atomic(PyCodeObject *) makers[MAX_ENTRIES];
 
 static int in_set(_Atomic(PyCodeObject *) *set, const PyCodeObject *co) {
@@ -513,10 +513,10 @@ static size_t innermost_of(const memo *m, size_t raw,
 /* The raw index that splits m's walk for the link: inside backward the
  * engine's entry; at a forward launch that records, the innermost node
  * maker; else none. */
-static size_t split_of(const memo *m, size_t raw, int task) {
-  if (task >= 0)
+static size_t split_of(const memo *m, size_t raw, cpy_link_launch l) {
+  if (l.task >= 0)
     return innermost_of(m, raw, is_entry);
-  if (task == -1 && cpy_link_wants_record())
+  if (l.record_at)
     return innermost_of(m, raw, is_maker);
   return CPY_NO_ENTRY;
 }
@@ -526,13 +526,13 @@ static size_t split_of(const memo *m, size_t raw, int task) {
  * the link's composition (the forward record, or the backward path) and
  * the operator frames. */
 static size_t emit(const memo *m, size_t raw, uint32_t *ids, size_t max) {
-  int task = cpy_link_task();
-  size_t at = split_of(m, raw, task);
+  cpy_link_launch l = cpy_link_launch_get();
+  size_t at = split_of(m, raw, l);
   size_t n = 0, outer = CPY_NO_ENTRY;
   for (size_t j = 0; j < raw && n < max; j++) {
     if (j == at) {
       outer = n;
-      if (task >= 0)
+      if (l.task >= 0)
         continue;
     }
     if (!(m->f[j].drop & DROP_SELF) &&
@@ -541,7 +541,7 @@ static size_t emit(const memo *m, size_t raw, uint32_t *ids, size_t max) {
   }
   if (at != CPY_NO_ENTRY && outer == CPY_NO_ENTRY)
     outer = n; /* the ids ran out before the entry */
-  return cpy_link_compose(ids, n, outer, task, max);
+  return cpy_link_compose(ids, n, outer, l, max);
 }
 
 /* The walk without the memo (other Python versions, stacks deeper than
@@ -549,21 +549,21 @@ static size_t emit(const memo *m, size_t raw, uint32_t *ids, size_t max) {
 static size_t unwind_plain(uint32_t *ids, size_t max) {
   static _Thread_local walk w;
   walk_current(&w);
-  int task = cpy_link_task();
-  size_t split = task >= 0 ? w.entry_raw
-                 : task == -1 && cpy_link_wants_record() ? w.maker_raw
-                                                         : CPY_NO_ENTRY;
+  cpy_link_launch l = cpy_link_launch_get();
+  size_t split = l.task >= 0 ? w.entry_raw
+                 : l.record_at ? w.maker_raw
+                               : CPY_NO_ENTRY;
   size_t n = 0, outer = CPY_NO_ENTRY;
   for (size_t i = w.n; i-- > 0 && n < max;) { /* outermost first */
     if (split != CPY_NO_ENTRY && outer == CPY_NO_ENTRY &&
         w.raw_index[i] <= split)
       outer = n; /* the frames from here on are newer than the split */
-    if (task < 0 || w.raw_index[i] != w.entry_raw)
+    if (l.task < 0 || w.raw_index[i] != w.entry_raw)
       ids[n++] = w.frames[i]->id;
   }
   if (split != CPY_NO_ENTRY && outer == CPY_NO_ENTRY)
     outer = n;
-  return cpy_link_compose(ids, n, outer, task, max);
+  return cpy_link_compose(ids, n, outer, l, max);
 }
 
 /* The calling thread's memo. Not inlined: the module is a shared object,

@@ -32,7 +32,7 @@
  * and the counts; taken only when the forward counter moved and once per
  * backward launch, never while taking the GIL. Thread-local state (the
  * operator stack) is read only by its own thread.
- * Hot path: cpy_link_task and cpy_link_compose (launch callbacks). */
+ * Hot path: cpy_link_launch_get and cpy_link_compose (launch callbacks). */
 #include "_pylink.h"
 
 #include <pthread.h>
@@ -130,10 +130,20 @@ void cpy_link_reset(void) {
   ops.n = 0;
 }
 
-int cpy_link_task(void) {
+cpy_link_launch cpy_link_launch_get(void) {
+  cpy_link_launch l = {-2, 0};
   const cpy_link_torch *t =
       atomic_load_explicit(&torch_ops, memory_order_acquire);
-  return t ? t->task_id() : -2;
+  if (!t)
+    return l;
+  l.task = t->task_id();
+  if (l.task == -1 &&
+      my_gen == atomic_load_explicit(&fwd_gen, memory_order_relaxed)) {
+    uint64_t p = t->peek(); /* 0: no node made yet on this thread */
+    if (p != atomic_load_explicit(&last_p, memory_order_relaxed))
+      l.record_at = p;
+  }
+  return l;
 }
 
 void cpy_link_counts_get(cpy_link_counts *out) {
@@ -180,24 +190,10 @@ static void record_nodes(uint64_t from, uint64_t p, const uint32_t *ids,
   counts.records++;
 }
 
-int cpy_link_wants_record(void) {
-  const cpy_link_torch *t =
-      atomic_load_explicit(&torch_ops, memory_order_acquire);
-  if (!t || my_gen != atomic_load_explicit(&fwd_gen, memory_order_relaxed))
-    return 0;
-  uint64_t p = t->peek();
-  return p != 0 && p != atomic_load_explicit(&last_p, memory_order_relaxed);
-}
-
-/* A launch of the forward thread outside backward: one compare, and a
- * record when the sequence counter moved since the last one. */
-static void record(const cpy_link_torch *t, const uint32_t *ids, size_t n) {
-  if (my_gen != atomic_load_explicit(&fwd_gen, memory_order_relaxed))
-    return;
-  uint64_t p = t->peek();
+/* A launch of the forward thread outside backward whose sequence counter
+ * moved to p since the last record (cpy_link_launch_get). */
+static void record(uint64_t p, const uint32_t *ids, size_t n) {
   uint64_t from = atomic_load_explicit(&last_p, memory_order_relaxed);
-  if (p == from || p == 0)
-    return;
   atomic_store_explicit(&last_p, p, memory_order_relaxed);
   if (p < from) /* not expected: the counter only grows */
     from = p - 1;
@@ -300,14 +296,15 @@ static size_t backward_path(const cpy_link_torch *t, uint32_t *ids, size_t n,
   return r;
 }
 
-size_t cpy_link_compose(uint32_t *ids, size_t n, size_t n_outer, int task,
-                        size_t max) {
+size_t cpy_link_compose(uint32_t *ids, size_t n, size_t n_outer,
+                        cpy_link_launch l, size_t max) {
   const cpy_link_torch *t =
       atomic_load_explicit(&torch_ops, memory_order_acquire);
-  if (t && task == -1) /* below a node maker: the frames older than it */
-    record(t, ids, n_outer != CPY_NO_ENTRY && n_outer < n ? n_outer : n);
-  else if (t && task >= 0)
-    n = backward_path(t, ids, n, n_outer, task, max);
+  if (t && l.record_at) /* below a node maker: the frames older than it */
+    record(l.record_at, ids,
+           n_outer != CPY_NO_ENTRY && n_outer < n ? n_outer : n);
+  else if (t && l.task >= 0)
+    n = backward_path(t, ids, n, n_outer, l.task, max);
   size_t n_ops = ops.n < CPY_LINK_MAX ? ops.n : CPY_LINK_MAX;
   for (size_t i = 0; i < n_ops && n < max; i++)
     ids[n++] = ops.ids[i];

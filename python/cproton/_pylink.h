@@ -35,26 +35,31 @@ int cpy_link_start(const cpy_link_torch *torch, size_t ring_size);
 /* Turns the link off and frees its record (session stop/finalize). */
 void cpy_link_reset(void);
 
-/* -2 while the link is off, -1 outside a backward pass on this thread,
- * else the graph task id. Hot path: two loads and one call. */
-int cpy_link_task(void);
+/* What the link does at a launch of the calling thread, read once per
+ * launch. `task`: -2 while the link is off, -1 outside a backward pass on
+ * this thread, else the graph task id. `record_at`: on the forward thread
+ * outside backward, the sequence counter when it moved since the last
+ * record (this launch records node record_at-1 and the unwinder looks for
+ * a node maker frame); else 0. Hot path: a few loads and up to two libtorch
+ * calls. */
+typedef struct cpy_link_launch {
+  int task;
+  uint64_t record_at;
+} cpy_link_launch;
 
-/* 1 when a launch of the calling thread now would record (the forward
- * thread, the sequence counter moved): the unwinder then looks for a node
- * maker frame. */
-int cpy_link_wants_record(void);
+cpy_link_launch cpy_link_launch_get(void);
 
 /* Composes the launch's path in place: ids[0, n) are the launching
  * thread's kept frames, outermost first, of which ids[0, n_outer) are
  * older than the innermost frame of the engine's entry (task >= 0) or of
- * a node maker (task -1; the record ends there), CPY_NO_ENTRY when there is
- * none; `task` is cpy_link_task()'s. Records
- * the forward path (task -1, the forward thread) or puts the backward
- * kernel under its node's forward path (task >= 0; takes the GIL through
- * query, never while holding a lock); then appends the operator frames.
- * Returns the path's length (<= max). Hot path (launch callbacks). */
-size_t cpy_link_compose(uint32_t *ids, size_t n, size_t n_outer, int task,
-                        size_t max);
+ * a node maker (a recording launch: the record ends there), CPY_NO_ENTRY
+ * when there is none; `l` is cpy_link_launch_get()'s. Records the forward
+ * path (l.record_at != 0) or puts the backward kernel under its node's
+ * forward path (task >= 0; takes the GIL through query, never while
+ * holding a lock); then appends the operator frames. Returns the path's
+ * length (<= max). Hot path (launch callbacks). */
+size_t cpy_link_compose(uint32_t *ids, size_t n, size_t n_outer,
+                        cpy_link_launch l, size_t max);
 
 /* Operator frames of the calling thread: push an interned id, pop it. */
 void cpy_link_op_push(uint32_t id);

@@ -101,14 +101,14 @@ static const char *resolve(const char *lib) {
   return NULL;
 }
 
-/* link_setup(libtorch_cpu_path, current_node, entries[, node_makers]):
+/* link_setup(libtorch_cpu_path, current_node, entries, node_makers):
  * turns the backward link on with the calling thread as the forward thread
  * (entries, node_makers: code objects, _pyframes.h). Returns None, or
  * a str saying why the link stays off (a symbol missing). */
 static PyObject *py_link_setup(PyObject *m, PyObject *args) {
   const char *lib;
-  PyObject *node_fn, *codes, *makers = NULL;
-  if (!PyArg_ParseTuple(args, "sOO|O", &lib, &node_fn, &codes, &makers))
+  PyObject *node_fn, *codes, *makers;
+  if (!PyArg_ParseTuple(args, "sOOO", &lib, &node_fn, &codes, &makers))
     return NULL;
   if (!PyCallable_Check(node_fn))
     return PyErr_Format(PyExc_TypeError,
@@ -117,10 +117,7 @@ static PyObject *py_link_setup(PyObject *m, PyObject *args) {
   if (missing)
     return PyUnicode_FromFormat("%s: %s not found in %s", "backward link off",
                                 missing, lib);
-  PyObject *none = PyTuple_New(0);
-  int bad = !none || cpy_frames_set_entries(codes, makers ? makers : none) < 0;
-  Py_XDECREF(none);
-  if (bad)
+  if (cpy_frames_set_entries(codes, makers) < 0)
     return NULL;
   Py_XSETREF(current_node, Py_NewRef(node_fn));
   if (cpy_link_start(&torch_fns, ring_size) < 0)
@@ -240,7 +237,7 @@ static PyMethodDef methods[] = {
     {"op_call", (PyCFunction)(void (*)(void))py_op_call, METH_FASTCALL,
      "op_call(func, args, kwargs): run an ATen operator under its aten:: frame"},
     {"link_setup", py_link_setup, METH_VARARGS,
-     "link_setup(libtorch_cpu_path, current_node, entries[, node_makers]): "
+     "link_setup(libtorch_cpu_path, current_node, entries, node_makers): "
      "the backward link "
      "on; None, or why it stays off"},
     {"link_reset", py_link_reset, METH_NOARGS, "the backward link off"},
