@@ -395,10 +395,15 @@ static void walk_public(walk *w, PyThreadState *ts) {
   }
 }
 
-static void walk_current(walk *w) {
+static void walk_reset(walk *w, int gil) {
   w->n = w->raw = 0;
   w->entry_raw = w->maker_raw = CPY_NO_ENTRY;
   w->inner_drops_caller = 0;
+  w->gil = gil;
+}
+
+static void walk_current(walk *w) {
+  walk_reset(w, 0);
   PyThreadState *ts = PyGILState_GetThisThreadState();
   if (!ts || !atomic_load(&registered))
     return;
@@ -409,7 +414,6 @@ static void walk_current(walk *w) {
   if (w->gil)
     walk_public(w, ts);
 #endif
-  (void)walk_public;
 }
 
 /* ---- the per-thread memo of the last walk ---------------------------------
@@ -623,40 +627,16 @@ int cpy_frames_set_entries(PyObject *codes, PyObject *node_makers) {
  * first, through the cache and the skip rules as the unwinder names them;
  * CPY_NO_ENTRY when it has no entry frame. GIL. */
 static size_t thread_before_entry(PyThreadState *ts, uint32_t *ids, size_t max) {
-  static _Thread_local struct {
-    PyCodeObject *code[MAX_WALK];
-    int offset[MAX_WALK];
-    uint32_t kept[MAX_WALK];
-    entry scratch;
-    char text[TEXT_MAX];
-  } w;
-  size_t raw = 0, k = CPY_NO_ENTRY, n = 0;
-  PyFrameObject *f = PyThreadState_GetFrame(ts);
-  for (; f && raw < MAX_WALK; raw++) { /* the frames keep their code alive */
-    PyCodeObject *co = PyFrame_GetCode(f);
-    if (k == CPY_NO_ENTRY && is_entry(co))
-      k = raw;
-    w.code[raw] = co, w.offset[raw] = PyFrame_GetLasti(f) / 2;
-    Py_DECREF(co);
-    PyFrameObject *back = PyFrame_GetBack(f);
-    Py_DECREF(f);
-    f = back;
-  }
-  Py_XDECREF(f);
-  if (k == CPY_NO_ENTRY)
+  static _Thread_local walk w;
+  walk_reset(&w, 1);
+  walk_public(&w, ts);
+  if (w.entry_raw == CPY_NO_ENTRY)
     return CPY_NO_ENTRY;
-  int dropped = 0; /* by the frame inner to this one (DROP_CALLER) */
-  for (size_t i = k; i < raw; i++) {
-    const entry *e = resolve(w.code[i], w.offset[i], 1, &w.scratch, w.text);
-    int keep = i != k && e && !(e->drop & DROP_SELF) && !dropped;
-    dropped = e && (e->drop & DROP_CALLER);
-    if (keep)
-      w.kept[n++] = e->id;
-  }
-  size_t out = n < max ? n : max; /* the outermost ones */
-  for (size_t i = 0; i < out; i++)
-    ids[i] = w.kept[n - 1 - i];
-  return out;
+  size_t n = 0;
+  for (size_t i = w.n; i-- > 0 && n < max;) /* outermost first */
+    if (w.raw_index[i] > w.entry_raw)
+      ids[n++] = w.frames[i]->id;
+  return n;
 }
 
 size_t cpy_frames_before_entry(uint32_t *ids, size_t max) {
