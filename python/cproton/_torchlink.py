@@ -9,8 +9,10 @@ with context "python" runs and torch is imported:
   backward pass asks which node runs (torch._C._current_autograd_node)
   and lands under that node's forward path + "<backward>", or under the
   frames of backward()'s caller + "<backward>" when the node has none.
-  `install` turns it on (link_setup: libtorch_cpu's path, the node query,
-  the code objects of the engine's entry).
+  A node made in autograd.Function.apply (custom Functions, compiled
+  regions) is recorded at apply's caller. `install` turns it on
+  (link_setup: libtorch_cpu's path, the node query, the code objects of
+  the engine's entry and of the node makers).
 - Operator frames ("python,aten"): a TorchDispatchMode pushes "aten::name"
   around each operator (`_cproton.op_call`, C); the mode's state is
   thread-local and autograd hands it to its engine threads, so backward
@@ -86,7 +88,7 @@ def _link(torch) -> None:
     node = getattr(torch._C, "_current_autograd_node", None)
     why = "torch._C._current_autograd_node is missing" if node is None else \
         _cproton.link_setup(_libtorch_cpu(torch), node, _engine_entries(torch),
-                                _node_makers(torch))
+                            _node_makers(torch))
     if why is None:
         _linked.append(True)
     else:
